@@ -1,0 +1,5 @@
+"""``python -m rooflint`` runs the command line, like the ``rooflint`` script."""
+
+from rooflint.cli import app
+
+app(prog_name="rooflint")

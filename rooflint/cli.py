@@ -1,0 +1,135 @@
+"""The `rooflint` command line: parse, call, render, exit code. Nothing else.
+
+Exit codes: 0 ok, 1 a correctness failure, 2 usage or environment error (bad input,
+no GPU). Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import functools
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from rooflint.errors import RooflintError
+from rooflint.gpus import PRECISIONS, find_spec, load_specs
+from rooflint.manifest import ResolvedFamily
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
+console = Console()
+errors = Console(stderr=True)
+
+
+class Cache(str, Enum):
+    cold = "cold"
+    warm = "warm"
+
+
+def fail(message: str, code: int = 2) -> None:
+    errors.print(f"rooflint: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def one_line_errors(command):
+    """User errors become one line on stderr and exit code 2, never a traceback."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except RooflintError as exc:
+            fail(str(exc))
+        except Exception as exc:
+            if os.environ.get("ROOFLINT_DEBUG"):
+                raise
+            fail(f"internal error: {type(exc).__name__}: {exc} "
+                 "(set ROOFLINT_DEBUG=1 for the traceback)")
+    return wrapper
+
+
+@app.command()
+@one_line_errors
+def run(
+    target: Optional[str] = typer.Argument(None, help="Kernel family: a directory with kernel.yaml, "
+                                           "a kernel.yaml, or a bundled name. Default: all bundled."),
+    variants: Optional[List[str]] = typer.Argument(None, help="Variants to run (default: all)."),
+    size: List[str] = typer.Option([], "--size", help="Override a parameter, e.g. --size N=2048."),
+    gpu: Optional[str] = typer.Option(None, help="GPU spec id to judge against (default: match the device)."),
+    cache: Cache = typer.Option(Cache.cold, help="cold: flush L2 before each timed run; warm: do not."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document here."),
+    timeout: float = typer.Option(120.0, help="Seconds a variant may take before it is abandoned."),
+) -> None:
+    """Measure kernel variants on this GPU and place each on its roofline."""
+    from rooflint.report import render_run
+    from rooflint.run import RunOptions, parse_sizes, run as run_families
+
+    options = RunOptions(targets=[target] if target else [], variants=variants or [],
+                         sizes=parse_sizes(size), gpu=gpu, cache=cache.value,
+                         timeout_s=timeout, json_path=json_path)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        def progress_for(family: ResolvedFamily):
+            task = bar.add_task(family.manifest.name, total=len(family.job.variants))
+
+            def update(event: str, variant: str) -> None:
+                if event == "start":
+                    bar.update(task, description=f"{family.manifest.name}: {variant}")
+                else:
+                    bar.advance(task)
+            return update
+        result = run_families(options, progress_for)
+    render_run(console, result)
+    if json_path:
+        console.print(f"result written to {json_path}")
+    if any(v.status != "ok" for f in result.families for v in f.variants):
+        raise typer.Exit(1)
+
+
+@app.command()
+@one_line_errors
+def explain(
+    time: str = typer.Option(..., help="Kernel time: 0.713ms, 40us, 2.1e-3 (seconds)."),
+    flops: str = typer.Option(..., help="Floating-point operations: 537e6, 137.4G, 0."),
+    bytes_: str = typer.Option(..., "--bytes", help="DRAM bytes moved: 128MiB, 201MB, 8GiB."),
+    gpu: str = typer.Option(..., help="GPU spec id (see `rooflint specs`)."),
+    algorithmic_bytes: Optional[str] = typer.Option(None, help="Compulsory bytes (default: --bytes)."),
+    precision: str = typer.Option("fp32", help=f"Compute roof: {', '.join(PRECISIONS)}."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+) -> None:
+    """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
+    from rooflint.explain import explain as explain_point
+    from rooflint.report import render_explanation
+    from rooflint.units import parse_bytes, parse_count, parse_time
+
+    if precision not in PRECISIONS:
+        fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    spec = find_spec(gpu, load_specs())
+    explanation = explain_point(
+        spec, parse_time(time), parse_count(flops), parse_bytes(bytes_),
+        parse_bytes(algorithmic_bytes) if algorithmic_bytes else None, precision)
+    if as_json:
+        typer.echo(json.dumps(explanation.to_json(), indent=1))
+    else:
+        render_explanation(console, explanation)
+
+
+@app.command()
+@one_line_errors
+def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU (id or name).")) -> None:
+    """List the GPU datasheet specs, or show one with its ridge points."""
+    from rooflint.report import render_spec, render_specs
+
+    known = load_specs()
+    if gpu:
+        render_spec(console, find_spec(gpu, known))
+    else:
+        render_specs(console, known)

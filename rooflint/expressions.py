@@ -1,0 +1,77 @@
+"""Safe arithmetic over manifest parameters.
+
+Manifests write sizes, FLOP counts and launch geometry as expressions
+(``2*M*N*K``, ``cdiv(N, 256)``). They come from files users download and share, so
+they are parsed into a Python AST and walked against a whitelist; ``eval`` is never
+called. Allowed: numbers, parameter names, ``+ - * / // % **``, unary minus,
+parentheses, and the functions min, max, ceil, floor, cdiv.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Mapping
+
+from rooflint.errors import RooflintError
+
+Number = int | float
+
+_BINARY = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_FUNCTIONS = {
+    "min": min, "max": max,
+    "ceil": lambda x: int(math.ceil(x)), "floor": lambda x: int(math.floor(x)),
+    "cdiv": lambda a, b: -(-a // b),
+}
+_MAX_POWER = 64
+
+
+def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
+    """Value of ``expression`` with ``names`` bound; RooflintError on anything not allowed."""
+    if isinstance(expression, bool):
+        raise RooflintError(f"expected a number or expression, got {expression!r}")
+    if isinstance(expression, (int, float)):
+        return expression
+    try:
+        tree = ast.parse(str(expression).strip(), mode="eval")
+    except SyntaxError as exc:
+        hint = ""
+        if str(expression).count("(") != str(expression).count(")"):
+            hint = " (in YAML, quote expressions with commas: inside {...} or [...] a comma splits them)"
+        raise RooflintError(f"cannot parse expression {expression!r}: {exc.msg}{hint}") from None
+    return _walk(tree.body, names, str(expression))
+
+
+def _walk(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            known = ", ".join(sorted(names)) or "none"
+            raise RooflintError(f"unknown name {node.id!r} in {source!r} (known: {known})")
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _walk(node.left, names, source), _walk(node.right, names, source)
+        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POWER:
+            raise RooflintError(f"exponent {right} too large in {source!r}")
+        try:
+            return _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise RooflintError(f"division by zero in {source!r}") from None
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_walk(node.operand, names, source))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id in _FUNCTIONS and not node.keywords:
+        args = [_walk(arg, names, source) for arg in node.args]
+        try:
+            return _FUNCTIONS[node.func.id](*args)
+        except (TypeError, ZeroDivisionError) as exc:
+            raise RooflintError(f"bad call {node.func.id}() in {source!r}: {exc}") from None
+    raise RooflintError(f"not allowed in expression {source!r}: {ast.dump(node)[:60]}")

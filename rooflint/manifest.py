@@ -1,0 +1,373 @@
+"""Kernel manifests: ``kernel.yaml`` files describing a family of kernel variants.
+
+A manifest names the parameters (with defaults), the buffers, the algorithmic work
+(``flops``) and compulsory traffic (``bytes``) as safe expressions, the precision whose
+compute roof applies, the reference, and the variants with their launches. Families can
+override ``flops``/``bytes``/``reference``/``tolerance``/``precision`` per variant, since
+one family often mixes kernels of different work (a copy and a triad).
+
+Loading validates everything a user can get wrong and says which file and field;
+`resolve` turns a manifest plus ``--size`` overrides into the concrete job the
+measurement worker runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rooflint.errors import RooflintError
+from rooflint.expressions import Number, evaluate
+from rooflint.gpus import PRECISIONS
+from rooflint.measure.protocol import (
+    ArgJob, BufferJob, FamilyJob, LaunchJob, TimingJob, VariantJob,
+)
+
+MANIFEST_NAME = "kernel.yaml"
+ROLES = ("in", "out", "inout")
+SCALAR_TYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
+DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
+          "uint32", "uint16", "uint8")
+BOUNDS = ("bandwidth", "compute", "chain")
+_DEFAULT_RANGE = (-1.0, 1.0)
+_VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
+
+
+@dataclass
+class Buffer:
+    name: str
+    dtype: str
+    shape: list[str | Number]
+    role: str
+    range: tuple[float, float] = _DEFAULT_RANGE
+
+
+@dataclass
+class Launch:
+    entry: str
+    grid: list[str | Number]
+    block: list[str | Number]
+    shared_mem: str | Number
+    args: list[str | dict[str, str | Number]]
+
+
+@dataclass
+class Expectation:
+    """What the variant's author predicts; `run` flags a measurement that disagrees."""
+
+    bound: str | None = None
+    faster_than: str | None = None
+
+
+@dataclass
+class Variant:
+    name: str
+    description: str
+    source: str | None
+    launches: list[Launch]
+    baseline: str | None
+    flops: str | Number
+    bytes: str | Number
+    reference: str
+    tolerance: float
+    precision: str
+    options: list[str]
+    expect: Expectation
+
+
+@dataclass
+class Manifest:
+    name: str
+    description: str
+    directory: Path
+    params: dict[str, Number]
+    buffers: list[Buffer]
+    variants: list[Variant]
+
+
+@dataclass
+class VariantModel:
+    """The manifest's side of a variant, evaluated: what the analysis needs beside timing."""
+
+    name: str
+    description: str
+    flops: float
+    bytes: float
+    precision: str
+    expect: Expectation
+    baseline: bool
+    grid_blocks: int           # blocks of the largest launch, for the one-wave check
+    threads_per_block: int
+    launches: int
+
+
+@dataclass
+class ResolvedFamily:
+    manifest: Manifest
+    params: dict[str, Number]
+    job: FamilyJob
+    models: dict[str, VariantModel] = field(default_factory=dict)
+
+
+class _Reader:
+    """Field access that reports the file and the dotted path of whatever is wrong."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, where: str, problem: str) -> RooflintError:
+        return RooflintError(f"{self.path}: '{where}' {problem}")
+
+    def mapping(self, value: Any, where: str) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(where, "must be a mapping")
+        return value
+
+    def get(self, data: dict, key: str, where: str, default: Any = ...) -> Any:
+        if key in data and data[key] is not None:
+            return data[key]
+        if default is ...:
+            raise RooflintError(f"{self.path}: missing field '{where}{key}'")
+        return default
+
+    def choice(self, value: Any, allowed: tuple[str, ...], where: str) -> str:
+        if value not in allowed:
+            raise self.fail(where, f"is {value!r}; expected one of {', '.join(allowed)}")
+        return value
+
+    def expr_list(self, value: Any, where: str) -> list[str | Number]:
+        items = value if isinstance(value, list) else [value]
+        if not 1 <= len(items) <= 3:
+            raise self.fail(where, "must be a number, an expression or a list of 1 to 3 of them")
+        return items
+
+
+def find_manifest(target: str | Path) -> Path:
+    """``kernels/gemm_fp32``, ``path/to/kernel.yaml`` or a bundled family name."""
+    path = Path(target)
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    elif not path.exists():
+        from rooflint.paths import KERNELS_DIR
+        bundled = KERNELS_DIR / str(target) / MANIFEST_NAME
+        if bundled.exists():
+            return bundled
+    if not path.is_file():
+        raise RooflintError(f"no kernel manifest at {target} (expected a directory with "
+                            f"{MANIFEST_NAME}, a {MANIFEST_NAME} file, or a bundled family name)")
+    return path
+
+
+def bundled_manifests() -> list[Path]:
+    from rooflint.paths import KERNELS_DIR
+    return sorted(p for p in KERNELS_DIR.glob(f"*/{MANIFEST_NAME}")
+                  if not p.parent.name.startswith(("_", ".")))
+
+
+def load_manifest(target: str | Path) -> Manifest:
+    path = find_manifest(target)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise RooflintError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    r = _Reader(path)
+    data = r.mapping(data, "(top level)")
+    params: dict[str, Number] = {}
+    for key, value in r.mapping(r.get(data, "params", "", {}), "params").items():
+        try:
+            params[key] = evaluate(value, params)  # may use the parameters above it
+        except RooflintError as exc:
+            raise r.fail(f"params.{key}", f"is not a number: {exc}") from None
+    buffers = [_buffer(r, name, spec) for name, spec in
+               r.mapping(r.get(data, "buffers", ""), "buffers").items()]
+    family_defaults = {key: data.get(key) for key in _VARIANT_MODEL_KEYS}
+    variants_raw = r.mapping(r.get(data, "variants", ""), "variants")
+    if not variants_raw:
+        raise r.fail("variants", "is empty")
+    buffer_names = {b.name for b in buffers}
+    variants = [_variant(r, name, spec, family_defaults, buffer_names, path.parent)
+                for name, spec in variants_raw.items()]
+    return Manifest(
+        name=str(data.get("name") or path.parent.name),
+        description=str(data.get("description") or "").strip(),
+        directory=path.parent,
+        params=params,
+        buffers=buffers,
+        variants=variants,
+    )
+
+
+def _buffer(r: _Reader, name: str, spec: Any) -> Buffer:
+    where = f"buffers.{name}."
+    spec = r.mapping(spec, where.rstrip("."))
+    low, high = spec.get("range", _DEFAULT_RANGE)
+    return Buffer(
+        name=name,
+        dtype=r.choice(r.get(spec, "dtype", where), DTYPES, where + "dtype"),
+        shape=r.expr_list(r.get(spec, "shape", where), where + "shape"),
+        role=r.choice(r.get(spec, "role", where), ROLES, where + "role"),
+        range=(float(low), float(high)),
+    )
+
+
+def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set[str],
+             directory: Path) -> Variant:
+    where = f"variants.{name}."
+    spec = r.mapping(spec, where.rstrip("."))
+
+    def model(key: str) -> Any:
+        value = spec.get(key, defaults[key])
+        if value is None:
+            raise RooflintError(f"{r.path}: missing field '{key}' (at the top level or in "
+                                f"'{where}{key}')")
+        return value
+
+    baseline = spec.get("baseline")
+    source = spec.get("source")
+    if (baseline is None) == (source is None):
+        raise r.fail(where.rstrip("."), "needs exactly one of 'source' (a .cu file) or "
+                     "'baseline' (a function in reference.py that calls a library)")
+    if source is not None and not (directory / source).is_file():
+        raise r.fail(where + "source", f"names {source}, which is not in {directory}")
+    launches = [] if baseline else [
+        _launch(r, f"{where}launches[{i}].", raw, buffer_names)
+        for i, raw in enumerate(r.get(spec, "launches", where))]
+    if source and not launches:
+        raise r.fail(where + "launches", "is empty")
+    expect = r.mapping(spec.get("expect", {}), where + "expect")
+    bound = expect.get("bound")
+    if bound is not None:
+        r.choice(bound, BOUNDS, where + "expect.bound")
+    options = spec.get("options", [])
+    if not isinstance(options, list):
+        raise r.fail(where + "options", "must be a list of compiler options")
+    return Variant(
+        name=name,
+        description=str(spec.get("description") or "").strip(),
+        source=source,
+        launches=launches,
+        baseline=baseline,
+        flops=model("flops"),
+        bytes=model("bytes"),
+        reference=str(model("reference")),
+        tolerance=float(model("tolerance")),
+        precision=r.choice(model("precision"), PRECISIONS, where + "precision"),
+        options=[str(o) for o in options],
+        expect=Expectation(bound=bound, faster_than=expect.get("faster_than")),
+    )
+
+
+def _launch(r: _Reader, where: str, raw: Any, buffer_names: set[str]) -> Launch:
+    raw = r.mapping(raw, where.rstrip("."))
+    args = r.get(raw, "args", where)
+    if not isinstance(args, list):
+        raise r.fail(where + "args", "must be a list")
+    for i, arg in enumerate(args):
+        _check_arg(r, f"{where}args[{i}]", arg, buffer_names)
+    return Launch(
+        entry=str(r.get(raw, "entry", where)),
+        grid=r.expr_list(r.get(raw, "grid", where), where + "grid"),
+        block=r.expr_list(r.get(raw, "block", where), where + "block"),
+        shared_mem=raw.get("shared_mem", 0),
+        args=args,
+    )
+
+
+def _check_arg(r: _Reader, where: str, arg: Any, buffer_names: set[str]) -> None:
+    if isinstance(arg, str):
+        if arg not in buffer_names:
+            raise r.fail(where, f"is {arg!r}, which is not a buffer; scalars are written "
+                         f"with their type, e.g. {{i32: {arg}}}")
+        return
+    if isinstance(arg, dict) and len(arg) == 1:
+        (ctype,) = arg
+        r.choice(ctype, SCALAR_TYPES, where + " type")
+        return
+    raise r.fail(where, "must be a buffer name or one typed scalar such as {i32: N}")
+
+
+def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, Number],
+            timing: TimingJob, variants: list[str] | None = None) -> ResolvedFamily:
+    """Concrete job for the worker plus the evaluated work/traffic model per variant.
+
+    ``device`` adds names such as ``num_sms`` that launch geometry may use, so a
+    grid-stride kernel can be sized to fill whatever GPU it runs on.
+    """
+    unknown = set(overrides) - set(manifest.params)
+    if unknown:
+        raise RooflintError(f"{manifest.name}: unknown size parameter(s) {', '.join(sorted(unknown))} "
+                            f"(parameters: {', '.join(manifest.params) or 'none'})")
+    params = {**manifest.params, **overrides}
+    names = {**device, **params}
+    chosen = _select(manifest, variants)
+    buffers = [_resolve_buffer(b, names) for b in manifest.buffers]
+    jobs, models = [], {}
+    for v in chosen:
+        launches = [_resolve_launch(launch, names) for launch in v.launches]
+        jobs.append(VariantJob(
+            name=v.name, source=str(manifest.directory / v.source) if v.source else None,
+            launches=launches, baseline=v.baseline, reference=v.reference,
+            tolerance=v.tolerance, options=v.options))
+        largest = max(launches, key=lambda l: _product(l.grid), default=None)
+        models[v.name] = VariantModel(
+            name=v.name, description=v.description,
+            flops=float(evaluate(v.flops, names)), bytes=float(evaluate(v.bytes, names)),
+            precision=v.precision, expect=v.expect, baseline=v.baseline is not None,
+            grid_blocks=_product(largest.grid) if largest else 0,
+            threads_per_block=_product(largest.block) if largest else 0,
+            launches=len(launches))
+    job = FamilyJob(family=manifest.name, directory=str(manifest.directory), params=params,
+                    buffers=buffers, variants=jobs, timing=timing)
+    return ResolvedFamily(manifest=manifest, params=params, job=job, models=models)
+
+
+def _select(manifest: Manifest, wanted: list[str] | None) -> list[Variant]:
+    if not wanted:
+        return manifest.variants
+    by_name = {v.name: v for v in manifest.variants}
+    missing = [w for w in wanted if w not in by_name]
+    if missing:
+        raise RooflintError(f"{manifest.name}: no variant {', '.join(missing)} "
+                            f"(variants: {', '.join(by_name)})")
+    return [by_name[w] for w in wanted]
+
+
+def _int(expression: str | Number, names: dict[str, Number], what: str) -> int:
+    value = evaluate(expression, names)
+    if value != int(value) or value < 0:
+        raise RooflintError(f"{what} {expression!r} evaluates to {value}, not a non-negative integer")
+    return int(value)
+
+
+def _product(values: list[int]) -> int:
+    result = 1
+    for v in values:
+        result *= v
+    return result
+
+
+def _resolve_buffer(b: Buffer, names: dict[str, Number]) -> BufferJob:
+    shape = [_int(s, names, f"buffer {b.name} shape") for s in b.shape]
+    return BufferJob(name=b.name, dtype=b.dtype, shape=shape, role=b.role,
+                     low=b.range[0], high=b.range[1])
+
+
+def _resolve_launch(launch: Launch, names: dict[str, Number]) -> LaunchJob:
+    args = []
+    for arg in launch.args:
+        if isinstance(arg, str):
+            args.append(ArgJob(buffer=arg))
+        else:
+            ((ctype, expression),) = arg.items()
+            value = evaluate(expression, names)
+            args.append(ArgJob(ctype=ctype, value=int(value) if ctype[0] in "iu" else float(value)))
+    return LaunchJob(
+        entry=launch.entry,
+        grid=[_int(g, names, f"{launch.entry} grid") for g in launch.grid],
+        block=[_int(b, names, f"{launch.entry} block") for b in launch.block],
+        shared_mem=_int(launch.shared_mem, names, f"{launch.entry} shared_mem"),
+        args=args,
+    )

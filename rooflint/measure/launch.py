@@ -1,0 +1,331 @@
+"""Compile, launch, check and time one family's variants with CuPy.
+
+Inputs are created once per family on the host (seeded, non-zero), so every variant
+and the reference see the same values; outputs are poisoned before each checked run so
+an unwritten element cannot pass. Timing uses CUDA events on a non-blocking stream and
+keeps every sample; in cold-cache mode a read-only sweep over twice the L2 size runs
+before each sample (reads leave no dirty lines whose write-back would be billed to the
+kernel).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+import cupy
+import numpy as np
+
+from rooflint.measure.nvml import Nvml
+from rooflint.measure.protocol import (
+    BufferJob, Clocks, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
+    TimingJob, VariantJob,
+)
+
+_SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
+            "f32": np.float32, "f64": np.float64}
+_DEFAULT_SHARED_LIMIT = 48 * 1024
+_FLUSH_SOURCE = r"""
+extern "C" __global__ void rooflint_l2_flush(const float4* p, size_t n, float* sink) {
+    float acc = 0.f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float4 v = p[i];
+        acc += v.x + v.y + v.z + v.w;
+    }
+    if (acc == 1234.5f) sink[0] = acc;  // never true: keeps the loads alive
+}
+"""
+
+
+class CudaFault(Exception):
+    """A CUDA error after which the context cannot be trusted; the worker must exit."""
+
+
+class VariantFailed(Exception):
+    """The variant cannot be measured (compile error, bad launch); others can."""
+
+
+def device_info(device_id: int, nvml: Nvml | None) -> DeviceInfo:
+    props = cupy.cuda.runtime.getDeviceProperties(device_id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    max_sm, max_mem = nvml.max_clocks_mhz() if nvml else (None, None)
+    return DeviceInfo(
+        name=name,
+        index=device_id,
+        compute_capability=f"{props['major']}.{props['minor']}",
+        sms=int(props["multiProcessorCount"]),
+        l2_bytes=int(props["l2CacheSize"]),
+        memory_bytes=int(props["totalGlobalMem"]),
+        max_sm_clock_mhz=max_sm,
+        max_mem_clock_mhz=max_mem,
+        driver=nvml.driver_version() if nvml else str(cupy.cuda.runtime.driverGetVersion()),
+        cuda_runtime=str(cupy.cuda.runtime.runtimeGetVersion()),
+        cupy=cupy.__version__,
+    )
+
+
+def open_nvml(device_id: int) -> Nvml | None:
+    try:
+        return Nvml(cupy.cuda.runtime.deviceGetPCIBusId(device_id))
+    except Exception as exc:  # NVML missing in a container: measure without clocks
+        print(f"rooflint worker: NVML unavailable ({exc}); clocks will not be recorded",
+              file=sys.stderr)
+        return None
+
+
+class FamilySession:
+    """Everything shared by the variants of one family: inputs, references, the stream."""
+
+    def __init__(self, job: FamilyJob, device: DeviceInfo, nvml: Nvml | None):
+        self.job = job
+        self.nvml = nvml
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.directory = Path(job.directory)
+        self.reference_module = _load_reference(self.directory)
+        rng = np.random.default_rng(job.seed)
+        self.host = {b.name: _random_array(b, rng) for b in job.buffers if b.role != "out"}
+        self.device_buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype) for b in job.buffers}
+        self.expected: dict[str, dict[str, np.ndarray]] = {}
+        flush_floats = max(2 * device.l2_bytes // 4, 1 << 20)
+        self.flush_buffer = cupy.zeros(flush_floats, dtype=cupy.float32)
+        self.flush_sink = cupy.zeros(1, dtype=cupy.float32)
+        self.flush_kernel = cupy.RawKernel(_FLUSH_SOURCE, "rooflint_l2_flush")
+        self.flush_grid = device.sms * 8
+
+    # -- the steps of one measurement ------------------------------------------------
+
+    def measure(self, variant: VariantJob) -> Measurement:
+        try:
+            run = self._runner(variant)
+            checks = self._check(variant, run)
+        except VariantFailed as exc:
+            return Measurement(variant.name, "error", str(exc))
+        failed = [c for c in checks if c.nonfinite or not c.rel_l2 <= variant.tolerance]
+        if failed:
+            return Measurement(variant.name, "fail", _failure_message(failed, variant.tolerance),
+                               checks)
+        samples, clocks = self._time(run, self.job.timing)
+        return Measurement(variant.name, "ok", "", checks, samples, clocks)
+
+    def _runner(self, variant: VariantJob) -> Callable[[], None]:
+        if variant.baseline:
+            call = _function(self.reference_module, variant.baseline, self.directory)
+            params = dict(self.job.params)
+            return lambda: call(cupy, self.device_buffers, params)
+        kernels = _compile(variant, self.directory)
+        launches = [(kernels[l.entry], l, self._arguments(l)) for l in variant.launches]
+
+        def run() -> None:
+            for kernel, launch, args in launches:
+                kernel(tuple(launch.grid), tuple(launch.block), args,
+                       shared_mem=launch.shared_mem)
+        return run
+
+    def _arguments(self, launch: LaunchJob) -> tuple:
+        return tuple(self.device_buffers[a.buffer] if a.buffer else _SCALARS[a.ctype](a.value)
+                     for a in launch.args)
+
+    def _reset_buffers(self) -> None:
+        """Inputs and in-out buffers to their initial values, outputs to poison."""
+        for b in self.job.buffers:
+            target = self.device_buffers[b.name]
+            if b.role == "out":
+                target.fill(_poison(target.dtype))
+            else:
+                target.set(self.host[b.name], stream=self.stream)
+
+    def _check(self, variant: VariantJob, run: Callable[[], None]) -> list[OutputCheck]:
+        expected = self._expected(variant.reference)
+        with self.stream:
+            self._reset_buffers()
+            _guarded(run, self.stream)
+        return [_compare(name, self.device_buffers[name].get(), ref)
+                for name, ref in expected.items()]
+
+    def _expected(self, reference: str) -> dict[str, np.ndarray]:
+        if reference not in self.expected:
+            function = _function(self.reference_module, reference, self.directory)
+            inputs = {name: array.copy() for name, array in self.host.items()}
+            try:
+                result = function(inputs, dict(self.job.params))
+            except Exception as exc:
+                raise VariantFailed(f"reference {reference}() raised "
+                                    f"{type(exc).__name__}: {exc}") from None
+            unknown = set(result) - set(self.device_buffers)
+            if not isinstance(result, dict) or unknown:
+                raise VariantFailed(f"reference {reference}() must return a dict of output "
+                                    f"buffer names to arrays (unknown: {sorted(unknown)})")
+            self.expected[reference] = {k: np.asarray(v, dtype=np.float64)
+                                        for k, v in result.items()}
+        return self.expected[reference]
+
+    def _flush_l2(self) -> None:
+        self.flush_kernel((self.flush_grid,), (256,),
+                          (self.flush_buffer, np.uint64(self.flush_buffer.size // 4),
+                           self.flush_sink))
+
+    def _time(self, run: Callable[[], None], timing: TimingJob) -> tuple[list[float], Clocks]:
+        """Event-timed samples until the spread is small or the budget is spent."""
+        cold = timing.cache == "cold"
+        clocks = Clocks()
+        with self.stream:
+            estimate = self._warm_up(run, cold)
+            batch = int(min(50, max(1, 0.05 / max(estimate, 1e-6))))
+            samples: list[float] = []
+            while len(samples) < timing.max_samples:
+                pairs = []
+                for _ in range(min(batch, timing.max_samples - len(samples))):
+                    if cold:
+                        self._flush_l2()
+                    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                    start.record(self.stream)
+                    run()
+                    end.record(self.stream)
+                    pairs.append((start, end))
+                self._read_clocks(clocks)
+                _guarded(lambda: None, self.stream)
+                samples += [cupy.cuda.get_elapsed_time(s, e) * 1e-3 for s, e in pairs]
+                if len(samples) >= timing.min_samples and (
+                        _spread(samples) < timing.target_spread or sum(samples) > timing.budget_s):
+                    break
+        return samples, clocks
+
+    def _warm_up(self, run: Callable[[], None], cold: bool) -> float:
+        """Run until 3 launches and 20 ms have passed; the per-run time estimate."""
+        runs, began = 0, time.perf_counter()
+        while runs < 3 or time.perf_counter() - began < 0.02:
+            if cold:
+                self._flush_l2()
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record(self.stream)
+            run()
+            end.record(self.stream)
+            _guarded(lambda: None, self.stream)
+            runs += 1
+        return cupy.cuda.get_elapsed_time(start, end) * 1e-3
+
+    def _read_clocks(self, clocks: Clocks) -> None:
+        if not self.nvml:
+            return
+        reading = self.nvml.read()
+        if reading.sm_mhz:
+            clocks.sm_mhz.append(float(reading.sm_mhz))
+        if reading.mem_mhz:
+            clocks.mem_mhz.append(float(reading.mem_mhz))
+        clocks.throttle_reasons = sorted(set(clocks.throttle_reasons) | set(reading.reasons))
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+def _load_reference(directory: Path) -> ModuleType | None:
+    path = directory / "reference.py"
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(f"rooflint_reference_{directory.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _function(module: ModuleType | None, name: str, directory: Path) -> Callable:
+    if module is None:
+        raise VariantFailed(f"{directory}/reference.py not found (needed for {name}())")
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise VariantFailed(f"{directory}/reference.py has no function {name}()")
+    return function
+
+
+def _compile(variant: VariantJob, directory: Path) -> dict[str, cupy.RawKernel]:
+    source = Path(variant.source).read_text()
+    entries = list(dict.fromkeys(l.entry for l in variant.launches))
+    templates = [e for e in entries if "<" in e]
+    options = ("-std=c++17", f"-I{directory}", *variant.options)
+    try:
+        module = cupy.RawModule(code=source, options=options, name_expressions=templates or None)
+        kernels = {e: module.get_function(e) for e in entries}
+    except cupy.cuda.compiler.CompileException as exc:
+        raise VariantFailed(_compile_message(variant, str(exc))) from None
+    except cupy.cuda.driver.CUDADriverError as exc:
+        raise VariantFailed(f"cannot load {Path(variant.source).name}: {exc}") from None
+    for launch in variant.launches:
+        if launch.shared_mem > _DEFAULT_SHARED_LIMIT:
+            kernels[launch.entry].max_dynamic_shared_size_bytes = launch.shared_mem
+    return kernels
+
+
+def _compile_message(variant: VariantJob, log: str) -> str:
+    name = Path(variant.source).name
+    log = re.sub(r"\S*\.cubin\.cu", name, log)  # NVRTC's temporary file -> the user's file
+    lines = [l.strip() for l in log.splitlines() if "error" in l.lower()]
+    first = lines[0] if lines else log.strip().splitlines()[-1]
+    hint = ""
+    if "cannot open source file" in log:
+        hint = (" (NVRTC cannot see this header: add its directory to the variant's "
+                "options as -I/path, e.g. -I/usr/local/cuda/include)")
+    return f"compile error: {first}{hint}"
+
+
+def _guarded(run: Callable[[], None], stream: cupy.cuda.Stream) -> None:
+    """Run and synchronize; turn CUDA errors into CudaFault (the context is suspect)."""
+    try:
+        run()
+        stream.synchronize()
+    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
+        raise CudaFault(str(exc)) from None
+
+
+def _random_array(b: BufferJob, rng: np.random.Generator) -> np.ndarray:
+    """Uniform values in [low, high] with exact zeros replaced: zeros hide unwritten output."""
+    dtype = np.dtype(b.dtype)
+    if dtype.kind in "iu":
+        values = rng.integers(int(b.low), int(b.high), size=b.shape, endpoint=True)
+        values[values == 0] = int(b.high) or 1
+    else:
+        values = rng.uniform(b.low, b.high, size=b.shape)
+        values[values == 0] = b.high
+    return values.astype(dtype)
+
+
+def _poison(dtype: np.dtype) -> float | int:
+    dtype = np.dtype(dtype)
+    return math.nan if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+def _compare(name: str, output: np.ndarray, expected: np.ndarray) -> OutputCheck:
+    output = output.astype(np.float64).reshape(expected.shape)
+    nonfinite = int(np.count_nonzero(~np.isfinite(output)))
+    diff = np.abs(np.nan_to_num(output, nan=0.0, posinf=0.0, neginf=0.0) - expected)
+    reference_norm = float(np.linalg.norm(expected))
+    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+    max_abs = float(diff.max()) if diff.size else 0.0
+    return OutputCheck(
+        buffer=name,
+        rel_l2=float(np.linalg.norm(diff)) / (reference_norm or 1.0),
+        max_abs=max_abs,
+        max_rel=max_abs / (scale or 1.0),
+        nonfinite=nonfinite,
+    )
+
+
+def _failure_message(failed: list[OutputCheck], tolerance: float) -> str:
+    parts = []
+    for c in failed:
+        if c.nonfinite:
+            parts.append(f"{c.buffer}: {c.nonfinite} elements NaN/inf (unwritten output is "
+                         f"NaN-poisoned; if the kernel reads {c.buffer}, declare it role: inout)")
+        else:
+            parts.append(f"{c.buffer}: relative error {c.rel_l2:.2e} > tolerance {tolerance:.1e}")
+    return "; ".join(parts)
+
+
+def _spread(samples: list[float]) -> float:
+    q1, median, q3 = np.percentile(samples, [25, 50, 75])
+    return float((q3 - q1) / median) if median > 0 else 0.0

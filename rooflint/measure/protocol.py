@@ -1,0 +1,140 @@
+"""The contract between the CLI process and the measurement worker.
+
+The parent resolves a manifest into a `FamilyJob` (concrete shapes, grids, argument
+lists); the worker answers with a `DeviceInfo` first and then one `Measurement` per
+variant. Both travel as one JSON object per line, so a worker that dies mid-family has
+already delivered every finished variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class BufferJob:
+    name: str
+    dtype: str          # numpy dtype name: float32, float16, int8, ...
+    shape: list[int]
+    role: str           # in | out | inout
+    low: float          # inputs are drawn uniformly from [low, high], never exactly zero
+    high: float
+
+
+@dataclass
+class ArgJob:
+    """A kernel argument: a buffer (device pointer) or a typed scalar."""
+
+    buffer: str | None = None
+    ctype: str | None = None      # i32 | i64 | u32 | u64 | f32 | f64
+    value: float | int | None = None
+
+
+@dataclass
+class LaunchJob:
+    entry: str                    # extern "C" name or template expression
+    grid: list[int]
+    block: list[int]
+    shared_mem: int
+    args: list[ArgJob]
+
+
+@dataclass
+class VariantJob:
+    name: str
+    source: str | None            # path of the .cu file; None for a library baseline
+    launches: list[LaunchJob]
+    baseline: str | None          # function in reference.py that calls a library instead
+    reference: str                # function in reference.py giving the expected outputs
+    tolerance: float              # bound on ||out - ref|| / ||ref|| per output buffer
+    options: list[str]            # NVRTC options, include directories as -I...
+
+
+@dataclass
+class TimingJob:
+    cache: str = "cold"           # cold: flush L2 before each sample; warm: do not
+    budget_s: float = 1.0         # stop sampling after this much GPU time per variant
+    min_samples: int = 10
+    max_samples: int = 200
+    target_spread: float = 0.02   # stop early once IQR / median is below this
+
+
+@dataclass
+class FamilyJob:
+    family: str
+    directory: str
+    params: dict[str, float | int]
+    buffers: list[BufferJob]
+    variants: list[VariantJob]
+    timing: TimingJob
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "FamilyJob":
+        variants = []
+        for v in data["variants"]:
+            launches = [LaunchJob(**{**l, "args": [ArgJob(**a) for a in l["args"]]})
+                        for l in v["launches"]]
+            variants.append(VariantJob(**{**v, "launches": launches}))
+        return cls(**{**data,
+                      "buffers": [BufferJob(**b) for b in data["buffers"]],
+                      "variants": variants,
+                      "timing": TimingJob(**data["timing"])})
+
+
+@dataclass
+class DeviceInfo:
+    name: str
+    index: int
+    compute_capability: str
+    sms: int
+    l2_bytes: int
+    memory_bytes: int
+    max_sm_clock_mhz: float | None
+    max_mem_clock_mhz: float | None
+    driver: str
+    cuda_runtime: str
+    cupy: str
+
+
+# NVML clock-event reasons that mean the clocks were held below what the kernel could have had.
+THROTTLING = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown",
+              "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+
+
+@dataclass
+class Clocks:
+    """SM and memory clocks (MHz) read while the timed launches ran."""
+
+    sm_mhz: list[float] = field(default_factory=list)
+    mem_mhz: list[float] = field(default_factory=list)
+    throttle_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class OutputCheck:
+    buffer: str
+    rel_l2: float       # ||out - ref|| / ||ref||
+    max_abs: float
+    max_rel: float
+    nonfinite: int      # NaN/inf elements: unwritten (still poisoned) or overflowed
+
+
+@dataclass
+class Measurement:
+    variant: str
+    status: str                        # ok | fail (wrong result) | error (did not run)
+    message: str = ""
+    checks: list[OutputCheck] = field(default_factory=list)
+    samples_s: list[float] = field(default_factory=list)
+    clocks: Clocks = field(default_factory=Clocks)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Measurement":
+        return cls(**{**data,
+                      "checks": [OutputCheck(**c) for c in data["checks"]],
+                      "clocks": Clocks(**data["clocks"])})

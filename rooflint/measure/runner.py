@@ -1,0 +1,152 @@
+"""Drive measurement workers from the parent process (no CuPy here).
+
+Each family runs in a worker process that stays alive across its variants (CuPy's
+import and context creation are paid once). A variant that hangs past the timeout or
+faults the CUDA context loses only its own row: the worker is replaced and the
+remaining variants are sent to the new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections import deque
+from dataclasses import asdict, replace
+from typing import Callable, Iterator
+
+from rooflint.errors import RooflintError
+from rooflint.measure.protocol import DeviceInfo, FamilyJob, Measurement
+
+Progress = Callable[[str, str], None]  # (event, variant name)
+
+
+class Worker:
+    """One ``python -m rooflint.measure.worker`` process and its line protocol."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "rooflint.measure.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, bufsize=1, env=os.environ.copy())
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr_tail: deque[str] = deque(maxlen=20)
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+        threading.Thread(target=self._pump_stderr, daemon=True).start()
+
+    def _pump_stdout(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _pump_stderr(self) -> None:
+        for line in self.process.stderr:
+            self.stderr_tail.append(line.rstrip())
+
+    def receive(self, timeout: float) -> dict | None:
+        """The next message, or None if the worker exited; TimeoutError if it is silent."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError from None
+        return json.loads(line) if line is not None else None
+
+    def send(self, job: FamilyJob) -> None:
+        self.process.stdin.write(json.dumps(job.to_json()) + "\n")
+        self.process.stdin.flush()
+
+    def hello(self, timeout: float) -> DeviceInfo:
+        try:
+            message = self.receive(timeout)
+        except TimeoutError:
+            self.kill()
+            raise RooflintError(f"the GPU worker did not start within {timeout:.0f} s") from None
+        if message is None:
+            raise RooflintError(f"the GPU worker exited at start: {self.last_error()}")
+        if message["event"] == "fatal":
+            raise RooflintError(f"{message['message']} (without a GPU, `rooflint explain` "
+                                "and `rooflint specs` still work)")
+        return DeviceInfo(**message["device"])
+
+    def last_error(self) -> str:
+        lines = [l for l in self.stderr_tail if l.strip()]
+        return lines[-1] if lines else f"exit code {self.process.poll()}"
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class WorkerPool:
+    """Keeps one healthy worker; replaces it after a fault or a hang."""
+
+    START_TIMEOUT = 120.0
+
+    def __init__(self) -> None:
+        self.worker: Worker | None = None
+        self.device: DeviceInfo | None = None
+
+    def start(self) -> DeviceInfo:
+        if self.worker is None or self.worker.process.poll() is not None:
+            self.worker = Worker()
+            self.device = self.worker.hello(self.START_TIMEOUT)
+        return self.device
+
+    def measure(self, job: FamilyJob, timeout: float, progress: Progress) -> Iterator[Measurement]:
+        """Measurements for every variant of the job, in order; failures become error rows."""
+        pending = list(job.variants)
+        while pending:
+            self.start()
+            self.worker.send(replace(job, variants=pending))
+            done = yield from self._drain(pending, timeout, progress)
+            pending = pending[done:]
+
+    def _drain(self, pending: list, timeout: float, progress: Progress):
+        """Read this worker's answers; returns how many pending variants are settled."""
+        settled, current = 0, None
+        while True:
+            try:
+                message = self.worker.receive(timeout if current else self.START_TIMEOUT)
+            except TimeoutError:
+                self.worker.kill()
+                name = current or pending[settled].name
+                yield Measurement(name, "error", f"timed out after {timeout:.0f} s "
+                                                 "(hang or deadlock?); worker restarted")
+                return settled + 1
+            if message is None:
+                if current is None and settled > 0:
+                    return settled  # it exited after reporting a fault: restart for the rest
+                name = current or pending[settled].name
+                yield Measurement(name, "error", f"worker died: {self.worker.last_error()}")
+                return settled + 1
+            event = message["event"]
+            if event == "start":
+                current = message["variant"]
+                progress("start", current)
+            elif event == "measured":
+                measurement = Measurement.from_json(message["measurement"])
+                progress("measured", measurement.variant)
+                yield measurement
+                settled, current = settled + 1, None
+            elif event == "family_error":
+                for variant in pending[settled:]:
+                    yield Measurement(variant.name, "error", message["message"])
+                return len(pending)
+            elif event == "done":
+                return len(pending)
+
+    def close(self) -> None:
+        if self.worker:
+            self.worker.close()

@@ -1,0 +1,85 @@
+"""The measurement worker: ``python -m rooflint.measure.worker``.
+
+Protocol (one JSON object per line): the worker first writes ``{"event": "hello",
+"device": {...}}`` or ``{"event": "fatal", "message": ...}``; then, for each family job
+read from stdin, ``{"event": "start", "variant": name}`` and ``{"event": "measured",
+"measurement": {...}}`` per variant, and ``{"event": "done"}``. After a CUDA fault the
+context is unusable, so the worker reports the variant and exits with FAULT_EXIT; the
+parent starts a fresh worker for the variants that remain.
+
+Anything else that prints (CuPy warnings, user reference code) goes to stderr, so the
+protocol stream stays clean.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from typing import IO, Any
+
+FAULT_EXIT = 3
+NO_GPU_EXIT = 4
+
+
+def _send(stream: IO[str], event: str, **payload: Any) -> None:
+    stream.write(json.dumps({"event": event, **payload}) + "\n")
+    stream.flush()
+
+
+def _protocol_stream() -> IO[str]:
+    """A private copy of stdout for the protocol; fd 1 then points at stderr."""
+    stream = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return stream
+
+
+def main() -> int:
+    out = _protocol_stream()
+    device_id = int(os.environ.get("ROOFLINT_DEVICE", "0"))
+    try:
+        import cupy
+        from rooflint.measure import launch
+        cupy.cuda.Device(device_id).use()
+        nvml = launch.open_nvml(device_id)
+        device = launch.device_info(device_id, nvml)
+    except ImportError as exc:
+        _send(out, "fatal", message=f"CuPy is not installed ({exc}); install it with "
+                                    "pip install -e '.[cuda13]' (or .[cuda12])")
+        return NO_GPU_EXIT
+    except Exception as exc:  # no driver, no device, CUDA too old
+        _send(out, "fatal", message=f"no usable CUDA GPU: {' '.join(str(exc).split())}")
+        return NO_GPU_EXIT
+    _send(out, "hello", device=asdict(device))
+
+    from rooflint.measure.protocol import FamilyJob
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = FamilyJob.from_json(json.loads(line))
+        try:
+            session = launch.FamilySession(job, device, nvml)
+        except launch.CudaFault as exc:
+            _send(out, "family_error", message=f"CUDA error while preparing inputs: {exc}")
+            return FAULT_EXIT
+        except Exception as exc:
+            _send(out, "family_error", message=f"cannot prepare {job.family}: "
+                                               f"{type(exc).__name__}: {exc}")
+            continue
+        for variant in job.variants:
+            _send(out, "start", variant=variant.name)
+            try:
+                measurement = session.measure(variant)
+            except launch.CudaFault as exc:
+                _send(out, "measured", measurement=asdict(launch.Measurement(
+                    variant.name, "error", f"CUDA fault: {exc}")))
+                return FAULT_EXIT
+            _send(out, "measured", measurement=asdict(measurement))
+        _send(out, "done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Terminal rendering with rich: run tables, explain panels, the GPU spec table.
+
+Only presentation lives here; every number shown was computed elsewhere and is also in
+the JSON result, so the screen and the file never disagree.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from rooflint.diagnose import BOUND_THRESHOLD, Verdict
+from rooflint.explain import Explanation
+from rooflint.gpus import GpuSpec
+from rooflint.measure.protocol import THROTTLING
+from rooflint.results import FamilyResult, RunResult, VariantResult
+from rooflint.roofline import Point, Roofs
+from rooflint.units import format_bytes, format_rate, format_time
+
+BOUND_STYLE = {"bandwidth": "cyan", "compute": "magenta", "chain": "yellow"}
+STATUS_STYLE = {"ok": "green", "fail": "bold red", "error": "bold red"}
+
+
+def _pct(fraction: float) -> str:
+    return f"{100 * fraction:.0f}%"
+
+
+def _ai(value: float) -> str:
+    return "inf" if value == float("inf") else f"{value:.3g}"
+
+
+def roofs_line(roofs: Roofs) -> str:
+    return (f"roofs ({roofs.source}): DRAM {format_rate(roofs.dram_bandwidth, 'B/s')}, "
+            f"{roofs.precision} {format_rate(roofs.compute, 'FLOP/s')}, "
+            f"ridge {roofs.ridge:.3g} FLOP/B")
+
+
+def render_run_header(console: Console, result: RunResult) -> None:
+    gpu = result.gpu
+    clocks = f", max SM clock {gpu.max_sm_clock_mhz:.0f} MHz" if gpu.max_sm_clock_mhz else ""
+    console.print(f"[bold]{gpu.name}[/] (spec {result.spec_id}), {gpu.sms} SMs, "
+                  f"L2 {format_bytes(gpu.l2_bytes)}, driver {gpu.driver}{clocks}; "
+                  f"cache {result.settings['cache']}, bytes from the manifest model")
+
+
+def render_family(console: Console, family: FamilyResult) -> None:
+    params = ", ".join(f"{k}={int(v) if float(v).is_integer() else v}" for k, v in family.params.items())
+    table = Table(title=f"{family.name} ({params})", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("variant", "status", "time", "DRAM", "FLOP/s", "AI obs/alg", "verdict",
+                   "top move"):
+        table.add_column(column, justify="right" if column in ("time", "DRAM", "FLOP/s", "AI obs/alg")
+                         else "left")
+    for v in family.variants:
+        table.add_row(*_row(v))
+    console.print(table)
+    precisions = {v.roofs.precision: v.roofs for v in family.variants if v.roofs}
+    for roofs in precisions.values():
+        console.print(f"{roofs_line(roofs)}; bound = at >= {_pct(BOUND_THRESHOLD)} of a roof; "
+                      f"DRAM and FLOP/s as % of their roofs")
+    for v in family.variants:
+        for note in _notes(v):
+            console.print(f"  [bold]{v.name}[/]: {note}")
+
+
+def _short(action: str) -> str:
+    """The lead phrase of a move ("more bytes in flight: 16-byte ..." -> "more bytes in flight")."""
+    return action.split(":")[0].split(" (")[0]
+
+
+def _row(v: VariantResult) -> list[str]:
+    status = f"[{STATUS_STYLE[v.status]}]{v.status.upper()}[/]"
+    name = v.name + (" [dim](baseline)[/]" if v.baseline else "")
+    if not v.time or not v.point:
+        return [name, status, "", "", "", "", "", ""]
+    p = v.point
+    spread = f" ±{100 * v.time.iqr_s / v.time.median_s:.0f}%" if v.time.median_s else ""
+    verdict = f"[{BOUND_STYLE[v.verdict.bound]}]{v.verdict.bound}[/]"
+    if v.expect.get("bound") not in (None, v.verdict.bound):
+        verdict += f" [red](expected {v.expect['bound']})[/]"
+    top = v.verdict.moves[0] if v.verdict.moves else None
+    return [
+        name,
+        status,
+        format_time(v.time.median_s) + spread,
+        f"{format_rate(p.achieved_bandwidth, 'B/s')} {_pct(p.dram_fraction)}",
+        f"{format_rate(p.achieved_flops, '')} {_pct(p.compute_fraction)}" if p.flops else "-",
+        f"{_ai(p.observed_ai)}/{_ai(p.algorithmic_ai)}" if p.flops else "-",
+        verdict,
+        f"{top.direction}: {_short(top.action)}" if top else "",
+    ]
+
+
+def _notes(v: VariantResult) -> list[str]:
+    notes = []
+    if v.status != "ok":
+        notes.append(f"[red]{v.message}[/]")
+    if v.verdict:
+        notes += [f"{c.name}: {c.detail}" for c in v.verdict.causes]
+        if v.verdict.moves:
+            notes.append(f"why {v.verdict.moves[0].direction}: {v.verdict.moves[0].reason}")
+    if v.speed_vs_baseline:
+        notes.append(f"{v.speed_vs_baseline:.2f}x the speed of the baseline")
+    if v.expectation_mismatch:
+        notes.append(f"[red]prediction missed[/]: {v.expectation_mismatch}")
+    limits = [r for r in v.clocks.throttle_reasons if r in THROTTLING]
+    if limits:
+        sm = f"SM clock {statistics.median(v.clocks.sm_mhz):.0f} MHz, " if v.clocks.sm_mhz else ""
+        notes.append(f"[yellow]{sm}clocks held down by {', '.join(limits)}[/]")
+    return notes
+
+
+def render_run(console: Console, result: RunResult) -> None:
+    render_run_header(console, result)
+    for family in result.families:
+        render_family(console, family)
+
+
+def render_explanation(console: Console, e: Explanation) -> None:
+    p, v = e.point, e.verdict
+    console.print(f"[bold]{e.spec.name}[/]: {roofs_line(e.roofs)}")
+    console.print(f"  achieved {format_rate(p.achieved_flops, 'FLOP/s')} "
+                  f"({_pct(p.compute_fraction)} of compute), "
+                  f"{format_rate(p.achieved_bandwidth, 'B/s')} ({_pct(p.dram_fraction)} of DRAM)")
+    console.print(f"  AI observed {_ai(p.observed_ai)} FLOP/B, algorithmic "
+                  f"{_ai(p.algorithmic_ai)} FLOP/B; {'left' if p.limiting_roof == 'dram' else 'right'} "
+                  f"of the ridge; at {_pct(p.roof_fraction)} of the applicable roof")
+    render_verdict(console, v)
+
+
+def render_verdict(console: Console, v: Verdict) -> None:
+    console.print(f"  verdict: [{BOUND_STYLE[v.bound]}]{v.bound}-bound[/]: {v.summary}")
+    for cause in v.causes:
+        console.print(f"    cause {cause.name}: {cause.detail}")
+    for move in v.moves:
+        console.print(f"    move {move.direction}: {move.action}")
+        console.print(f"      why: {move.reason}; expect: {move.expect}")
+
+
+def render_specs(console: Console, specs: list[GpuSpec]) -> None:
+    table = Table(title="GPU specs: datasheet, dense peaks in TFLOP/s (* tensor cores)", title_justify="left", pad_edge=False,
+                  box=box.SIMPLE_HEAD)
+    for column in ("id", "SMs", "TB/s", "L2 MiB", "FP64", "FP32", "TF32*", "FP16*", "FP8*"):
+        table.add_column(column, justify="left" if column == "id" else "right",
+                         min_width=13 if column == "id" else None)
+    for s in specs:
+        def peak(key: str) -> str:
+            return f"{s.peaks[key].flops_per_s / 1e12:.4g}" if key in s.peaks else "-"
+        table.add_row(s.id, str(s.sms), f"{s.dram_bandwidth / 1e12:.3g}",
+                      f"{s.l2_bytes / 2**20:.0f}", peak("fp64"), peak("fp32"),
+                      peak("tf32-tensor"), peak("fp16-tensor"), peak("fp8-tensor"))
+    console.print(table)
+    console.print("`rooflint specs ID` shows one GPU: its name, clocks, every peak and ridge point.")
+
+
+def render_spec(console: Console, s: GpuSpec) -> None:
+    console.print(f"[bold]{s.name}[/] ({s.id}): {s.architecture}, compute capability "
+                  f"{s.compute_capability}, {s.sms} SMs, boost {s.boost_clock_mhz:.0f} MHz")
+    console.print(f"  memory: {s.memory_gb:g} GB {s.memory_type}, "
+                  f"{format_rate(s.dram_bandwidth, 'B/s')}; L2 {format_bytes(s.l2_bytes)}")
+    table = Table(title_justify="left")
+    for column in ("precision", "peak", "assumes SM clock", "ridge (FLOP/B)"):
+        table.add_column(column, justify="left" if column == "precision" else "right")
+    for precision, peak in s.peaks.items():
+        table.add_row(precision, format_rate(peak.flops_per_s, "FLOP/s"),
+                      f"{peak.clock_mhz:.0f} MHz", f"{s.ridge(precision):.3g}")
+    console.print(table)
+    console.print(f"  source: {s.source}")
+    if s.notes:
+        console.print(f"  notes: {s.notes}")

@@ -1,0 +1,136 @@
+"""The result document: one JSON file per run, versioned, self-describing.
+
+``compare``, ``plot`` and ``gate`` read only this format, so they work on a laptop with
+results made on a GPU box. Every number says where it came from (``model`` for the
+manifest's algorithmic counts, ``ncu`` for counters), and the raw timing samples are
+kept so that later statistics need no re-run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rooflint import __version__
+from rooflint.diagnose import Cause, Move, Verdict
+from rooflint.errors import RooflintError
+from rooflint.measure.protocol import Clocks, DeviceInfo, OutputCheck
+from rooflint.roofline import Point, Roofs
+
+SCHEMA = "rooflint.result/1"
+
+
+@dataclass
+class TimeStats:
+    median_s: float
+    q1_s: float
+    q3_s: float
+    min_s: float
+    n: int
+
+    @property
+    def iqr_s(self) -> float:
+        return self.q3_s - self.q1_s
+
+    @classmethod
+    def of(cls, samples: list[float]) -> "TimeStats":
+        q1, median, q3 = np.percentile(samples, [25, 50, 75])
+        return cls(float(median), float(q1), float(q3), float(min(samples)), len(samples))
+
+
+@dataclass
+class VariantResult:
+    name: str
+    description: str
+    status: str                         # ok | fail | error
+    message: str
+    baseline: bool
+    source_sha256: str | None
+    precision: str
+    tolerance: float
+    checks: list[OutputCheck]
+    samples_s: list[float]
+    time: TimeStats | None
+    clocks: Clocks
+    flops: dict[str, float]             # by source: {"model": ...}
+    dram_bytes: dict[str, float]        # by source: {"model": ...}
+    roofs: Roofs | None
+    point: Point | None
+    verdict: Verdict | None
+    expect: dict[str, str | None]
+    expectation_mismatch: str | None    # what the measurement contradicts, if anything
+    speed_vs_baseline: float | None     # baseline time / this time (1.0 = as fast)
+
+
+@dataclass
+class FamilyResult:
+    name: str
+    directory: str
+    params: dict[str, float]
+    baseline: str | None
+    variants: list[VariantResult]
+
+
+@dataclass
+class RunResult:
+    gpu: DeviceInfo
+    spec_id: str
+    settings: dict[str, Any]
+    families: list[FamilyResult] = field(default_factory=list)
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    tool_version: str = __version__
+    schema: str = SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def write_result(result: RunResult, path: Path) -> None:
+    """Write atomically: a crash mid-write never leaves a truncated result behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(result.to_json(), handle, indent=1)
+        handle.write("\n")
+    os.replace(temporary, path)
+
+
+def read_result(path: Path) -> RunResult:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RooflintError(f"cannot read result {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise RooflintError(f"{path} is not a rooflint result ({SCHEMA})")
+    return RunResult(
+        gpu=DeviceInfo(**data["gpu"]), spec_id=data["spec_id"], settings=data["settings"],
+        families=[_family(f) for f in data["families"]], created=data["created"],
+        tool_version=data["tool_version"], schema=data["schema"])
+
+
+def _family(data: dict[str, Any]) -> FamilyResult:
+    return FamilyResult(**{**data, "variants": [_variant(v) for v in data["variants"]]})
+
+
+def _variant(data: dict[str, Any]) -> VariantResult:
+    verdict = data["verdict"]
+    return VariantResult(**{
+        **data,
+        "checks": [OutputCheck(**c) for c in data["checks"]],
+        "time": TimeStats(**data["time"]) if data["time"] else None,
+        "clocks": Clocks(**data["clocks"]),
+        "roofs": Roofs(**data["roofs"]) if data["roofs"] else None,
+        "point": Point(**data["point"]) if data["point"] else None,
+        "verdict": Verdict(**{**verdict,
+                              "causes": [Cause(**c) for c in verdict["causes"]],
+                              "moves": [Move(**m) for m in verdict["moves"]]})
+                   if verdict else None,
+    })

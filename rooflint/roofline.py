@@ -1,0 +1,79 @@
+"""The roofline arithmetic: one measurement on one GPU becomes a point and its gaps.
+
+Pure functions over numbers, following the roofline article (seeds/roofline-model.txt):
+observed AI = FLOPs / measured DRAM bytes, algorithmic AI = FLOPs / compulsory bytes,
+achieved = FLOPs / time, ridge = compute roof / DRAM roof, applicable roof =
+min(compute roof, AI x DRAM roof). Gaps are kept as fractions so that a kernel with no
+arithmetic (a copy: AI = 0) still has a well-defined place relative to its roof.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rooflint.gpus import GpuSpec
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """The ceilings a point is judged against, with where they came from."""
+
+    precision: str
+    compute: float          # FLOP/s
+    dram_bandwidth: float   # bytes/s
+    source: str             # "datasheet" (calibrated ceilings come from `rooflint calibrate`)
+
+    @property
+    def ridge(self) -> float:
+        """FLOP/byte where the DRAM roof meets the compute roof."""
+        return self.compute / self.dram_bandwidth
+
+
+def datasheet_roofs(spec: GpuSpec, precision: str) -> Roofs:
+    return Roofs(precision=precision, compute=spec.peak(precision).flops_per_s,
+                 dram_bandwidth=spec.dram_bandwidth, source="datasheet")
+
+
+@dataclass(frozen=True)
+class Point:
+    time_s: float
+    flops: float
+    dram_bytes: float
+    bytes_source: str            # model | ncu
+    algorithmic_bytes: float
+    observed_ai: float           # FLOP/byte
+    algorithmic_ai: float
+    achieved_flops: float        # FLOP/s
+    achieved_bandwidth: float    # bytes/s
+    ridge: float
+    applicable_roof: float       # FLOP/s at this observed AI
+    limiting_roof: str           # "dram" left of the ridge, "compute" right of it
+    dram_fraction: float         # achieved bandwidth / DRAM roof
+    compute_fraction: float      # achieved FLOP/s / compute roof
+    roof_fraction: float         # achieved / applicable roof (the vertical gap, 1 = on the roof)
+    traffic_fraction: float      # compulsory / measured bytes = observed / algorithmic AI
+
+
+def place(time_s: float, flops: float, dram_bytes: float, algorithmic_bytes: float,
+          roofs: Roofs, bytes_source: str = "model") -> Point:
+    """Put one kernel on the roofline. Zero FLOPs (pure data movement) is valid."""
+    observed_ai = flops / dram_bytes if dram_bytes else float("inf")
+    algorithmic_ai = flops / algorithmic_bytes if algorithmic_bytes else float("inf")
+    achieved = flops / time_s
+    bandwidth = dram_bytes / time_s
+    dram_fraction = bandwidth / roofs.dram_bandwidth
+    compute_fraction = achieved / roofs.compute
+    left_of_ridge = observed_ai < roofs.ridge
+    return Point(
+        time_s=time_s, flops=flops, dram_bytes=dram_bytes, bytes_source=bytes_source,
+        algorithmic_bytes=algorithmic_bytes,
+        observed_ai=observed_ai, algorithmic_ai=algorithmic_ai,
+        achieved_flops=achieved, achieved_bandwidth=bandwidth,
+        ridge=roofs.ridge,
+        applicable_roof=min(roofs.compute, observed_ai * roofs.dram_bandwidth),
+        limiting_roof="dram" if left_of_ridge else "compute",
+        dram_fraction=dram_fraction,
+        compute_fraction=compute_fraction,
+        roof_fraction=dram_fraction if left_of_ridge else compute_fraction,
+        traffic_fraction=algorithmic_bytes / dram_bytes if dram_bytes else 1.0,
+    )

@@ -1,0 +1,159 @@
+"""`rooflint run`: manifests -> worker measurements -> points, verdicts, result document.
+
+The order is chosen so that mistakes surface before the GPU is touched: every manifest
+is loaded and every ``--size`` checked first, then the worker starts, the device is
+matched to a spec, and families are measured one after another. The result file is
+rewritten after each family, so an interrupted run keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from rooflint.diagnose import TENSOR_UPGRADE, LaunchFacts, diagnose
+from rooflint.errors import RooflintError
+from rooflint.expressions import Number
+from rooflint.gpus import GpuSpec, find_spec, load_specs, match_device
+from rooflint.manifest import (
+    Manifest, ResolvedFamily, VariantModel, bundled_manifests, load_manifest, resolve,
+)
+from rooflint.measure.protocol import DeviceInfo, Measurement, TimingJob
+from rooflint.measure.runner import Progress, WorkerPool
+from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
+from rooflint.roofline import datasheet_roofs, place
+
+
+@dataclass
+class RunOptions:
+    targets: list[str]
+    variants: list[str]
+    sizes: dict[str, Number]
+    gpu: str | None = None
+    cache: str = "cold"
+    timeout_s: float = 120.0
+    json_path: Path | None = None
+
+
+def parse_sizes(items: list[str]) -> dict[str, Number]:
+    """``--size N=4096 --size K=2**12`` -> {"N": 4096, "K": 4096}."""
+    from rooflint.expressions import evaluate
+    sizes = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise RooflintError(f"--size expects NAME=VALUE, got {item!r}")
+        sizes[name.strip()] = evaluate(value, {})
+    return sizes
+
+
+def load_targets(options: RunOptions) -> list[Manifest]:
+    if len(options.targets) > 1 and options.variants:
+        raise RooflintError("variant names apply to a single target")
+    paths = options.targets or [str(p) for p in bundled_manifests()]
+    manifests = [load_manifest(p) for p in paths]
+    if options.variants:
+        known = [v.name for v in manifests[0].variants]
+        missing = [v for v in options.variants if v not in known]
+        if missing:
+            raise RooflintError(f"{manifests[0].name}: no variant {', '.join(missing)} "
+                                f"(variants: {', '.join(known)})")
+    unused = set(options.sizes) - {k for m in manifests for k in m.params}
+    if unused:
+        raise RooflintError(f"--size {', '.join(sorted(unused))}: no such parameter in "
+                            f"{', '.join(m.name for m in manifests)}")
+    return manifests
+
+
+def device_spec(device: DeviceInfo, gpu: str | None, specs: list[GpuSpec]) -> GpuSpec:
+    if gpu:
+        return find_spec(gpu, specs)
+    spec = match_device(device.name, specs)
+    if spec is None:
+        raise RooflintError(f"no spec matches this GPU ({device.name}); pass --gpu ID "
+                            f"(known: {', '.join(s.id for s in specs)}) or add specs/<id>.yaml")
+    return spec
+
+
+def run(options: RunOptions, progress_for: Callable[[ResolvedFamily], Progress]) -> RunResult:
+    specs = load_specs()
+    manifests = load_targets(options)
+    pool = WorkerPool()
+    try:
+        device = pool.start()
+        spec = device_spec(device, options.gpu, specs)
+        timing = TimingJob(cache=options.cache)
+        result = RunResult(gpu=device, spec_id=spec.id,
+                           settings={"cache": options.cache, "counters": "off",
+                                     "roofs": "datasheet"})
+        for manifest in manifests:
+            sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
+            family = resolve(manifest, sizes, {"num_sms": device.sms}, timing,
+                             options.variants or None)
+            measurements = list(pool.measure(family.job, options.timeout_s, progress_for(family)))
+            result.families.append(family_result(family, measurements, spec, device))
+            if options.json_path:
+                write_result(result, options.json_path)
+        return result
+    finally:
+        pool.close()
+
+
+def family_result(family: ResolvedFamily, measurements: list[Measurement], spec: GpuSpec,
+                  device: DeviceInfo) -> FamilyResult:
+    variants = [variant_result(family, family.models[m.variant], m, spec, device)
+                for m in measurements]
+    baseline = next((v for v in variants if v.baseline and v.time), None)
+    by_name = {v.name: v for v in variants}
+    for v in variants:
+        if baseline and v.time and v is not baseline:
+            v.speed_vs_baseline = baseline.time.median_s / v.time.median_s
+        v.expectation_mismatch = expectation_mismatch(v, by_name)
+    return FamilyResult(name=family.manifest.name, directory=str(family.manifest.directory),
+                        params=family.params, baseline=baseline.name if baseline else None,
+                        variants=variants)
+
+
+def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
+                   spec: GpuSpec, device: DeviceInfo) -> VariantResult:
+    job = next(v for v in family.job.variants if v.name == model.name)
+    roofs = datasheet_roofs(spec, model.precision)
+    time = TimeStats.of(m.samples_s) if m.status == "ok" and m.samples_s else None
+    point = verdict = None
+    if time:
+        point = place(time.median_s, model.flops, model.bytes, model.bytes, roofs, "model")
+        tensor = TENSOR_UPGRADE.get(model.precision)
+        facts = LaunchFacts(
+            grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
+            launches=model.launches, sms=device.sms, precision=model.precision,
+            tensor_roof=spec.peaks[tensor].flops_per_s if tensor in spec.peaks else None)
+        verdict = diagnose(point, facts)
+    return VariantResult(
+        name=model.name, description=model.description, status=m.status, message=m.message,
+        baseline=model.baseline, source_sha256=_sha256(job.source),
+        precision=model.precision, tolerance=job.tolerance, checks=m.checks,
+        samples_s=m.samples_s, time=time, clocks=m.clocks,
+        flops={"model": model.flops}, dram_bytes={"model": model.bytes},
+        roofs=roofs, point=point, verdict=verdict,
+        expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than},
+        expectation_mismatch=None, speed_vs_baseline=None)
+
+
+def expectation_mismatch(v: VariantResult, by_name: dict[str, VariantResult]) -> str | None:
+    """What the measurement contradicts in the author's stated expectation, if anything."""
+    problems = []
+    if v.verdict and v.expect.get("bound") and v.expect["bound"] != v.verdict.bound:
+        problems.append(f"expected {v.expect['bound']}-bound, measured {v.verdict.bound}-bound")
+    other = by_name.get(v.expect.get("faster_than") or "")
+    if v.time and other and other.time and v.time.median_s >= other.time.median_s:
+        problems.append(f"expected faster than {other.name}, measured "
+                        f"{v.time.median_s / other.time.median_s:.2f}x its time")
+    return "; ".join(problems) or None
+
+
+def _sha256(source: str | None) -> str | None:
+    if not source:
+        return None
+    return hashlib.sha256(Path(source).read_bytes()).hexdigest()

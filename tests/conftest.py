@@ -1,0 +1,34 @@
+"""Shared fixtures; GPU tests skip cleanly where there is no GPU."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from rooflint.gpus import load_specs
+
+
+@functools.cache
+def _gpu_available() -> str | None:
+    """None if a CUDA GPU is usable through CuPy, else the reason it is not."""
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA device"
+    except Exception as exc:  # ImportError, no driver, no device
+        return f"no GPU: {type(exc).__name__}: {exc}"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "gpu" in item.keywords:
+            reason = _gpu_available()
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def specs():
+    return load_specs()

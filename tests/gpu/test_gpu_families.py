@@ -1,0 +1,62 @@
+"""On the GPU machine: `pytest -m gpu`. Skipped where no GPU is usable."""
+
+from pathlib import Path
+
+import pytest
+
+from rooflint.results import read_result
+from rooflint.run import RunOptions, run
+
+pytestmark = pytest.mark.gpu
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def quiet(family):
+    return lambda event, variant: None
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory):
+    path = tmp_path_factory.mktemp("run") / "result.json"
+    result = run(RunOptions(targets=["stream", "gemm_fp32"], variants=[], sizes={},
+                            json_path=path), quiet)
+    assert read_result(path) == result
+    return {f.name: {v.name: v for v in f.variants} for f in result.families}
+
+
+def test_every_variant_passes_its_reference(bundled):
+    for family in bundled.values():
+        for v in family.values():
+            assert v.status == "ok", f"{v.name}: {v.message}"
+            assert v.time.n >= 10 and all(c.rel_l2 <= v.tolerance for c in v.checks)
+
+
+def test_the_float4_copy_is_bandwidth_bound(bundled):
+    assert bundled["stream"]["copy_float4"].verdict.bound == "bandwidth"
+    assert bundled["stream"]["copy_few_blocks"].verdict.causes[0].name == "grid_under_one_wave"
+
+
+def test_each_gemm_step_is_faster_than_the_one_before(bundled):
+    walk = ["naive", "coalesced", "tiled", "blocked_1d", "blocked_2d"]
+    times = [bundled["gemm_fp32"][name].time.median_s for name in walk]
+    assert times == sorted(times, reverse=True), dict(zip(walk, times))
+
+
+def test_the_best_gemm_reaches_60_percent_of_cublas(bundled):
+    assert bundled["gemm_fp32"]["blocked_2d"].speed_vs_baseline >= 0.60
+
+
+def test_clocks_are_recorded(bundled):
+    clocks = bundled["gemm_fp32"]["blocked_2d"].clocks
+    assert clocks.sm_mhz and clocks.mem_mhz
+
+
+def test_broken_variants_lose_only_their_own_rows():
+    result = run(RunOptions(targets=[str(FIXTURES / "broken")], variants=[], sizes={}), quiet)
+    rows = {v.name: v for v in result.families[0].variants}
+    assert rows["wrong_values"].status == "fail" and "relative error" in rows["wrong_values"].message
+    assert rows["unwritten_half"].status == "fail"
+    assert "524288 elements NaN" in rows["unwritten_half"].message
+    assert rows["does_not_compile"].status == "error"
+    assert "bad_syntax.cu(3)" in rows["does_not_compile"].message
+    assert rows["good"].status == "ok" and rows["good"].time

@@ -1,0 +1,130 @@
+"""Hand-computed roofline cases: each number below can be checked on paper."""
+
+import pytest
+
+from rooflint.diagnose import LaunchFacts, classify, diagnose
+from rooflint.gpus import find_spec
+from rooflint.roofline import Roofs, datasheet_roofs, place
+
+# A round machine: 100 TFLOP/s, 2 TB/s -> ridge at 50 FLOP/B.
+ROUND = Roofs(precision="fp32", compute=100e12, dram_bandwidth=2e12, source="test")
+
+
+def facts(**overrides):
+    base = dict(grid_blocks=10_000, threads_per_block=256, launches=1, sms=100,
+                precision="fp32", tensor_roof=None)
+    return LaunchFacts(**{**base, **overrides})
+
+
+def test_left_of_ridge_on_the_bandwidth_roof():
+    # 1 GFLOP over 1 GB in 0.5 ms: AI 1, 2 TFLOP/s, 2 TB/s = the DRAM roof.
+    p = place(0.5e-3, 1e9, 1e9, 1e9, ROUND)
+    assert p.observed_ai == 1 and p.ridge == 50
+    assert p.achieved_flops == pytest.approx(2e12)
+    assert p.applicable_roof == pytest.approx(2e12)     # min(100 T, 1 x 2 T)
+    assert p.limiting_roof == "dram"
+    assert p.roof_fraction == pytest.approx(1.0) and p.dram_fraction == pytest.approx(1.0)
+    assert p.compute_fraction == pytest.approx(0.02)
+    assert classify(p) == "bandwidth"
+
+
+def test_right_of_ridge_below_the_compute_roof():
+    # 100 GFLOP over 1 GB in 2 ms: AI 100 (> ridge 50), 50 TFLOP/s = half the compute roof.
+    p = place(2e-3, 100e9, 1e9, 0.5e9, ROUND)
+    assert p.observed_ai == 100 and p.algorithmic_ai == 200
+    assert p.applicable_roof == 100e12 and p.limiting_roof == "compute"
+    assert p.roof_fraction == pytest.approx(0.5)
+    assert p.traffic_fraction == pytest.approx(0.5)     # twice the compulsory bytes
+    assert classify(p) == "chain"                        # 50% < 60% of either roof
+
+
+def test_zero_flops_is_a_valid_point():
+    p = place(1e-3, 0, 1.6e9, 1.6e9, ROUND)
+    assert p.observed_ai == 0 and p.achieved_flops == 0 and p.applicable_roof == 0
+    assert p.dram_fraction == pytest.approx(0.8) and p.roof_fraction == pytest.approx(0.8)
+    assert classify(p) == "bandwidth"
+
+
+def test_threshold_edges():
+    at = place(1e-3, 0, 1.2e9, 1.2e9, ROUND)       # exactly 60% of DRAM
+    below = place(1e-3, 0, 1.19e9, 1.19e9, ROUND)
+    assert classify(at) == "bandwidth" and classify(below) == "chain"
+
+
+def test_compute_bound_on_cuda_cores_is_offered_tensor_cores():
+    p = place(1e-3, 80e9, 0.1e9, 0.1e9, ROUND)          # 80 TFLOP/s, 80% of compute
+    v = diagnose(p, facts(tensor_roof=400e12))
+    assert v.bound == "compute"
+    assert v.moves[0].direction == "raise-the-roof" and "tensor" in v.moves[0].action
+    assert all(m.direction != "right" for m in v.moves)
+
+
+def test_bandwidth_bound_with_extra_traffic_moves_right_first():
+    p = place(1e-3, 0, 2e9, 0.5e9, ROUND)                # 4x the compulsory bytes at the roof
+    v = diagnose(p, facts())
+    assert v.bound == "bandwidth"
+    assert v.moves[0].direction == "right" and "4.0x the compulsory bytes" in v.moves[0].reason
+    assert len(v.moves) == 1                             # at the roof: no "up" headroom
+
+
+def test_bandwidth_bound_at_compulsory_traffic_can_only_shrink_bytes():
+    p = place(1e-3, 0, 1.4e9, 1.4e9, ROUND)              # 70% of the roof
+    v = diagnose(p, facts())
+    assert [m.direction for m in v.moves] == ["right", "up"]
+    assert "quantize" in v.moves[0].action and "1.43x" in v.moves[1].expect
+
+
+def test_chain_grid_under_one_wave():
+    p = place(1e-3, 0, 0.3e9, 0.3e9, ROUND)              # 15% of DRAM
+    v = diagnose(p, facts(grid_blocks=16, sms=132))
+    assert v.bound == "chain"
+    assert v.causes[0].name == "grid_under_one_wave" and "16 blocks" in v.causes[0].detail
+    assert v.moves[0].direction == "up" and "more parallelism" in v.moves[0].action
+
+
+def test_chain_with_a_full_grid_gets_no_split_or_byte_cutting_advice():
+    p = place(1e-3, 0, 0.3e9, 0.3e9, ROUND)
+    v = diagnose(p, facts(grid_blocks=1000, sms=132))
+    assert [c.name for c in v.causes] == ["exposed_memory_latency"]
+    text = " ".join(m.action for m in v.moves)
+    assert "parallelism" not in text and "quantize" not in text
+    assert all(m.direction == "up" for m in v.moves)
+
+
+def test_chain_right_of_the_ridge_is_a_dependency_chain():
+    p = place(10e-3, 100e9, 0.1e9, 0.1e9, ROUND)         # 10 TFLOP/s, AI 1000
+    v = diagnose(p, facts())
+    assert [c.name for c in v.causes] == ["dependency_chain"]
+    assert "10.0x away" in v.moves[0].expect
+
+
+def test_launch_overhead():
+    p = place(3e-6, 0, 1e6, 1e6, ROUND)
+    v = diagnose(p, facts(grid_blocks=1000))
+    assert "launch_overhead" in [c.name for c in v.causes]
+    assert any("CUDA graphs" in m.action for m in v.moves)
+
+
+# The three `explain` cases of the product brief, computed here by hand.
+
+def test_book_decode_attention_v3_on_rtx4090_is_chain(specs):
+    roofs = datasheet_roofs(find_spec("rtx4090", specs), "fp32")
+    p = place(0.713e-3, 537e6, 128 * 2**20, 128 * 2**20, roofs)
+    assert p.achieved_bandwidth == pytest.approx(188.2e9, rel=0.01)   # book: 189 GB/s
+    assert p.dram_fraction == pytest.approx(0.187, rel=0.01)          # book: 19% of HBM peak
+    assert classify(p) == "chain"
+
+
+def test_h200_copy_is_bandwidth(specs):
+    roofs = datasheet_roofs(find_spec("h200", specs), "fp32")
+    p = place(2.1e-3, 0, 8 * 2**30, 8 * 2**30, roofs)
+    assert p.achieved_bandwidth == pytest.approx(4.09e12, rel=0.01)
+    assert classify(p) == "bandwidth"
+
+
+def test_h100_sgemm_is_compute(specs):
+    roofs = datasheet_roofs(find_spec("h100-sxm", specs), "fp32")
+    p = place(2.5e-3, 137.4e9, 201e6, 201e6, roofs)
+    assert p.achieved_flops == pytest.approx(54.96e12)
+    assert p.compute_fraction == pytest.approx(54.96 / 66.9, rel=0.01)
+    assert classify(p) == "compute"

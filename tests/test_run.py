@@ -1,0 +1,89 @@
+"""From worker measurements to the result document, without a GPU.
+
+The measurements below are shaped like the worker's output, with times from a real
+H200 run of the bundled families (2026-11-21).
+"""
+
+import json
+
+import pytest
+
+from rooflint.gpus import find_spec
+from rooflint.manifest import load_manifest, resolve
+from rooflint.measure.protocol import Clocks, DeviceInfo, Measurement, OutputCheck, TimingJob
+from rooflint.results import read_result, write_result, RunResult
+from rooflint.run import family_result
+
+H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,
+                  l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,
+                  max_mem_clock_mhz=3201, driver="580.159.04", cuda_runtime="13020", cupy="14.2.0")
+
+
+def measured(name, median_s, spread=0.005, status="ok", message=""):
+    samples = [median_s * (1 + spread * k) for k in (-1, -0.5, 0, 0.5, 1)] if status == "ok" else []
+    checks = [OutputCheck("C", 1.1e-6, 3e-5, 1e-6, 0)] if status != "error" else []
+    return Measurement(name, status, message, checks, samples,
+                       Clocks(sm_mhz=[1980.0], mem_mhz=[3201.0]))
+
+
+@pytest.fixture
+def gemm(specs):
+    family = resolve(load_manifest("gemm_fp32"), {}, {"num_sms": 132}, TimingJob())
+    measurements = [measured("naive", 275.9e-3), measured("coalesced", 22.67e-3),
+                    measured("tiled", 15.34e-3), measured("blocked_1d", 8.09e-3),
+                    measured("blocked_2d", 3.004e-3), measured("cublas", 2.682e-3)]
+    return family_result(family, measurements, find_spec("h200", specs), H200)
+
+
+def by_name(family):
+    return {v.name: v for v in family.variants}
+
+
+def test_points_and_verdicts(gemm):
+    v = by_name(gemm)
+    assert v["blocked_2d"].point.achieved_flops == pytest.approx(2 * 4096**3 / 3.004e-3)
+    assert v["blocked_2d"].verdict.bound == "compute"
+    assert v["tiled"].verdict.bound == "chain"
+    assert v["tiled"].verdict.causes[0].name == "dependency_chain"
+    assert v["naive"].dram_bytes == {"model": 12 * 4096**2}
+
+
+def test_speed_against_the_baseline(gemm):
+    assert gemm.baseline == "cublas"
+    assert by_name(gemm)["blocked_2d"].speed_vs_baseline == pytest.approx(2.682 / 3.004)
+    assert by_name(gemm)["cublas"].speed_vs_baseline is None
+
+
+def test_expectations_hold_for_the_walk(gemm):
+    assert [v.expectation_mismatch for v in gemm.variants] == [None] * 6
+
+
+def test_a_missed_prediction_is_reported(specs):
+    family = resolve(load_manifest("gemm_fp32"), {}, {"num_sms": 132}, TimingJob(),
+                     ["tiled", "blocked_1d"])
+    result = family_result(family, [measured("tiled", 8e-3), measured("blocked_1d", 9e-3)],
+                           find_spec("h200", specs), H200)
+    assert by_name(result)["blocked_1d"].expectation_mismatch == \
+        "expected faster than tiled, measured 1.12x its time"
+
+
+def test_failed_variants_get_no_speed_figure(specs):
+    family = resolve(load_manifest("gemm_fp32"), {}, {"num_sms": 132}, TimingJob(),
+                     ["naive", "tiled"])
+    result = family_result(family, [
+        measured("naive", 0, status="fail", message="C: relative error 3.1e-01 > tolerance 1.0e-05"),
+        measured("tiled", 0, status="error", message="compile error: sgemm.cu(40): error: ...")],
+        find_spec("h200", specs), H200)
+    for v in result.variants:
+        assert v.time is None and v.point is None and v.verdict is None and v.status != "ok"
+
+
+def test_result_document_round_trip(gemm, tmp_path):
+    result = RunResult(gpu=H200, spec_id="h200", settings={"cache": "cold"}, families=[gemm])
+    path = tmp_path / "sub" / "result.json"
+    write_result(result, path)
+    data = json.loads(path.read_text())
+    assert data["schema"] == "rooflint.result/1"
+    assert data["families"][0]["variants"][4]["verdict"]["bound"] == "compute"
+    assert read_result(path) == result
+    assert not list(path.parent.glob(".*.tmp"))  # the atomic write left nothing behind

@@ -1,0 +1,126 @@
+from pathlib import Path
+
+import pytest
+
+from rooflint.errors import RooflintError
+from rooflint.gpus import PRECISIONS, find_spec, load_spec, match_device, normalize_name
+
+REQUIRED_IDS = {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l4",
+                "a10", "rtx4090", "rtx3090", "t4", "v100-sxm2"}
+
+
+def test_bundled_specs_cover_the_required_gpus(specs):
+    assert REQUIRED_IDS <= {s.id for s in specs}
+    for s in specs:
+        assert s.source.startswith("https://"), s.id
+        assert set(s.peaks) <= set(PRECISIONS)
+
+
+@pytest.mark.parametrize("spec_id, bandwidth, fp32, sms", [
+    ("h100-sxm", 3.35e12, 66.9e12, 132), ("h200", 4.8e12, 66.9e12, 132),
+    ("a100-sxm-80gb", 2.039e12, 19.5e12, 108), ("rtx4090", 1.008e12, 82.6e12, 128),
+    ("t4", 320e9, 8.1e12, 40),
+])
+def test_datasheet_numbers(specs, spec_id, bandwidth, fp32, sms):
+    spec = find_spec(spec_id, specs)
+    assert spec.dram_bandwidth == pytest.approx(bandwidth, rel=0.01)
+    assert spec.peaks["fp32"].flops_per_s == pytest.approx(fp32, rel=0.01)
+    assert spec.sms == sms
+
+
+def test_hopper_peaks_are_dense_with_their_clocks(specs):
+    h100 = find_spec("h100-sxm", specs)
+    assert h100.peaks["fp16-tensor"].flops_per_s == pytest.approx(989.4e12, rel=0.01)
+    # FP32 assumes the 1980 MHz boost: 132 SMs x 128 lanes x 2 FLOP x 1.98 GHz
+    assert h100.peaks["fp32"].clock_mhz == 1980
+    assert 132 * 128 * 2 * 1.98e9 == pytest.approx(h100.peaks["fp32"].flops_per_s, rel=0.001)
+    assert h100.peaks["fp16-tensor"].clock_mhz < h100.peaks["fp32"].clock_mhz
+
+
+def test_ridge_points(specs):
+    h200 = find_spec("h200", specs)
+    assert h200.ridge("fp32") == pytest.approx(66.9e12 / 4.8e12, rel=0.01)
+    with pytest.raises(RooflintError, match="no fp8-tensor peak"):
+        find_spec("v100-sxm2", specs).ridge("fp8-tensor")
+
+
+@pytest.mark.parametrize("device_name, spec_id", [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H200", "h200"), ("nvidia h200", "h200"),
+    ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100-sxm-40gb"), ("NVIDIA GeForce RTX 4090", "rtx4090"),
+    ("Tesla T4", "t4"), ("Tesla V100-SXM2-32GB", "v100-sxm2"), ("NVIDIA L40S", "l40s"),
+    ("NVIDIA L4", "l4"), ("NVIDIA A10", "a10"), ("NVIDIA GeForce RTX 3090", "rtx3090"),
+])
+def test_matches_nvml_names(specs, device_name, spec_id):
+    assert match_device(device_name, specs).id == spec_id
+
+
+def test_unknown_devices_do_not_match(specs):
+    assert match_device("NVIDIA H200 NVL", specs) is None
+    assert match_device("NVIDIA A10G", specs) is None
+
+
+def test_find_spec_by_id_or_name(specs):
+    assert find_spec("H200", specs).id == "h200"
+    assert find_spec("NVIDIA GeForce RTX 4090", specs).id == "rtx4090"
+    with pytest.raises(RooflintError, match="unknown GPU 'b200'"):
+        find_spec("b200", specs)
+
+
+def test_normalize_name():
+    assert normalize_name("NVIDIA GeForce RTX 4090") == normalize_name("geforce rtx-4090")
+
+
+GOOD = """
+id: {stem}
+name: Test GPU
+nvml_names: [Test GPU]
+architecture: Test
+compute_capability: "9.0"
+sms: 10
+boost_clock_mhz: 1000
+memory: {{type: HBM, size_gb: 1, bandwidth_gbs: 100}}
+l2_mib: 1
+peaks:
+  fp32: {{tflops: 1, clock_mhz: 1000}}
+source: https://example.com
+"""
+
+
+def _write(tmp_path: Path, text: str, stem: str = "test-gpu") -> Path:
+    path = tmp_path / f"{stem}.yaml"
+    path.write_text(text.format(stem=stem) if "{stem}" in text else text)
+    return path
+
+
+def test_a_valid_spec_loads(tmp_path):
+    spec = load_spec(_write(tmp_path, GOOD))
+    assert spec.dram_bandwidth == 100e9 and spec.l2_bytes == 2**20
+
+
+@pytest.mark.parametrize("change, field", [
+    (("sms: 10\n", ""), "sms"),
+    (("  fp32: {tflops: 1, clock_mhz: 1000}\n", "  fp64: {tflops: 1, clock_mhz: 1000}\n"), "peaks.fp32"),
+    (("bandwidth_gbs: 100", "bandwidth_gbs: fast"), "memory.bandwidth_gbs"),
+    (("tflops: 1,", "tflop: 1,"), "peaks.fp32.tflops"),
+    (("  fp32:", "  fp33:"), "peaks.fp33"),
+    (("source: https://example.com\n", ""), "source"),
+])
+def test_malformed_specs_name_the_file_and_field(tmp_path, change, field):
+    good = GOOD.format(stem="test-gpu")
+    path = _write(tmp_path, good.replace(*change))
+    with pytest.raises(RooflintError) as info:
+        load_spec(path)
+    assert str(path) in str(info.value) and field in str(info.value)
+
+
+def test_invalid_yaml_is_reported_with_the_path(tmp_path):
+    path = _write(tmp_path, "id: [unclosed\n")
+    with pytest.raises(RooflintError, match="not valid YAML"):
+        load_spec(path)
+
+
+def test_id_must_match_the_file_name(tmp_path):
+    path = _write(tmp_path, GOOD.format(stem="other"), stem="test-gpu")
+    with pytest.raises(RooflintError, match="field 'id'"):
+        load_spec(path)
