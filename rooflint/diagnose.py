@@ -161,11 +161,13 @@ def _chain_causes(point: Point, facts: LaunchFacts) -> list[Cause]:
             f"{format_time(point.time_s)} for {facts.launches} launch(es): comparable to "
             f"the cost of launching"))
     if not causes and point.limiting_roof == "dram" and point.compute_fraction < IDLE_COMPUTE:
-        causes.append(Cause(
-            "exposed_memory_latency",
-            f"left of the ridge with the math units idle (compute {_pct(point.compute_fraction)}) "
-            f"and DRAM at {_pct(point.dram_fraction)}: loads wait on memory latency, too few "
-            f"bytes in flight"))
+        detail = (f"left of the ridge with the math units idle (compute "
+                  f"{_pct(point.compute_fraction)}) and DRAM at {_pct(point.dram_fraction)}: "
+                  f"loads wait on memory latency, too few bytes in flight")
+        if point.bytes_source == "model":
+            detail += ("; or the kernel moves more bytes than the model counts (uncoalesced "
+                       "sectors, re-reads): measured bytes tell which")
+        causes.append(Cause("exposed_memory_latency", detail))
     if not causes:
         causes.append(Cause(
             "dependency_chain",
@@ -193,8 +195,8 @@ def _chain_moves(point: Point, facts: LaunchFacts, causes: list[Cause]) -> list[
         moves.append(Move(
             "up", "more bytes in flight: 16-byte vector loads, several independent loads "
                   "per thread (grid-stride with unrolling)",
-            f"DRAM at {_pct(point.dram_fraction)}: the bytes are not the limit, the wait for "
-            f"each one is; cutting bytes would not help",
+            f"DRAM at {_pct(point.dram_fraction)} of its roof: the wait for each byte, not "
+            f"the roof, sets the pace",
             f"up along the same AI toward the DRAM roof ({1 / point.dram_fraction:.1f}x away)"))
     if "dependency_chain" in names:
         moves.append(Move(
