@@ -302,7 +302,7 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
                             f"(parameters: {', '.join(manifest.params) or 'none'})")
     params = {**manifest.params, **overrides}
     names = {**device, **params}
-    chosen = _select(manifest, variants)
+    chosen = select_variants(manifest, variants)
     buffers = [_resolve_buffer(b, names) for b in manifest.buffers]
     jobs, models = [], {}
     for v in chosen:
@@ -324,7 +324,7 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
     return ResolvedFamily(manifest=manifest, params=params, job=job, models=models)
 
 
-def _select(manifest: Manifest, wanted: list[str] | None) -> list[Variant]:
+def select_variants(manifest: Manifest, wanted: list[str] | None) -> list[Variant]:
     if not wanted:
         return manifest.variants
     by_name = {v.name: v for v in manifest.variants}

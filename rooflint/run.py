@@ -19,6 +19,7 @@ from rooflint.expressions import Number
 from rooflint.gpus import GpuSpec, find_spec, load_specs, match_device
 from rooflint.manifest import (
     Manifest, ResolvedFamily, VariantModel, bundled_manifests, load_manifest, resolve,
+    select_variants,
 )
 from rooflint.measure.protocol import DeviceInfo, Measurement, TimingJob
 from rooflint.measure.runner import Progress, WorkerPool
@@ -54,12 +55,7 @@ def load_targets(options: RunOptions) -> list[Manifest]:
         raise RooflintError("variant names apply to a single target")
     paths = options.targets or [str(p) for p in bundled_manifests()]
     manifests = [load_manifest(p) for p in paths]
-    if options.variants:
-        known = [v.name for v in manifests[0].variants]
-        missing = [v for v in options.variants if v not in known]
-        if missing:
-            raise RooflintError(f"{manifests[0].name}: no variant {', '.join(missing)} "
-                                f"(variants: {', '.join(known)})")
+    select_variants(manifests[0], options.variants)  # unknown names fail before the GPU starts
     unused = set(options.sizes) - {k for m in manifests for k in m.params}
     if unused:
         raise RooflintError(f"--size {', '.join(sorted(unused))}: no such parameter in "

@@ -180,36 +180,34 @@ class FamilySession:
             batch = int(min(50, max(1, 0.05 / max(estimate, 1e-6))))
             samples: list[float] = []
             while len(samples) < timing.max_samples:
-                pairs = []
-                for _ in range(min(batch, timing.max_samples - len(samples))):
-                    if cold:
-                        self._flush_l2()
-                    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-                    start.record(self.stream)
-                    run()
-                    end.record(self.stream)
-                    pairs.append((start, end))
-                self._read_clocks(clocks)
+                events = [self._enqueue_sample(run, cold)
+                          for _ in range(min(batch, timing.max_samples - len(samples)))]
+                self._read_clocks(clocks)  # while the batch runs
                 _guarded(lambda: None, self.stream)
-                samples += [cupy.cuda.get_elapsed_time(s, e) * 1e-3 for s, e in pairs]
+                samples += [_elapsed(start, end) for start, end in events]
                 if len(samples) >= timing.min_samples and (
                         _spread(samples) < timing.target_spread or sum(samples) > timing.budget_s):
                     break
         return samples, clocks
 
+    def _enqueue_sample(self, run: Callable[[], None], cold: bool) -> tuple:
+        """Flush (cold), then the variant between two events; nothing waits here."""
+        if cold:
+            self._flush_l2()
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record(self.stream)
+        run()
+        end.record(self.stream)
+        return start, end
+
     def _warm_up(self, run: Callable[[], None], cold: bool) -> float:
         """Run until 3 launches and 20 ms have passed; the per-run time estimate."""
         runs, began = 0, time.perf_counter()
         while runs < 3 or time.perf_counter() - began < 0.02:
-            if cold:
-                self._flush_l2()
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record(self.stream)
-            run()
-            end.record(self.stream)
+            start, end = self._enqueue_sample(run, cold)
             _guarded(lambda: None, self.stream)
             runs += 1
-        return cupy.cuda.get_elapsed_time(start, end) * 1e-3
+        return _elapsed(start, end)
 
     def _read_clocks(self, clocks: Clocks) -> None:
         if not self.nvml:
@@ -324,6 +322,10 @@ def _failure_message(failed: list[OutputCheck], tolerance: float) -> str:
         else:
             parts.append(f"{c.buffer}: relative error {c.rel_l2:.2e} > tolerance {tolerance:.1e}")
     return "; ".join(parts)
+
+
+def _elapsed(start: cupy.cuda.Event, end: cupy.cuda.Event) -> float:
+    return cupy.cuda.get_elapsed_time(start, end) * 1e-3
 
 
 def _spread(samples: list[float]) -> float:

@@ -38,7 +38,7 @@ def _protocol_stream() -> IO[str]:
 
 def main() -> int:
     out = _protocol_stream()
-    device_id = int(os.environ.get("ROOFLINT_DEVICE", "0"))
+    device_id = 0  # the first visible device; choose another with CUDA_VISIBLE_DEVICES
     try:
         import cupy
         from rooflint.measure import launch
