@@ -33,6 +33,12 @@ class Cache(str, Enum):
     warm = "warm"
 
 
+class Counters(str, Enum):
+    auto = "auto"
+    ncu = "ncu"
+    off = "off"
+
+
 def fail(message: str, code: int = 2) -> None:
     errors.print(f"rooflint: {message}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -67,6 +73,8 @@ def run(
     cache: Cache = typer.Option(Cache.cold, help="cold: flush L2 before each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document here."),
     timeout: float = typer.Option(120.0, help="Seconds a variant may take before it is abandoned."),
+    counters: Counters = typer.Option(Counters.auto, help="auto: Nsight Compute counters when ncu "
+                                      "works, else model bytes; ncu: require them; off."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.report import render_run
@@ -74,19 +82,24 @@ def run(
 
     options = RunOptions(targets=[target] if target else [], variants=variants or [],
                          sizes=parse_sizes(size), gpu=gpu, cache=cache.value,
-                         timeout_s=timeout, json_path=json_path)
+                         timeout_s=timeout, json_path=json_path, counters=counters.value)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True) as bar:
-        def progress_for(family: ResolvedFamily):
-            task = bar.add_task(family.manifest.name, total=len(family.job.variants))
+        def progress_for(family: ResolvedFamily, phase: str):
+            name = f"{family.manifest.name} {phase}"
+            task = bar.add_task(name, total=len(family.job.variants), start=False)
 
             def update(event: str, variant: str) -> None:
                 if event == "start":
-                    bar.update(task, description=f"{family.manifest.name}: {variant}")
+                    bar.start_task(task)
+                    bar.update(task, description=f"{name}: {variant}")
                 else:
                     bar.advance(task)
             return update
-        result = run_families(options, progress_for)
+
+        def warn(message: str) -> None:
+            bar.console.print(f"[yellow]rooflint: {message}[/]", highlight=False)
+        result = run_families(options, progress_for, warn)
     render_run(console, result)
     if json_path:
         console.print(f"result written to {json_path}")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from rooflint.errors import RooflintError
@@ -102,6 +103,7 @@ class VariantModel:
     grid_blocks: int           # blocks of the largest launch, for the one-wave check
     threads_per_block: int
     launches: int
+    written_bytes: float       # size of the out/inout buffers it writes: the compulsory writes
 
 
 @dataclass
@@ -318,7 +320,8 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
             precision=v.precision, expect=v.expect, baseline=v.baseline is not None,
             grid_blocks=_product(largest.grid) if largest else 0,
             threads_per_block=_product(largest.block) if largest else 0,
-            launches=len(launches))
+            launches=len(launches),
+            written_bytes=_written_bytes(buffers, launches))
     job = FamilyJob(family=manifest.name, directory=str(manifest.directory), params=params,
                     buffers=buffers, variants=jobs, timing=timing)
     return ResolvedFamily(manifest=manifest, params=params, job=job, models=models)
@@ -340,6 +343,13 @@ def _int(expression: str | Number, names: dict[str, Number], what: str) -> int:
     if value != int(value) or value < 0:
         raise RooflintError(f"{what} {expression!r} evaluates to {value}, not a non-negative integer")
     return int(value)
+
+
+def _written_bytes(buffers: list[BufferJob], launches: list[LaunchJob]) -> float:
+    """Bytes of the outputs a variant's launches take (all outputs for a library baseline)."""
+    used = {a.buffer for launch in launches for a in launch.args if a.buffer}
+    return float(sum(_product(b.shape) * np.dtype(b.dtype).itemsize for b in buffers
+                     if b.role != "in" and (not launches or b.name in used)))
 
 
 def _product(values: list[int]) -> int:

@@ -21,6 +21,7 @@ import numpy as np
 from rooflint import __version__
 from rooflint.diagnose import Cause, Move, Verdict
 from rooflint.errors import RooflintError
+from rooflint.measure.ncu import Counters
 from rooflint.measure.protocol import Clocks, DeviceInfo, OutputCheck
 from rooflint.roofline import Point, Roofs
 
@@ -59,8 +60,10 @@ class VariantResult:
     samples_s: list[float]
     time: TimeStats | None
     clocks: Clocks
-    flops: dict[str, float]             # by source: {"model": ...}
-    dram_bytes: dict[str, float]        # by source: {"model": ...}
+    flops: dict[str, float]             # by source: {"model": ..., "ncu": counted}
+    dram_bytes: dict[str, float]        # by source: {"model": ..., "ncu": measured}
+    counters: Counters | None           # the raw ncu summary, when counters ran
+    notes: list[str]                    # how the counters differ from the model, and why
     roofs: Roofs | None
     point: Point | None
     verdict: Verdict | None
@@ -127,6 +130,7 @@ def _variant(data: dict[str, Any]) -> VariantResult:
         "checks": [OutputCheck(**c) for c in data["checks"]],
         "time": TimeStats(**data["time"]) if data["time"] else None,
         "clocks": Clocks(**data["clocks"]),
+        "counters": Counters(**data["counters"]) if data["counters"] else None,
         "roofs": Roofs(**data["roofs"]) if data["roofs"] else None,
         "point": Point(**data["point"]) if data["point"] else None,
         "verdict": Verdict(**{**verdict,

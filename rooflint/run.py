@@ -9,10 +9,11 @@ rewritten after each family, so an interrupted run keeps what it finished.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from rooflint.counters import traffic
 from rooflint.diagnose import TENSOR_UPGRADE, LaunchFacts, diagnose
 from rooflint.errors import RooflintError
 from rooflint.expressions import Number
@@ -22,7 +23,8 @@ from rooflint.manifest import (
     select_variants,
 )
 from rooflint.measure.protocol import DeviceInfo, Measurement, TimingJob
-from rooflint.measure.runner import Progress, WorkerPool
+from rooflint.measure.ncu import Counters, CountersUnavailable
+from rooflint.measure.runner import Progress, WorkerPool, profile
 from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
 from rooflint.roofline import datasheet_roofs, place
 
@@ -36,6 +38,7 @@ class RunOptions:
     cache: str = "cold"
     timeout_s: float = 120.0
     json_path: Path | None = None
+    counters: str = "auto"       # auto: ncu when it works; ncu: required; off
 
 
 def parse_sizes(items: list[str]) -> dict[str, Number]:
@@ -73,7 +76,9 @@ def device_spec(device: DeviceInfo, gpu: str | None, specs: list[GpuSpec]) -> Gp
     return spec
 
 
-def run(options: RunOptions, progress_for: Callable[[ResolvedFamily], Progress]) -> RunResult:
+def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progress],
+        warn: Callable[[str], None]) -> RunResult:
+    """Measure every family; ``warn`` hears, once, why counters are off if they are."""
     specs = load_specs()
     manifests = load_targets(options)
     pool = WorkerPool()
@@ -82,14 +87,17 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily], Progress])
         spec = device_spec(device, options.gpu, specs)
         timing = TimingJob(cache=options.cache)
         result = RunResult(gpu=device, spec_id=spec.id,
-                           settings={"cache": options.cache, "counters": "off",
+                           settings={"cache": options.cache, "counters": options.counters,
                                      "roofs": "datasheet"})
         for manifest in manifests:
             sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
             family = resolve(manifest, sizes, {"num_sms": device.sms}, timing,
                              options.variants or None)
-            measurements = list(pool.measure(family.job, options.timeout_s, progress_for(family)))
-            result.families.append(family_result(family, measurements, spec, device))
+            measurements = list(pool.measure(family.job, options.timeout_s,
+                                             progress_for(family, "timing")))
+            counters = family_counters(family, measurements, options, result.settings,
+                                       progress_for(family, "counters"), warn)
+            result.families.append(family_result(family, measurements, counters, spec, device))
             if options.json_path:
                 write_result(result, options.json_path)
         return result
@@ -97,9 +105,31 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily], Progress])
         pool.close()
 
 
-def family_result(family: ResolvedFamily, measurements: list[Measurement], spec: GpuSpec,
-                  device: DeviceInfo) -> FamilyResult:
-    variants = [variant_result(family, family.models[m.variant], m, spec, device)
+def family_counters(family: ResolvedFamily, measurements: list[Measurement],
+                    options: RunOptions, settings: dict, progress: Progress,
+                    warn: Callable[[str], None]) -> dict[str, Counters]:
+    """The profile pass for the variants that passed; falls back to model bytes if it can't."""
+    if settings["counters"] == "off":
+        return {}
+    passed = {m.variant for m in measurements if m.status == "ok"}
+    variants = [v for v in family.job.variants if v.name in passed]
+    if not variants:
+        return {}
+    try:
+        return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress)
+    except CountersUnavailable as exc:
+        if options.counters == "ncu":
+            raise RooflintError(f"--counters ncu: {exc}") from None
+        settings["counters"] = "off"
+        settings["counters_unavailable"] = str(exc)
+        warn(f"counters unavailable: {exc}; continuing with the manifests' model bytes")
+        return {}
+
+
+def family_result(family: ResolvedFamily, measurements: list[Measurement],
+                  counters: dict[str, Counters], spec: GpuSpec, device: DeviceInfo) -> FamilyResult:
+    variants = [variant_result(family, family.models[m.variant], m, counters.get(m.variant),
+                               spec, device)
                 for m in measurements]
     baseline = next((v for v in variants if v.baseline and v.time), None)
     by_name = {v.name: v for v in variants}
@@ -113,13 +143,17 @@ def family_result(family: ResolvedFamily, measurements: list[Measurement], spec:
 
 
 def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
-                   spec: GpuSpec, device: DeviceInfo) -> VariantResult:
+                   counters: Counters | None, spec: GpuSpec, device: DeviceInfo) -> VariantResult:
     job = next(v for v in family.job.variants if v.name == model.name)
     roofs = datasheet_roofs(spec, model.precision)
     time = TimeStats.of(m.samples_s) if m.status == "ok" and m.samples_s else None
+    measured = (traffic(counters, model.flops, model.bytes, model.written_bytes, model.precision)
+                if counters else None)
     point = verdict = None
     if time:
-        point = place(time.median_s, model.flops, model.bytes, model.bytes, roofs, "model")
+        dram_bytes = measured.dram_bytes if measured else model.bytes
+        point = place(time.median_s, model.flops, dram_bytes, model.bytes, roofs,
+                      "ncu" if measured else "model")
         tensor = TENSOR_UPGRADE.get(model.precision)
         facts = LaunchFacts(
             grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
@@ -131,7 +165,9 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         baseline=model.baseline, source_sha256=_sha256(job.source),
         precision=model.precision, tolerance=job.tolerance, checks=m.checks,
         samples_s=m.samples_s, time=time, clocks=m.clocks,
-        flops={"model": model.flops}, dram_bytes={"model": model.bytes},
+        flops={"model": model.flops} | ({"ncu": measured.counted_flops} if measured else {}),
+        dram_bytes={"model": model.bytes} | ({"ncu": measured.dram_bytes} if measured else {}),
+        counters=counters, notes=measured.notes if measured else [],
         roofs=roofs, point=point, verdict=verdict,
         expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than},
         expectation_mismatch=None, speed_vs_baseline=None)

@@ -32,7 +32,7 @@ def gemm(specs):
     measurements = [measured("naive", 275.9e-3), measured("coalesced", 22.67e-3),
                     measured("tiled", 15.34e-3), measured("blocked_1d", 8.09e-3),
                     measured("blocked_2d", 3.004e-3), measured("cublas", 2.682e-3)]
-    return family_result(family, measurements, find_spec("h200", specs), H200)
+    return family_result(family, measurements, {}, find_spec("h200", specs), H200)
 
 
 def by_name(family):
@@ -62,7 +62,7 @@ def test_a_missed_prediction_is_reported(specs):
     family = resolve(load_manifest("gemm_fp32"), {}, {"num_sms": 132}, TimingJob(),
                      ["tiled", "blocked_1d"])
     result = family_result(family, [measured("tiled", 8e-3), measured("blocked_1d", 9e-3)],
-                           find_spec("h200", specs), H200)
+                           {}, find_spec("h200", specs), H200)
     assert by_name(result)["blocked_1d"].expectation_mismatch == \
         "expected faster than tiled, measured 1.12x its time"
 
@@ -73,7 +73,7 @@ def test_failed_variants_get_no_speed_figure(specs):
     result = family_result(family, [
         measured("naive", 0, status="fail", message="C: relative error 3.1e-01 > tolerance 1.0e-05"),
         measured("tiled", 0, status="error", message="compile error: sgemm.cu(40): error: ...")],
-        find_spec("h200", specs), H200)
+        {}, find_spec("h200", specs), H200)
     for v in result.variants:
         assert v.time is None and v.point is None and v.verdict is None and v.status != "ok"
 
@@ -87,3 +87,24 @@ def test_result_document_round_trip(gemm, tmp_path):
     assert data["families"][0]["variants"][4]["verdict"]["bound"] == "compute"
     assert read_result(path) == result
     assert not list(path.parent.glob(".*.tmp"))  # the atomic write left nothing behind
+
+
+def test_counters_replace_model_bytes(specs):
+    """The recorded ncu profile of a float4 copy of 2**26 floats, judged as stream's copy."""
+    from pathlib import Path
+    from rooflint.measure import ncu
+    log = (Path(__file__).parent / "fixtures" / "ncu" / "h200-probe-4-variants.csv").read_text()
+    copy = ncu.counters_by_variant(log, ["copy_float4"])
+    family = resolve(load_manifest("stream"), {"N": 2**26}, {"num_sms": 132}, TimingJob(),
+                     ["copy_float4"])
+    result = family_result(family, [measured("copy_float4", 131.5e-6)], copy,
+                           find_spec("h200", specs), H200)
+    v = result.variants[0]
+    assert v.point.bytes_source == "ncu"
+    # 268,453,376 read + 246,683,904 written + 21,751,552 still dirty in L2 = 2**28 + 2**28 + 1 MB
+    assert v.dram_bytes["ncu"] == 268_453_376 + 2**28
+    assert v.dram_bytes["model"] == 2**29
+    assert "still in L2" in v.notes[0]
+    assert v.point.traffic_fraction == pytest.approx(2**29 / (268_453_376 + 2**28))
+    assert v.counters.kernels == ["copy4"]
+    assert v.verdict.bound == "bandwidth"

@@ -31,6 +31,7 @@ from rooflint.measure.protocol import (
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
             "f32": np.float32, "f64": np.float64}
 _DEFAULT_SHARED_LIMIT = 48 * 1024
+_MARKER_SOURCE = r"""extern "C" __global__ void rooflint_marker() {}"""
 _FLUSH_SOURCE = r"""
 extern "C" __global__ void rooflint_l2_flush(const float4* p, size_t n, float* sink) {
     float acc = 0.f;
@@ -98,6 +99,7 @@ class FamilySession:
         self.flush_sink = cupy.zeros(1, dtype=cupy.float32)
         self.flush_kernel = cupy.RawKernel(_FLUSH_SOURCE, "rooflint_l2_flush")
         self.flush_grid = device.sms * 8
+        self.marker = cupy.RawKernel(_MARKER_SOURCE, "rooflint_marker")
 
     # -- the steps of one measurement ------------------------------------------------
 
@@ -113,6 +115,25 @@ class FamilySession:
                                checks)
         samples, clocks = self._time(run, self.job.timing)
         return Measurement(variant.name, "ok", "", checks, samples, clocks)
+
+    def profile(self, variant: VariantJob, index: int) -> Measurement:
+        """One run with the profiler on, after a marker whose grid size is index + 1.
+
+        A first, unprofiled run loads the module and lets libraries create their
+        handles, so only the variant's own kernels are counted.
+        """
+        try:
+            run = self._runner(variant)
+        except VariantFailed as exc:
+            return Measurement(variant.name, "error", str(exc))
+        with self.stream:
+            self._reset_buffers()
+            _guarded(run, self.stream)
+            cupy.cuda.runtime.profilerStart()
+            self.marker((index + 1,), (32,), ())
+            _guarded(run, self.stream)
+            cupy.cuda.runtime.profilerStop()
+        return Measurement(variant.name, "ok", "profiled")
 
     def _runner(self, variant: VariantJob) -> Callable[[], None]:
         if variant.baseline:

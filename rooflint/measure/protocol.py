@@ -69,6 +69,7 @@ class FamilyJob:
     variants: list[VariantJob]
     timing: TimingJob
     seed: int = 0
+    mode: str = "measure"         # measure: check and time; profile: one marked run under ncu
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

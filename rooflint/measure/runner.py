@@ -13,12 +13,15 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 from collections import deque
-from dataclasses import asdict, replace
+from dataclasses import replace
+from pathlib import Path
 from typing import Callable, Iterator
 
 from rooflint.errors import RooflintError
+from rooflint.measure import ncu
 from rooflint.measure.protocol import DeviceInfo, FamilyJob, Measurement
 
 Progress = Callable[[str, str], None]  # (event, variant name)
@@ -27,9 +30,9 @@ Progress = Callable[[str, str], None]  # (event, variant name)
 class Worker:
     """One ``python -m rooflint.measure.worker`` process and its line protocol."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: list[str] | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "rooflint.measure.worker"],
+            [*(prefix or []), sys.executable, "-m", "rooflint.measure.worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, bufsize=1, env=os.environ.copy())
         self.lines: queue.Queue[str | None] = queue.Queue()
@@ -39,7 +42,10 @@ class Worker:
 
     def _pump_stdout(self) -> None:
         for line in self.process.stdout:
-            self.lines.put(line)
+            if line.startswith('{"event"'):
+                self.lines.put(line)
+            else:  # a profiler wrapping the worker may print here too
+                self.stderr_tail.append(line.rstrip())
         self.lines.put(None)
 
     def _pump_stderr(self) -> None:
@@ -80,27 +86,29 @@ class Worker:
             self.process.kill()
         self.process.wait()
 
-    def close(self) -> None:
+    def close(self, timeout: float = 10.0) -> None:
         if self.process.poll() is None:
             self.process.stdin.close()
             try:
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
 
 
 class WorkerPool:
-    """Keeps one healthy worker; replaces it after a fault or a hang."""
+    """Keeps one healthy worker; replaces it after a fault or a hang (if ``restart``)."""
 
     START_TIMEOUT = 120.0
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: list[str] | None = None, restart: bool = True) -> None:
+        self.prefix = prefix
+        self.restart = restart
         self.worker: Worker | None = None
         self.device: DeviceInfo | None = None
 
     def start(self) -> DeviceInfo:
         if self.worker is None or self.worker.process.poll() is not None:
-            self.worker = Worker()
+            self.worker = Worker(self.prefix)
             self.device = self.worker.hello(self.START_TIMEOUT)
         return self.device
 
@@ -112,6 +120,8 @@ class WorkerPool:
             self.worker.send(replace(job, variants=pending))
             done = yield from self._drain(pending, timeout, progress)
             pending = pending[done:]
+            if not self.restart:
+                return
 
     def _drain(self, pending: list, timeout: float, progress: Progress):
         """Read this worker's answers; returns how many pending variants are settled."""
@@ -147,6 +157,33 @@ class WorkerPool:
             elif event == "done":
                 return len(pending)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 10.0) -> None:
         if self.worker:
-            self.worker.close()
+            self.worker.close(timeout)
+
+
+def profile(job: FamilyJob, timeout: float, progress: Progress) -> dict[str, ncu.Counters]:
+    """Counters for the job's variants from one worker run under Nsight Compute.
+
+    One ncu process per family, no restarts (a second one would overwrite the log); a
+    variant whose run fails there simply has no counters. CountersUnavailable says why
+    when ncu yields nothing at all.
+    """
+    with tempfile.TemporaryDirectory(prefix="rooflint-ncu-") as directory:
+        log = Path(directory) / "ncu.csv"
+        pool = WorkerPool(prefix=ncu.command(str(log), job.timing.cache), restart=False)
+        profiled = replace(job, mode="profile")
+        try:
+            pool.start()
+            for _ in pool.measure(profiled, timeout, progress):
+                pass
+        except RooflintError:
+            pass  # ncu refused to start the worker: the log and stderr say why
+        finally:
+            pool.close(timeout=120.0)
+        text = log.read_text() if log.exists() else ""
+        counters = ncu.counters_by_variant(text, [v.name for v in job.variants])
+        if not counters:
+            stderr = "\n".join(pool.worker.stderr_tail) if pool.worker else ""
+            raise ncu.CountersUnavailable(ncu.failure_reason(text + "\n" + stderr))
+        return counters

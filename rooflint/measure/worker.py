@@ -68,10 +68,11 @@ def main() -> int:
             _send(out, "family_error", message=f"cannot prepare {job.family}: "
                                                f"{type(exc).__name__}: {exc}")
             continue
-        for variant in job.variants:
+        for index, variant in enumerate(job.variants):
             _send(out, "start", variant=variant.name)
             try:
-                measurement = session.measure(variant)
+                measurement = (session.profile(variant, index) if job.mode == "profile"
+                               else session.measure(variant))
             except launch.CudaFault as exc:
                 _send(out, "measured", measurement=asdict(launch.Measurement(
                     variant.name, "error", f"CUDA fault: {exc}")))

@@ -11,15 +11,19 @@ pytestmark = pytest.mark.gpu
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-def quiet(family):
+def quiet(family, phase):
     return lambda event, variant: None
+
+
+def no_warnings(message):
+    raise AssertionError(f"unexpected warning: {message}")
 
 
 @pytest.fixture(scope="module")
 def bundled(tmp_path_factory):
     path = tmp_path_factory.mktemp("run") / "result.json"
     result = run(RunOptions(targets=["stream", "gemm_fp32"], variants=[], sizes={},
-                            json_path=path), quiet)
+                            json_path=path, counters="ncu"), quiet, no_warnings)
     assert read_result(path) == result
     return {f.name: {v.name: v for v in f.variants} for f in result.families}
 
@@ -52,11 +56,43 @@ def test_clocks_are_recorded(bundled):
 
 
 def test_broken_variants_lose_only_their_own_rows():
-    result = run(RunOptions(targets=[str(FIXTURES / "broken")], variants=[], sizes={}), quiet)
+    result = run(RunOptions(targets=[str(FIXTURES / "broken")], variants=[], sizes={},
+                            counters="off", timeout_s=15), quiet, no_warnings)
     rows = {v.name: v for v in result.families[0].variants}
+    assert list(rows) == ["wrong_values", "unwritten_half", "does_not_compile", "out_of_bounds",
+                          "hangs", "good"]
+    assert rows["out_of_bounds"].status == "error"
+    assert "illegal" in rows["out_of_bounds"].message.lower()
+    assert rows["hangs"].status == "error" and "timed out after 15 s" in rows["hangs"].message
     assert rows["wrong_values"].status == "fail" and "relative error" in rows["wrong_values"].message
     assert rows["unwritten_half"].status == "fail"
     assert "524288 elements NaN" in rows["unwritten_half"].message
     assert rows["does_not_compile"].status == "error"
     assert "bad_syntax.cu(3)" in rows["does_not_compile"].message
     assert rows["good"].status == "ok" and rows["good"].time
+
+
+def test_stream_bytes_match_a_plain_ncu_run(bundled, tmp_path):
+    """rooflint's DRAM bytes for the float4 copy equal what ncu reports on its own (1 %)."""
+    import subprocess
+    import sys
+    from rooflint.measure import ncu
+    log = tmp_path / "plain.csv"
+    subprocess.run(["ncu", "--clock-control", "none", "--csv", "--page", "raw",
+                    "--print-units", "base", "--metrics", "dram__bytes_read.sum,dram__bytes_write.sum",
+                    "-k", "copy_float4", "--log-file", str(log), sys.executable,
+                    str(Path(__file__).parent / "plain_copy.py")], check=True, timeout=300)
+    (plain,) = ncu.parse_rows(log.read_text())
+    counters = bundled["stream"]["copy_float4"].counters
+    assert counters.dram_read == pytest.approx(plain[ncu.DRAM_READ], rel=0.01)
+    assert counters.dram_write == pytest.approx(plain[ncu.DRAM_WRITE], rel=0.01)
+
+
+def test_counters_are_used_for_the_points(bundled):
+    for family in bundled.values():
+        for v in family.values():
+            assert v.point.bytes_source == "ncu" and v.counters, v.name
+    strided = bundled["stream"]["strided_read"]
+    assert strided.point.traffic_fraction < 0.5          # uncoalesced: far more than compulsory
+    naive = bundled["gemm_fp32"]["naive"]
+    assert naive.flops["ncu"] == pytest.approx(naive.flops["model"], rel=0.01)

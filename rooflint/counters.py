@@ -1,0 +1,68 @@
+"""From Nsight Compute counters to the bytes and FLOPs a roofline point stands on.
+
+Pure accounting, with the reasons written down:
+- DRAM writes still sitting dirty in L2 when a kernel ends are not counted by
+  ``dram__bytes_write`` (REFERENCE.md: a 256 MiB copy showed 21 MB missing). They reach
+  DRAM later all the same, so the point counts at least the compulsory writes (the
+  outputs the variant writes) and says how much it added.
+- Counted FLOPs are shown beside the model's; a large difference is redundant work,
+  or tensor operations the manifest did not declare.
+- Fewer DRAM bytes than the compulsory ones means data served from L2 (observed AI
+  above algorithmic): cache reuse, not magic; the L2 traffic is the evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rooflint.measure.ncu import Counters
+from rooflint.units import format_bytes
+
+FLOP_MISMATCH = 0.25      # counted vs model FLOPs differing by more than this is reported
+CACHE_REUSE = 0.90        # measured DRAM bytes under this fraction of compulsory: L2 reuse
+UNDECLARED_TENSOR = 0.50  # tensor ops above this share of counted FLOPs, precision not tensor
+
+
+@dataclass
+class Traffic:
+    dram_bytes: float             # what the roofline point uses
+    dram_read: float
+    dram_write: float
+    dirty_l2_writes: float        # compulsory writes ncu did not see, added to dram_bytes
+    counted_flops: float
+    notes: list[str] = field(default_factory=list)
+
+
+def traffic(counters: Counters, model_flops: float, model_bytes: float, written_bytes: float,
+            precision: str) -> Traffic:
+    dirty = max(0.0, written_bytes - counters.dram_write)
+    result = Traffic(dram_bytes=counters.dram_read + counters.dram_write + dirty,
+                     dram_read=counters.dram_read, dram_write=counters.dram_write,
+                     dirty_l2_writes=dirty, counted_flops=counters.counted_flops)
+    if dirty > 0.001 * result.dram_bytes:
+        result.notes.append(
+            f"{format_bytes(dirty)} of output still in L2 at kernel end (not in "
+            f"dram__bytes_write); counted as DRAM writes")
+    result.notes += _flop_notes(counters, model_flops, precision)
+    if model_bytes and result.dram_bytes < CACHE_REUSE * model_bytes:
+        result.notes.append(
+            f"DRAM moved {result.dram_bytes / model_bytes:.0%} of the compulsory bytes: the "
+            f"data was served from L2 ({format_bytes(counters.l2_bytes)} of L2 traffic); "
+            f"observed AI above algorithmic is cache reuse, so the DRAM roof understates "
+            f"what limits it")
+    return result
+
+
+def _flop_notes(counters: Counters, model_flops: float, precision: str) -> list[str]:
+    counted = counters.counted_flops
+    notes = []
+    if model_flops and counted and abs(counted / model_flops - 1) > FLOP_MISMATCH:
+        kind = "redundant work" if counted > model_flops else "less work than the model"
+        notes.append(f"counted FLOPs are {counted / model_flops:.2f}x the model's ({kind}, or "
+                     f"a wrong flops expression)")
+    tensor = sum(v for k, v in counters.flops.items() if k.endswith("-tensor"))
+    if counted and tensor > UNDECLARED_TENSOR * counted and not precision.endswith("-tensor"):
+        main = max((k for k in counters.flops if k.endswith("-tensor")), key=counters.flops.get)
+        notes.append(f"{tensor / counted:.0%} of counted FLOPs ran on tensor cores ({main}) but "
+                     f"the manifest declares {precision}: judge it against the {main} roof")
+    return notes

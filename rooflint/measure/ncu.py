@@ -1,0 +1,197 @@
+"""Nsight Compute: the command that profiles a worker, and the parser of its CSV.
+
+The profile pass runs the measurement worker under ``ncu`` with profiling off at start;
+the worker turns it on around exactly one run of each variant, preceded by a tiny
+marker kernel whose grid size is the variant's position in the job. Everything else
+(input set-up, the warm-up run, L2 flushes) is never profiled, so a variant costs only
+its own kernels' replay passes, and the rows between two markers are that variant's
+launches, however many a library call makes.
+
+This module imports no CuPy: the parser is tested on CSVs recorded on our H200.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from dataclasses import dataclass, field
+
+from rooflint.errors import RooflintError
+
+MARKER_KERNEL = "rooflint_marker"
+
+# FLOPs per precision: add + mul + 2 x fma, from SASS thread-instruction counters.
+SASS_FLOPS = {
+    "fp32": ("fadd", "fmul", "ffma"),
+    "fp16": ("hadd", "hmul", "hfma"),
+    "fp64": ("dadd", "dmul", "dfma"),
+}
+# Tensor-pipe operations (already FLOPs: an MMA's multiply and add are two ops).
+TENSOR_FLOPS = {
+    "fp16-tensor": "sm__ops_path_tensor_src_fp16.sum",
+    "bf16-tensor": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "tf32-tensor": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "fp8-tensor": "sm__ops_path_tensor_src_fp8.sum",
+    "int8-tensor": "sm__ops_path_tensor_src_int8.sum",
+    "fp64-tensor": "sm__ops_path_tensor_src_fp64.sum",
+}
+STALL_REASONS = ("barrier", "long_scoreboard", "short_scoreboard", "wait", "mio_throttle",
+                 "math_pipe_throttle", "lg_throttle", "membar")
+DURATION = "gpu__time_duration.sum"
+DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
+L2_BYTES, L1_BYTES = "lts__t_bytes.sum", "l1tex__t_bytes.sum"
+LOCAL_BYTES = ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+               "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum")
+OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
+WAVES, REGISTERS = "launch__waves_per_multiprocessor", "launch__registers_per_thread"
+GRID_SIZE, BLOCK_SIZE = "launch__grid_size", "launch__block_size"
+
+
+def _sass(op: str) -> str:
+    return f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum"
+
+
+def _stall(reason: str) -> str:
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+
+
+METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
+           *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
+           *TENSOR_FLOPS.values(), OCCUPANCY, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
+           *[_stall(r) for r in STALL_REASONS]]
+
+
+class CountersUnavailable(RooflintError):
+    """ncu is missing, not permitted, or failed; the run continues on model bytes."""
+
+
+@dataclass
+class Counters:
+    """One variant's launches, summed (bytes, FLOPs, time) or duration-weighted (ratios)."""
+
+    kernels: list[str]
+    duration_s: float
+    dram_read: float
+    dram_write: float
+    l2_bytes: float
+    l1_bytes: float
+    local_bytes: float                      # spill traffic through L1 (local loads + stores)
+    flops: dict[str, float]                 # counted, per precision; zero entries left out
+    occupancy_pct: float                    # achieved: active warps / maximum, %
+    waves: float                            # of the largest launch
+    registers_per_thread: int               # the most any launch uses
+    grid_size: int                          # blocks of the largest launch
+    stalls: dict[str, float] = field(default_factory=dict)  # cycles per issued instruction
+
+    @property
+    def dram_bytes(self) -> float:
+        return self.dram_read + self.dram_write
+
+    @property
+    def counted_flops(self) -> float:
+        return sum(self.flops.values())
+
+
+def ncu_path() -> str:
+    path = shutil.which("ncu")
+    if path is None:
+        raise CountersUnavailable("ncu (Nsight Compute) is not on PATH; install Nsight Compute "
+                                  "or run with --counters off")
+    return path
+
+
+def command(log_path: str, cache: str) -> list[str]:
+    """The ncu prefix for a worker: our launches only, clocks untouched, CSV to a file."""
+    return [ncu_path(), "--clock-control", "none", "--profile-from-start", "off",
+            "--cache-control", "all" if cache == "cold" else "none",
+            "--csv", "--page", "raw", "--print-units", "base",
+            "--metrics", ",".join(METRICS), "--log-file", log_path]
+
+
+def failure_reason(text: str) -> str:
+    """One line saying why ncu produced nothing, with what to do for the known causes."""
+    errors = [l.removeprefix("==ERROR==").strip() for l in text.splitlines()
+              if l.startswith("==ERROR==")]
+    joined = " ".join(errors)
+    if "ERR_NVGPUCTRPERM" in joined:
+        return ("ERR_NVGPUCTRPERM: this user may not read GPU performance counters (run as "
+                "root, or set NVreg_RestrictProfilingToAdminUsers=0; see "
+                "https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+    if "LibraryNotLoaded" in joined:
+        return ("ncu could not load its profiling library (LibraryNotLoaded; seen in "
+                "sandboxed containers such as gVisor)")
+    if errors:
+        return errors[0]
+    return "ncu recorded no kernels"
+
+
+def _number(text: str) -> float | str:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return text
+
+
+def parse_rows(text: str) -> list[dict[str, float | str]]:
+    """Kernel rows of an ``ncu --csv --page raw`` log (profiler messages and units skipped)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return []
+    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
+    return [{key: _number(value) if key != "Kernel Name" else value
+             for key, value in row.items()}
+            for row in reader if row.get("ID") not in (None, "")]
+
+
+def split_by_marker(rows: list[dict[str, float | str]]) -> dict[int, list[dict]]:
+    """Launches grouped by the marker before them; the key is the variant's job index."""
+    groups: dict[int, list[dict]] = {}
+    current = None
+    for row in rows:
+        if row["Kernel Name"] == MARKER_KERNEL:
+            current = int(row[GRID_SIZE]) - 1
+            groups[current] = []
+        elif current is not None:
+            groups[current].append(row)
+    return groups
+
+
+def summarize(rows: list[dict[str, float | str]]) -> Counters:
+    """Sum a variant's launches; ratios are weighted by each launch's duration."""
+    total_time = sum(r[DURATION] for r in rows) or 1.0
+
+    def total(metric: str) -> float:
+        return float(sum(r[metric] for r in rows))
+
+    def weighted(metric: str) -> float:
+        return float(sum(r[metric] * r[DURATION] for r in rows) / total_time)
+
+    flops = {precision: total(_sass(add)) + total(_sass(mul)) + 2 * total(_sass(fma))
+             for precision, (add, mul, fma) in SASS_FLOPS.items()}
+    flops |= {precision: total(metric) for precision, metric in TENSOR_FLOPS.items()}
+    largest = max(rows, key=lambda r: r[GRID_SIZE])
+    return Counters(
+        kernels=[str(r["Kernel Name"]) for r in rows],
+        duration_s=total(DURATION) * 1e-9,
+        dram_read=total(DRAM_READ),
+        dram_write=total(DRAM_WRITE),
+        l2_bytes=total(L2_BYTES),
+        l1_bytes=total(L1_BYTES),
+        local_bytes=sum(total(m) for m in LOCAL_BYTES),
+        flops={k: v for k, v in flops.items() if v},
+        occupancy_pct=weighted(OCCUPANCY),
+        waves=float(largest[WAVES]),
+        registers_per_thread=int(max(r[REGISTERS] for r in rows)),
+        grid_size=int(largest[GRID_SIZE]),
+        stalls={reason: weighted(_stall(reason)) for reason in STALL_REASONS},
+    )
+
+
+def counters_by_variant(text: str, names: list[str]) -> dict[str, Counters]:
+    """Counters for each variant of a profiled job, from the ncu log text."""
+    groups = split_by_marker(parse_rows(text))
+    return {names[index]: summarize(rows) for index, rows in groups.items()
+            if rows and index < len(names)}
+

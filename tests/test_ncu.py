@@ -1,0 +1,100 @@
+"""The Nsight Compute CSV parser, on a log recorded on our H200 (2026-11-21).
+
+tests/fixtures/ncu/h200-probe-4-variants.py is the program that was profiled: four
+variants, each preceded by a marker kernel: a float4 copy of 256 MiB, cuBLAS SGEMM
+1024^3 (cupy.matmul), cuBLAS HGEMM 1024^3 (tensor cores), and a kernel that spills.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from rooflint.measure import ncu
+
+FIXTURE = Path(__file__).parent / "fixtures" / "ncu" / "h200-probe-4-variants.csv"
+NAMES = ["copy", "sgemm", "hgemm", "spill"]
+
+
+@pytest.fixture(scope="module")
+def counters():
+    return ncu.counters_by_variant(FIXTURE.read_text(), NAMES)
+
+
+def test_rows_skip_profiler_messages_and_units():
+    rows = ncu.parse_rows(FIXTURE.read_text())
+    assert [r["ID"] for r in rows] == [float(i) for i in range(8)]
+    assert rows[1]["Kernel Name"] == "copy4" and rows[1][ncu.DRAM_READ] == 268_453_376
+
+
+def test_markers_split_the_variants(counters):
+    assert list(counters) == NAMES
+    assert counters["copy"].kernels == ["copy4"]
+    assert counters["sgemm"].kernels[0].startswith("sm80_xmma_gemm_f32f32")
+
+
+def test_copy_bytes_and_the_dirty_l2_writes(counters):
+    copy = counters["copy"]
+    assert copy.dram_read == 268_453_376          # 256 MiB + 1 MB of other traffic
+    assert copy.dram_write == 246_683_904         # 21 MB short: dirty lines left in L2
+    assert copy.dram_bytes == 268_453_376 + 246_683_904
+    assert copy.counted_flops == 0
+    assert copy.duration_s == pytest.approx(131.488e-6)
+    assert copy.grid_size == 1056 and copy.waves == 1
+
+
+def test_sgemm_flops_from_sass_counters(counters):
+    # 2 x FFMA count: 1024^3 FMAs plus cuBLAS's epilogue, within 0.1 %
+    assert counters["sgemm"].flops["fp32"] == pytest.approx(2 * 1024**3, rel=1e-3)
+    # a few HFMA2 instructions (used by the compiler as moves) show up as fp16: negligible
+    assert counters["sgemm"].flops.get("fp16", 0) < 1e-4 * counters["sgemm"].flops["fp32"]
+
+
+def test_hgemm_flops_from_tensor_ops(counters):
+    assert counters["hgemm"].flops == {"fp16-tensor": 2 * 1024**3}
+
+
+def test_spills_and_stalls(counters):
+    spill = counters["spill"]
+    assert spill.local_bytes == 1_081_344_000 + 69_206_016
+    assert spill.stalls["long_scoreboard"] == pytest.approx(18.23)
+    assert spill.registers_per_thread == 23
+    assert spill.occupancy_pct == pytest.approx(12.05)
+
+
+def test_multi_launch_variants_sum_and_weight():
+    rows = [
+        {"Kernel Name": "a", ncu.DURATION: 100.0, ncu.DRAM_READ: 10.0, ncu.DRAM_WRITE: 1.0,
+         ncu.OCCUPANCY: 50.0, ncu.GRID_SIZE: 8.0, ncu.WAVES: 0.1, ncu.REGISTERS: 32.0},
+        {"Kernel Name": "b", ncu.DURATION: 300.0, ncu.DRAM_READ: 30.0, ncu.DRAM_WRITE: 3.0,
+         ncu.OCCUPANCY: 10.0, ncu.GRID_SIZE: 800.0, ncu.WAVES: 2.0, ncu.REGISTERS: 64.0},
+    ]
+    for row in rows:
+        for metric in ncu.METRICS:
+            row.setdefault(metric, 0.0)
+    c = ncu.summarize(rows)
+    assert c.dram_read == 40 and c.dram_write == 4 and c.duration_s == pytest.approx(400e-9)
+    assert c.occupancy_pct == pytest.approx((50 * 100 + 10 * 300) / 400)
+    assert c.grid_size == 800 and c.waves == 2 and c.registers_per_thread == 64
+
+
+def test_every_metric_asked_for_is_in_the_recorded_csv():
+    header = next(l for l in FIXTURE.read_text().splitlines() if l.startswith('"ID"'))
+    for metric in ncu.METRICS:
+        assert f'"{metric}"' in header
+
+
+@pytest.mark.parametrize("log, fragment", [
+    ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+     "Performance Counters on the target device 0.", "ERR_NVGPUCTRPERM"),
+    ("==ERROR== Failed to initialize the profiler: LibraryNotLoaded", "LibraryNotLoaded"),
+    ("==ERROR== Something new went wrong", "Something new went wrong"),
+    ("==PROF== Connected to process 1", "no kernels"),
+])
+def test_failure_reasons(log, fragment):
+    assert fragment in ncu.failure_reason(log)
+
+
+def test_missing_ncu(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ncu.CountersUnavailable, match="not on PATH"):
+        ncu.command("/tmp/log.csv", "cold")
