@@ -41,9 +41,13 @@ def roofs_line(roofs: Roofs) -> str:
 def render_run_header(console: Console, result: RunResult) -> None:
     gpu = result.gpu
     clocks = f", max SM clock {gpu.max_sm_clock_mhz:.0f} MHz" if gpu.max_sm_clock_mhz else ""
+    counted = any(v.counters for f in result.families for v in f.variants)
+    source = "DRAM bytes from ncu counters" if counted else "DRAM bytes from the manifests' model"
     console.print(f"[bold]{gpu.name}[/] (spec {result.spec_id}), {gpu.sms} SMs, "
                   f"L2 {format_bytes(gpu.l2_bytes)}, driver {gpu.driver}{clocks}; "
-                  f"cache {result.settings['cache']}, bytes from the manifest model")
+                  f"cache {result.settings['cache']}; {source}")
+    if result.settings.get("counters_unavailable"):
+        console.print(f"[yellow]counters unavailable: {result.settings['counters_unavailable']}[/]")
 
 
 def render_family(console: Console, family: FamilyResult) -> None:
@@ -98,6 +102,7 @@ def _notes(v: VariantResult) -> list[str]:
     notes = []
     if v.status != "ok":
         notes.append(f"[red]{v.message}[/]")
+    notes += v.notes
     if v.verdict:
         notes += [f"{c.name}: {c.detail}" for c in v.verdict.causes]
         if v.verdict.moves:

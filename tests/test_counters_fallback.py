@@ -1,0 +1,81 @@
+"""When Nsight Compute cannot count, rooflint says so once and carries on with model bytes."""
+
+import stat
+
+import pytest
+
+from rooflint import run as run_module
+from rooflint.errors import RooflintError
+from rooflint.manifest import load_manifest, resolve
+from rooflint.measure import runner
+from rooflint.measure.ncu import CountersUnavailable
+from rooflint.measure.protocol import Measurement, TimingJob
+
+PERM_ERROR = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
+              "NVIDIA GPU Performance Counters on the target device 0. For instructions on "
+              "enabling permissions and to get more information see "
+              "https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+
+
+@pytest.fixture
+def fake_ncu(tmp_path, monkeypatch):
+    """An `ncu` on PATH that refuses like a cloud VM does, without running the worker."""
+    script = tmp_path / "ncu"
+    script.write_text(f"#!/bin/sh\necho '{PERM_ERROR}'\nexit 1\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    return script
+
+
+@pytest.fixture
+def stream():
+    return resolve(load_manifest("stream"), {"N": 1024}, {"num_sms": 132}, TimingJob(),
+                   ["copy_float4"])
+
+
+def test_profile_reports_the_permission_error(fake_ncu, stream):
+    with pytest.raises(CountersUnavailable, match="ERR_NVGPUCTRPERM") as info:
+        runner.profile(stream.job, timeout=30, progress=lambda event, variant: None)
+    assert "run as root" in str(info.value)
+
+
+def ok(name):
+    return Measurement(name, "ok", samples_s=[1e-3] * 10)
+
+
+def test_auto_warns_once_and_falls_back(fake_ncu, stream):
+    warnings = []
+    settings = {"counters": "auto"}
+    options = run_module.RunOptions(targets=[], variants=[], sizes={}, counters="auto")
+    counters = run_module.family_counters(stream, [ok("copy_float4")], options, settings,
+                                          lambda e, v: None, warnings.append)
+    assert counters == {}
+    assert settings["counters"] == "off" and "ERR_NVGPUCTRPERM" in settings["counters_unavailable"]
+    assert len(warnings) == 1 and "model bytes" in warnings[0]
+    # the next family does not try again, and does not warn again
+    assert run_module.family_counters(stream, [ok("copy_float4")], options, settings,
+                                      lambda e, v: None, warnings.append) == {}
+    assert len(warnings) == 1
+
+
+def test_ncu_required_makes_it_an_error(fake_ncu, stream):
+    options = run_module.RunOptions(targets=[], variants=[], sizes={}, counters="ncu")
+    with pytest.raises(RooflintError, match="--counters ncu: ERR_NVGPUCTRPERM"):
+        run_module.family_counters(stream, [ok("copy_float4")], options, {"counters": "ncu"},
+                                   lambda e, v: None, lambda message: None)
+
+
+def test_missing_ncu_falls_back(monkeypatch, tmp_path, stream):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    warnings = []
+    options = run_module.RunOptions(targets=[], variants=[], sizes={})
+    run_module.family_counters(stream, [ok("copy_float4")], options, {"counters": "auto"},
+                               lambda e, v: None, warnings.append)
+    assert "not on PATH" in warnings[0]
+
+
+def test_failed_variants_are_not_profiled(stream):
+    options = run_module.RunOptions(targets=[], variants=[], sizes={})
+    failed = Measurement("copy_float4", "fail", "out: relative error 1.0e+00 > tolerance 0.0e+00")
+    assert run_module.family_counters(stream, [failed], options, {"counters": "auto"},
+                                      lambda e, v: None, lambda m: None) == {}
