@@ -117,8 +117,11 @@ def explain(
     algorithmic_bytes: Optional[str] = typer.Option(None, help="Compulsory bytes (default: --bytes)."),
     precision: str = typer.Option("fp32", help=f"Compute roof: {', '.join(PRECISIONS)}."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    datasheet: bool = typer.Option(False, help="Judge against datasheet roofs even when a "
+                                   "calibration of this GPU is cached."),
 ) -> None:
     """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
+    from rooflint import calibration as calibrations
     from rooflint.explain import explain as explain_point
     from rooflint.report import render_explanation
     from rooflint.units import parse_bytes, parse_count, parse_time
@@ -126,13 +129,48 @@ def explain(
     if precision not in PRECISIONS:
         fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
     spec = find_spec(gpu, load_specs())
+    calibration = None if datasheet else calibrations.find(spec.id)
     explanation = explain_point(
         spec, parse_time(time), parse_count(flops), parse_bytes(bytes_),
-        parse_bytes(algorithmic_bytes) if algorithmic_bytes else None, precision)
+        parse_bytes(algorithmic_bytes) if algorithmic_bytes else None, precision, calibration)
     if as_json:
         typer.echo(json.dumps(explanation.to_json(), indent=1))
     else:
         render_explanation(console, explanation)
+
+
+@app.command()
+@one_line_errors
+def calibrate(
+    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Also write the calibration JSON here."),
+) -> None:
+    """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and explain."""
+    from rooflint import calibration as calibrations
+    from rooflint.measure.runner import calibrate as measure_ceilings
+    from rooflint.report import render_calibration
+    from rooflint.run import device_spec
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("calibrating", total=None)
+
+        def update(step: str, total: int) -> None:
+            if bar.tasks[task].total is None:
+                bar.update(task, total=total)
+            else:
+                bar.advance(task)
+            bar.update(task, description=f"calibrating: {step}")
+        device, steps, skipped = measure_ceilings(update)
+    spec = device_spec(device, gpu, load_specs())
+    calibration = calibrations.from_steps(device, spec.id, steps, skipped)
+    path = calibrations.default_path(spec.id, device.driver)
+    calibrations.save(calibration, path)
+    if output:
+        calibrations.save(calibration, output)
+    render_calibration(console, calibration, spec)
+    console.print(f"saved to {path}" + (f" and {output}" if output else ""))
 
 
 @app.command()

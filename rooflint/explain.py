@@ -11,7 +11,8 @@ from typing import Any
 
 from rooflint.diagnose import TENSOR_UPGRADE, LaunchFacts, Verdict, diagnose
 from rooflint.gpus import GpuSpec
-from rooflint.roofline import Point, Roofs, datasheet_roofs, place
+from rooflint.calibration import Calibration, roofs as roofs_for
+from rooflint.roofline import Point, Roofs, place
 
 
 @dataclass
@@ -28,8 +29,9 @@ class Explanation:
 
 
 def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
-            algorithmic_bytes: float | None, precision: str) -> Explanation:
-    roofs = datasheet_roofs(spec, precision)
+            algorithmic_bytes: float | None, precision: str,
+            calibration: Calibration | None = None) -> Explanation:
+    roofs = roofs_for(spec, precision, calibration)
     point = place(time_s, flops, dram_bytes,
                   dram_bytes if algorithmic_bytes is None else algorithmic_bytes, roofs,
                   bytes_source="given")

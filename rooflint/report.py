@@ -12,6 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
 from rooflint.diagnose import BOUND_THRESHOLD, Verdict
 from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
@@ -33,8 +34,12 @@ def _ai(value: float) -> str:
 
 
 def roofs_line(roofs: Roofs) -> str:
-    return (f"roofs ({roofs.source}): DRAM {format_rate(roofs.dram_bandwidth, 'B/s')}, "
-            f"{roofs.precision} {format_rate(roofs.compute, 'FLOP/s')}, "
+    def beside(value: float, datasheet: float, unit: str) -> str:
+        shown = format_rate(value, unit)
+        return shown if value == datasheet else f"{shown} (datasheet {format_rate(datasheet, unit)})"
+    return (f"roofs ({roofs.source}): DRAM "
+            f"{beside(roofs.dram_bandwidth, roofs.datasheet_dram_bandwidth, 'B/s')}, "
+            f"{roofs.precision} {beside(roofs.compute, roofs.datasheet_compute, 'FLOP/s')}, "
             f"ridge {roofs.ridge:.3g} FLOP/B")
 
 
@@ -176,3 +181,29 @@ def render_spec(console: Console, s: GpuSpec) -> None:
     console.print(f"  source: {s.source}")
     if s.notes:
         console.print(f"  notes: {s.notes}")
+
+
+def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec) -> None:
+    table = Table(title=f"{calibration.gpu.name}: measured ceilings, driver "
+                        f"{calibration.gpu.driver}, {calibration.created}",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("ceiling", "measured", "datasheet", "of datasheet", "at clock seen",
+                   "SM clock", "how"):
+        table.add_column(column, justify="left" if column in ("ceiling", "how") else "right")
+    rows = [("dram", calibration.dram, spec.dram_bandwidth, "B/s")]
+    if calibration.l2:
+        rows.append(("l2", calibration.l2, None, "B/s"))
+    rows += [(p, c, spec.peaks[p].flops_per_s if p in spec.peaks else None, "FLOP/s")
+             for p, c in calibration.compute.items()]
+    for name, ceiling, datasheet, unit in rows:
+        at_clock = fraction_of_datasheet_at_clock(spec, name, ceiling) if unit == "FLOP/s" else None
+        table.add_row(
+            name, format_rate(ceiling.value, unit),
+            format_rate(datasheet, unit) if datasheet else "-",
+            _pct(ceiling.value / datasheet) if datasheet else "-",
+            _pct(at_clock) if at_clock else "-",
+            f"{ceiling.sm_clock_mhz:.0f} MHz" if ceiling.sm_clock_mhz else "-",
+            ceiling.method)
+    console.print(table)
+    for name, why in calibration.skipped.items():
+        console.print(f"[yellow]not measured: {name}: {why}[/]")

@@ -11,27 +11,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rooflint.gpus import GpuSpec
-
 
 @dataclass(frozen=True)
 class Roofs:
     """The ceilings a point is judged against, with where they came from."""
 
     precision: str
-    compute: float          # FLOP/s
-    dram_bandwidth: float   # bytes/s
-    source: str             # "datasheet" (calibrated ceilings come from `rooflint calibrate`)
+    compute: float                   # FLOP/s
+    dram_bandwidth: float            # bytes/s
+    source: str                      # "datasheet", or which roofs `rooflint calibrate` measured
+    datasheet_compute: float         # shown beside calibrated roofs
+    datasheet_dram_bandwidth: float
 
     @property
     def ridge(self) -> float:
         """FLOP/byte where the DRAM roof meets the compute roof."""
         return self.compute / self.dram_bandwidth
-
-
-def datasheet_roofs(spec: GpuSpec, precision: str) -> Roofs:
-    return Roofs(precision=precision, compute=spec.peak(precision).flops_per_s,
-                 dram_bandwidth=spec.dram_bandwidth, source="datasheet")
 
 
 @dataclass(frozen=True)

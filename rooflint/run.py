@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from rooflint import calibration as calibrations
 from rooflint.counters import traffic
 from rooflint.diagnose import TENSOR_UPGRADE, LaunchFacts, diagnose
 from rooflint.errors import RooflintError
@@ -26,7 +27,7 @@ from rooflint.measure.protocol import DeviceInfo, Measurement, TimingJob
 from rooflint.measure.ncu import Counters, CountersUnavailable
 from rooflint.measure.runner import Progress, WorkerPool, profile
 from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
-from rooflint.roofline import datasheet_roofs, place
+from rooflint.roofline import place
 
 
 @dataclass
@@ -85,10 +86,11 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
     try:
         device = pool.start()
         spec = device_spec(device, options.gpu, specs)
+        calibration = calibrations.find(spec.id, device.driver)
         timing = TimingJob(cache=options.cache)
         result = RunResult(gpu=device, spec_id=spec.id,
                            settings={"cache": options.cache, "counters": options.counters,
-                                     "roofs": "datasheet"})
+                                     "calibration": calibration.created if calibration else None})
         for manifest in manifests:
             sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
             family = resolve(manifest, sizes, {"num_sms": device.sms}, timing,
@@ -97,7 +99,8 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
                                              progress_for(family, "timing")))
             counters = family_counters(family, measurements, options, result.settings,
                                        progress_for(family, "counters"), warn)
-            result.families.append(family_result(family, measurements, counters, spec, device))
+            result.families.append(family_result(family, measurements, counters, spec, device,
+                                                 calibration))
             if options.json_path:
                 write_result(result, options.json_path)
         return result
@@ -127,9 +130,10 @@ def family_counters(family: ResolvedFamily, measurements: list[Measurement],
 
 
 def family_result(family: ResolvedFamily, measurements: list[Measurement],
-                  counters: dict[str, Counters], spec: GpuSpec, device: DeviceInfo) -> FamilyResult:
+                  counters: dict[str, Counters], spec: GpuSpec, device: DeviceInfo,
+                  calibration: calibrations.Calibration | None = None) -> FamilyResult:
     variants = [variant_result(family, family.models[m.variant], m, counters.get(m.variant),
-                               spec, device)
+                               spec, device, calibration)
                 for m in measurements]
     baseline = next((v for v in variants if v.baseline and v.time), None)
     by_name = {v.name: v for v in variants}
@@ -143,9 +147,10 @@ def family_result(family: ResolvedFamily, measurements: list[Measurement],
 
 
 def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
-                   counters: Counters | None, spec: GpuSpec, device: DeviceInfo) -> VariantResult:
+                   counters: Counters | None, spec: GpuSpec, device: DeviceInfo,
+                   calibration: calibrations.Calibration | None) -> VariantResult:
     job = next(v for v in family.job.variants if v.name == model.name)
-    roofs = datasheet_roofs(spec, model.precision)
+    roofs = calibrations.roofs(spec, model.precision, calibration)
     time = TimeStats.of(m.samples_s) if m.status == "ok" and m.samples_s else None
     measured = (traffic(counters, model.flops, model.bytes, model.written_bytes, model.precision)
                 if counters else None)

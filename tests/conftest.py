@@ -29,6 +29,12 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    """No test sees the user's calibrations; each starts with an empty cache."""
+    monkeypatch.setenv("ROOFLINT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
 @pytest.fixture(scope="session")
 def specs():
     return load_specs()

@@ -4,10 +4,12 @@ import pytest
 
 from rooflint.diagnose import LaunchFacts, classify, diagnose
 from rooflint.gpus import find_spec
-from rooflint.roofline import Roofs, datasheet_roofs, place
+from rooflint.calibration import roofs as roofs_for
+from rooflint.roofline import Roofs, place
 
 # A round machine: 100 TFLOP/s, 2 TB/s -> ridge at 50 FLOP/B.
-ROUND = Roofs(precision="fp32", compute=100e12, dram_bandwidth=2e12, source="test")
+ROUND = Roofs(precision="fp32", compute=100e12, dram_bandwidth=2e12, source="test",
+              datasheet_compute=100e12, datasheet_dram_bandwidth=2e12)
 
 
 def facts(**overrides):
@@ -108,7 +110,7 @@ def test_launch_overhead():
 # The three `explain` cases of the product brief, computed here by hand.
 
 def test_book_decode_attention_v3_on_rtx4090_is_chain(specs):
-    roofs = datasheet_roofs(find_spec("rtx4090", specs), "fp32")
+    roofs = roofs_for(find_spec("rtx4090", specs), "fp32", None)
     p = place(0.713e-3, 537e6, 128 * 2**20, 128 * 2**20, roofs)
     assert p.achieved_bandwidth == pytest.approx(188.2e9, rel=0.01)   # book: 189 GB/s
     assert p.dram_fraction == pytest.approx(0.187, rel=0.01)          # book: 19% of HBM peak
@@ -116,14 +118,14 @@ def test_book_decode_attention_v3_on_rtx4090_is_chain(specs):
 
 
 def test_h200_copy_is_bandwidth(specs):
-    roofs = datasheet_roofs(find_spec("h200", specs), "fp32")
+    roofs = roofs_for(find_spec("h200", specs), "fp32", None)
     p = place(2.1e-3, 0, 8 * 2**30, 8 * 2**30, roofs)
     assert p.achieved_bandwidth == pytest.approx(4.09e12, rel=0.01)
     assert classify(p) == "bandwidth"
 
 
 def test_h100_sgemm_is_compute(specs):
-    roofs = datasheet_roofs(find_spec("h100-sxm", specs), "fp32")
+    roofs = roofs_for(find_spec("h100-sxm", specs), "fp32", None)
     p = place(2.5e-3, 137.4e9, 201e6, 201e6, roofs)
     assert p.achieved_flops == pytest.approx(54.96e12)
     assert p.compute_fraction == pytest.approx(54.96 / 66.9, rel=0.01)

@@ -30,9 +30,9 @@ Progress = Callable[[str, str], None]  # (event, variant name)
 class Worker:
     """One ``python -m rooflint.measure.worker`` process and its line protocol."""
 
-    def __init__(self, prefix: list[str] | None = None) -> None:
+    def __init__(self, prefix: list[str] | None = None, args: tuple[str, ...] = ()) -> None:
         self.process = subprocess.Popen(
-            [*(prefix or []), sys.executable, "-m", "rooflint.measure.worker"],
+            [*(prefix or []), sys.executable, "-m", "rooflint.measure.worker", *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, bufsize=1, env=os.environ.copy())
         self.lines: queue.Queue[str | None] = queue.Queue()
@@ -187,3 +187,27 @@ def profile(job: FamilyJob, timeout: float, progress: Progress) -> dict[str, ncu
             stderr = "\n".join(pool.worker.stderr_tail) if pool.worker else ""
             raise ncu.CountersUnavailable(ncu.failure_reason(text + "\n" + stderr))
         return counters
+
+
+def calibrate(progress: Callable[[str, int], None]) -> tuple[DeviceInfo, list[dict], dict[str, str]]:
+    """Run ``rooflint.measure.calibrate`` in a worker: the device, its steps, what was skipped."""
+    worker = Worker(args=("--calibrate",))
+    try:
+        device = worker.hello(WorkerPool.START_TIMEOUT)
+        steps, skipped = [], {}
+        while (message := worker.receive(timeout=600.0)) is not None:
+            if message["event"] == "start":
+                progress(message["variant"], message["total"])
+            elif message["event"] == "steps":
+                steps += message["steps"]
+            elif message["event"] == "skipped":
+                skipped[message["variant"]] = message["message"]
+            elif message["event"] == "done":
+                break
+        else:
+            raise RooflintError(f"calibration worker died: {worker.last_error()}")
+        return device, steps, skipped
+    except TimeoutError:
+        raise RooflintError("calibration step took over 600 s; giving up") from None
+    finally:
+        worker.close()

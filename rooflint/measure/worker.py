@@ -19,16 +19,19 @@ import sys
 from dataclasses import asdict
 from typing import IO, Any
 
+from rooflint.measure.nvml import Nvml
+from rooflint.measure.protocol import DeviceInfo
+
 FAULT_EXIT = 3
 NO_GPU_EXIT = 4
 
 
-def _send(stream: IO[str], event: str, **payload: Any) -> None:
+def send(stream: IO[str], event: str, **payload: Any) -> None:
     stream.write(json.dumps({"event": event, **payload}) + "\n")
     stream.flush()
 
 
-def _protocol_stream() -> IO[str]:
+def protocol_stream() -> IO[str]:
     """A private copy of stdout for the protocol; fd 1 then points at stderr."""
     stream = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
@@ -37,7 +40,7 @@ def _protocol_stream() -> IO[str]:
 
 
 def main() -> int:
-    out = _protocol_stream()
+    out = protocol_stream()
     device_id = 0  # the first visible device; choose another with CUDA_VISIBLE_DEVICES
     try:
         import cupy
@@ -46,15 +49,24 @@ def main() -> int:
         nvml = launch.open_nvml(device_id)
         device = launch.device_info(device_id, nvml)
     except ImportError as exc:
-        _send(out, "fatal", message=f"CuPy is not installed ({exc}); install it with "
-                                    "pip install -e '.[cuda13]' (or .[cuda12])")
+        send(out, "fatal", message=f"CuPy is not installed ({exc}); install it with "
+                                   "pip install -e '.[cuda13]' (or .[cuda12])")
         return NO_GPU_EXIT
     except Exception as exc:  # no driver, no device, CUDA too old
-        _send(out, "fatal", message=f"no usable CUDA GPU: {' '.join(str(exc).split())}")
+        send(out, "fatal", message=f"no usable CUDA GPU: {' '.join(str(exc).split())}")
         return NO_GPU_EXIT
-    _send(out, "hello", device=asdict(device))
+    send(out, "hello", device=asdict(device))
+    if "--calibrate" in sys.argv[1:]:
+        from rooflint.measure.calibrate import calibrate
+        return calibrate(out, device, nvml)
+    return serve_jobs(out, device, nvml)
 
+
+def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
+    """Measure (or profile) each family job read from stdin until stdin closes."""
+    from rooflint.measure import launch
     from rooflint.measure.protocol import FamilyJob
+
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -62,23 +74,23 @@ def main() -> int:
         try:
             session = launch.FamilySession(job, device, nvml)
         except launch.CudaFault as exc:
-            _send(out, "family_error", message=f"CUDA error while preparing inputs: {exc}")
+            send(out, "family_error", message=f"CUDA error while preparing inputs: {exc}")
             return FAULT_EXIT
         except Exception as exc:
-            _send(out, "family_error", message=f"cannot prepare {job.family}: "
+            send(out, "family_error", message=f"cannot prepare {job.family}: "
                                                f"{type(exc).__name__}: {exc}")
             continue
         for index, variant in enumerate(job.variants):
-            _send(out, "start", variant=variant.name)
+            send(out, "start", variant=variant.name)
             try:
                 measurement = (session.profile(variant, index) if job.mode == "profile"
                                else session.measure(variant))
             except launch.CudaFault as exc:
-                _send(out, "measured", measurement=asdict(launch.Measurement(
+                send(out, "measured", measurement=asdict(launch.Measurement(
                     variant.name, "error", f"CUDA fault: {exc}")))
                 return FAULT_EXIT
-            _send(out, "measured", measurement=asdict(measurement))
-        _send(out, "done")
+            send(out, "measured", measurement=asdict(measurement))
+        send(out, "done")
     return 0
 
 

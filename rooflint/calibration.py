@@ -1,0 +1,136 @@
+"""Calibrated ceilings: measured roofs for one GPU and driver, kept in the user cache.
+
+Measured ceilings beat datasheet ones (the Empirical Roofline Toolkit's lesson): an
+H200's 4.8 TB/s datasheet DRAM bandwidth is not reachable by any kernel, so judging a
+kernel against it understates how close to the real roof it is. ``rooflint calibrate``
+measures them; ``run`` and ``explain`` use them when present and show the datasheet
+figures beside them.
+
+Files live in ``$ROOFLINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rooflint``, else
+``~/.cache/rooflint``, under ``calibration/<spec id>-driver-<version>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rooflint.errors import RooflintError
+from rooflint.gpus import GpuSpec
+from rooflint.measure.protocol import DeviceInfo
+from rooflint.roofline import Roofs
+
+SCHEMA = "rooflint.calibration/1"
+
+
+@dataclass
+class Ceiling:
+    value: float                 # bytes/s for dram and l2, FLOP/s for a precision
+    method: str
+    sm_clock_mhz: float | None   # NVML's reading while it ran
+
+
+@dataclass
+class Calibration:
+    gpu: DeviceInfo
+    spec_id: str
+    dram: Ceiling
+    l2: Ceiling | None
+    compute: dict[str, Ceiling]                       # by precision
+    dram_sweep: list[Ceiling] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # ceiling -> why not measured
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    schema: str = SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def from_steps(device: DeviceInfo, spec_id: str, steps: list[dict], skipped: dict[str, str]
+               ) -> Calibration:
+    """Assemble the worker's steps (see measure/calibrate.py) into a calibration."""
+    def ceiling(step: dict) -> Ceiling:
+        return Ceiling(step["value"], step["method"], step["sm_clock_mhz"])
+    by_name = {s["ceiling"]: s for s in steps}
+    if "dram" not in by_name:
+        raise RooflintError(f"calibration measured no DRAM bandwidth ({skipped or 'no steps'})")
+    return Calibration(
+        gpu=device, spec_id=spec_id, dram=ceiling(by_name["dram"]),
+        l2=ceiling(by_name["l2"]) if "l2" in by_name else None,
+        compute={name: ceiling(s) for name, s in by_name.items()
+                 if name not in ("dram", "l2", "dram-sweep")},
+        dram_sweep=[ceiling(s) for s in steps if s["ceiling"] == "dram-sweep"],
+        skipped=skipped)
+
+
+def cache_dir() -> Path:
+    if os.environ.get("ROOFLINT_CACHE_DIR"):
+        return Path(os.environ["ROOFLINT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "rooflint"
+
+
+def default_path(spec_id: str, driver: str) -> Path:
+    return cache_dir() / "calibration" / f"{spec_id}-driver-{driver}.json"
+
+
+def save(calibration: Calibration, path: Path) -> None:
+    """Atomic write: an interrupted calibration never leaves a half file to be trusted."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(calibration.to_json(), handle, indent=1)
+        handle.write("\n")
+    os.replace(temporary, path)
+
+
+def load(path: Path) -> Calibration:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RooflintError(f"cannot read calibration {path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise RooflintError(f"{path} is not a rooflint calibration ({SCHEMA})")
+    return Calibration(
+        gpu=DeviceInfo(**data["gpu"]), spec_id=data["spec_id"], dram=Ceiling(**data["dram"]),
+        l2=Ceiling(**data["l2"]) if data["l2"] else None,
+        compute={k: Ceiling(**v) for k, v in data["compute"].items()},
+        dram_sweep=[Ceiling(**c) for c in data["dram_sweep"]], skipped=data["skipped"],
+        created=data["created"], schema=data["schema"])
+
+
+def find(spec_id: str, driver: str | None = None) -> Calibration | None:
+    """The cached calibration for this GPU (and driver, when known); the newest otherwise."""
+    directory = cache_dir() / "calibration"
+    if driver:
+        exact = default_path(spec_id, driver)
+        return load(exact) if exact.exists() else None
+    candidates = sorted(directory.glob(f"{spec_id}-driver-*.json"), key=lambda p: p.stat().st_mtime)
+    return load(candidates[-1]) if candidates else None
+
+
+def roofs(spec: GpuSpec, precision: str, calibration: Calibration | None) -> Roofs:
+    """The roofs for a precision: calibrated where measured, datasheet otherwise."""
+    peak = spec.peak(precision).flops_per_s
+    measured = calibration.compute.get(precision) if calibration else None
+    dram = calibration.dram.value if calibration else spec.dram_bandwidth
+    parts = []
+    if calibration:
+        parts.append(f"DRAM calibrated {calibration.created[:10]}")
+        parts.append(f"{precision} {'calibrated' if measured else 'datasheet'}")
+    return Roofs(precision=precision, compute=measured.value if measured else peak,
+                 dram_bandwidth=dram, source=", ".join(parts) or "datasheet",
+                 datasheet_compute=peak, datasheet_dram_bandwidth=spec.dram_bandwidth)
+
+
+def fraction_of_datasheet_at_clock(spec: GpuSpec, precision: str, ceiling: Ceiling) -> float | None:
+    """Measured / datasheet peak rescaled to the SM clock seen (the peak assumes its own)."""
+    peak = spec.peaks.get(precision)
+    if not peak or not ceiling.sm_clock_mhz:
+        return None
+    return ceiling.value / (peak.flops_per_s * ceiling.sm_clock_mhz / peak.clock_mhz)

@@ -1,0 +1,206 @@
+"""Measured ceilings for this GPU: ``python -m rooflint.measure.calibrate``.
+
+In the spirit of the Empirical Roofline Toolkit: the DRAM roof is the best of a sweep
+over read, write and copy kernels, two vector widths and several grid sizes on a
+working set 16x the L2; the L2 roof is a read sweep over a buffer a quarter of the L2,
+repeated inside the kernel; the FP32 and FP64 roofs are FMA kernels with 16
+independent chains per thread at full occupancy; tensor roofs are cuBLAS GEMMs through
+CuPy on random data (never zeros, which run faster). Each figure is the best of a few
+event-timed repetitions, with the SM clock NVML saw while it ran.
+
+Runs inside the worker (``python -m rooflint.measure.worker --calibrate``), which has
+already said hello; it reports one ``steps`` message per plan step, then ``done``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import IO, Callable
+
+import cupy
+import numpy as np
+
+from rooflint.measure.nvml import Nvml
+from rooflint.measure.protocol import DeviceInfo
+from rooflint.measure.worker import send
+
+_SOURCE = r"""
+template <typename V> __device__ float total(V v);
+template <> __device__ float total<float>(float v) { return v; }
+template <> __device__ float total<float4>(float4 v) { return v.x + v.y + v.z + v.w; }
+template <typename V> __device__ V filled(float f);
+template <> __device__ float filled<float>(float f) { return f; }
+template <> __device__ float4 filled<float4>(float f) { return make_float4(f, f, f, f); }
+
+template <typename V>
+__global__ void read_kernel(const V* __restrict__ p, size_t n, int reps, float* sink) {
+    float acc = 0.f;
+    for (int r = 0; r < reps; ++r)
+        for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+             i += (size_t)gridDim.x * blockDim.x)
+            acc += total(p[i]);
+    if (acc == 1234.5f) sink[0] = acc;  // never true: keeps the loads
+}
+
+template <typename V>
+__global__ void write_kernel(V* __restrict__ p, size_t n, float f) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        p[i] = filled<V>(f);
+}
+
+template <typename V>
+__global__ void copy_kernel(const V* __restrict__ x, V* __restrict__ y, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        y[i] = x[i];
+}
+
+// 16 independent FMA chains per thread: enough to hide the FMA latency at full occupancy.
+template <typename T>
+__global__ void fma_kernel(T* out, int iterations, T b, T c) {
+    T a[16];
+#pragma unroll
+    for (int j = 0; j < 16; ++j) a[j] = (T)(threadIdx.x + j);
+    for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+        for (int j = 0; j < 16; ++j) a[j] = a[j] * b + c;
+    }
+    T s = 0;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) s += a[j];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+"""
+_ENTRIES = [f"{kind}<{v}>" for kind in ("read_kernel", "write_kernel", "copy_kernel")
+            for v in ("float", "float4")] + ["fma_kernel<float>", "fma_kernel<double>"]
+_REPETITIONS = 5
+_FMA_ITERATIONS = 4096
+_GEMM_N = 8192
+
+
+@dataclass
+class Step:
+    """One calibrated figure: what was run, the rate, and the SM clock seen."""
+
+    ceiling: str        # dram | l2 | a precision (fp32, fp64, fp16-tensor, ...)
+    method: str
+    value: float        # bytes/s for dram and l2, FLOP/s otherwise
+    sm_clock_mhz: float | None
+
+
+class Calibrator:
+    def __init__(self, device: DeviceInfo, nvml: Nvml | None):
+        self.device = device
+        self.nvml = nvml
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        module = cupy.RawModule(code=_SOURCE, options=("-std=c++17",), name_expressions=_ENTRIES)
+        self.kernels = {e: module.get_function(e) for e in _ENTRIES}
+        self.sink = cupy.zeros(1, dtype=cupy.float32)
+
+    def best_time(self, run: Callable[[], None]) -> tuple[float, float | None]:
+        """Fastest of a few event-timed runs after one warm-up, and the SM clock seen."""
+        with self.stream:
+            run()
+            pairs = []
+            for _ in range(_REPETITIONS):
+                start, end = cupy.cuda.Event(), cupy.cuda.Event()
+                start.record(self.stream)
+                run()
+                end.record(self.stream)
+                pairs.append((start, end))
+            clock = self.nvml.read().sm_mhz if self.nvml else None
+            self.stream.synchronize()
+        return min(cupy.cuda.get_elapsed_time(s, e) for s, e in pairs) * 1e-3, clock
+
+    def memory_sweep(self, elements4: int, reps: int, kinds: tuple[str, ...]) -> list[Step]:
+        """Every kind x vector width x grid size over buffers of ``elements4`` float4s."""
+        x = cupy.ones(elements4 * 4, dtype=cupy.float32)
+        y = cupy.empty_like(x)
+        steps = []
+        for kind in kinds:
+            for vector, n in (("float4", elements4), ("float", elements4 * 4)):
+                kernel = self.kernels[f"{kind}_kernel<{vector}>"]
+                for blocks_per_sm in (2, 4, 8, 16, 32):
+                    grid = (self.device.sms * blocks_per_sm,)
+                    args = {"read": (x, np.uint64(n), np.int32(reps), self.sink),
+                            "write": (y, np.uint64(n), np.float32(1.5)),
+                            "copy": (x, y, np.uint64(n))}[kind]
+                    moved = x.nbytes * {"read": reps, "write": 1, "copy": 2}[kind]
+                    seconds, clock = self.best_time(lambda: kernel(grid, (256,), args))
+                    steps.append(Step("", f"{kind} {vector}, {grid[0]} blocks of 256",
+                                      moved / seconds, clock))
+        return steps
+
+    def dram(self) -> tuple[Step, list[Step]]:
+        elements4 = 16 * self.device.l2_bytes // 16  # 16x the L2 per buffer
+        sweep = self.memory_sweep(elements4, 1, ("read", "write", "copy"))
+        best = max(sweep, key=lambda s: s.value)
+        return Step("dram", best.method, best.value, best.sm_clock_mhz), sweep
+
+    def l2(self) -> Step:
+        elements4 = self.device.l2_bytes // 4 // 16  # a quarter of the L2
+        best = max(self.memory_sweep(elements4, 64, ("read",)), key=lambda s: s.value)
+        return Step("l2", best.method + ", 64 passes over L2/4", best.value, best.sm_clock_mhz)
+
+    def fma(self, dtype: type, precision: str) -> Step:
+        threads = self.device.sms * 2048  # full occupancy: 2048 threads per SM
+        out = cupy.empty(threads, dtype=dtype)
+        kernel = self.kernels[f"fma_kernel<{'float' if dtype is np.float32 else 'double'}>"]
+        args = (out, np.int32(_FMA_ITERATIONS), dtype(0.999), dtype(0.001))
+        seconds, clock = self.best_time(lambda: kernel((threads // 256,), (256,), args))
+        flops = 2.0 * 16 * _FMA_ITERATIONS * threads
+        return Step(precision, f"FMA kernel, 16 chains x {threads} threads", flops / seconds, clock)
+
+    def gemm(self, dtype: str, precision: str) -> Step:
+        rng = cupy.random.default_rng(0)
+        a = rng.standard_normal((_GEMM_N, _GEMM_N), dtype=cupy.float32).astype(dtype)
+        b = rng.standard_normal((_GEMM_N, _GEMM_N), dtype=cupy.float32).astype(dtype)
+        c = cupy.empty_like(a)
+        seconds, clock = self.best_time(lambda: cupy.matmul(a, b, out=c))
+        return Step(precision, f"cuBLAS GEMM {dtype} {_GEMM_N}^3 (cupy.matmul, random data)",
+                    2.0 * _GEMM_N**3 / seconds, clock)
+
+    def tf32_gemm(self) -> Step:
+        """FP32 GEMM with CuPy's compute type set to TF32 (CuPy's CUPY_TF32 switch)."""
+        from cupy._core import _routines_linalg as linalg
+        previous = linalg.get_compute_type(cupy.float32)
+        linalg.set_compute_type(cupy.float32, linalg.COMPUTE_TYPE_TF32)
+        try:
+            step = self.gemm("float32", "tf32-tensor")
+        finally:
+            linalg.set_compute_type(cupy.float32, previous)
+        step.method = step.method.replace("float32", "float32 as TF32")
+        return step
+
+
+def steps(calibrator: Calibrator) -> list[tuple[str, Callable[[], list[Step]]]]:
+    """The calibration plan, in order: (label, thunk returning its steps)."""
+    def dram() -> list[Step]:
+        best, sweep = calibrator.dram()
+        return [best] + [Step("dram-sweep", s.method, s.value, s.sm_clock_mhz) for s in sweep]
+    return [
+        ("DRAM bandwidth sweep", dram),
+        ("L2 bandwidth", lambda: [calibrator.l2()]),
+        ("FP32 FMA", lambda: [calibrator.fma(np.float32, "fp32")]),
+        ("FP64 FMA", lambda: [calibrator.fma(np.float64, "fp64")]),
+        ("FP16 tensor GEMM", lambda: [calibrator.gemm("float16", "fp16-tensor")]),
+        ("TF32 tensor GEMM", lambda: [calibrator.tf32_gemm()]),
+        ("FP64 tensor GEMM", lambda: [calibrator.gemm("float64", "fp64-tensor")]),
+    ]
+
+
+def calibrate(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
+    """Run the plan, reporting each step on the worker's protocol stream."""
+    calibrator = Calibrator(device, nvml)
+    plan = steps(calibrator)
+    for label, run in plan:
+        send(out, "start", variant=label, total=len(plan))
+        try:
+            results = run()
+        except Exception as exc:  # one ceiling CuPy cannot drive here: skip it, say why
+            send(out, "skipped", variant=label, message=f"{type(exc).__name__}: {exc}")
+            continue
+        send(out, "steps", variant=label, steps=[asdict(s) for s in results])
+    send(out, "done")
+    return 0
