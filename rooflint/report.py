@@ -112,6 +112,10 @@ def _notes(v: VariantResult) -> list[str]:
         notes += [f"{c.name}: {c.detail}" for c in v.verdict.causes]
         if v.verdict.moves:
             notes.append(f"why {v.verdict.moves[0].direction}: {v.verdict.moves[0].reason}")
+    if v.gpm:
+        shown = ", ".join(f"{k.removesuffix('_util').replace('_', ' ')} {x:.0f}%"
+                          for k, x in v.gpm.items())
+        notes.append(f"[dim]GPM utilization (NVML, back-to-back runs): {shown}[/]")
     if v.speed_vs_baseline:
         notes.append(f"{v.speed_vs_baseline:.2f}x the speed of the baseline")
     if v.expectation_mismatch:

@@ -60,6 +60,7 @@ class VariantResult:
     samples_s: list[float]
     time: TimeStats | None
     clocks: Clocks
+    gpm: dict[str, float]               # NVML GPM utilizations (%), supporting evidence only
     flops: dict[str, float]             # by source: {"model": ..., "ncu": counted}
     dram_bytes: dict[str, float]        # by source: {"model": ..., "ncu": measured}
     counters: Counters | None           # the raw ncu summary, when counters ran

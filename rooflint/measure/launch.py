@@ -22,7 +22,7 @@ from typing import Callable
 import cupy
 import numpy as np
 
-from rooflint.measure.nvml import Nvml
+from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
 from rooflint.measure.protocol import (
     BufferJob, Clocks, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
     TimingJob, VariantJob,
@@ -100,6 +100,7 @@ class FamilySession:
         self.flush_kernel = cupy.RawKernel(_FLUSH_SOURCE, "rooflint_l2_flush")
         self.flush_grid = device.sms * 8
         self.marker = cupy.RawKernel(_MARKER_SOURCE, "rooflint_marker")
+        self.gpm_supported = bool(nvml and job.mode == "measure" and nvml.gpm_supported())
 
     # -- the steps of one measurement ------------------------------------------------
 
@@ -114,7 +115,7 @@ class FamilySession:
             return Measurement(variant.name, "fail", _failure_message(failed, variant.tolerance),
                                checks)
         samples, clocks = self._time(run, self.job.timing)
-        return Measurement(variant.name, "ok", "", checks, samples, clocks)
+        return Measurement(variant.name, "ok", "", checks, samples, clocks, self._gpm(run))
 
     def profile(self, variant: VariantJob, index: int) -> Measurement:
         """One run with the profiler on, after a marker whose grid size is index + 1.
@@ -229,6 +230,21 @@ class FamilySession:
             _guarded(lambda: None, self.stream)
             runs += 1
         return _elapsed(start, end)
+
+    def _gpm(self, run: Callable[[], None]) -> dict[str, float]:
+        """GPM utilizations over back-to-back runs (no flushes between) lasting >= 100 ms."""
+        if not self.gpm_supported:
+            return {}
+        with self.stream:
+            first = self.nvml.gpm_sample()
+            began = time.perf_counter()
+            while time.perf_counter() - began < GPM_MIN_INTERVAL_S:
+                _guarded(run, self.stream)
+            second = self.nvml.gpm_sample()
+        try:
+            return self.nvml.gpm_utilizations(first, second)
+        except Exception:  # an NVML refusal costs the evidence, not the measurement
+            return {}
 
     def _read_clocks(self, clocks: Clocks) -> None:
         if not self.nvml:

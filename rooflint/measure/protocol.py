@@ -133,6 +133,7 @@ class Measurement:
     checks: list[OutputCheck] = field(default_factory=list)
     samples_s: list[float] = field(default_factory=list)
     clocks: Clocks = field(default_factory=Clocks)
+    gpm: dict[str, float] = field(default_factory=dict)  # NVML GPM utilizations, percent
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Measurement":

@@ -50,9 +50,23 @@ def test_the_best_gemm_reaches_60_percent_of_cublas(bundled):
     assert bundled["gemm_fp32"]["blocked_2d"].speed_vs_baseline >= 0.60
 
 
-def test_clocks_are_recorded(bundled):
-    clocks = bundled["gemm_fp32"]["blocked_2d"].clocks
-    assert clocks.sm_mhz and clocks.mem_mhz
+def test_clocks_and_gpm_are_recorded(bundled):
+    v = bundled["gemm_fp32"]["blocked_2d"]
+    assert v.clocks.sm_mhz and v.clocks.mem_mhz
+    assert 0 < v.gpm["fp32_util"] <= 100 and "dram_bw_util" in v.gpm
+
+
+def test_calibration_reaches_the_hopper_targets(tmp_path, specs):
+    from rooflint import calibration as calibrations
+    from rooflint.measure.runner import calibrate
+    from rooflint.run import device_spec
+    device, steps, skipped = calibrate(lambda step, total: None)
+    spec = device_spec(device, None, specs)
+    c = calibrations.from_steps(device, spec.id, steps, skipped)
+    assert c.dram.value >= 0.82 * spec.dram_bandwidth            # H200: 4.0 of 4.8 TB/s
+    assert calibrations.fraction_of_datasheet_at_clock(spec, "fp32", c.compute["fp32"]) >= 0.90
+    assert c.compute["fp16-tensor"].value >= 0.70 * spec.peaks["fp16-tensor"].flops_per_s
+    assert spec.dram_bandwidth < c.l2.value < 20 * spec.dram_bandwidth
 
 
 def test_broken_variants_lose_only_their_own_rows():
