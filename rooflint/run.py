@@ -163,7 +163,8 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         facts = LaunchFacts(
             grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
             launches=model.launches, sms=device.sms, precision=model.precision,
-            tensor_roof=spec.peaks[tensor].flops_per_s if tensor in spec.peaks else None)
+            tensor_roof=calibrations.roofs(spec, tensor, calibration).compute
+            if tensor in spec.peaks else None)
         verdict = diagnose(point, facts)
     return VariantResult(
         name=model.name, description=model.description, status=m.status, message=m.message,
