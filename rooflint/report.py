@@ -107,6 +107,8 @@ def _notes(v: VariantResult) -> list[str]:
     notes = []
     if v.status != "ok":
         notes.append(f"[red]{v.message}[/]")
+    if v.counters:
+        notes.append(f"[dim]{_counter_summary(v)}[/]")
     notes += v.notes
     if v.verdict:
         notes += [f"{c.name}: {c.detail}" for c in v.verdict.causes]
@@ -125,6 +127,16 @@ def _notes(v: VariantResult) -> list[str]:
         sm = f"SM clock {statistics.median(v.clocks.sm_mhz):.0f} MHz, " if v.clocks.sm_mhz else ""
         notes.append(f"[yellow]{sm}clocks held down by {', '.join(limits)}[/]")
     return notes
+
+
+def _counter_summary(v: VariantResult) -> str:
+    c = v.counters
+    flops = ", ".join(f"{format_rate(x, 'FLOP')} {p}" for p, x in c.flops.items()
+                      if x >= 0.01 * c.counted_flops) or "no FLOPs"
+    return (f"ncu: DRAM read {format_bytes(c.dram_read)}, write {format_bytes(c.dram_write)}; "
+            f"L2 {format_bytes(c.l2_bytes)}; counted {flops} (model "
+            f"{format_rate(v.flops['model'], 'FLOP')}); occupancy {c.occupancy_pct:.0f}%, "
+            f"{c.registers_per_thread} registers, {c.waves:.3g} waves")
 
 
 def render_run(console: Console, result: RunResult) -> None:

@@ -1,8 +1,9 @@
 """The Nsight Compute CSV parser, on a log recorded on our H200 (2026-11-21).
 
-tests/fixtures/ncu/h200-probe-4-variants.py is the program that was profiled: four
+tests/fixtures/ncu/h200-probe-5-variants.py is the program that was profiled: five
 variants, each preceded by a marker kernel: a float4 copy of 256 MiB, cuBLAS SGEMM
-1024^3 (cupy.matmul), cuBLAS HGEMM 1024^3 (tensor cores), and a kernel that spills.
+1024^3 (cupy.matmul), cuBLAS HGEMM 1024^3 (tensor cores), a kernel that spills, and the
+same copy made in two launches of one half each.
 """
 
 from pathlib import Path
@@ -11,8 +12,8 @@ import pytest
 
 from rooflint.measure import ncu
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ncu" / "h200-probe-4-variants.csv"
-NAMES = ["copy", "sgemm", "hgemm", "spill"]
+FIXTURE = Path(__file__).parent / "fixtures" / "ncu" / "h200-probe-5-variants.csv"
+NAMES = ["copy", "sgemm", "hgemm", "spill", "two_halves"]
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +23,8 @@ def counters():
 
 def test_rows_skip_profiler_messages_and_units():
     rows = ncu.parse_rows(FIXTURE.read_text())
-    assert [r["ID"] for r in rows] == [float(i) for i in range(8)]
-    assert rows[1]["Kernel Name"] == "copy4" and rows[1][ncu.DRAM_READ] == 268_453_376
+    assert [r["ID"] for r in rows] == [float(i) for i in range(11)]
+    assert rows[1]["Kernel Name"] == "copy4" and rows[1][ncu.DRAM_READ] == 268_454_912
 
 
 def test_markers_split_the_variants(counters):
@@ -34,11 +35,11 @@ def test_markers_split_the_variants(counters):
 
 def test_copy_bytes_and_the_dirty_l2_writes(counters):
     copy = counters["copy"]
-    assert copy.dram_read == 268_453_376          # 256 MiB + 1 MB of other traffic
-    assert copy.dram_write == 246_683_904         # 21 MB short: dirty lines left in L2
-    assert copy.dram_bytes == 268_453_376 + 246_683_904
+    assert copy.dram_read == 268_454_912          # 256 MiB + 1 MB of other traffic
+    assert copy.dram_write == 246_615_296         # 21 MB short: dirty lines left in L2
+    assert copy.dram_bytes == 268_454_912 + 246_615_296
     assert copy.counted_flops == 0
-    assert copy.duration_s == pytest.approx(131.488e-6)
+    assert copy.duration_s == pytest.approx(130.56e-6)
     assert copy.grid_size == 1056 and copy.waves == 1
 
 
@@ -56,9 +57,9 @@ def test_hgemm_flops_from_tensor_ops(counters):
 def test_spills_and_stalls(counters):
     spill = counters["spill"]
     assert spill.local_bytes == 1_081_344_000 + 69_206_016
-    assert spill.stalls["long_scoreboard"] == pytest.approx(18.23)
+    assert spill.stalls["long_scoreboard"] == pytest.approx(17.99)
     assert spill.registers_per_thread == 23
-    assert spill.occupancy_pct == pytest.approx(12.05)
+    assert spill.occupancy_pct == pytest.approx(12.06)
 
 
 def test_multi_launch_variants_sum_and_weight():
@@ -98,3 +99,13 @@ def test_missing_ncu(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ncu.CountersUnavailable, match="not on PATH"):
         ncu.command("/tmp/log.csv", "cold")
+
+
+def test_a_two_launch_variant_sums_its_launches(counters):
+    split, whole = counters["two_halves"], counters["copy"]
+    assert split.kernels == ["copy4", "copy4"]
+    assert split.dram_read == pytest.approx(whole.dram_read, rel=0.01)
+    # each launch ends with part of its output dirty in L2: writes stay under 256 MiB
+    assert split.dram_write < 2**28 and whole.dram_write < 2**28
+    assert split.duration_s == pytest.approx(whole.duration_s, rel=0.1)
+    assert split.grid_size == 528

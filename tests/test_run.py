@@ -93,7 +93,7 @@ def test_counters_replace_model_bytes(specs):
     """The recorded ncu profile of a float4 copy of 2**26 floats, judged as stream's copy."""
     from pathlib import Path
     from rooflint.measure import ncu
-    log = (Path(__file__).parent / "fixtures" / "ncu" / "h200-probe-4-variants.csv").read_text()
+    log = (Path(__file__).parent / "fixtures" / "ncu" / "h200-probe-5-variants.csv").read_text()
     copy = ncu.counters_by_variant(log, ["copy_float4"])
     family = resolve(load_manifest("stream"), {"N": 2**26}, {"num_sms": 132}, TimingJob(),
                      ["copy_float4"])
@@ -101,10 +101,10 @@ def test_counters_replace_model_bytes(specs):
                            find_spec("h200", specs), H200)
     v = result.variants[0]
     assert v.point.bytes_source == "ncu"
-    # 268,453,376 read + 246,683,904 written + 21,751,552 still dirty in L2 = 2**28 + 2**28 + 1 MB
-    assert v.dram_bytes["ncu"] == 268_453_376 + 2**28
+    # 268,454,912 read + 246,615,296 written + 21,820,160 still dirty in L2 = 2**28 + 2**28 + 1 MB
+    assert v.dram_bytes["ncu"] == 268_454_912 + 2**28
     assert v.dram_bytes["model"] == 2**29
-    assert "still in L2" in v.notes[0]
-    assert v.point.traffic_fraction == pytest.approx(2**29 / (268_453_376 + 2**28))
+    assert "20.8 MiB of output still in L2" in v.notes[0]
+    assert v.point.traffic_fraction == pytest.approx(2**29 / (268_454_912 + 2**28))
     assert v.counters.kernels == ["copy4"]
     assert v.verdict.bound == "bandwidth"

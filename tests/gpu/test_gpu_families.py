@@ -69,9 +69,11 @@ def test_calibration_reaches_the_hopper_targets(tmp_path, specs):
     assert spec.dram_bandwidth < c.l2.value < 20 * spec.dram_bandwidth
 
 
-def test_broken_variants_lose_only_their_own_rows():
+def test_broken_variants_lose_only_their_own_rows(tmp_path):
+    path = tmp_path / "broken.json"
     result = run(RunOptions(targets=[str(FIXTURES / "broken")], variants=[], sizes={},
-                            counters="off", timeout_s=15), quiet, no_warnings)
+                            counters="off", timeout_s=15, json_path=path), quiet, no_warnings)
+    assert read_result(path) == result
     rows = {v.name: v for v in result.families[0].variants}
     assert list(rows) == ["wrong_values", "unwritten_half", "does_not_compile", "out_of_bounds",
                           "hangs", "good"]
