@@ -12,9 +12,7 @@ Files live in ``$ROOFLINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rooflint``, else
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 from rooflint.errors import RooflintError
 from rooflint.gpus import GpuSpec
+from rooflint.jsonfile import read_versioned, write_atomic
 from rooflint.measure.protocol import DeviceInfo
 from rooflint.roofline import Roofs
 
@@ -80,22 +79,11 @@ def default_path(spec_id: str, driver: str) -> Path:
 
 
 def save(calibration: Calibration, path: Path) -> None:
-    """Atomic write: an interrupted calibration never leaves a half file to be trusted."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(calibration.to_json(), handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
+    write_atomic(calibration.to_json(), path)
 
 
 def load(path: Path) -> Calibration:
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RooflintError(f"cannot read calibration {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise RooflintError(f"{path} is not a rooflint calibration ({SCHEMA})")
+    data = read_versioned(path, SCHEMA, "calibration")
     return Calibration(
         gpu=DeviceInfo(**data["gpu"]), spec_id=data["spec_id"], dram=Ceiling(**data["dram"]),
         l2=Ceiling(**data["l2"]) if data["l2"] else None,

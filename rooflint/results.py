@@ -8,9 +8,6 @@ kept so that later statistics need no re-run.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +17,7 @@ import numpy as np
 
 from rooflint import __version__
 from rooflint.diagnose import Cause, Move, Verdict
-from rooflint.errors import RooflintError
+from rooflint.jsonfile import read_versioned, write_atomic
 from rooflint.measure.ncu import Counters
 from rooflint.measure.protocol import Clocks, DeviceInfo, OutputCheck
 from rooflint.roofline import Point, Roofs
@@ -97,23 +94,11 @@ class RunResult:
 
 
 def write_result(result: RunResult, path: Path) -> None:
-    """Write atomically: a crash mid-write never leaves a truncated result behind."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(result.to_json(), handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
+    write_atomic(result.to_json(), path)
 
 
 def read_result(path: Path) -> RunResult:
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RooflintError(f"cannot read result {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise RooflintError(f"{path} is not a rooflint result ({SCHEMA})")
+    data = read_versioned(path, SCHEMA, "result")
     return RunResult(
         gpu=DeviceInfo(**data["gpu"]), spec_id=data["spec_id"], settings=data["settings"],
         families=[_family(f) for f in data["families"]], created=data["created"],
