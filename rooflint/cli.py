@@ -103,7 +103,7 @@ def run(
     render_run(console, result)
     if json_path:
         console.print(f"result written to {json_path}")
-    if any(v.status != "ok" for f in result.families for v in f.variants):
+    if any(v.status in ("fail", "error") for f in result.families for v in f.variants):
         raise typer.Exit(1)
 
 

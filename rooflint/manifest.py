@@ -87,6 +87,7 @@ class Manifest:
     params: dict[str, Number]
     buffers: list[Buffer]
     variants: list[Variant]
+    prepare: str | None = None    # reference.py function deriving inputs from the random ones
 
 
 @dataclass
@@ -199,6 +200,7 @@ def load_manifest(target: str | Path) -> Manifest:
         params=params,
         buffers=buffers,
         variants=variants,
+        prepare=data.get("prepare"),
     )
 
 
@@ -323,7 +325,7 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
             launches=len(launches),
             written_bytes=_written_bytes(buffers, launches))
     job = FamilyJob(family=manifest.name, directory=str(manifest.directory), params=params,
-                    buffers=buffers, variants=jobs, timing=timing)
+                    buffers=buffers, variants=jobs, timing=timing, prepare=manifest.prepare)
     return ResolvedFamily(manifest=manifest, params=params, job=job, models=models)
 
 

@@ -22,7 +22,7 @@ from rooflint.roofline import Point, Roofs
 from rooflint.units import format_bytes, format_rate, format_time
 
 BOUND_STYLE = {"bandwidth": "cyan", "compute": "magenta", "chain": "yellow"}
-STATUS_STYLE = {"ok": "green", "fail": "bold red", "error": "bold red"}
+STATUS_STYLE = {"ok": "green", "fail": "bold red", "error": "bold red", "skipped": "yellow"}
 
 
 def _pct(fraction: float) -> str:
@@ -106,7 +106,7 @@ def _row(v: VariantResult) -> list[str]:
 def _notes(v: VariantResult) -> list[str]:
     notes = []
     if v.status != "ok":
-        notes.append(f"[red]{v.message}[/]")
+        notes.append(f"[{STATUS_STYLE[v.status]}]{v.message}[/]")
     if v.counters:
         notes.append(f"[dim]{_counter_summary(v)}[/]")
     notes += v.notes

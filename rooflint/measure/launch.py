@@ -92,6 +92,8 @@ class FamilySession:
         self.reference_module = _load_reference(self.directory)
         rng = np.random.default_rng(job.seed)
         self.host = {b.name: _random_array(b, rng) for b in job.buffers if b.role != "out"}
+        if job.prepare:
+            self.host.update(self._prepared_inputs(job))
         self.device_buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype) for b in job.buffers}
         self.expected: dict[str, dict[str, np.ndarray]] = {}
         flush_floats = max(2 * device.l2_bytes // 4, 1 << 20)
@@ -102,6 +104,22 @@ class FamilySession:
         self.marker = cupy.RawKernel(_MARKER_SOURCE, "rooflint_marker")
         self.gpm_supported = bool(nvml and job.mode == "measure" and nvml.gpm_supported())
 
+    def _prepared_inputs(self, job: FamilyJob) -> dict[str, np.ndarray]:
+        """Inputs derived by reference.py (quantized weights, scales) from the random ones."""
+        function = _function(self.reference_module, job.prepare, self.directory)
+        derived = function({k: v.copy() for k, v in self.host.items()}, dict(job.params))
+        buffers = {b.name: b for b in job.buffers if b.role != "out"}
+        prepared = {}
+        for name, array in derived.items():
+            if name not in buffers:
+                raise ValueError(f"{job.prepare}() returned {name!r}, which is not an input buffer")
+            array = np.asarray(array)
+            if list(array.shape) != buffers[name].shape:
+                raise ValueError(f"{job.prepare}() returned {name} with shape {array.shape}; "
+                                 f"the manifest says {buffers[name].shape}")
+            prepared[name] = array.astype(buffers[name].dtype)
+        return prepared
+
     # -- the steps of one measurement ------------------------------------------------
 
     def measure(self, variant: VariantJob) -> Measurement:
@@ -110,6 +128,8 @@ class FamilySession:
             checks = self._check(variant, run)
         except VariantFailed as exc:
             return Measurement(variant.name, "error", str(exc))
+        except ImportError as exc:  # a baseline whose library (torch, ...) is not installed
+            return Measurement(variant.name, "skipped", f"{exc}")
         failed = [c for c in checks if c.nonfinite or not c.rel_l2 <= variant.tolerance]
         if failed:
             return Measurement(variant.name, "fail", _failure_message(failed, variant.tolerance),

@@ -70,6 +70,7 @@ class FamilyJob:
     timing: TimingJob
     seed: int = 0
     mode: str = "measure"         # measure: check and time; profile: one marked run under ncu
+    prepare: str | None = None    # function in reference.py deriving inputs (e.g. quantized)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,7 +129,7 @@ class OutputCheck:
 @dataclass
 class Measurement:
     variant: str
-    status: str                        # ok | fail (wrong result) | error (did not run)
+    status: str                        # ok | fail (wrong result) | error (did not run) | skipped
     message: str = ""
     checks: list[OutputCheck] = field(default_factory=list)
     samples_s: list[float] = field(default_factory=list)
