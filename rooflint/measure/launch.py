@@ -130,6 +130,10 @@ class FamilySession:
             return Measurement(variant.name, "error", str(exc))
         except ImportError as exc:  # a baseline whose library (torch, ...) is not installed
             return Measurement(variant.name, "skipped", f"{exc}")
+        except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
+            raise CudaFault(str(exc)) from None
+        except Exception as exc:  # user code (a baseline, a reference) raised: this row only
+            return Measurement(variant.name, "error", f"{type(exc).__name__}: {exc}")
         failed = [c for c in checks if c.nonfinite or not c.rel_l2 <= variant.tolerance]
         if failed:
             return Measurement(variant.name, "fail", _failure_message(failed, variant.tolerance),
