@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflint.errors import RooflintError
+from rooflint.evidence import TENSOR_UPGRADE
 from rooflint.gpus import GpuSpec
 from rooflint.jsonfile import read_versioned, write_atomic
 from rooflint.measure.protocol import DeviceInfo
@@ -114,6 +115,12 @@ def roofs(spec: GpuSpec, precision: str, calibration: Calibration | None) -> Roo
     return Roofs(precision=precision, compute=measured.value if measured else peak,
                  dram_bandwidth=dram, source=", ".join(parts) or "datasheet",
                  datasheet_compute=peak, datasheet_dram_bandwidth=spec.dram_bandwidth)
+
+
+def tensor_roof(spec: GpuSpec, precision: str, calibration: Calibration | None) -> float | None:
+    """The tensor-core roof a CUDA-core kernel of this precision could move to, if any."""
+    tensor = TENSOR_UPGRADE.get(precision)
+    return roofs(spec, tensor, calibration).compute if tensor in spec.peaks else None
 
 
 def fraction_of_datasheet_at_clock(spec: GpuSpec, precision: str, ceiling: Ceiling) -> float | None:

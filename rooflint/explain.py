@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rooflint.diagnose import TENSOR_UPGRADE, LaunchFacts, Verdict, diagnose
+from rooflint.diagnose import Verdict, diagnose
+from rooflint.evidence import LaunchFacts
 from rooflint.gpus import GpuSpec
-from rooflint.calibration import Calibration, roofs as roofs_for
+from rooflint.calibration import Calibration, roofs as roofs_for, tensor_roof
 from rooflint.roofline import Point, Roofs, place
 
 
@@ -35,8 +36,7 @@ def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
     point = place(time_s, flops, dram_bytes,
                   dram_bytes if algorithmic_bytes is None else algorithmic_bytes, roofs,
                   bytes_source="given")
-    tensor = TENSOR_UPGRADE.get(precision)
     facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=spec.sms,
                         precision=precision,
-                        tensor_roof=spec.peaks[tensor].flops_per_s if tensor in spec.peaks else None)
+                        tensor_roof=tensor_roof(spec, precision, calibration))
     return Explanation(spec, roofs, point, diagnose(point, facts))

@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
-from rooflint.diagnose import BOUND_THRESHOLD, Verdict
+from rooflint.diagnose import Verdict
+from rooflint.evidence import BOUND_THRESHOLD
 from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
 from rooflint.measure.protocol import THROTTLING
@@ -113,7 +114,9 @@ def _notes(v: VariantResult) -> list[str]:
     if v.verdict:
         notes += [f"{c.name}: {c.detail}" for c in v.verdict.causes]
         if v.verdict.moves:
-            notes.append(f"why {v.verdict.moves[0].direction}: {v.verdict.moves[0].reason}")
+            top = v.verdict.moves[0]
+            notes.append(f"why {top.direction}: {top.reason}; expect {top.expect}")
+        notes += v.verdict.ruled_out
     if v.gpm:
         shown = ", ".join(f"{k.removesuffix('_util').replace('_', ' ')} {x:.0f}%"
                           for k, x in v.gpm.items())
@@ -164,6 +167,8 @@ def render_verdict(console: Console, v: Verdict) -> None:
     for move in v.moves:
         console.print(f"    move {move.direction}: {move.action}")
         console.print(f"      why: {move.reason}; expect: {move.expect}")
+    for text in v.ruled_out:
+        console.print(f"    {text}")
 
 
 def render_specs(console: Console, specs: list[GpuSpec]) -> None:

@@ -15,7 +15,8 @@ from typing import Callable
 
 from rooflint import calibration as calibrations
 from rooflint.counters import traffic
-from rooflint.diagnose import TENSOR_UPGRADE, LaunchFacts, diagnose
+from rooflint.diagnose import diagnose
+from rooflint.evidence import LaunchFacts
 from rooflint.errors import RooflintError
 from rooflint.expressions import Number
 from rooflint.gpus import GpuSpec, find_spec, load_specs, match_device
@@ -159,13 +160,11 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         dram_bytes = measured.dram_bytes if measured else model.bytes
         point = place(time.median_s, model.flops, dram_bytes, model.bytes, roofs,
                       "ncu" if measured else "model")
-        tensor = TENSOR_UPGRADE.get(model.precision)
         facts = LaunchFacts(
             grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
             launches=model.launches, sms=device.sms, precision=model.precision,
-            tensor_roof=calibrations.roofs(spec, tensor, calibration).compute
-            if tensor in spec.peaks else None)
-        verdict = diagnose(point, facts)
+            tensor_roof=calibrations.tensor_roof(spec, model.precision, calibration))
+        verdict = diagnose(point, facts, counters)
     return VariantResult(
         name=model.name, description=model.description, status=m.status, message=m.message,
         baseline=model.baseline, source_sha256=_sha256(job.source),

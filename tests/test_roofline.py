@@ -2,7 +2,8 @@
 
 import pytest
 
-from rooflint.diagnose import LaunchFacts, classify, diagnose
+from rooflint.diagnose import diagnose
+from rooflint.evidence import LaunchFacts, classify
 from rooflint.gpus import find_spec
 from rooflint.calibration import roofs as roofs_for
 from rooflint.roofline import Roofs, place
@@ -62,10 +63,10 @@ def test_compute_bound_on_cuda_cores_is_offered_tensor_cores():
 
 
 def test_bandwidth_bound_with_extra_traffic_moves_right_first():
-    p = place(1e-3, 0, 2e9, 0.5e9, ROUND)                # 4x the compulsory bytes at the roof
+    p = place(1e-3, 0, 2e9, 0.5e9, ROUND, "ncu")         # 4x the compulsory bytes at the roof
     v = diagnose(p, facts())
     assert v.bound == "bandwidth"
-    assert v.moves[0].direction == "right" and "4.0x the compulsory bytes" in v.moves[0].reason
+    assert v.moves[0].direction == "right" and "4.0x the compulsory DRAM bytes" in v.moves[0].reason
     assert len(v.moves) == 1                             # at the roof: no "up" headroom
 
 
@@ -73,7 +74,7 @@ def test_bandwidth_bound_at_compulsory_traffic_can_only_shrink_bytes():
     p = place(1e-3, 0, 1.4e9, 1.4e9, ROUND)              # 70% of the roof
     v = diagnose(p, facts())
     assert [m.direction for m in v.moves] == ["right", "up"]
-    assert "quantize" in v.moves[0].action and "1.43x" in v.moves[1].expect
+    assert "quantize" in v.moves[0].action and "1.4x away" in v.moves[1].expect
 
 
 def test_chain_grid_under_one_wave():

@@ -1,0 +1,185 @@
+"""Evidence: named facts about a measured variant, each with the numbers that set it.
+
+The verdict's causes and the move catalog are both written in terms of these flags, so
+every printed cause or move can say exactly which measurement triggered it. Flags come
+from the roofline point, the launch geometry, Nsight Compute counters (stall reasons,
+waves, spills) when present, and CUDA-graph replay timing for short kernels.
+
+Stall reasons are Nsight Compute's "warps stalled per issue" ratios: ``barrier`` is
+``__syncthreads``, ``long_scoreboard`` waiting on global/local memory, ``wait`` a
+fixed-latency dependency, ``lg_throttle`` a full global-memory instruction queue,
+``mio_throttle``/``short_scoreboard`` shared memory, ``math_pipe_throttle`` a busy math
+pipe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rooflint.measure.ncu import Counters
+from rooflint.roofline import Point
+from rooflint.units import format_bytes, format_time
+
+BOUND_THRESHOLD = 0.60          # fraction of a roof that counts as "at" it (Nsight Compute's)
+NEAR_ROOF = 0.90                # above this, little headroom is left on that roof
+EXTRA_TRAFFIC = 0.80            # compulsory/measured bytes under this: traffic worth cutting
+CACHE_REUSE = 1 / 0.90          # compulsory/measured bytes above this: served from cache
+SHORT_KERNEL_S = 10e-6          # a few eager launches (~4 us each from CuPy) long
+GRAPH_SPEEDUP = 1.5             # eager time / graph-replay time above this: launch-bound
+IDLE_COMPUTE = 0.05             # compute under this fraction of its roof: math is not the chain
+STALL_SHARE = 0.35              # a stall reason with this share of all listed stalls is a cause
+STALL_MINIMUM = 1.0             # ... and at least this many warps stalled per issued instruction
+SPILL_SHARE = 0.01              # local-memory traffic above this share of L1 traffic: spills matter
+THRESHOLDS = {
+    "bound_at_fraction_of_roof": BOUND_THRESHOLD,
+    "near_roof_fraction": NEAR_ROOF,
+    "extra_traffic_below_fraction": EXTRA_TRAFFIC,
+    "short_kernel_s": SHORT_KERNEL_S,
+    "graph_speedup": GRAPH_SPEEDUP,
+    "idle_compute_fraction": IDLE_COMPUTE,
+    "stall_share": STALL_SHARE,
+    "stall_minimum": STALL_MINIMUM,
+    "spill_share": SPILL_SHARE,
+}
+
+# CUDA-core precision -> the tensor-core roof a kernel of that type could move to.
+TENSOR_UPGRADE = {"fp32": "tf32-tensor", "fp16": "fp16-tensor", "fp64": "fp64-tensor"}
+
+STALL_FLAGS = {
+    "barrier": "barrier_stalls",
+    "long_scoreboard": "memory_latency_stalls",
+    "wait": "dependency_stalls",
+    "lg_throttle": "lsu_queue_stalls",
+    "mio_throttle": "shared_memory_stalls",
+    "short_scoreboard": "shared_memory_stalls",
+    "math_pipe_throttle": "math_pipe_stalls",
+}
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What the launch tells without counters."""
+
+    grid_blocks: int
+    threads_per_block: int
+    launches: int
+    sms: int
+    precision: str
+    tensor_roof: float | None = None   # FLOP/s of the tensor roof this type could move to
+
+
+@dataclass
+class Evidence:
+    flags: dict[str, str] = field(default_factory=dict)   # name -> the numbers behind it
+    values: dict[str, float] = field(default_factory=dict)  # for the catalog's expect texts
+
+    def has(self, name: str) -> bool:
+        return name in self.flags
+
+    def set(self, name: str, detail: str) -> None:
+        self.flags.setdefault(name, detail)
+
+
+def _pct(fraction: float) -> str:
+    return f"{100 * fraction:.0f}%"
+
+
+def classify(point: Point) -> str:
+    """The book's diagnostic tree (5.10): DRAM roof first, then compute, else chain."""
+    if point.dram_fraction >= BOUND_THRESHOLD and point.dram_fraction >= point.compute_fraction:
+        return "bandwidth"
+    if point.compute_fraction >= BOUND_THRESHOLD:
+        return "compute"
+    return "chain"
+
+
+def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
+           graph_time_s: float | None = None) -> Evidence:
+    e = Evidence(values={
+        "dram_pct": 100 * point.dram_fraction, "compute_pct": 100 * point.compute_fraction,
+        "dram_headroom": 1 / max(point.dram_fraction, 1e-9),
+        "compute_headroom": 1 / max(point.compute_fraction, 1e-9),
+        "traffic_gap": 1 / point.traffic_fraction if point.traffic_fraction else 0.0,
+        "roof_headroom": 1 / max(point.dram_fraction, point.compute_fraction, 1e-9),
+        "algorithmic_ai": point.algorithmic_ai, "sms": facts.sms,
+    })
+    bound = classify(point)
+    e.set(f"{bound}_bound", f"DRAM at {_pct(point.dram_fraction)}, compute at "
+                            f"{_pct(point.compute_fraction)} of their roofs")
+    e.set("left_of_ridge" if point.limiting_roof == "dram" else "right_of_ridge",
+          f"observed AI {point.observed_ai:.3g} FLOP/B, ridge {point.ridge:.3g}")
+    if point.dram_fraction < NEAR_ROOF:
+        e.set("dram_headroom", f"DRAM at {_pct(point.dram_fraction)} of its roof")
+    if point.compute_fraction < NEAR_ROOF:
+        e.set("compute_headroom", f"compute at {_pct(point.compute_fraction)} of its roof")
+    if point.compute_fraction < IDLE_COMPUTE:
+        e.set("idle_math", f"compute at {_pct(point.compute_fraction)}")
+    _traffic(e, point)
+    _grid(e, facts, counters)
+    _launch_cost(e, point, facts, graph_time_s)
+    if facts.tensor_roof and facts.tensor_roof > 1.5 * point.achieved_flops:
+        e.values["tensor_ratio"] = facts.tensor_roof / max(point.achieved_flops, 1.0)
+        e.set("cuda_cores_with_tensor_roof",
+              f"{facts.precision} on CUDA cores; the tensor roof is "
+              f"{facts.tensor_roof / 1e12:.0f} TFLOP/s")
+    if facts.threads_per_block > 32:
+        e.set("multi_warp_blocks", f"{facts.threads_per_block} threads per block")
+    if counters:
+        e.set("counted", "Nsight Compute counters")
+        _stalls(e, counters)
+        if counters.local_bytes > SPILL_SHARE * max(counters.l1_bytes, 1.0):
+            e.set("register_spills", f"{format_bytes(counters.local_bytes)} of local-memory "
+                                     f"traffic, {counters.registers_per_thread} registers")
+    return e
+
+
+def _traffic(e: Evidence, point: Point) -> None:
+    if point.bytes_source == "model":
+        e.set("bytes_modelled", "DRAM bytes from the manifest's model, not measured")
+        return
+    if point.traffic_fraction < EXTRA_TRAFFIC:
+        e.set("extra_traffic", f"{1 / point.traffic_fraction:.1f}x the compulsory DRAM bytes "
+                               f"(observed AI {point.observed_ai:.3g} vs algorithmic "
+                               f"{point.algorithmic_ai:.3g})")
+    elif point.traffic_fraction > CACHE_REUSE:
+        e.set("cache_reuse", f"{point.traffic_fraction:.1f}x fewer DRAM bytes than compulsory: "
+                             f"served from L2")
+    else:
+        e.set("compulsory_traffic", f"{_pct(point.traffic_fraction)} of the DRAM bytes are "
+                                    f"compulsory")
+
+
+def _grid(e: Evidence, facts: LaunchFacts, counters: Counters | None) -> None:
+    waves = counters.waves if counters else None
+    under = waves < 1 if waves is not None else 0 < facts.grid_blocks < facts.sms
+    blocks = counters.grid_size if counters else facts.grid_blocks
+    if under:
+        e.values["grid_fill"] = facts.sms / max(blocks, 1)
+        e.set("grid_under_one_wave",
+              f"{blocks} blocks on {facts.sms} SMs" + (f" ({waves:.2g} waves)" if waves else ""))
+    elif blocks:
+        e.values["waves"] = waves or blocks / facts.sms
+        e.set("full_grid", f"{blocks} blocks" + (f", {waves:.3g} waves" if waves else "")
+              + f" on {facts.sms} SMs")
+
+
+def _launch_cost(e: Evidence, point: Point, facts: LaunchFacts, graph_time_s: float | None) -> None:
+    if graph_time_s and point.time_s > GRAPH_SPEEDUP * graph_time_s:
+        e.set("launch_overhead", f"eager {format_time(point.time_s)} vs CUDA-graph replay "
+                                 f"{format_time(graph_time_s)}")
+    elif point.time_s < SHORT_KERNEL_S * facts.launches:
+        e.set("launch_overhead", f"{format_time(point.time_s)} for {facts.launches} launch(es), "
+                                 f"comparable to the cost of launching")
+
+
+def _stalls(e: Evidence, counters: Counters) -> None:
+    total = sum(counters.stalls.values())
+    if not total:
+        return
+    ranked = sorted(counters.stalls.items(), key=lambda kv: kv[1], reverse=True)
+    e.values["top_stall"] = ranked[0][1]
+    e.flags["top_stall"] = f"{ranked[0][0]} ({ranked[0][1]:.1f} warps stalled per issue)"
+    for reason, value in ranked:
+        if value >= STALL_MINIMUM and value >= STALL_SHARE * total:
+            e.set(STALL_FLAGS[reason], f"{reason} stalls: {value:.1f} warps per issued "
+                                       f"instruction, {_pct(value / total)} of stalls")

@@ -1,0 +1,138 @@
+"""The verdict rules on real measurements: each cause and trap is checked on a kernel that
+shows it, measured on our H200 with Nsight Compute counters (2026-11-21).
+
+tests/fixtures/results/h200-stream-gemm_fp32.json is a `rooflint run` result of the
+stream and gemm_fp32 families; only its raw numbers (times, counters, model) are used
+here, and the analysis is re-run on them, so the rules are tested, not the file.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rooflint.calibration import roofs as roofs_for
+from rooflint.diagnose import diagnose
+from rooflint.evidence import LaunchFacts
+from rooflint.gpus import find_spec
+from rooflint.measure import ncu
+from rooflint.roofline import place
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RESULT = json.loads((FIXTURES / "results" / "h200-stream-gemm_fp32.json").read_text())
+GRIDS = {"naive": 16384, "coalesced": 16384, "tiled": 16384, "blocked_1d": 4096,
+         "blocked_2d": 1024, "cublas": 0, "copy_scalar": 524288, "copy_float4": 1056,
+         "triad": 1056, "strided_read": 524288, "copy_few_blocks": 16}
+
+
+def verdict(name, specs):
+    variant = next(v for f in RESULT["families"] for v in f["variants"] if v["name"] == name)
+    counters = ncu.Counters(**variant["counters"])
+    h200 = find_spec("h200", specs)
+    roofs = roofs_for(h200, "fp32", None)
+    point = place(variant["time"]["median_s"], variant["flops"]["model"],
+                  variant["dram_bytes"]["ncu"], variant["dram_bytes"]["model"], roofs, "ncu")
+    facts = LaunchFacts(grid_blocks=GRIDS[name], threads_per_block=256, launches=1, sms=132,
+                        precision="fp32", tensor_roof=h200.peaks["tf32-tensor"].flops_per_s)
+    return diagnose(point, facts, counters)
+
+
+def causes(v):
+    return [c.name for c in v.causes]
+
+
+def moves(v):
+    return [m.id for m in v.moves]
+
+
+def traps(v):
+    return " | ".join(v.ruled_out)
+
+
+def test_naive_gemm_waits_on_its_memory_instruction_queue(specs):
+    v = verdict("naive", specs)
+    assert v.bound == "chain"
+    assert causes(v) == ["memory_instruction_queue"]       # lg_throttle: 434 warps per issue
+    assert "lg_throttle stalls: 433.9" in v.causes[0].detail
+    assert moves(v)[0] == "tile_for_reuse"                  # 42x the compulsory bytes
+    assert "42.3x the compulsory DRAM bytes" in v.moves[0].reason
+
+
+def test_tiled_gemm_is_held_by_shared_memory(specs):
+    v = verdict("tiled", specs)
+    assert causes(v) == ["shared_memory_pipe"]              # mio_throttle 20.5 of 37.5
+    assert "register_blocking" in moves(v)
+
+
+def test_a_grid_under_one_wave(specs):
+    v = verdict("copy_few_blocks", specs)
+    assert v.bound == "chain"
+    assert causes(v)[0] == "grid_under_one_wave" and "0.02 waves" in v.causes[0].detail
+    assert moves(v)[0] == "fill_the_gpu"
+    assert "not split-K" not in traps(v)                    # here more SMs is the right move
+
+
+def test_scalar_copy_exposes_memory_latency_against_the_datasheet_roof(specs):
+    v = verdict("copy_scalar", specs)                       # 2.73 TB/s = 57 % of 4.8
+    assert v.bound == "chain"
+    assert causes(v) == ["exposed_memory_latency"]          # long_scoreboard 41 of 46
+    assert "bytes_in_flight" in moves(v)
+    assert "not cp.async" not in traps(v)                   # memory waits ARE the top stall
+
+
+def test_uncoalesced_read_is_bandwidth_bound_on_wasted_bytes(specs):
+    v = verdict("strided_read", specs)
+    assert v.bound == "bandwidth"
+    assert moves(v)[0] == "cut_redundant_traffic" and "8.5x" in v.moves[0].reason
+    assert "not more FLOP/s" in traps(v)
+
+
+def test_the_copy_at_the_roof_can_only_shrink_its_bytes(specs):
+    v = verdict("copy_float4", specs)
+    assert v.bound == "bandwidth" and moves(v)[0] == "fewer_bytes_per_element"
+    assert "cut_redundant_traffic" not in moves(v)
+
+
+def test_compute_bound_gemm_is_offered_tensor_cores_and_no_byte_cutting(specs):
+    v = verdict("blocked_2d", specs)
+    assert v.bound == "compute"
+    assert moves(v)[0] == "tensor_cores"
+    assert "not fewer bytes" in traps(v)
+    assert not any(m.direction == "right" for m in v.moves)
+
+
+def test_chain_bound_with_a_full_grid_rules_out_split_k_and_byte_cutting(specs):
+    v = verdict("blocked_1d", specs)                        # 15.5 waves, DRAM 3 %
+    assert v.bound == "chain"
+    assert "not split-K / more SMs: the grid already fills the GPU (15.5 waves)" in traps(v)
+    assert "not fewer bytes" in traps(v)
+    assert "fill_the_gpu" not in moves(v) and "fewer_bytes_per_element" not in moves(v)
+
+
+def test_async_copy_is_ruled_out_when_memory_is_not_the_top_stall(specs):
+    v = verdict("naive", specs)
+    assert "not cp.async" in traps(v) and "lg_throttle" in traps(v)
+
+
+def test_register_spills_from_the_recorded_spilling_kernel(specs):
+    log = (FIXTURES / "ncu" / "h200-probe-5-variants.csv").read_text()
+    names = ["copy", "sgemm", "hgemm", "spill", "two_halves"]
+    counters = ncu.counters_by_variant(log, names)["spill"]
+    point = place(counters.duration_s, counters.counted_flops, counters.dram_bytes,
+                  counters.dram_bytes, roofs_for(find_spec("h200", specs), "fp32", None), "ncu")
+    facts = LaunchFacts(grid_blocks=132, threads_per_block=256, launches=1, sms=132,
+                        precision="fp32")
+    v = diagnose(point, facts, counters)
+    assert "register_spills" in causes(v) and "fix_spills" in moves(v)
+    assert "exposed_memory_latency" in causes(v)            # the spilled loads are what it waits on
+
+
+@pytest.mark.parametrize("graph_time, expected", [(2e-6, True), (9e-6, False)])
+def test_launch_overhead_from_graph_replay(specs, graph_time, expected):
+    h200 = find_spec("h200", specs)
+    point = place(12e-6, 0, 1e6, 1e6, roofs_for(h200, "fp32", None), "ncu")
+    facts = LaunchFacts(grid_blocks=1000, threads_per_block=256, launches=1, sms=132,
+                        precision="fp32")
+    v = diagnose(point, facts, graph_time_s=graph_time)
+    assert ("launch_overhead" in causes(v)) is expected
+    assert ("launch_amortise" in moves(v)) is expected
