@@ -58,6 +58,7 @@ class VariantResult:
     time: TimeStats | None
     clocks: Clocks
     gpm: dict[str, float]               # NVML GPM utilizations (%), supporting evidence only
+    graph_time: TimeStats | None        # CUDA-graph replay of the same launches (short kernels)
     flops: dict[str, float]             # by source: {"model": ..., "ncu": counted}
     dram_bytes: dict[str, float]        # by source: {"model": ..., "ncu": measured}
     counters: Counters | None           # the raw ncu summary, when counters ran
@@ -115,6 +116,7 @@ def _variant(data: dict[str, Any]) -> VariantResult:
         **data,
         "checks": [OutputCheck(**c) for c in data["checks"]],
         "time": TimeStats(**data["time"]) if data["time"] else None,
+        "graph_time": TimeStats(**data["graph_time"]) if data["graph_time"] else None,
         "clocks": Clocks(**data["clocks"]),
         "counters": Counters(**data["counters"]) if data["counters"] else None,
         "roofs": Roofs(**data["roofs"]) if data["roofs"] else None,

@@ -153,6 +153,7 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
     job = next(v for v in family.job.variants if v.name == model.name)
     roofs = calibrations.roofs(spec, model.precision, calibration)
     time = TimeStats.of(m.samples_s) if m.status == "ok" and m.samples_s else None
+    graph_time = TimeStats.of(m.graph_samples_s) if m.graph_samples_s else None
     measured = (traffic(counters, model.flops, model.bytes, model.written_bytes, model.precision)
                 if counters else None)
     point = verdict = None
@@ -164,12 +165,12 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
             grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
             launches=model.launches, sms=device.sms, precision=model.precision,
             tensor_roof=calibrations.tensor_roof(spec, model.precision, calibration))
-        verdict = diagnose(point, facts, counters)
+        verdict = diagnose(point, facts, counters, graph_time.median_s if graph_time else None)
     return VariantResult(
         name=model.name, description=model.description, status=m.status, message=m.message,
         baseline=model.baseline, source_sha256=_sha256(job.source),
         precision=model.precision, tolerance=job.tolerance, checks=m.checks,
-        samples_s=m.samples_s, time=time, clocks=m.clocks, gpm=m.gpm,
+        samples_s=m.samples_s, time=time, clocks=m.clocks, gpm=m.gpm, graph_time=graph_time,
         flops={"model": model.flops} | ({"ncu": measured.counted_flops} if measured else {}),
         dram_bytes={"model": model.bytes} | ({"ncu": measured.dram_bytes} if measured else {}),
         counters=counters, notes=measured.notes if measured else [],

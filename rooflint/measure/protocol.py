@@ -135,6 +135,7 @@ class Measurement:
     samples_s: list[float] = field(default_factory=list)
     clocks: Clocks = field(default_factory=Clocks)
     gpm: dict[str, float] = field(default_factory=dict)  # NVML GPM utilizations, percent
+    graph_samples_s: list[float] = field(default_factory=list)  # CUDA-graph replays (short kernels)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Measurement":
