@@ -154,9 +154,13 @@ def _grid(e: Evidence, facts: LaunchFacts, counters: Counters | None) -> None:
     under = waves < 1 if waves is not None else 0 < facts.grid_blocks < facts.sms
     blocks = counters.grid_size if counters else facts.grid_blocks
     if under:
-        e.values["grid_fill"] = facts.sms / max(blocks, 1)
+        idle_sms = blocks < facts.sms
+        e.values["grid_fill"] = facts.sms / max(blocks, 1) if idle_sms else 1 / waves
         e.set("grid_under_one_wave",
-              f"{blocks} blocks on {facts.sms} SMs" + (f" ({waves:.2g} waves)" if waves else ""))
+              f"{blocks} blocks on {facts.sms} SMs: " + (
+                  f"{facts.sms - blocks} SMs idle" if idle_sms else
+                  f"{waves:.2g} of a full wave, the SMs run far below their resident-warp "
+                  f"capacity"))
     elif blocks:
         e.values["waves"] = waves or blocks / facts.sms
         e.set("full_grid", f"{blocks} blocks" + (f", {waves:.3g} waves" if waves else "")

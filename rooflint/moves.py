@@ -52,9 +52,9 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("launch_amortise", "up", "amortise launches: CUDA graphs, or fuse with the "
              "neighbouring kernels", "up, same AI: toward the graph-replay time",
              requires=("launch_overhead",)),
-    MoveRule("fill_the_gpu", "up", "more parallelism: more, smaller blocks, or split the "
-             "reduction across blocks or warps (split-K) so every SM has work",
-             "up, same AI: up to {grid_fill:.1f}x from filling the idle SMs",
+    MoveRule("fill_the_gpu", "up", "more parallelism: more blocks or warps, or split the "
+             "reduction across blocks or warps (split-K), so every SM has enough resident "
+             "warps", "up, same AI: up to {grid_fill:.1f}x from the warps the GPU could hold",
              requires=("grid_under_one_wave",)),
     MoveRule("fix_spills", "up", "remove register spills: fewer live values, register arrays "
              "indexed only with constants, __launch_bounds__", "up, and right: local-memory "

@@ -92,6 +92,7 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
         result = RunResult(gpu=device, spec_id=spec.id,
                            settings={"cache": options.cache, "counters": options.counters,
                                      "calibration": calibration.created if calibration else None})
+        check_precisions(manifests, spec)
         for manifest in manifests:
             sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
             family = resolve(manifest, sizes, {"num_sms": device.sms}, timing,
@@ -107,6 +108,18 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
         return result
     finally:
         pool.close()
+
+
+def check_precisions(manifests: list[Manifest], spec: GpuSpec) -> None:
+    """Every variant's precision must have a roof on this GPU: say so before measuring."""
+    for manifest in manifests:
+        for variant in manifest.variants:
+            if variant.precision not in spec.peaks:
+                raise RooflintError(
+                    f"{manifest.name}:{variant.name} is declared {variant.precision}, but "
+                    f"{spec.id} has no {variant.precision} roof (it has: "
+                    f"{', '.join(spec.peaks)}); change the precision or add the peak to "
+                    f"{spec.path}")
 
 
 def family_counters(family: ResolvedFamily, measurements: list[Measurement],

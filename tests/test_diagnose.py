@@ -67,7 +67,7 @@ def test_tiled_gemm_is_held_by_shared_memory(specs):
 def test_a_grid_under_one_wave(specs):
     v = verdict("copy_few_blocks", specs)
     assert v.bound == "chain"
-    assert causes(v)[0] == "grid_under_one_wave" and "0.02 waves" in v.causes[0].detail
+    assert causes(v)[0] == "grid_under_one_wave" and "116 SMs idle" in v.causes[0].detail
     assert moves(v)[0] == "fill_the_gpu"
     assert "not split-K" not in traps(v)                    # here more SMs is the right move
 
