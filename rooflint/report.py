@@ -125,6 +125,8 @@ def _notes(v: VariantResult) -> list[str]:
         notes.append(f"{v.speed_vs_baseline:.2f}x the speed of the baseline")
     if v.expectation_mismatch:
         notes.append(f"[red]prediction missed[/]: {v.expectation_mismatch}")
+    if v.versus:
+        notes.append(v.versus)
     limits = [r for r in v.clocks.throttle_reasons if r in THROTTLING]
     if limits:
         sm = f"SM clock {statistics.median(v.clocks.sm_mhz):.0f} MHz, " if v.clocks.sm_mhz else ""

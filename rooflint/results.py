@@ -68,6 +68,7 @@ class VariantResult:
     verdict: Verdict | None
     expect: dict[str, str | None]
     expectation_mismatch: str | None    # what the measurement contradicts, if anything
+    versus: str | None                  # bytes, AI and time against the variant it should beat
     speed_vs_baseline: float | None     # baseline time / this time (1.0 = as fast)
 
 

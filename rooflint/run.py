@@ -155,6 +155,8 @@ def family_result(family: ResolvedFamily, measurements: list[Measurement],
         if baseline and v.time and v is not baseline:
             v.speed_vs_baseline = baseline.time.median_s / v.time.median_s
         v.expectation_mismatch = expectation_mismatch(v, by_name)
+        other = by_name.get(v.expect.get("faster_than") or "")
+        v.versus = reconcile(v, other) if other else None
     return FamilyResult(name=family.manifest.name, directory=str(family.manifest.directory),
                         params=family.params, baseline=baseline.name if baseline else None,
                         variants=variants)
@@ -189,7 +191,26 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         counters=counters, notes=measured.notes if measured else [],
         roofs=roofs, point=point, verdict=verdict,
         expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than},
-        expectation_mismatch=None, speed_vs_baseline=None)
+        expectation_mismatch=None, versus=None, speed_vs_baseline=None)
+
+
+def reconcile(v: VariantResult, other: VariantResult) -> str | None:
+    """The book's "predict, measure, reconcile" against the variant it was meant to beat:
+    how bytes, intensity and time moved, and whether a byte cut paid, with the reason."""
+    if not (v.point and other.point):
+        return None
+    bytes_ratio = v.point.dram_bytes / other.point.dram_bytes
+    time_ratio = v.time.median_s / other.time.median_s
+    text = (f"vs {other.name}: DRAM bytes {bytes_ratio:.2f}x, observed AI "
+            f"{v.point.observed_ai / other.point.observed_ai:.2f}x, time {time_ratio:.2f}x")
+    if bytes_ratio < 0.8:
+        paid = time_ratio <= 1.25 * bytes_ratio
+        text += (f"; the byte cut {'paid' if paid else 'did not pay'}: {other.name} was "
+                 f"{other.verdict.bound}-bound (DRAM at {100 * other.point.dram_fraction:.0f}% "
+                 f"of its roof)")
+        if not paid and other.verdict.bound != "bandwidth":
+            text += ", so bytes were not its limit"
+    return text
 
 
 def expectation_mismatch(v: VariantResult, by_name: dict[str, VariantResult]) -> str | None:

@@ -264,10 +264,12 @@ class FamilySession:
         kernel, eager timing much slower than replay means launch overhead is the limit."""
         try:
             self.stream.begin_capture()
-            with self.stream:
-                run()
-            graph = self.stream.end_capture()
-        except Exception:  # a library call that cannot be captured: no graph evidence
+            try:
+                with self.stream:
+                    run()
+            finally:  # always leave capture mode, or every later call on the stream fails
+                graph = self.stream.end_capture()
+        except Exception:  # a library call that cannot be captured (cuBLAS in CuPy): no evidence
             return []
         samples, _ = self._time(lambda: graph.launch(self.stream), self.job.timing)
         return samples

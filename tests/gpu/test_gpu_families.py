@@ -112,3 +112,29 @@ def test_counters_are_used_for_the_points(bundled):
     assert strided.point.traffic_fraction < 0.5          # uncoalesced: far more than compulsory
     naive = bundled["gemm_fp32"]["naive"]
     assert naive.flops["ncu"] == pytest.approx(naive.flops["model"], rel=0.01)
+
+
+@pytest.fixture(scope="module")
+def book_families(tmp_path_factory):
+    path = tmp_path_factory.mktemp("book") / "result.json"
+    result = run(RunOptions(targets=[], variants=[], sizes={}, json_path=path, counters="ncu"),
+                 quiet, no_warnings)
+    return {f.name: {v.name: v for v in f.variants} for f in result.families}
+
+
+def test_book_families_pass_and_match_their_stated_verdicts(book_families):
+    for family in ("decode_attention", "w4a16_gemv", "reduction"):
+        for v in book_families[family].values():
+            assert v.status in ("ok", "skipped"), f"{family}:{v.name}: {v.message}"
+            if v.status == "ok" and v.expect.get("bound"):
+                assert v.verdict.bound == v.expect["bound"], f"{family}:{v.name}"
+
+
+def test_decode_v3_is_chain_bound_with_a_cause_and_no_byte_cutting(book_families):
+    v3 = book_families["decode_attention"]["v3_vectorized"]
+    assert v3.verdict.bound == "chain" and v3.point.dram_fraction < 0.2
+    assert v3.verdict.causes
+    assert "fewer_bytes_per_element" not in [m.id for m in v3.verdict.moves]
+    assert any("not fewer bytes" in t for t in v3.verdict.ruled_out)
+    int8 = book_families["decode_attention"]["int8_kv"]
+    assert int8.versus.startswith("vs v3_vectorized: DRAM bytes 0.5")
