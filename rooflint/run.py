@@ -201,8 +201,9 @@ def reconcile(v: VariantResult, other: VariantResult) -> str | None:
         return None
     bytes_ratio = v.point.dram_bytes / other.point.dram_bytes
     time_ratio = v.time.median_s / other.time.median_s
-    text = (f"vs {other.name}: DRAM bytes {bytes_ratio:.2f}x, observed AI "
-            f"{v.point.observed_ai / other.point.observed_ai:.2f}x, time {time_ratio:.2f}x")
+    intensity = (f", observed AI {v.point.observed_ai / other.point.observed_ai:.2f}x"
+                 if other.point.observed_ai else "")
+    text = f"vs {other.name}: DRAM bytes {bytes_ratio:.2f}x{intensity}, time {time_ratio:.2f}x"
     if bytes_ratio < 0.8:
         paid = time_ratio <= 1.25 * bytes_ratio
         text += (f"; the byte cut {'paid' if paid else 'did not pay'}: {other.name} was "

@@ -133,3 +133,14 @@ def test_int8_against_v3_reports_a_byte_cut_that_did_not_pay(specs):
     assert "the byte cut did not pay: v3_vectorized was chain-bound (DRAM at 1% of its roof), " \
            "so bytes were not its limit" in int8.versus
     assert int8.expectation_mismatch is None            # it was (slightly) faster
+
+
+def test_reconcile_two_copies_without_arithmetic(specs):
+    family = resolve(load_manifest("stream"), {}, {"num_sms": 132}, TimingJob(),
+                     ["copy_scalar", "copy_float4"])
+    result = family_result(
+        family, [measured("copy_scalar", 393e-6), measured("copy_float4", 272e-6)],
+        {"copy_scalar": counters_with(537e6, 517e6, waves=496),
+         "copy_float4": counters_with(537e6, 516e6, waves=1)}, find_spec("h200", specs), H200)
+    assert by_name(result)["copy_float4"].versus == \
+        "vs copy_scalar: DRAM bytes 1.00x, time 0.69x"
