@@ -136,3 +136,43 @@ def test_launch_overhead_from_graph_replay(specs, graph_time, expected):
     v = diagnose(point, facts, graph_time_s=graph_time)
     assert ("launch_overhead" in causes(v)) is expected
     assert ("launch_amortise" in moves(v)) is expected
+
+
+BUNDLED = json.loads((FIXTURES / "results" / "h200-bundled.json").read_text())
+
+
+def bundled_verdict(family, name, specs, threads=32):
+    fam = next(f for f in BUNDLED["families"] if f["name"] == family)
+    variant = next(v for v in fam["variants"] if v["name"] == name)
+    counters = ncu.Counters(**variant["counters"])
+    h200 = find_spec("h200", specs)
+    point = place(variant["time"]["median_s"], variant["flops"]["model"],
+                  variant["dram_bytes"]["ncu"], variant["dram_bytes"]["model"],
+                  roofs_for(h200, variant["precision"], None), "ncu")
+    facts = LaunchFacts(grid_blocks=counters.grid_size, threads_per_block=threads, launches=1,
+                        sms=132, precision=variant["precision"])
+    return diagnose(point, facts, counters)
+
+
+def test_decode_v5_cp_async_waits_on_its_shared_memory_chain_not_memory(specs):
+    """The book's v5 trap, measured: the cp.async variant's stalls are short_scoreboard and
+    wait (the shared-memory hop and the dependent math), not memory."""
+    v = bundled_verdict("decode_attention", "v5_cp_async", specs)
+    assert "dependency_chain" in causes(v) and "shared_memory_pipe" in causes(v)
+    assert "not cp.async" in traps(v)
+    assert "more_ilp" in moves(v)
+
+
+def test_decode_v3_on_the_h200_needs_parallelism_not_fewer_bytes(specs):
+    v = bundled_verdict("decode_attention", "v3_vectorized", specs)
+    assert causes(v) == ["grid_under_one_wave", "exposed_memory_latency"]
+    assert "0.06 of a full wave" in v.causes[0].detail
+    assert moves(v)[0] == "fill_the_gpu"
+    assert "not fewer bytes" in traps(v) and "not split-K" not in traps(v)
+
+
+def test_warp_shuffle_reduction_is_at_the_dram_roof(specs):
+    v = bundled_verdict("reduction", "warp_shuffle", specs, threads=256)
+    # 4.05 TB/s: 84% of the 4.8 TB/s datasheet roof, so a little headroom is left "up"
+    assert v.bound == "bandwidth" and moves(v) == ["fewer_bytes_per_element", "bytes_in_flight"]
+    assert "not more FLOP/s" in traps(v)
