@@ -72,6 +72,7 @@ def run(
     gpu: Optional[str] = typer.Option(None, help="GPU spec id to judge against (default: match the device)."),
     cache: Cache = typer.Option(Cache.cold, help="cold: flush L2 before each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document here."),
+    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run (.svg/.png/.pdf)."),
     timeout: float = typer.Option(120.0, help="Seconds a variant may take before it is abandoned."),
     counters: Counters = typer.Option(Counters.auto, help="auto: Nsight Compute counters when ncu "
                                       "works, else model bytes; ncu: require them; off."),
@@ -103,6 +104,10 @@ def run(
     render_run(console, result)
     if json_path:
         console.print(f"result written to {json_path}")
+    if svg:
+        from rooflint import plotting
+        plotting.save(plotting.figure([result]), svg)
+        console.print(f"roofline drawn to {svg}")
     if any(v.status in ("fail", "error") for f in result.families for v in f.variants):
         raise typer.Exit(1)
 
@@ -171,6 +176,60 @@ def calibrate(
         calibrations.save(calibration, output)
     render_calibration(console, calibration, spec)
     console.print(f"saved to {path}" + (f" and {output}" if output else ""))
+
+
+@app.command()
+@one_line_errors
+def plot(
+    results: List[Path] = typer.Argument(..., help="Result files written by `rooflint run --json`."),
+    output: Path = typer.Option(Path("roofline.svg"), "--output", "-o",
+                                help="Picture to write: .svg, .png or .pdf."),
+    variant: List[str] = typer.Option([], "--variant", "-v",
+                                      help="Only these variants, in this order (repeatable)."),
+    trajectory: bool = typer.Option(False, help="Arrows from each variant to the next, in order."),
+) -> None:
+    """Draw the roofline of measured results (no GPU needed)."""
+    from rooflint import plotting
+    from rooflint.results import read_result
+
+    plotting.save(plotting.figure([read_result(p) for p in results], variant or None,
+                                  trajectory), output)
+    console.print(f"roofline drawn to {output}")
+
+
+@app.command()
+@one_line_errors
+def compare(
+    a: str = typer.Argument(..., help="A: result.json, result.json:VARIANT, or TARGET:VARIANT to measure."),
+    b: Optional[str] = typer.Argument(None, help="B, as A; omitted with --rev."),
+    rev: Optional[str] = typer.Option(None, help="Compare A as it was at this git revision "
+                                      "(A must be TARGET:VARIANT) with the working tree."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    allow_different_gpu: bool = typer.Option(False, help="Compare results from different GPUs."),
+    gpu: Optional[str] = typer.Option(None, help="GPU spec id for measured sides."),
+    counters: Counters = typer.Option(Counters.auto, help="Counters for measured sides."),
+) -> None:
+    """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
+    from dataclasses import asdict
+
+    from rooflint.comparison import compare as compare_variants
+    from rooflint.report import render_comparison
+    from rooflint.sides import gpu_warning, resolve_pairs
+
+    with Progress(TextColumn("{task.description}"), console=console, transient=True) as bar:
+        bar.add_task("measuring both sides, interleaved" if not a.endswith(".json") else "reading")
+        pairs = resolve_pairs(a, b, rev, gpu, counters.value,
+                              lambda family, phase: (lambda event, variant: None))
+    warning = gpu_warning(pairs, allow_different_gpu)
+    comparisons = [compare_variants(x.variant, y.variant, x.label, y.label) for x, y in pairs]
+    if as_json:
+        typer.echo(json.dumps({"warning": warning, "comparisons": [
+            {**asdict(c), "sentence": c.sentence} for c in comparisons]}, indent=1))
+        return
+    if warning:
+        errors.print(f"[bold yellow]rooflint: {warning}[/]")
+    for comparison in comparisons:
+        render_comparison(console, comparison)
 
 
 @app.command()

@@ -33,6 +33,7 @@ SCALAR_TYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
           "uint32", "uint16", "uint8")
 BOUNDS = ("bandwidth", "compute", "chain")
+MOVES = ("up", "right")
 _DEFAULT_RANGE = (-1.0, 1.0)
 _VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
 
@@ -61,6 +62,7 @@ class Expectation:
 
     bound: str | None = None
     faster_than: str | None = None
+    move: str | None = None        # up | right: the direction on the chart it should move
 
 
 @dataclass
@@ -260,7 +262,9 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         tolerance=float(model("tolerance")),
         precision=r.choice(model("precision"), PRECISIONS, where + "precision"),
         options=[str(o) for o in options],
-        expect=Expectation(bound=bound, faster_than=expect.get("faster_than")),
+        expect=Expectation(bound=bound, faster_than=expect.get("faster_than"),
+                           move=r.choice(expect["move"], MOVES, where + "expect.move")
+                           if expect.get("move") else None),
     )
 
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
+from rooflint.comparison import Comparison, describe_movement
 from rooflint.diagnose import Verdict
 from rooflint.evidence import BOUND_THRESHOLD
 from rooflint.explain import Explanation
@@ -230,3 +231,29 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
     console.print(table)
     for name, why in calibration.skipped.items():
         console.print(f"[yellow]not measured: {name}: {why}[/]")
+
+
+def render_comparison(console: Console, c: Comparison) -> None:
+    style = {"faster": "green", "slower": "red", "same": "cyan", "inconclusive": "yellow"}
+    console.print(f"[bold {style[c.speedup.decision]}]{c.sentence}[/]")
+    console.print(f"  movement: {describe_movement(c.movement)}")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("", c.a, c.b):
+        table.add_column(column, justify="left" if not column else "right")
+    sources = sorted({k for side in c.bytes.values() for k in side})
+    for source in sources:
+        table.add_row(f"DRAM bytes ({source})",
+                      *[format_bytes(c.bytes[n][source]) if source in c.bytes[n] else "-"
+                        for n in (c.a, c.b)])
+    for source in sorted({k for side in c.flops.values() for k in side}):
+        table.add_row(f"FLOPs ({source})",
+                      *[format_rate(c.flops[n][source], "FLOP") if source in c.flops[n] else "-"
+                        for n in (c.a, c.b)])
+    table.add_row("correctness", c.correctness[c.a], c.correctness[c.b])
+    table.add_row("verdict", str(c.movement["verdict_before"]), str(c.movement["verdict_after"]))
+    console.print(table)
+    if c.expectation:
+        held = "missed" not in c.expectation
+        console.print(f"  [{'green' if held else 'red'}]prediction: {c.expectation}[/]")
+    for note in c.notes:
+        console.print(f"  [yellow]{note}[/]")

@@ -91,7 +91,9 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
         timing = TimingJob(cache=options.cache)
         result = RunResult(gpu=device, spec_id=spec.id,
                            settings={"cache": options.cache, "counters": options.counters,
-                                     "calibration": calibration.created if calibration else None})
+                                     "calibration": calibration.created if calibration else None,
+                                     "l2_bandwidth": calibration.l2.value
+                                     if calibration and calibration.l2 else None})
         check_precisions(manifests, spec)
         for manifest in manifests:
             sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
@@ -190,7 +192,8 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         dram_bytes={"model": model.bytes} | ({"ncu": measured.dram_bytes} if measured else {}),
         counters=counters, notes=measured.notes if measured else [],
         roofs=roofs, point=point, verdict=verdict,
-        expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than},
+        expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than,
+                "move": model.expect.move},
         expectation_mismatch=None, versus=None, speed_vs_baseline=None)
 
 

@@ -124,6 +124,16 @@ class FamilySession:
     # -- the steps of one measurement ------------------------------------------------
 
     def measure(self, variant: VariantJob) -> Measurement:
+        checked = self.checked_runner(variant)
+        if isinstance(checked, Measurement):
+            return checked
+        run, checks = checked
+        [(samples, clocks)] = time_interleaved([(self, run)], self.job.timing)
+        return self.finish(variant, run, checks, samples, clocks)
+
+    def checked_runner(self, variant: VariantJob
+                       ) -> tuple[Callable[[], None], list[OutputCheck]] | Measurement:
+        """The variant's launches and its passing checks, or the row saying why not."""
         try:
             run = self._runner(variant)
             checks = self._check(variant, run)
@@ -139,7 +149,11 @@ class FamilySession:
         if failed:
             return Measurement(variant.name, "fail", _failure_message(failed, variant.tolerance),
                                checks)
-        samples, clocks = self._time(run, self.job.timing)
+        return run, checks
+
+    def finish(self, variant: VariantJob, run: Callable[[], None], checks: list[OutputCheck],
+               samples: list[float], clocks: Clocks) -> Measurement:
+        """The timed row, with graph-replay timing for short kernels and GPM evidence."""
         graph_samples = (self._graph_samples(run) if float(np.median(samples)) < SHORT_KERNEL_S
                          else [])
         return Measurement(variant.name, "ok", "", checks, samples, clocks, self._gpm(run),
@@ -221,24 +235,13 @@ class FamilySession:
                           (self.flush_buffer, np.uint64(self.flush_buffer.size // 4),
                            self.flush_sink))
 
-    def _time(self, run: Callable[[], None], timing: TimingJob) -> tuple[list[float], Clocks]:
-        """Event-timed samples until the spread is small or the budget is spent."""
-        cold = timing.cache == "cold"
-        clocks = Clocks()
+    def batch(self, run: Callable[[], None], cold: bool, count: int, clocks: Clocks) -> list[float]:
+        """``count`` event-timed samples enqueued back to back; clocks read while they run."""
         with self.stream:
-            estimate = self._warm_up(run, cold)
-            batch = int(min(50, max(1, 0.05 / max(estimate, 1e-6))))
-            samples: list[float] = []
-            while len(samples) < timing.max_samples:
-                events = [self._enqueue_sample(run, cold)
-                          for _ in range(min(batch, timing.max_samples - len(samples)))]
-                self._read_clocks(clocks)  # while the batch runs
-                _guarded(lambda: None, self.stream)
-                samples += [_elapsed(start, end) for start, end in events]
-                if len(samples) >= timing.min_samples and (
-                        _spread(samples) < timing.target_spread or sum(samples) > timing.budget_s):
-                    break
-        return samples, clocks
+            events = [self._enqueue_sample(run, cold) for _ in range(count)]
+            self._read_clocks(clocks)
+            _guarded(lambda: None, self.stream)
+        return [_elapsed(start, end) for start, end in events]
 
     def _enqueue_sample(self, run: Callable[[], None], cold: bool) -> tuple:
         """Flush (cold), then the variant between two events; nothing waits here."""
@@ -250,13 +253,14 @@ class FamilySession:
         end.record(self.stream)
         return start, end
 
-    def _warm_up(self, run: Callable[[], None], cold: bool) -> float:
+    def warm_up(self, run: Callable[[], None], cold: bool) -> float:
         """Run until 3 launches and 20 ms have passed; the per-run time estimate."""
         runs, began = 0, time.perf_counter()
-        while runs < 3 or time.perf_counter() - began < 0.02:
-            start, end = self._enqueue_sample(run, cold)
-            _guarded(lambda: None, self.stream)
-            runs += 1
+        with self.stream:
+            while runs < 3 or time.perf_counter() - began < 0.02:
+                start, end = self._enqueue_sample(run, cold)
+                _guarded(lambda: None, self.stream)
+                runs += 1
         return _elapsed(start, end)
 
     def _graph_samples(self, run: Callable[[], None]) -> list[float]:
@@ -271,7 +275,8 @@ class FamilySession:
                 graph = self.stream.end_capture()
         except Exception:  # a library call that cannot be captured (cuBLAS in CuPy): no evidence
             return []
-        samples, _ = self._time(lambda: graph.launch(self.stream), self.job.timing)
+        [(samples, _)] = time_interleaved([(self, lambda: graph.launch(self.stream))],
+                                          self.job.timing)
         return samples
 
     def _gpm(self, run: Callable[[], None]) -> dict[str, float]:
@@ -306,6 +311,44 @@ class FamilySession:
         if reading.mem_mhz:
             clocks.mem_mhz.append(float(reading.mem_mhz))
         clocks.throttle_reasons = sorted(set(clocks.throttle_reasons) | set(reading.reasons))
+
+
+def time_interleaved(runs: list[tuple[FamilySession, Callable[[], None]]], timing: TimingJob
+                     ) -> list[tuple[list[float], Clocks]]:
+    """Event-timed samples for each run, batches alternating (A B A B ...) so that drift in
+    clocks or temperature hits every side alike; until every side has at least
+    ``min_samples`` and a small spread, or the time budget (per side) is spent."""
+    cold = timing.cache == "cold"
+    batches = [int(min(50, max(1, 0.05 / max(session.warm_up(run, cold), 1e-6))))
+               for session, run in runs]
+    samples: list[list[float]] = [[] for _ in runs]
+    clocks = [Clocks() for _ in runs]
+    while min(len(s) for s in samples) < timing.max_samples:
+        for index, (session, run) in enumerate(runs):
+            count = min(batches[index], timing.max_samples - len(samples[index]))
+            if count > 0:
+                samples[index] += session.batch(run, cold, count, clocks[index])
+        enough = all(len(s) >= timing.min_samples for s in samples)
+        settled = all(_spread(s) < timing.target_spread for s in samples)
+        spent = sum(map(sum, samples)) > timing.budget_s * len(runs)
+        if enough and (settled or spent):
+            break
+    return list(zip(samples, clocks))
+
+
+def measure_pair(first: tuple[FamilySession, VariantJob], second: tuple[FamilySession, VariantJob]
+                 ) -> list[Measurement]:
+    """Two variants, each checked, then timed interleaved (for `rooflint compare`)."""
+    checked = [session.checked_runner(variant) for session, variant in (first, second)]
+    failed = [c for c in checked if isinstance(c, Measurement)]
+    if failed:  # the other side is still measured, alone
+        return [c if isinstance(c, Measurement) else session.measure(variant)
+                for c, (session, variant) in zip(checked, (first, second))]
+    timed = time_interleaved([(first[0], checked[0][0]), (second[0], checked[1][0])],
+                             first[0].job.timing)
+    return [session.finish(variant, run, checks, samples, clocks)
+            for (session, variant), (run, checks), (samples, clocks)
+            in zip((first, second), checked, timed)]
 
 
 # -- helpers ---------------------------------------------------------------------------

@@ -61,7 +61,13 @@ class Worker:
         return json.loads(line) if line is not None else None
 
     def send(self, job: FamilyJob) -> None:
-        self.process.stdin.write(json.dumps(job.to_json()) + "\n")
+        self._write(job.to_json())
+
+    def send_pair(self, first: FamilyJob, second: FamilyJob) -> None:
+        self._write({"pair": [first.to_json(), second.to_json()]})
+
+    def _write(self, message: dict) -> None:
+        self.process.stdin.write(json.dumps(message) + "\n")
         self.process.stdin.flush()
 
     def hello(self, timeout: float) -> DeviceInfo:
@@ -122,6 +128,18 @@ class WorkerPool:
             pending = pending[done:]
             if not self.restart:
                 return
+
+    def measure_pair(self, first: FamilyJob, second: FamilyJob, timeout: float,
+                     progress: Progress) -> list[Measurement]:
+        """Both sides' single variants, timed interleaved in one worker."""
+        self.start()
+        self.worker.send_pair(first, second)
+        pending = [first.variants[0], second.variants[0]]
+        measurements = list(self._drain(pending, 2 * timeout, progress))
+        for variant in pending[len(measurements):]:
+            measurements.append(Measurement(variant.name, "error", "not measured: the worker "
+                                                                   "stopped after the other side"))
+        return measurements
 
     def _drain(self, pending: list, timeout: float, progress: Progress):
         """Read this worker's answers; returns how many pending variants are settled."""

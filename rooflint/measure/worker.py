@@ -70,7 +70,13 @@ def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
-        job = FamilyJob.from_json(json.loads(line))
+        message = json.loads(line)
+        if "pair" in message:
+            code = serve_pair([FamilyJob.from_json(j) for j in message["pair"]], out, device, nvml)
+            if code:
+                return code
+            continue
+        job = FamilyJob.from_json(message)
         try:
             session = launch.FamilySession(job, device, nvml)
         except launch.CudaFault as exc:
@@ -91,6 +97,28 @@ def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
                 return FAULT_EXIT
             send(out, "measured", measurement=asdict(measurement))
         send(out, "done")
+    return 0
+
+
+def serve_pair(jobs: list, out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
+    """Two one-variant jobs (the sides of `rooflint compare`), timed interleaved."""
+    from rooflint.measure import launch
+    send(out, "start", variant=jobs[0].variants[0].name)
+    try:
+        sessions = [launch.FamilySession(job, device, nvml) for job in jobs]
+        measurements = launch.measure_pair(*[(s, j.variants[0]) for s, j in zip(sessions, jobs)])
+    except launch.CudaFault as exc:
+        for job in jobs:
+            send(out, "measured", measurement=asdict(launch.Measurement(
+                job.variants[0].name, "error", f"CUDA fault: {exc}")))
+        return FAULT_EXIT
+    except Exception as exc:
+        send(out, "family_error", message=f"cannot prepare the comparison: "
+                                          f"{type(exc).__name__}: {exc}")
+        return 0
+    for measurement in measurements:
+        send(out, "measured", measurement=asdict(measurement))
+    send(out, "done")
     return 0
 
 

@@ -1,0 +1,151 @@
+"""`rooflint plot` and `rooflint compare` on committed H200 results, with no GPU."""
+
+import copy
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import rooflint
+from rooflint.cli import app
+from rooflint.comparison import compare, speedup
+from rooflint.errors import RooflintError
+from rooflint.plotting import figure, save
+from rooflint.results import read_result, write_result
+from rooflint.sides import gpu_warning, pairs_from_files
+
+RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
+WALK = ["naive", "coalesced", "tiled", "blocked_1d", "blocked_2d"]
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def result():
+    return read_result(RESULT)
+
+
+def svg_ids(path: Path) -> list[str]:
+    return [e.get("id") for e in ET.parse(path).iter() if e.get("id")]
+
+
+def test_plot_the_gemm_walk_as_svg(result, tmp_path):
+    path = tmp_path / "walk.svg"
+    save(figure([result], WALK, trajectory=True), path)
+    ids = svg_ids(path)
+    assert {"roof-fp32", "roof-fp32-datasheet", "ridge-fp32"} <= set(ids)
+    assert [i for i in ids if i.startswith("variant-")] == [f"variant-{n}" for n in WALK]
+    assert [i for i in ids if i.startswith("algorithmic-")] == [f"algorithmic-{n}" for n in WALK]
+    assert sorted(i for i in ids if i.startswith("trajectory-")) == \
+        [f"trajectory-{k}" for k in range(1, len(WALK))]
+    assert "NVIDIA H200" in path.read_text()
+
+
+def test_the_svg_is_deterministic(result, tmp_path):
+    first, second = tmp_path / "a.svg", tmp_path / "b.svg"
+    save(figure([result], WALK), first)
+    save(figure([result], WALK), second)
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_plot_everything_places_what_it_can(result, tmp_path):
+    path = tmp_path / "all.png"
+    save(figure([result]), path)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    svg = tmp_path / "all.svg"
+    save(figure([result]), svg)
+    placed = [i for i in svg_ids(svg) if i.startswith("variant-")]
+    assert "variant-v3_vectorized" in placed and "variant-copy_float4" not in placed  # no FLOPs
+    assert "roof-fp16" in svg_ids(svg)                      # w4a16's cuBLAS row is fp16
+    assert "copy_float4" in svg.read_text()                 # named in the "not placed" note
+
+
+def test_plot_refuses_mixed_gpus_and_bad_extensions(result, tmp_path):
+    other = copy.deepcopy(result)
+    other.gpu = replace(other.gpu, name="NVIDIA H100 80GB HBM3")
+    with pytest.raises(RooflintError, match="different GPUs"):
+        figure([result, other])
+    with pytest.raises(RooflintError, match="use .svg, .png or .pdf"):
+        save(figure([result], WALK), tmp_path / "walk.jpg")
+
+
+def test_plot_cli_without_a_gpu(tmp_path):
+    out = tmp_path / "r.svg"
+    outcome = runner.invoke(app, ["plot", str(RESULT), "-o", str(out), "-v", "tiled",
+                                  "-v", "blocked_2d", "--trajectory"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "trajectory-1" in svg_ids(out)
+
+
+def test_identical_samples_are_the_same():
+    samples = [1.00e-3, 1.01e-3, 0.99e-3, 1.02e-3, 1.00e-3, 0.98e-3, 1.01e-3, 1.00e-3]
+    s = speedup(samples, list(samples))
+    assert s.decision == "same" and s.ratio == 1.0
+
+
+def test_a_ten_percent_slowdown_is_called_slower():
+    rng = __import__("numpy").random.default_rng(1)
+    a = list(1e-3 * (1 + 0.005 * rng.standard_normal(30)))
+    b = [x * 1.10 for x in a]
+    s = speedup(a, b)
+    assert s.decision == "slower" and s.ratio == pytest.approx(1 / 1.10, rel=1e-3)
+    assert s.high < 1
+
+
+def test_noise_wider_than_the_change_is_inconclusive():
+    rng = __import__("numpy").random.default_rng(2)
+    a = list(1e-3 * (1 + 0.05 * rng.standard_normal(12)))
+    b = list(1e-3 * 1.02 * (1 + 0.05 * rng.standard_normal(12)))
+    assert speedup(a, b).decision in ("inconclusive", "same")
+    assert speedup(a, b).noise_floor > 0.02                  # stated from the samples' spread
+
+
+def test_compare_tiled_with_blocked_2d(result):
+    c = rooflint.compare(rooflint.variant(result, "tiled"), rooflint.variant(result, "blocked_2d"))
+    assert c.speedup.decision == "faster"
+    assert c.sentence.startswith("blocked_2d is 5.11x faster than tiled (95 % interval")
+    assert c.movement["right"] == pytest.approx(222 / 16.2, rel=0.02)
+    assert (c.movement["verdict_before"], c.movement["verdict_after"]) == ("chain", "compute")
+    assert c.bytes["tiled"]["ncu"] > 10 * c.bytes["blocked_2d"]["ncu"]
+
+
+def test_a_stated_prediction_is_checked(result):
+    v3, int8 = rooflint.variant(result, "v3_vectorized"), rooflint.variant(result, "int8_kv")
+    int8 = replace(int8, expect={"bound": "chain", "faster_than": "v3_vectorized", "move": "right"})
+    c = compare(v3, int8)
+    assert "held" in c.expectation and "predicted to move right: held" in c.expectation
+
+
+def test_compare_cli_on_two_files(tmp_path, result):
+    slower = copy.deepcopy(result)
+    for family in slower.families:
+        for v in family.variants:
+            v.samples_s = [x * 1.1 for x in v.samples_s]
+    path = tmp_path / "slower.json"
+    write_result(slower, path)
+    outcome = runner.invoke(app, ["compare", f"{RESULT}:tiled", f"{path}:tiled", "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    doc = json.loads(outcome.output)
+    assert doc["comparisons"][0]["speedup"]["decision"] == "slower"
+    assert "1.10x slower" in doc["comparisons"][0]["sentence"]
+
+
+def test_whole_files_pair_by_variant_name(tmp_path):
+    pairs = pairs_from_files(str(RESULT), str(RESULT))
+    assert len(pairs) == sum(1 for f in read_result(RESULT).families for _ in f.variants)
+    assert pairs[0][0].label.endswith("(h200-bundled.json)")
+
+
+def test_different_gpus_are_refused_unless_allowed(result, tmp_path):
+    other = copy.deepcopy(result)
+    other.gpu = replace(other.gpu, name="NVIDIA H100 80GB HBM3")
+    path = tmp_path / "h100.json"
+    write_result(other, path)
+    pairs = pairs_from_files(f"{RESULT}:tiled", f"{path}:tiled")
+    with pytest.raises(RooflintError, match="different GPUs"):
+        gpu_warning(pairs, allow_different_gpu=False)
+    assert "COMPARING DIFFERENT GPUs" in gpu_warning(pairs, allow_different_gpu=True)
+    outcome = runner.invoke(app, ["compare", f"{RESULT}:tiled", f"{path}:tiled"])
+    assert outcome.exit_code == 2
