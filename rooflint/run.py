@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from rooflint import calibration as calibrations
+from rooflint.comparison import reconcile
 from rooflint.counters import traffic
 from rooflint.diagnose import diagnose
 from rooflint.evidence import LaunchFacts
@@ -195,26 +196,6 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than,
                 "move": model.expect.move},
         expectation_mismatch=None, versus=None, speed_vs_baseline=None)
-
-
-def reconcile(v: VariantResult, other: VariantResult) -> str | None:
-    """The book's "predict, measure, reconcile" against the variant it was meant to beat:
-    how bytes, intensity and time moved, and whether a byte cut paid, with the reason."""
-    if not (v.point and other.point):
-        return None
-    bytes_ratio = v.point.dram_bytes / other.point.dram_bytes
-    time_ratio = v.time.median_s / other.time.median_s
-    intensity = (f", observed AI {v.point.observed_ai / other.point.observed_ai:.2f}x"
-                 if other.point.observed_ai else "")
-    text = f"vs {other.name}: DRAM bytes {bytes_ratio:.2f}x{intensity}, time {time_ratio:.2f}x"
-    if bytes_ratio < 0.8:
-        paid = time_ratio <= 1.25 * bytes_ratio
-        text += (f"; the byte cut {'paid' if paid else 'did not pay'}: {other.name} was "
-                 f"{other.verdict.bound}-bound (DRAM at {100 * other.point.dram_fraction:.0f}% "
-                 f"of its roof)")
-        if not paid and other.verdict.bound != "bandwidth":
-            text += ", so bytes were not its limit"
-    return text
 
 
 def expectation_mismatch(v: VariantResult, by_name: dict[str, VariantResult]) -> str | None:
