@@ -130,15 +130,15 @@ def movement(a: VariantResult, b: VariantResult) -> dict[str, float | str | None
 
 
 def describe_movement(m: dict[str, float | str | None]) -> str:
+    def step(ratio: float, more: str, less: str, what: str) -> str:
+        if abs(ratio - 1) < MIN_NOISE_FLOOR:
+            return f"no {what} change"
+        return f"{more if ratio > 1 else less} by {max(ratio, 1 / ratio):.2f}x in {what}"
     parts = []
     if m["right"] is not None:
-        parts.append(f"{'right' if m['right'] >= 1 else 'left'} by {max(m['right'], 1 / m['right']):.2f}x "
-                     f"in observed intensity")
-    if m["up"] is not None:
-        parts.append(f"{'up' if m['up'] >= 1 else 'down'} by {max(m['up'], 1 / m['up']):.2f}x "
-                     f"in FLOP/s")
-    else:
-        parts.append(f"bandwidth {m['bandwidth']:.2f}x")
+        parts.append(step(m["right"], "right", "left", "observed intensity"))
+    parts.append(step(m["up"], "up", "down", "FLOP/s") if m["up"] is not None
+                 else step(m["bandwidth"], "up", "down", "bandwidth"))
     roof = (f"the {m['roof_after']} roof applies" if m["roof_before"] == m["roof_after"]
             else f"now under the {m['roof_after']} roof (was {m['roof_before']})")
     verdict = (f"still {m['verdict_after']}-bound" if m["verdict_before"] == m["verdict_after"]
