@@ -5,32 +5,7 @@
 // fp32 on the CUDA cores. Scales are fp16, as in the book's storage layout.
 // HEAD_DIM must be 128; the runtime D argument guards against a mismatched --size D.
 
-typedef unsigned short half_t;  // fp16 bits
-
-__device__ __forceinline__ float h2f(half_t h) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-}
-
-__device__ __forceinline__ float4 half4_to_float4(uint2 u) {
-    float4 r;
-    r.x = h2f((half_t)(u.x & 0xffffu));
-    r.y = h2f((half_t)(u.x >> 16));
-    r.z = h2f((half_t)(u.y & 0xffffu));
-    r.w = h2f((half_t)(u.y >> 16));
-    return r;
-}
-
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
-
-__device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
-
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
-    return x;
-}
+#include "decode_common.cuh"
 
 // Four signed int8 in one 32-bit word (byte i = dim 4*lane + i) -> floats.
 __device__ __forceinline__ float4 int8x4_to_float4(unsigned w) {

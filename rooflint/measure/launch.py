@@ -10,6 +10,7 @@ kernel).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import math
 import re
@@ -372,8 +373,19 @@ def _function(module: ModuleType | None, name: str, directory: Path) -> Callable
     return function
 
 
+def _with_header_digest(source: str, directory: Path) -> str:
+    """The source plus a digest of the local headers it includes. CuPy's kernel cache keys
+    on the source text alone, so without this an edited header would reuse a stale binary."""
+    digest = hashlib.sha256()
+    for name in sorted(set(re.findall(r'#include\s+"([^"]+)"', source))):
+        header = directory / name
+        if header.is_file():
+            digest.update(name.encode() + header.read_bytes())
+    return f"{source}\n// rooflint: local headers {digest.hexdigest()[:16]}\n"
+
+
 def _compile(variant: VariantJob, directory: Path) -> dict[str, cupy.RawKernel]:
-    source = Path(variant.source).read_text()
+    source = _with_header_digest(Path(variant.source).read_text(), directory)
     entries = list(dict.fromkeys(l.entry for l in variant.launches))
     templates = [e for e in entries if "<" in e]
     options = ("-std=c++17", f"-I{directory}", *variant.options)
