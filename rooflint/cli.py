@@ -144,6 +144,71 @@ def explain(
         render_explanation(console, explanation)
 
 
+class GpuMismatch(str, Enum):
+    error = "error"
+    warn = "warn"
+
+
+@app.command()
+@one_line_errors
+def gate(
+    baseline_path: Path = typer.Option(..., "--baseline", help="Baseline file (written by --update)."),
+    targets: Optional[List[str]] = typer.Argument(None, help="Families to measure now (default: all bundled)."),
+    current: Optional[Path] = typer.Option(None, help="Judge this result file instead of measuring."),
+    update: bool = typer.Option(False, help="Write the baseline from this run instead of judging."),
+    max_slowdown: Optional[str] = typer.Option(None, help="Time threshold, e.g. 5% (default 5%, or the manifest's)."),
+    max_bytes_growth: Optional[str] = typer.Option(None, help="DRAM-bytes threshold (default 2%)."),
+    max_flops_growth: Optional[str] = typer.Option(None, help="Counted-FLOPs threshold (default 2%)."),
+    gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch.error, help="A baseline from another GPU: error or warn."),
+    markdown: Optional[Path] = typer.Option(None, help="Also write a Markdown summary here."),
+    junit: Optional[Path] = typer.Option(None, help="Also write JUnit XML here."),
+    counters: Counters = typer.Option(Counters.auto, help="Counters for measured runs."),
+) -> None:
+    """Fail (exit 1) when a kernel got slower, moves more bytes, or turned wrong."""
+    import os
+
+    from rooflint import baseline as baselines
+    from rooflint.gate import evaluate
+    from rooflint.manifest import parse_fraction
+    from rooflint.report import gate_junit, gate_markdown, render_gate
+    from rooflint.results import read_result
+    from rooflint.run import RunOptions, run as run_families
+
+    overrides = {k: parse_fraction(v) for k, v in (("max_slowdown", max_slowdown),
+                 ("max_bytes_growth", max_bytes_growth), ("max_flops_growth", max_flops_growth))
+                 if v is not None}
+    if current is None and not update and not baseline_path.exists():
+        fail(f"no baseline at {baseline_path}; make one with: rooflint gate --update "
+             f"--baseline {baseline_path}")
+    if current:
+        result = read_result(current)
+    else:
+        with Progress(TextColumn("{task.description}"), console=console, transient=True) as bar:
+            bar.add_task("measuring")
+            result = run_families(RunOptions(targets=targets or [], variants=[], sizes={},
+                                             counters=counters.value),
+                                  lambda family, phase: (lambda event, variant: None),
+                                  lambda message: errors.print(f"rooflint: {message}"))
+    measured = baselines.from_result(result)
+    if update:
+        baselines.write(measured, baseline_path)
+        console.print(f"baseline written to {baseline_path}: {len(measured.entries)} variants "
+                      f"on {measured.gpu}, driver {measured.driver}")
+        return
+    report = evaluate(baselines.read(baseline_path), measured, overrides, gpu_mismatch.value)
+    render_gate(console, report)
+    summary = gate_markdown(report)
+    if markdown:
+        markdown.write_text(summary)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as handle:
+            handle.write(summary)
+    if junit:
+        junit.write_text(gate_junit(report))
+    if not report.passed:
+        raise typer.Exit(1)
+
+
 @app.command()
 @one_line_errors
 def calibrate(

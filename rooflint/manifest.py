@@ -34,6 +34,7 @@ DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
           "uint32", "uint16", "uint8")
 BOUNDS = ("bandwidth", "compute", "chain")
 MOVES = ("up", "right")
+GATE_KEYS = ("max_slowdown", "max_bytes_growth", "max_flops_growth")
 _DEFAULT_RANGE = (-1.0, 1.0)
 _VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
 
@@ -79,6 +80,7 @@ class Variant:
     precision: str
     options: list[str]
     expect: Expectation
+    gate: dict[str, float] = field(default_factory=dict)   # thresholds for `rooflint gate`
 
 
 @dataclass
@@ -102,6 +104,7 @@ class VariantModel:
     bytes: float
     precision: str
     expect: Expectation
+    gate: dict[str, float]
     baseline: bool
     grid_blocks: int           # blocks of the largest launch, for the one-wave check
     threads_per_block: int
@@ -189,12 +192,16 @@ def load_manifest(target: str | Path) -> Manifest:
     buffers = [_buffer(r, name, spec) for name, spec in
                r.mapping(r.get(data, "buffers", ""), "buffers").items()]
     family_defaults = {key: data.get(key) for key in _VARIANT_MODEL_KEYS}
+    family_gate = _gate(r, data.get("gate", {}), "gate")
     variants_raw = r.mapping(r.get(data, "variants", ""), "variants")
     if not variants_raw:
         raise r.fail("variants", "is empty")
     buffer_names = {b.name for b in buffers}
     variants = [_variant(r, name, spec, family_defaults, buffer_names, path.parent)
                 for name, spec in variants_raw.items()]
+    for variant, spec in zip(variants, variants_raw.values()):
+        variant.gate = {**family_gate, **_gate(r, spec.get("gate", {}),
+                                               f"variants.{variant.name}.gate")}
     return Manifest(
         name=str(data.get("name") or path.parent.name),
         description=str(data.get("description") or "").strip(),
@@ -204,6 +211,27 @@ def load_manifest(target: str | Path) -> Manifest:
         variants=variants,
         prepare=data.get("prepare"),
     )
+
+
+def parse_fraction(value: Any) -> float:
+    """``5%`` or ``0.05`` -> 0.05 (thresholds read as people write them)."""
+    text = str(value).strip()
+    try:
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise RooflintError(f"{value!r} is not a fraction (write 5% or 0.05)") from None
+
+
+def _gate(r: _Reader, raw: Any, where: str) -> dict[str, float]:
+    raw = r.mapping(raw, where)
+    unknown = set(raw) - set(GATE_KEYS)
+    if unknown:
+        raise r.fail(f"{where}.{sorted(unknown)[0]}", f"is not a gate threshold "
+                     f"({', '.join(GATE_KEYS)})")
+    try:
+        return {key: parse_fraction(value) for key, value in raw.items()}
+    except RooflintError as exc:
+        raise r.fail(where, str(exc)) from None
 
 
 def _buffer(r: _Reader, name: str, spec: Any) -> Buffer:
@@ -323,7 +351,7 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
         models[v.name] = VariantModel(
             name=v.name, description=v.description,
             flops=float(evaluate(v.flops, names)), bytes=float(evaluate(v.bytes, names)),
-            precision=v.precision, expect=v.expect, baseline=v.baseline is not None,
+            precision=v.precision, expect=v.expect, gate=v.gate, baseline=v.baseline is not None,
             grid_blocks=_product(largest.grid) if largest else 0,
             threads_per_block=_product(largest.block) if largest else 0,
             launches=len(launches),

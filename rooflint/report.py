@@ -16,6 +16,7 @@ from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
 from rooflint.comparison import Comparison, describe_movement
 from rooflint.diagnose import Verdict
 from rooflint.evidence import BOUND_THRESHOLD
+from rooflint.gate import Report as GateReport
 from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
 from rooflint.measure.protocol import THROTTLING
@@ -257,3 +258,57 @@ def render_comparison(console: Console, c: Comparison) -> None:
         console.print(f"  [{'green' if held else 'red'}]prediction: {c.expectation}[/]")
     for note in c.notes:
         console.print(f"  [yellow]{note}[/]")
+
+
+GATE_STYLE = {"pass": "green", "improved": "green", "new": "cyan", "inconclusive": "yellow",
+              "regressed": "bold red", "missing": "bold red"}
+
+
+def _slowdown(row) -> str:
+    return f"{100 * (row.slowdown - 1):+.1f}%" if row.slowdown is not None else "-"
+
+
+def render_gate(console: Console, report: GateReport) -> None:
+    table = Table(title="rooflint gate", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("family", "variant", "outcome", "time", "why"):
+        table.add_column(column, justify="right" if column == "time" else "left")
+    for row in report.rows:
+        table.add_row(row.family, row.variant,
+                      f"[{GATE_STYLE[row.outcome]}]{row.outcome}[/]", _slowdown(row),
+                      "; ".join(row.reasons + [f"[yellow]{w}[/]" for w in row.warnings]))
+    console.print(table)
+    if report.gpu_note:
+        console.print(f"[yellow]{report.gpu_note}[/]")
+    verdict = "[bold green]PASS[/]" if report.passed else "[bold red]FAIL[/]"
+    counts = {o: sum(r.outcome == o for r in report.rows) for o in GATE_STYLE}
+    console.print(f"{verdict}: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+
+
+def gate_markdown(report: GateReport) -> str:
+    """A GitHub-flavoured summary: one table row per variant."""
+    lines = [f"### rooflint gate: {'PASS' if report.passed else 'FAIL'}", ""]
+    if report.gpu_note:
+        lines += [f"> {report.gpu_note}", ""]
+    lines += ["| family | variant | outcome | time | why |", "|---|---|---|---|---|"]
+    for row in report.rows:
+        why = "; ".join(row.reasons + row.warnings).replace("|", "\\|")
+        lines.append(f"| {row.family} | {row.variant} | {row.outcome} | {_slowdown(row)} | {why} |")
+    return "\n".join(lines) + "\n"
+
+
+def gate_junit(report: GateReport) -> str:
+    """JUnit XML: one testcase per variant; regressed and missing ones fail."""
+    import xml.etree.ElementTree as ET
+    failures = sum(r.outcome in ("regressed", "missing") for r in report.rows)
+    suite = ET.Element("testsuite", name="rooflint gate", tests=str(len(report.rows)),
+                       failures=str(failures), errors="0")
+    for row in report.rows:
+        case = ET.SubElement(suite, "testcase", classname=f"rooflint.{row.family}",
+                             name=row.variant)
+        if row.outcome in ("regressed", "missing"):
+            failure = ET.SubElement(case, "failure", message="; ".join(row.reasons),
+                                    type=row.outcome)
+            failure.text = "; ".join(row.reasons + row.warnings)
+        elif row.outcome == "inconclusive" or row.warnings:
+            ET.SubElement(case, "system-out").text = "; ".join(row.reasons + row.warnings)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -70,6 +70,7 @@ class VariantResult:
     expectation_mismatch: str | None    # what the measurement contradicts, if anything
     versus: str | None                  # bytes, AI and time against the variant it should beat
     speed_vs_baseline: float | None     # baseline time / this time (1.0 = as fast)
+    gate: dict[str, float] = field(default_factory=dict)  # the manifest's `rooflint gate` thresholds
 
 
 @dataclass

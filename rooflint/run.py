@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from rooflint import calibration as calibrations
+from rooflint.baseline import git_revision
 from rooflint.comparison import reconcile
 from rooflint.counters import traffic
 from rooflint.diagnose import diagnose
@@ -94,7 +95,8 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
                            settings={"cache": options.cache, "counters": options.counters,
                                      "calibration": calibration.created if calibration else None,
                                      "l2_bandwidth": calibration.l2.value
-                                     if calibration and calibration.l2 else None})
+                                     if calibration and calibration.l2 else None,
+                                     "git_revision": git_revision(str(manifests[0].directory))})
         check_precisions(manifests, spec)
         for manifest in manifests:
             sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
@@ -195,7 +197,7 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         roofs=roofs, point=point, verdict=verdict,
         expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than,
                 "move": model.expect.move},
-        expectation_mismatch=None, versus=None, speed_vs_baseline=None)
+        expectation_mismatch=None, versus=None, speed_vs_baseline=None, gate=model.gate)
 
 
 def expectation_mismatch(v: VariantResult, by_name: dict[str, VariantResult]) -> str | None:

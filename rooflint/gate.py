@@ -1,0 +1,132 @@
+"""`rooflint gate`: baseline vs current, one decision per variant, without crying wolf.
+
+Time is judged with the same bootstrap interval as `compare` against a minimum clear gap
+(``max_slowdown``, 5 % by default): ``regressed`` only when even the fast end of the
+interval is slower than that, ``inconclusive`` when the estimate is past it but the
+interval is not, ``improved`` when clearly faster. The deterministic signals are tight:
+measured DRAM bytes and counted FLOPs may grow by at most 2 %, registers per thread and
+spill bytes not at all. A wrong result always regresses. A variant that leaves its roof
+(bandwidth-bound becoming chain-bound) is reported even when its time is within the
+threshold. Variants only in the current run are ``new``; ones only in the baseline are
+``missing`` and fail the gate (a vanished kernel hides whatever it did).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rooflint.baseline import Baseline, Entry
+from rooflint.comparison import speedup
+from rooflint.errors import RooflintError
+
+DEFAULTS = {"max_slowdown": 0.05, "max_bytes_growth": 0.02, "max_flops_growth": 0.02}
+SPILL_SLACK_BYTES = 1024
+FAILING = ("regressed", "missing")
+
+
+@dataclass
+class Row:
+    family: str
+    variant: str
+    outcome: str                       # pass | regressed | improved | inconclusive | new | missing
+    reasons: list[str] = field(default_factory=list)    # what decided a non-pass outcome
+    warnings: list[str] = field(default_factory=list)   # reported, not failing
+    slowdown: float | None = None      # current time / baseline time
+    interval: tuple[float, float] | None = None
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    rows: list[Row]
+    gpu_note: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return not any(r.outcome in FAILING for r in self.rows)
+
+
+def check_gpu(baseline: Baseline, current: Baseline, mismatch: str) -> str | None:
+    """Refuse a baseline from another GPU model (or only warn); note driver/clock changes."""
+    if baseline.gpu != current.gpu:
+        message = (f"the baseline was measured on {baseline.gpu}, this run on {current.gpu}")
+        if mismatch != "warn":
+            raise RooflintError(f"{message}; make a baseline on this GPU (rooflint gate "
+                                f"--update) or pass --gpu-mismatch warn")
+        return f"GPU MISMATCH: {message}: times are not comparable"
+    notes = []
+    if baseline.driver != current.driver:
+        notes.append(f"driver {baseline.driver} -> {current.driver}")
+    if baseline.sm_clock_mhz and current.sm_clock_mhz and \
+            abs(current.sm_clock_mhz / baseline.sm_clock_mhz - 1) > 0.03:
+        notes.append(f"SM clock {baseline.sm_clock_mhz:.0f} -> {current.sm_clock_mhz:.0f} MHz")
+    return "; ".join(notes) or None
+
+
+def evaluate(baseline: Baseline, current: Baseline, overrides: dict[str, float] | None = None,
+             mismatch: str = "error") -> Report:
+    """One row per variant in either side; ``overrides`` (from the command line) beat the
+    manifest's thresholds, which beat the defaults."""
+    gpu_note = check_gpu(baseline, current, mismatch)
+    before = {e.key: e for e in baseline.entries}
+    now = {e.key: e for e in current.entries}
+    rows = []
+    for key in sorted(before.keys() | now.keys()):
+        if key not in now:
+            rows.append(Row(*key, "missing", ["in the baseline, not in this run"]))
+        elif key not in before:
+            rows.append(Row(*key, "new", warnings=["not in the baseline"]))
+        else:
+            thresholds = {**DEFAULTS, **now[key].gate, **(overrides or {})}
+            rows.append(_decide(before[key], now[key], thresholds))
+    return Report(rows, gpu_note)
+
+
+def _decide(base: Entry, cur: Entry, t: dict[str, float]) -> Row:
+    row = Row(cur.family, cur.variant, "pass", thresholds=t)
+    if cur.status in ("fail", "error"):
+        row.outcome = "regressed"
+        row.reasons.append(f"correctness: {cur.status.upper()}")
+        return row
+    if cur.status != "ok" or base.status != "ok":
+        row.warnings.append(f"not compared: baseline {base.status}, now {cur.status}")
+        return row
+    row.outcome = _time(base, cur, t["max_slowdown"], row)
+    _counters(base, cur, t, row)
+    if base.bound and cur.bound and base.bound != cur.bound:
+        row.warnings.append(f"left its roof: {base.bound}-bound -> {cur.bound}-bound")
+    return row
+
+
+def _time(base: Entry, cur: Entry, limit: float, row: Row) -> str:
+    s = speedup(base.samples_s, cur.samples_s)          # ratio = base time / current time
+    row.slowdown, row.interval = 1 / s.ratio, (1 / s.high, 1 / s.low)
+    fast_end, slow_end = row.interval
+    if fast_end > 1 + limit:
+        row.reasons.append(f"time +{100 * (row.slowdown - 1):.1f}% (interval "
+                           f"{100 * (fast_end - 1):+.1f}% to {100 * (slow_end - 1):+.1f}%) "
+                           f"> {100 * limit:.0f}%")
+        return "regressed"
+    if row.slowdown > 1 + limit:
+        row.reasons.append(f"time +{100 * (row.slowdown - 1):.1f}% but the interval reaches "
+                           f"{100 * (fast_end - 1):+.1f}%: re-measure")
+        return "inconclusive"
+    if slow_end < 1 - limit:
+        return "improved"
+    return "pass"
+
+
+def _counters(base: Entry, cur: Entry, t: dict[str, float], row: Row) -> None:
+    def grew(name: str, before: float | None, after: float | None, limit: float) -> None:
+        if before and after is not None and after > before * (1 + limit):
+            row.reasons.append(f"{name} +{100 * (after / before - 1):.1f}% > {100 * limit:.0f}%")
+            row.outcome = "regressed"
+    grew("DRAM bytes", base.dram_bytes, cur.dram_bytes, t["max_bytes_growth"])
+    grew("counted FLOPs", base.counted_flops, cur.counted_flops, t["max_flops_growth"])
+    if base.registers is not None and cur.registers is not None and cur.registers > base.registers:
+        row.reasons.append(f"registers per thread {base.registers} -> {cur.registers}")
+        row.outcome = "regressed"
+    if base.spill_bytes is not None and cur.spill_bytes is not None \
+            and cur.spill_bytes > base.spill_bytes + SPILL_SLACK_BYTES:
+        row.reasons.append(f"spill traffic {base.spill_bytes:.0f} -> {cur.spill_bytes:.0f} bytes")
+        row.outcome = "regressed"
