@@ -163,12 +163,16 @@ def gate(
     markdown: Optional[Path] = typer.Option(None, help="Also write a Markdown summary here."),
     junit: Optional[Path] = typer.Option(None, help="Also write JUnit XML here."),
     counters: Counters = typer.Option(Counters.auto, help="Counters for measured runs."),
+    recheck: bool = typer.Option(False, help="Before failing on time, re-measure the suspect "
+                                 "variants interleaved with the baseline's code (git revision "
+                                 "recorded in the baseline)."),
 ) -> None:
     """Fail (exit 1) when a kernel got slower, moves more bytes, or turned wrong."""
     import os
 
     from rooflint import baseline as baselines
-    from rooflint.gate import evaluate
+    from rooflint.gate import evaluate, recheck as gate_recheck
+    from rooflint.sides import remeasure_against
     from rooflint.manifest import parse_fraction
     from rooflint.report import gate_junit, gate_markdown, render_gate
     from rooflint.results import read_result
@@ -195,7 +199,10 @@ def gate(
         console.print(f"baseline written to {baseline_path}: {len(measured.entries)} variants "
                       f"on {measured.gpu}, driver {measured.driver}")
         return
-    report = evaluate(baselines.read(baseline_path), measured, overrides, gpu_mismatch.value)
+    reference = baselines.read(baseline_path)
+    report = evaluate(reference, measured, overrides, gpu_mismatch.value)
+    if recheck:
+        report = gate_recheck(report, remeasure_against(reference, result))
     render_gate(console, report)
     summary = gate_markdown(report)
     if markdown:

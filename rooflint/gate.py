@@ -13,7 +13,8 @@ threshold. Variants only in the current run are ``new``; ones only in the baseli
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from rooflint.baseline import Baseline, Entry
 from rooflint.comparison import speedup
@@ -130,3 +131,29 @@ def _counters(base: Entry, cur: Entry, t: dict[str, float], row: Row) -> None:
             and cur.spill_bytes > base.spill_bytes + SPILL_SLACK_BYTES:
         row.reasons.append(f"spill traffic {base.spill_bytes:.0f} -> {cur.spill_bytes:.0f} bytes")
         row.outcome = "regressed"
+
+
+Remeasure = Callable[[str, str], tuple[list[float], list[float]]]
+
+
+def recheck(report: Report, remeasure: Remeasure) -> Report:
+    """Time again the variants whose time looks worse, interleaved with the baseline's code
+    rebuilt (``remeasure(family, variant)`` -> (baseline samples, current samples), both
+    taken now), and keep that verdict: drift between the two runs cannot fail the gate."""
+    rows = []
+    for row in report.rows:
+        suspect = row.outcome in ("regressed", "inconclusive") and \
+            any(r.startswith("time") for r in row.reasons)
+        if not suspect:
+            rows.append(row)
+            continue
+        base_samples, now_samples = remeasure(row.family, row.variant)
+        standing = [r for r in row.reasons if not r.startswith("time")]  # counters, correctness
+        fresh = replace(row, reasons=list(standing), warnings=row.warnings + [
+            f"re-measured interleaved with the baseline's code (first run: {row.outcome})"])
+        entry = Entry(row.family, row.variant, "ok", base_samples, None, None, None, None, None)
+        outcome = _time(entry, replace(entry, samples_s=now_samples),
+                        row.thresholds["max_slowdown"], fresh)
+        fresh.outcome = "regressed" if standing else outcome
+        rows.append(fresh)
+    return Report(rows, report.gpu_note)

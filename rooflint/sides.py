@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from rooflint import calibration as calibrations
+from rooflint.baseline import Baseline
 from rooflint.errors import RooflintError
 from rooflint.gpus import load_specs
 from rooflint.manifest import load_manifest, resolve
@@ -149,3 +150,20 @@ def resolve_pairs(a: str, b: str | None, rev: str | None, gpu: str | None, count
         raise RooflintError("compare a result file with a result file, or two targets measured "
                             "now; mixing the two would time them at different moments")
     return measured_pair(a, b, None, gpu, counters, progress_for)
+
+
+def remeasure_against(baseline: Baseline, result: RunResult
+                      ) -> Callable[[str, str], tuple[list[float], list[float]]]:
+    """For `gate --recheck`: (family, variant) -> (samples of the baseline's code, samples
+    of the current code), timed now, interleaved."""
+    revision = (baseline.git_revision or "").removesuffix("-dirty")
+    if not revision or (baseline.git_revision or "").endswith("-dirty"):
+        raise RooflintError("--recheck needs the baseline's git revision of clean code; this "
+                            "baseline has none (re-run `rooflint gate --update` from a commit)")
+    directories = {f.name: f.directory for f in result.families}
+
+    def remeasure(family: str, variant: str) -> tuple[list[float], list[float]]:
+        [(then, now)] = measured_pair(f"{directories[family]}:{variant}", None, revision, None,
+                                      "off", lambda f, phase: (lambda event, name: None))
+        return then.variant.samples_s, now.variant.samples_s
+    return remeasure

@@ -159,3 +159,32 @@ def test_cli_usage_errors_exit_2(tmp_path):
     assert cli("--baseline", tmp_path / "none.json", "--current", RESULT).exit_code == 2
     assert cli("--baseline", tmp_path / "b.json", "--current", RESULT, "--update",
                "--max-slowdown", "lots").exit_code == 2
+
+
+def test_recheck_keeps_the_interleaved_verdict(result):
+    """A slowdown seen against an old baseline that vanishes when both are timed now."""
+    from rooflint.gate import recheck
+    slower = changed(result, "tiled", samples_s=lambda s: [x * 1.10 for x in s])
+    report = judge(result, slower)
+    assert outcome(report, "tiled").outcome == "regressed"
+    same = variant(result, "tiled").samples_s
+    calls = []
+
+    def remeasure(family, name):
+        calls.append((family, name))
+        return same, [x * 1.001 for x in same]
+    rechecked = recheck(report, remeasure)
+    assert calls == [("gemm_fp32", "tiled")]
+    row = outcome(rechecked, "tiled")
+    assert row.outcome == "pass" and "re-measured interleaved" in row.warnings[-1]
+    assert rechecked.passed
+
+
+def test_recheck_does_not_forgive_counter_regressions(result):
+    from rooflint.gate import recheck
+    worse = changed(result, "copy_float4", samples_s=lambda s: [x * 1.10 for x in s],
+                    dram_bytes=lambda d: {**d, "ncu": d["ncu"] * 1.05})
+    report = judge(result, worse)
+    same = variant(result, "copy_float4").samples_s
+    row = outcome(recheck(report, lambda f, n: (same, same)), "copy_float4")
+    assert row.outcome == "regressed" and row.reasons == ["DRAM bytes +5.0% > 2%"]
