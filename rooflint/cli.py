@@ -286,10 +286,10 @@ def compare(
 
     from rooflint.comparison import compare as compare_variants
     from rooflint.report import render_comparison
-    from rooflint.sides import gpu_warning, resolve_pairs
+    from rooflint.sides import gpu_warning, resolve_pairs, split_side
 
     with Progress(TextColumn("{task.description}"), console=console, transient=True) as bar:
-        bar.add_task("measuring both sides, interleaved" if not a.endswith(".json") else "reading")
+        bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
         pairs = resolve_pairs(a, b, rev, gpu, counters.value,
                               lambda family, phase: (lambda event, variant: None))
     warning = gpu_warning(pairs, allow_different_gpu)

@@ -35,7 +35,7 @@ class Side:
     variant: VariantResult
 
 
-def _split(text: str) -> tuple[str, str | None]:
+def split_side(text: str) -> tuple[str, str | None]:
     """``path:VARIANT`` -> (path, VARIANT); a plain path -> (path, None)."""
     path, sep, variant = text.rpartition(":")
     return (path, variant) if sep and variant and "/" not in variant else (text, None)
@@ -46,7 +46,7 @@ def _is_file(path: str) -> bool:
 
 
 def file_sides(text: str) -> list[Side]:
-    path, variant = _split(text)
+    path, variant = split_side(text)
     result = read_result(Path(path))
     sides = [Side(v.name, result, v)
              for f in result.families for v in f.variants if variant in (None, v.name)]
@@ -65,7 +65,7 @@ def pairs_from_files(a: str, b: str) -> list[tuple[Side, Side]]:
     if not pairs:
         raise RooflintError(f"{a} and {b} share no variant names; name one on each side "
                             f"(file.json:VARIANT)")
-    names = (Path(_split(a)[0]).name, Path(_split(b)[0]).name)
+    names = (Path(split_side(a)[0]).name, Path(split_side(b)[0]).name)
     return [(replace(x, label=f"{x.label} ({names[0]})"), replace(y, label=f"{y.label} ({names[1]})"))
             if x.label == y.label else (x, y) for x, y in pairs]
 
@@ -103,7 +103,7 @@ def _family_at_revision(target: str, rev: str, into: Path) -> Path:
 def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, counters: str,
                   progress_for: Callable[[object, str], Progress]) -> list[tuple[Side, Side]]:
     """Measure two TARGET:VARIANT sides now, interleaved (or A at ``rev`` against A)."""
-    (target_a, variant_a), (target_b, variant_b) = _split(a), _split(b or a)
+    (target_a, variant_a), (target_b, variant_b) = split_side(a), split_side(b or a)
     if not (variant_a and variant_b):
         raise RooflintError("name the variant on each measured side: TARGET:VARIANT")
     with tempfile.TemporaryDirectory(prefix="rooflint-rev-") as old:
@@ -144,9 +144,9 @@ def resolve_pairs(a: str, b: str | None, rev: str | None, gpu: str | None, count
         return measured_pair(a, None, rev, gpu, counters, progress_for)
     if b is None:
         raise RooflintError("compare needs two sides (or one side and --rev REV)")
-    if _is_file(_split(a)[0]) and _is_file(_split(b)[0]):
+    if _is_file(split_side(a)[0]) and _is_file(split_side(b)[0]):
         return pairs_from_files(a, b)
-    if _is_file(_split(a)[0]) or _is_file(_split(b)[0]):
+    if _is_file(split_side(a)[0]) or _is_file(split_side(b)[0]):
         raise RooflintError("compare a result file with a result file, or two targets measured "
                             "now; mixing the two would time them at different moments")
     return measured_pair(a, b, None, gpu, counters, progress_for)
