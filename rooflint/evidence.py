@@ -138,9 +138,10 @@ def _traffic(e: Evidence, point: Point) -> None:
         e.set("bytes_modelled", "DRAM bytes from the manifest's model, not measured")
         return
     if point.traffic_fraction < EXTRA_TRAFFIC:
-        e.set("extra_traffic", f"{1 / point.traffic_fraction:.1f}x the compulsory DRAM bytes "
-                               f"(observed AI {point.observed_ai:.3g} vs algorithmic "
-                               f"{point.algorithmic_ai:.3g})")
+        intensities = (f" (observed AI {point.observed_ai:.3g} vs algorithmic "
+                       f"{point.algorithmic_ai:.3g})" if point.flops else "")
+        e.set("extra_traffic", f"{1 / point.traffic_fraction:.1f}x the compulsory DRAM bytes"
+                               f"{intensities}")
     elif point.traffic_fraction > CACHE_REUSE:
         e.set("cache_reuse", f"{point.traffic_fraction:.1f}x fewer DRAM bytes than compulsory: "
                              f"served from L2")

@@ -63,8 +63,8 @@ CATALOG: tuple[MoveRule, ...] = (
              "accesses, tile for reuse, fuse", "right toward the algorithmic AI "
              "({algorithmic_ai:.3g} FLOP/B): up to {traffic_gap:.1f}x less time",
              requires=("bandwidth_bound", "extra_traffic")),
-    MoveRule("tile_for_reuse", "up+right", "tile in shared memory and registers so each "
-             "loaded value feeds many FMAs: fewer memory instructions and fewer DRAM bytes",
+    MoveRule("tile_for_reuse", "up+right", "tile for reuse: shared-memory and register tiles "
+             "so each loaded value feeds many FMAs (fewer memory instructions, fewer DRAM bytes)",
              "up and right toward the algorithmic AI ({algorithmic_ai:.3g} FLOP/B)",
              requires=("chain_bound", "extra_traffic"),
              any_of=("lsu_queue_stalls", "memory_latency_stalls")),
@@ -81,7 +81,7 @@ CATALOG: tuple[MoveRule, ...] = (
              "blocks with warp shuffles instead of __syncthreads",
              "up, same AI: the chain loses a barrier per iteration",
              requires=("chain_bound", "barrier_stalls")),
-    MoveRule("hoist_loads", "up", "issue the next loads before the barrier (prefetch), so "
+    MoveRule("hoist_loads", "up", "prefetch: issue the next loads before the barrier, so "
              "memory latency overlaps the synchronisation", "up, same AI",
              requires=("chain_bound", "barrier_stalls", "memory_latency_stalls")),
     MoveRule("vectorize_loads", "up", "vectorize: 16-byte loads, so a quarter of the memory "
@@ -104,8 +104,8 @@ CATALOG: tuple[MoveRule, ...] = (
              "non-math instructions, no bank conflicts",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
              requires=("compute_bound", "compute_headroom")),
-    MoveRule("shorten_the_chain", "up", "shorten the per-iteration chain: fewer dependent "
-             "steps, barriers or long-latency operations per iteration",
+    MoveRule("shorten_the_chain", "up", "shorten the chain: fewer dependent steps, barriers "
+             "or long-latency operations per iteration",
              "up, same AI: the nearest roof is {roof_headroom:.1f}x away",
              requires=("chain_bound",),
              excludes=("grid_under_one_wave", "launch_overhead", "barrier_stalls",
