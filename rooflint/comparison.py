@@ -106,8 +106,8 @@ def compare(a: VariantResult, b: VariantResult, a_label: str | None = None,
         flops={a_name: a.flops, b_name: b.flops},
         correctness={a_name: _correctness(a), b_name: _correctness(b)},
         expectation=_expectation(a, b))
-    if b.point and a.point and b.point.dram_bytes < 0.8 * a.point.dram_bytes:
-        result.notes.append(reconcile(b, a).split("; ", 1)[1])   # did the byte cut pay, and why
+    if a.point and b.point and (verdict := byte_cut(b, a)):
+        result.notes.append(verdict)
     if a.point and b.point and a.point.bytes_source != b.point.bytes_source:
         result.notes.append(f"bytes come from different sources ({a.point.bytes_source} vs "
                             f"{b.point.bytes_source}): the horizontal movement is not like for like")
@@ -170,21 +170,32 @@ def _expectation(a: VariantResult, b: VariantResult) -> str | None:
     return text
 
 
+BYTE_CUT = 0.8          # DRAM bytes under this fraction of the other's: a byte cut to judge
+BYTE_CUT_SLACK = 1.25   # time may exceed the byte ratio by this much and still have "paid"
+
+
+def byte_cut(v: VariantResult, other: VariantResult) -> str | None:
+    """If ``v`` moves clearly fewer DRAM bytes than ``other``: did that pay, and why."""
+    bytes_ratio = v.point.dram_bytes / other.point.dram_bytes
+    if bytes_ratio >= BYTE_CUT:
+        return None
+    paid = v.time.median_s / other.time.median_s <= BYTE_CUT_SLACK * bytes_ratio
+    text = (f"the byte cut {'paid' if paid else 'did not pay'}: {other.name} was "
+            f"{other.verdict.bound}-bound (DRAM at {100 * other.point.dram_fraction:.0f}% "
+            f"of its roof)")
+    if not paid and other.verdict.bound != "bandwidth":
+        text += ", so bytes were not its limit"
+    return text
+
+
 def reconcile(v: VariantResult, other: VariantResult) -> str | None:
     """The book's "predict, measure, reconcile" against the variant it was meant to beat:
     how bytes, intensity and time moved, and whether a byte cut paid, with the reason."""
     if not (v.point and other.point):
         return None
-    bytes_ratio = v.point.dram_bytes / other.point.dram_bytes
-    time_ratio = v.time.median_s / other.time.median_s
     intensity = (f", observed AI {v.point.observed_ai / other.point.observed_ai:.2f}x"
                  if other.point.observed_ai else "")
-    text = f"vs {other.name}: DRAM bytes {bytes_ratio:.2f}x{intensity}, time {time_ratio:.2f}x"
-    if bytes_ratio < 0.8:
-        paid = time_ratio <= 1.25 * bytes_ratio
-        text += (f"; the byte cut {'paid' if paid else 'did not pay'}: {other.name} was "
-                 f"{other.verdict.bound}-bound (DRAM at {100 * other.point.dram_fraction:.0f}% "
-                 f"of its roof)")
-        if not paid and other.verdict.bound != "bandwidth":
-            text += ", so bytes were not its limit"
-    return text
+    text = (f"vs {other.name}: DRAM bytes {v.point.dram_bytes / other.point.dram_bytes:.2f}x"
+            f"{intensity}, time {v.time.median_s / other.time.median_s:.2f}x")
+    verdict = byte_cut(v, other)
+    return f"{text}; {verdict}" if verdict else text

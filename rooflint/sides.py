@@ -91,8 +91,8 @@ def _family_at_revision(target: str, rev: str, into: Path) -> Path:
         archive = subprocess.run(["git", "archive", "--format=tar", rev, str(relative)],
                                  cwd=top, capture_output=True, check=True).stdout
     except subprocess.CalledProcessError as exc:
-        raise RooflintError(f"cannot read {manifest_dir} at revision {rev}: "
-                            f"{exc.stderr.decode(errors='replace').strip() if isinstance(exc.stderr, bytes) else exc.stderr.strip()}") from None
+        reason = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
+        raise RooflintError(f"cannot read {manifest_dir} at revision {rev}: {reason.strip()}") from None
     except (FileNotFoundError, ValueError):
         raise RooflintError(f"{manifest_dir} is not in a git repository: --rev needs one") from None
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
