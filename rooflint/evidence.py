@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from rooflint.measure.ncu import Counters
 from rooflint.roofline import Point
-from rooflint.units import format_bytes, format_time
+from rooflint.units import format_bytes, format_rate, format_time
 
 BOUND_THRESHOLD = 0.60          # fraction of a roof that counts as "at" it (Nsight Compute's)
 NEAR_ROOF = 0.90                # above this, little headroom is left on that roof
@@ -58,7 +58,7 @@ STALL_FLAGS = {
 
 @dataclass(frozen=True)
 class LaunchFacts:
-    """What the launch tells without counters."""
+    """What the launch and the GPU's other roofs tell without counters."""
 
     grid_blocks: int
     threads_per_block: int
@@ -66,6 +66,7 @@ class LaunchFacts:
     sms: int
     precision: str
     tensor_roof: float | None = None   # FLOP/s of the tensor roof this type could move to
+    l2_roof: float | None = None       # calibrated L2 bytes/s: the roof when data lives in L2
 
 
 @dataclass
@@ -84,9 +85,14 @@ def _pct(fraction: float) -> str:
     return f"{100 * fraction:.0f}%"
 
 
-def classify(point: Point) -> str:
-    """The book's diagnostic tree (5.10): DRAM roof first, then compute, else chain."""
-    if point.dram_fraction >= BOUND_THRESHOLD and point.dram_fraction >= point.compute_fraction:
+def classify(point: Point, l2_fraction: float = 0.0) -> str:
+    """The book's diagnostic tree (5.10): memory roof first, then compute, else chain.
+
+    The memory roof is DRAM's, or L2's when the data lives in L2 (its traffic is then the
+    nearer roof): a kernel that streams a 16 MiB working set many times is bandwidth-bound
+    at 5 % of DRAM."""
+    memory = max(point.dram_fraction, l2_fraction)
+    if memory >= BOUND_THRESHOLD and memory >= point.compute_fraction:
         return "bandwidth"
     if point.compute_fraction >= BOUND_THRESHOLD:
         return "compute"
@@ -103,7 +109,15 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
         "roof_headroom": 1 / max(point.dram_fraction, point.compute_fraction, 1e-9),
         "algorithmic_ai": point.algorithmic_ai, "sms": facts.sms,
     })
-    bound = classify(point)
+    l2 = l2_fraction(point, facts, counters)
+    if l2 is not None:
+        e.values["l2_pct"] = 100 * l2
+    bound = classify(point, l2 or 0.0)
+    if bound == "bandwidth" and l2 is not None and l2 > point.dram_fraction:
+        e.set("l2_bound", f"L2 at {_pct(l2)} of its calibrated roof "
+                          f"({format_rate(counters.l2_bytes / point.time_s, 'B/s')} of "
+                          f"{format_rate(facts.l2_roof, 'B/s')}), DRAM at "
+                          f"{_pct(point.dram_fraction)}: the data lives in L2")
     e.set(f"{bound}_bound", f"DRAM at {_pct(point.dram_fraction)}, compute at "
                             f"{_pct(point.compute_fraction)} of their roofs")
     e.set("left_of_ridge" if point.limiting_roof == "dram" else "right_of_ridge",
@@ -131,6 +145,13 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
             e.set("register_spills", f"{format_bytes(counters.local_bytes)} of local-memory "
                                      f"traffic, {counters.registers_per_thread} registers")
     return e
+
+
+def l2_fraction(point: Point, facts: LaunchFacts, counters: Counters | None) -> float | None:
+    """L2 traffic / the calibrated L2 roof, when both are known."""
+    if not (counters and facts.l2_roof and counters.l2_bytes):
+        return None
+    return counters.l2_bytes / point.time_s / facts.l2_roof
 
 
 def _traffic(e: Evidence, point: Point) -> None:
@@ -184,7 +205,18 @@ def _stalls(e: Evidence, counters: Counters) -> None:
     ranked = sorted(counters.stalls.items(), key=lambda kv: kv[1], reverse=True)
     e.values["top_stall"] = ranked[0][1]
     e.flags["top_stall"] = f"{ranked[0][0]} ({ranked[0][1]:.1f} warps stalled per issue)"
+    xu_busy = counters.xu_pipe_pct >= 100 * BOUND_THRESHOLD
+    if xu_busy:
+        e.values["xu_pct"] = counters.xu_pipe_pct
+        e.set("special_function_pipe_busy", f"special-function (XU) pipe at "
+                                            f"{counters.xu_pipe_pct:.0f}% of its peak")
     for reason, value in ranked:
         if value >= STALL_MINIMUM and value >= STALL_SHARE * total:
-            e.set(STALL_FLAGS[reason], f"{reason} stalls: {value:.1f} warps per issued "
-                                       f"instruction, {_pct(value / total)} of stalls")
+            flag = STALL_FLAGS[reason]
+            detail = (f"{reason} stalls: {value:.1f} warps per issued instruction, "
+                      f"{_pct(value / total)} of stalls")
+            if xu_busy and flag == "shared_memory_stalls":   # MIO queue, but for the XU
+                flag, detail = "math_pipe_stalls", (f"{detail}, with the special-function "
+                                                    f"(XU) pipe at {counters.xu_pipe_pct:.0f}% "
+                                                    f"of its peak")
+            e.set(flag, detail)

@@ -356,7 +356,8 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
             threads_per_block=_product(largest.block) if largest else 0,
             launches=len(launches),
             written_bytes=_written_bytes(buffers, launches))
-    job = FamilyJob(family=manifest.name, directory=str(manifest.directory), params=params,
+    # The reference, prepare and baseline functions see the device names too (num_sms).
+    job = FamilyJob(family=manifest.name, directory=str(manifest.directory), params=names,
                     buffers=buffers, variants=jobs, timing=timing, prepare=manifest.prepare)
     return ResolvedFamily(manifest=manifest, params=params, job=job, models=models)
 

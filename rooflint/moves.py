@@ -75,7 +75,12 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("fewer_bytes_per_element", "right", "fewer bytes per element: lower precision "
              "or quantize, or fuse with the kernel that produces or consumes the data",
              "right along the DRAM roof: time falls in proportion to the bytes cut",
-             requires=("bandwidth_bound",), excludes=("extra_traffic",)),
+             requires=("bandwidth_bound",), excludes=("extra_traffic", "l2_bound")),
+    MoveRule("reuse_on_chip", "up", "keep reused data on chip: share each loaded value "
+             "across the threads or heads that need it (registers, shared memory), or fewer "
+             "bytes per element, so fewer bytes cross from L2 to the SMs",
+             "up at the same DRAM AI: L2 ({l2_pct:.0f}% of its roof) is the ceiling, not DRAM",
+             requires=("l2_bound",)),
     MoveRule("sync_off_the_path", "up", "take the barrier off the per-iteration path: one "
              "sync instead of two (double-buffer the reduction scratch), or single-warp "
              "blocks with warp shuffles instead of __syncthreads",
@@ -92,11 +97,17 @@ CATALOG: tuple[MoveRule, ...] = (
              "up along the same AI toward the DRAM roof ({dram_headroom:.1f}x away)",
              requires=("left_of_ridge", "dram_headroom"),
              any_of=("memory_latency_stalls", "bandwidth_bound", "idle_math"),
-             excludes=("grid_under_one_wave", "launch_overhead", "barrier_stalls")),
+             excludes=("grid_under_one_wave", "launch_overhead", "barrier_stalls", "l2_bound")),
     MoveRule("more_ilp", "up", "more independent work per thread: several accumulators, "
              "unrolled loops (ILP), fewer dependent steps per iteration",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
-             any_of=("dependency_stalls", "math_pipe_stalls")),
+             any_of=("dependency_stalls", "math_pipe_stalls"),
+             excludes=("special_function_pipe_busy",)),
+    MoveRule("fewer_special_functions", "up", "fewer special-function instructions: fold "
+             "constants into one exp2 (log2(e) into the scale), reuse results, or evaluate "
+             "some with FMA polynomials, so the FMA pipe takes the work",
+             "up: the XU pipe ({xu_pct:.0f}% busy) is the ceiling, not the FMA roof",
+             requires=("math_pipe_stalls", "special_function_pipe_busy")),
     MoveRule("tensor_cores", "raise-the-roof", "use tensor cores (MMA) for the arithmetic",
              "a higher roof: up to {tensor_ratio:.1f}x the FLOP/s, if the precision allows",
              requires=("compute_bound", "cuda_cores_with_tensor_roof")),
@@ -118,6 +129,9 @@ TRAPS: tuple[Trap, ...] = (
     Trap("not_fewer_bytes", "not fewer bytes (quantize, compress, fuse for traffic): DRAM "
          "runs at {dram_pct:.0f}% of its roof, so the bytes are not the limit (the book's "
          "INT8-KV trap: half the bytes, same time)", excludes=("bandwidth_bound",)),
+    Trap("not_fewer_dram_bytes", "not fewer DRAM bytes (fusion or cache blocking for DRAM "
+         "traffic): DRAM runs at {dram_pct:.0f}% of its roof; the data already lives in L2",
+         requires=("l2_bound",)),
     Trap("not_more_sms", "not split-K / more SMs: the grid already fills the GPU "
          "({waves:.3g} waves) and every SM would keep the same chain (the book's v4 trap)",
          requires=("chain_bound", "full_grid")),

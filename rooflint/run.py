@@ -184,7 +184,8 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         facts = LaunchFacts(
             grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
             launches=model.launches, sms=device.sms, precision=model.precision,
-            tensor_roof=calibrations.tensor_roof(spec, model.precision, calibration))
+            tensor_roof=calibrations.tensor_roof(spec, model.precision, calibration),
+            l2_roof=calibration.l2.value if calibration and calibration.l2 else None)
         verdict = diagnose(point, facts, counters, graph_time.median_s if graph_time else None)
     return VariantResult(
         name=model.name, description=model.description, status=m.status, message=m.message,

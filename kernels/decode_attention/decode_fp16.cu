@@ -327,22 +327,7 @@ decode_v4_partial(const half_t* __restrict__ q, const half_t* __restrict__ K,
     }
 }
 
-extern "C" __global__ void decode_v4_combine(const float* __restrict__ partials,
-                                             float* __restrict__ out, int SPLITS) {
-    const int b = blockIdx.x, h = blockIdx.y, HQ = gridDim.y;
-    const int D = blockDim.x, d = threadIdx.x, stride = D + 4;
-    const float* rec = partials + ((size_t)b * HQ + h) * SPLITS * stride;
-    float m = neg_inf();
-    for (int z = 0; z < SPLITS; ++z) m = fmaxf(m, rec[z * stride + D]);
-    float l = 0.f, o = 0.f;
-    for (int z = 0; z < SPLITS; ++z) {
-        const float m_z = rec[z * stride + D];
-        const float w = m_z == neg_inf() ? 0.f : expf(m_z - m);  // empty split: no weight
-        l += w * rec[z * stride + D + 1];
-        o += w * rec[z * stride + d];
-    }
-    out[((size_t)b * HQ + h) * D + d] = o / l;
-}
+#include "decode_combine.cuh"   // decode_v4_combine, shared with decode_v6.cu
 
 // ---------------------------------------------------------------------------------------
 // v5: v3 with K and V staged through shared memory by cp.async, double-buffered: while

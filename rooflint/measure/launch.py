@@ -139,12 +139,14 @@ class FamilySession:
             run = self._runner(variant)
             checks = self._check(variant, run)
         except VariantFailed as exc:
+            _raise_if_context_lost()
             return Measurement(variant.name, "error", str(exc))
         except ImportError as exc:  # a baseline whose library (torch, ...) is not installed
             return Measurement(variant.name, "skipped", f"{exc}")
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
             raise CudaFault(str(exc)) from None
         except Exception as exc:  # user code (a baseline, a reference) raised: this row only
+            _raise_if_context_lost()
             return Measurement(variant.name, "error", f"{type(exc).__name__}: {exc}")
         failed = [c for c in checks if c.nonfinite or not c.rel_l2 <= variant.tolerance]
         if failed:
@@ -374,14 +376,26 @@ def _function(module: ModuleType | None, name: str, directory: Path) -> Callable
 
 
 def _with_header_digest(source: str, directory: Path) -> str:
-    """The source plus a digest of the local headers it includes. CuPy's kernel cache keys
-    on the source text alone, so without this an edited header would reuse a stale binary."""
+    """The source plus a digest of the local headers it includes, nested ones too. CuPy's
+    kernel cache keys on the source text alone, so without this an edited header would
+    reuse a stale binary."""
     digest = hashlib.sha256()
-    for name in sorted(set(re.findall(r'#include\s+"([^"]+)"', source))):
-        header = directory / name
-        if header.is_file():
-            digest.update(name.encode() + header.read_bytes())
+    for header in sorted(_local_headers(source, directory)):
+        digest.update(header.name.encode() + header.read_bytes())
     return f"{source}\n// rooflint: local headers {digest.hexdigest()[:16]}\n"
+
+
+def _local_headers(source: str, directory: Path) -> set[Path]:
+    """Every header in `directory` that `source` includes, directly or through another."""
+    found: set[Path] = set()
+    pending = [source]
+    while pending:
+        for name in re.findall(r'#include\s+"([^"]+)"', pending.pop()):
+            header = directory / name
+            if header.is_file() and header not in found:
+                found.add(header)
+                pending.append(header.read_text())
+    return found
 
 
 def _compile(variant: VariantJob, directory: Path) -> dict[str, cupy.RawKernel]:
@@ -412,6 +426,16 @@ def _compile_message(variant: VariantJob, log: str) -> str:
         hint = (" (NVRTC cannot see this header: add its directory to the variant's "
                 "options as -I/path, e.g. -I/usr/local/cuda/include)")
     return f"compile error: {first}{hint}"
+
+
+def _raise_if_context_lost() -> None:
+    """A sticky CUDA error (an illegal address, a failed launch) breaks every later call in
+    this context, whichever call happened to report it first: then the worker must exit
+    rather than let the next variants fail in its place."""
+    try:
+        cupy.cuda.runtime.deviceSynchronize()
+    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
+        raise CudaFault(str(exc)) from None
 
 
 def _guarded(run: Callable[[], None], stream: cupy.cuda.Stream) -> None:

@@ -44,6 +44,9 @@ L2_BYTES, L1_BYTES = "lts__t_bytes.sum", "l1tex__t_bytes.sum"
 LOCAL_BYTES = ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
                "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum")
 OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
+# The special-function unit (exp2, sin, rsqrt...): its instructions queue in MIO, so a busy
+# XU shows as mio_throttle stalls, the same reason shared memory gives.
+XU_PIPE = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
 WAVES, REGISTERS = "launch__waves_per_multiprocessor", "launch__registers_per_thread"
 GRID_SIZE, BLOCK_SIZE = "launch__grid_size", "launch__block_size"
 
@@ -58,7 +61,7 @@ def _stall(reason: str) -> str:
 
 METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
            *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
-           *TENSOR_FLOPS.values(), OCCUPANCY, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
+           *TENSOR_FLOPS.values(), OCCUPANCY, XU_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
            *[_stall(r) for r in STALL_REASONS]]
 
 
@@ -83,6 +86,7 @@ class Counters:
     registers_per_thread: int               # the most any launch uses
     grid_size: int                          # blocks of the largest launch
     stalls: dict[str, float] = field(default_factory=dict)  # cycles per issued instruction
+    xu_pipe_pct: float = 0.0                # special-function pipe, % of its peak (0: not read)
 
     @property
     def dram_bytes(self) -> float:
@@ -186,6 +190,8 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         registers_per_thread=int(max(r[REGISTERS] for r in rows)),
         grid_size=int(largest[GRID_SIZE]),
         stalls={reason: weighted(_stall(reason)) for reason in STALL_REASONS},
+        # logs recorded before rooflint read the XU pipe have no such column
+        xu_pipe_pct=weighted(XU_PIPE) if all(XU_PIPE in r for r in rows) else 0.0,
     )
 
 
