@@ -25,6 +25,7 @@ CHAIN_CAUSES = (
     ("lsu_queue_stalls", "memory_instruction_queue"),
     ("shared_memory_stalls", "shared_memory_pipe"),
     ("math_pipe_stalls", "math_pipe"),
+    ("special_function_stalls", "math_pipe"),
     ("register_spills", "register_spills"),
 )
 

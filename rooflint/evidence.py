@@ -8,8 +8,9 @@ waves, spills) when present, and CUDA-graph replay timing for short kernels.
 Stall reasons are Nsight Compute's "warps stalled per issue" ratios: ``barrier`` is
 ``__syncthreads``, ``long_scoreboard`` waiting on global/local memory, ``wait`` a
 fixed-latency dependency, ``lg_throttle`` a full global-memory instruction queue,
-``mio_throttle``/``short_scoreboard`` shared memory, ``math_pipe_throttle`` a busy math
-pipe.
+``mio_throttle``/``short_scoreboard`` shared memory (or, when the XU pipe is busy, the
+special-function unit, whose instructions queue in the same MIO), ``math_pipe_throttle`` a
+busy math pipe.
 """
 
 from __future__ import annotations
@@ -206,17 +207,14 @@ def _stalls(e: Evidence, counters: Counters) -> None:
     e.values["top_stall"] = ranked[0][1]
     e.flags["top_stall"] = f"{ranked[0][0]} ({ranked[0][1]:.1f} warps stalled per issue)"
     xu_busy = counters.xu_pipe_pct >= 100 * BOUND_THRESHOLD
-    if xu_busy:
-        e.values["xu_pct"] = counters.xu_pipe_pct
-        e.set("special_function_pipe_busy", f"special-function (XU) pipe at "
-                                            f"{counters.xu_pipe_pct:.0f}% of its peak")
+    e.values["xu_pct"] = counters.xu_pipe_pct
     for reason, value in ranked:
         if value >= STALL_MINIMUM and value >= STALL_SHARE * total:
             flag = STALL_FLAGS[reason]
             detail = (f"{reason} stalls: {value:.1f} warps per issued instruction, "
                       f"{_pct(value / total)} of stalls")
-            if xu_busy and flag == "shared_memory_stalls":   # MIO queue, but for the XU
-                flag, detail = "math_pipe_stalls", (f"{detail}, with the special-function "
-                                                    f"(XU) pipe at {counters.xu_pipe_pct:.0f}% "
-                                                    f"of its peak")
+            if xu_busy and flag == "shared_memory_stalls":   # the MIO queue, but for the XU
+                flag = "special_function_stalls"
+                detail += (f", with the special-function (XU) pipe at "
+                           f"{counters.xu_pipe_pct:.0f}% of its peak")
             e.set(flag, detail)

@@ -101,13 +101,12 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("more_ilp", "up", "more independent work per thread: several accumulators, "
              "unrolled loops (ILP), fewer dependent steps per iteration",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
-             any_of=("dependency_stalls", "math_pipe_stalls"),
-             excludes=("special_function_pipe_busy",)),
+             any_of=("dependency_stalls", "math_pipe_stalls")),
     MoveRule("fewer_special_functions", "up", "fewer special-function instructions: fold "
              "constants into one exp2 (log2(e) into the scale), reuse results, or evaluate "
              "some with FMA polynomials, so the FMA pipe takes the work",
              "up: the XU pipe ({xu_pct:.0f}% busy) is the ceiling, not the FMA roof",
-             requires=("math_pipe_stalls", "special_function_pipe_busy")),
+             requires=("special_function_stalls",)),
     MoveRule("tensor_cores", "raise-the-roof", "use tensor cores (MMA) for the arithmetic",
              "a higher roof: up to {tensor_ratio:.1f}x the FLOP/s, if the precision allows",
              requires=("compute_bound", "cuda_cores_with_tensor_roof")),
@@ -121,8 +120,8 @@ CATALOG: tuple[MoveRule, ...] = (
              requires=("chain_bound",),
              excludes=("grid_under_one_wave", "launch_overhead", "barrier_stalls",
                        "lsu_queue_stalls", "shared_memory_stalls", "dependency_stalls",
-                       "math_pipe_stalls", "register_spills", "memory_latency_stalls",
-                       "idle_math")),
+                       "math_pipe_stalls", "special_function_stalls", "register_spills",
+                       "memory_latency_stalls", "idle_math")),
 )
 
 TRAPS: tuple[Trap, ...] = (

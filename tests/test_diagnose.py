@@ -141,7 +141,9 @@ def test_launch_overhead_from_graph_replay(specs, graph_time, expected):
 BUNDLED = json.loads((FIXTURES / "results" / "h200-bundled.json").read_text())
 
 
-def bundled_verdict(family, name, specs, threads=32):
+def bundled_verdict(family, name, specs, threads=32, launches=1, l2_roof=None):
+    """The verdict re-derived from one variant's raw numbers in the committed run (graph
+    replay time included where the run measured it)."""
     fam = next(f for f in BUNDLED["families"] if f["name"] == family)
     variant = next(v for v in fam["variants"] if v["name"] == name)
     counters = ncu.Counters(**variant["counters"])
@@ -149,9 +151,14 @@ def bundled_verdict(family, name, specs, threads=32):
     point = place(variant["time"]["median_s"], variant["flops"]["model"],
                   variant["dram_bytes"]["ncu"], variant["dram_bytes"]["model"],
                   roofs_for(h200, variant["precision"], None), "ncu")
-    facts = LaunchFacts(grid_blocks=counters.grid_size, threads_per_block=threads, launches=1,
-                        sms=132, precision=variant["precision"])
-    return diagnose(point, facts, counters)
+    facts = LaunchFacts(grid_blocks=counters.grid_size, threads_per_block=threads,
+                        launches=launches, sms=132, precision=variant["precision"],
+                        l2_roof=l2_roof)
+    graph = variant["graph_time"]["median_s"] if variant["graph_time"] else None
+    return diagnose(point, facts, counters, graph)
+
+
+L2_ROOF = BUNDLED["settings"]["l2_bandwidth"]   # calibrated in the same session: 8.33 TB/s
 
 
 def test_decode_v5_cp_async_waits_on_its_shared_memory_chain_not_memory(specs):
@@ -176,3 +183,69 @@ def test_warp_shuffle_reduction_is_at_the_dram_roof(specs):
     # 4.05 TB/s: 84% of the 4.8 TB/s datasheet roof, so a little headroom is left "up"
     assert v.bound == "bandwidth" and moves(v) == ["fewer_bytes_per_element", "bytes_in_flight"]
     assert "not more FLOP/s" in traps(v)
+
+
+# -- the causes family: one kernel per cause, measured (H200, 2026-11-21) ----------------
+
+def test_barrier_stalls_name_synchronization(specs):
+    """Warp 0 runs a dependent chain while 7 warps wait at __syncthreads."""
+    v = bundled_verdict("causes", "barrier_bound", specs, threads=256)
+    assert v.bound == "chain" and causes(v) == ["synchronization"]
+    assert "barrier stalls: 18.7 warps per issued instruction, 78% of stalls" in v.causes[0].detail
+    assert moves(v) == ["sync_off_the_path"]               # memory is not waited on: no hoist
+    assert "not split-K" in traps(v) and "not cp.async" in traps(v)
+
+
+def test_eight_tiny_launches_are_launch_bound_by_graph_replay(specs):
+    """24 us eager against 15.5 us replayed as a CUDA graph: launch cost is on the path."""
+    v = bundled_verdict("causes", "launch_bound", specs, threads=256, launches=8)
+    assert causes(v)[0] == "launch_overhead"
+    assert "eager 24.3 us vs CUDA-graph replay 15.5 us" in v.causes[0].detail
+    assert moves(v)[0] == "launch_amortise"
+
+
+def test_a_busy_special_function_unit_is_a_math_pipe_not_shared_memory(specs):
+    """EX2 instructions queue in MIO, so the stall reads mio_throttle like shared memory
+    does; the XU pipe at 98% tells them apart."""
+    v = bundled_verdict("causes", "math_pipe_bound", specs, threads=256)
+    assert v.bound == "chain" and causes(v) == ["math_pipe"]
+    assert "(XU) pipe at 98% of its peak" in v.causes[0].detail
+    assert moves(v) == ["fewer_special_functions"]
+    assert "register_blocking" not in moves(v) and "more_ilp" not in moves(v)
+
+
+def test_the_same_stalls_without_the_xu_reading_are_shared_memory(specs):
+    """Recorded before rooflint read the XU pipe, the same counters point at shared memory:
+    the reason the XU metric was added."""
+    v = bundled_verdict("causes", "math_pipe_bound", specs, threads=256)
+    fam = next(f for f in BUNDLED["families"] if f["name"] == "causes")
+    raw = next(x for x in fam["variants"] if x["name"] == "math_pipe_bound")["counters"]
+    counters = ncu.Counters(**{**raw, "xu_pipe_pct": 0.0})
+    point = place(counters.duration_s, counters.counted_flops, counters.dram_bytes,
+                  counters.dram_bytes, roofs_for(find_spec("h200", specs), "fp32", None), "ncu")
+    facts = LaunchFacts(grid_blocks=1056, threads_per_block=256, launches=1, sms=132,
+                        precision="fp32")
+    assert causes(diagnose(point, facts, counters)) == ["shared_memory_pipe"]
+    assert causes(v) == ["math_pipe"]
+
+
+def test_data_that_lives_in_l2_is_bandwidth_bound_at_the_l2_roof(specs):
+    v = bundled_verdict("causes", "l2_resident", specs, threads=256, l2_roof=L2_ROOF)
+    assert v.bound == "bandwidth" and v.summary.startswith("L2 at 96% of its calibrated roof")
+    assert moves(v) == ["reuse_on_chip"]
+    assert "not fewer DRAM bytes" in traps(v) and "not fewer bytes (quantize" not in traps(v)
+    without_l2_roof = bundled_verdict("causes", "l2_resident", specs, threads=256)
+    assert without_l2_roof.bound == "chain"                 # DRAM at 12%: no roof explains it
+
+
+# -- decode v6: rooflint's moves from v4, step by step (H200, 2026-11-21) ----------------
+
+@pytest.mark.parametrize("name, bound, first_move", [
+    ("v4_split_k", "chain", "fill_the_gpu"),                # 0.48 waves
+    ("v6a_more_warps", "chain", "bytes_in_flight"),         # 1.3 waves, long_scoreboard
+    ("v6b_bytes_in_flight", "bandwidth", "reuse_on_chip"),  # L2 at the roof, DRAM at 47%
+    ("v6_gqa_group", "bandwidth", "fill_the_gpu"),          # DRAM 68%, as SDPA
+])
+def test_each_v6_step_is_the_move_rooflint_named_for_the_one_before(specs, name, bound, first_move):
+    v = bundled_verdict("decode_attention", name, specs, threads=128, l2_roof=L2_ROOF)
+    assert v.bound == bound and moves(v)[0] == first_move

@@ -156,21 +156,21 @@ def test_int8_kv_against_v3_says_whether_the_byte_cut_paid(result):
     not pay (v3 was chain-bound), from the committed H200 measurement."""
     c = compare(rooflint.variant(result, "v3_vectorized"), rooflint.variant(result, "int8_kv"))
     assert c.bytes["int8_kv"]["ncu"] < 0.55 * c.bytes["v3_vectorized"]["ncu"]
-    assert c.movement["right"] == pytest.approx(1.91, rel=0.01)
+    assert c.movement["right"] == pytest.approx(1.93, rel=0.01)
     assert c.speedup.ratio == pytest.approx(1.07, rel=0.01)
     assert c.notes == ["the byte cut did not pay: v3_vectorized was chain-bound (DRAM at 1% "
                        "of its roof), so bytes were not its limit"]
 
 
 def test_labels_of_a_whole_family_do_not_overlap(result):
-    """decode_attention: ten variants, eight of them stacked at the same intensity."""
+    """decode_attention: thirteen variants, eleven of them stacked at the same intensity."""
     names = [v.name for f in result.families if f.name == "decode_attention" for v in f.variants]
     fig = figure([result], names)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax = fig.axes[0]
     boxes = [t.get_window_extent(renderer) for t in ax.texts if t.get_text() in names]
-    assert len(boxes) == len(names) == 10
+    assert len(boxes) == len(names) == 13
     overlapping = [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
                    if boxes[i].overlaps(boxes[j])]
     assert overlapping == []

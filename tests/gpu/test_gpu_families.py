@@ -139,3 +139,16 @@ def test_decode_v3_is_chain_bound_with_a_cause_and_no_byte_cutting(book_families
     assert any("not fewer bytes" in t for t in v3.verdict.ruled_out)
     int8 = book_families["decode_attention"]["int8_kv"]
     assert int8.versus.startswith("vs v3_vectorized: DRAM bytes 0.5")
+
+
+def test_each_cause_probe_shows_its_cause():
+    """The causes family on this GPU (datasheet roofs: no L2 roof, so l2_resident is left
+    out of the check): each probe's verdict names the cause it was built for."""
+    result = run(RunOptions(targets=["causes"], variants=[], sizes={}, counters="ncu"),
+                 quiet, no_warnings)
+    rows = {v.name: v for v in result.families[0].variants}
+    assert all(v.status == "ok" for v in rows.values()), {n: v.message for n, v in rows.items()}
+    for name, cause in [("barrier_bound", "synchronization"), ("launch_bound", "launch_overhead"),
+                        ("math_pipe_bound", "math_pipe")]:
+        assert rows[name].verdict.bound == "chain", name
+        assert cause in [c.name for c in rows[name].verdict.causes], name
