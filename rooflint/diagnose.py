@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooflint import moves as catalog
-from rooflint.evidence import THRESHOLDS, Evidence, LaunchFacts, classify, gather, l2_fraction
+from rooflint.evidence import THRESHOLDS, Evidence, LaunchFacts, gather
 from rooflint.measure.ncu import Counters
 from rooflint.roofline import Point
 from rooflint.units import format_rate
@@ -63,8 +63,7 @@ def _pct(fraction: float) -> str:
 def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
              graph_time_s: float | None = None) -> Verdict:
     evidence = gather(point, facts, counters, graph_time_s)
-    l2 = l2_fraction(point, facts, counters)
-    bound = classify(point, l2 or 0.0)
+    bound = evidence.bound
     causes = _chain_causes(point, evidence) if bound == "chain" else []
     selected, ruled_out = catalog.select(evidence)
     summary = evidence.flags["l2_bound"] if evidence.has("l2_bound") else _summary(point, bound)

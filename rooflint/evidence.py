@@ -72,6 +72,7 @@ class LaunchFacts:
 
 @dataclass
 class Evidence:
+    bound: str                                            # bandwidth | compute | chain
     flags: dict[str, str] = field(default_factory=dict)   # name -> the numbers behind it
     values: dict[str, float] = field(default_factory=dict)  # for the catalog's expect texts
 
@@ -102,7 +103,9 @@ def classify(point: Point, l2_fraction: float = 0.0) -> str:
 
 def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
            graph_time_s: float | None = None) -> Evidence:
-    e = Evidence(values={
+    l2 = l2_fraction(point, facts, counters)
+    bound = classify(point, l2 or 0.0)
+    e = Evidence(bound=bound, values={
         "dram_pct": 100 * point.dram_fraction, "compute_pct": 100 * point.compute_fraction,
         "dram_headroom": 1 / max(point.dram_fraction, 1e-9),
         "compute_headroom": 1 / max(point.compute_fraction, 1e-9),
@@ -110,10 +113,8 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
         "roof_headroom": 1 / max(point.dram_fraction, point.compute_fraction, 1e-9),
         "algorithmic_ai": point.algorithmic_ai, "sms": facts.sms,
     })
-    l2 = l2_fraction(point, facts, counters)
     if l2 is not None:
         e.values["l2_pct"] = 100 * l2
-    bound = classify(point, l2 or 0.0)
     if bound == "bandwidth" and l2 is not None and l2 > point.dram_fraction:
         e.set("l2_bound", f"L2 at {_pct(l2)} of its calibrated roof "
                           f"({format_rate(counters.l2_bytes / point.time_s, 'B/s')} of "

@@ -32,26 +32,16 @@ template <typename V> __device__ V filled(float f);
 template <> __device__ float filled<float>(float f) { return f; }
 template <> __device__ float4 filled<float4>(float f) { return make_float4(f, f, f, f); }
 
-template <typename V>
+// L2_ONLY reads through ld.global.cg: cached in L2 only, so repeated passes measure L2,
+// not the L1 that would otherwise hold each SM's share of a small buffer.
+template <typename V, bool L2_ONLY>
 __global__ void read_kernel(const V* __restrict__ p, size_t n, int reps, float* sink) {
     float acc = 0.f;
     for (int r = 0; r < reps; ++r)
         for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
              i += (size_t)gridDim.x * blockDim.x)
-            acc += total(p[i]);
+            acc += total(L2_ONLY ? __ldcg(p + i) : p[i]);
     if (acc == 1234.5f) sink[0] = acc;  // never true: keeps the loads
-}
-
-// The same read through ld.global.cg: cached in L2 only, so repeated passes measure L2,
-// not the L1 that would otherwise hold each SM's share of a small buffer.
-template <typename V>
-__global__ void l2_read_kernel(const V* __restrict__ p, size_t n, int reps, float* sink) {
-    float acc = 0.f;
-    for (int r = 0; r < reps; ++r)
-        for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-             i += (size_t)gridDim.x * blockDim.x)
-            acc += total(__ldcg(p + i));
-    if (acc == 1234.5f) sink[0] = acc;
 }
 
 template <typename V>
@@ -84,9 +74,11 @@ __global__ void fma_kernel(T* out, int iterations, T b, T c) {
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 """
-_ENTRIES = [f"{kind}<{v}>" for kind in ("read_kernel", "l2_read_kernel", "write_kernel",
-                                         "copy_kernel")
-            for v in ("float", "float4")] + ["fma_kernel<float>", "fma_kernel<double>"]
+# Memory-sweep kind -> its template entry, for a vector type v.
+_MEMORY_ENTRIES = {"read": "read_kernel<{v}, false>", "l2_read": "read_kernel<{v}, true>",
+                   "write": "write_kernel<{v}>", "copy": "copy_kernel<{v}>"}
+_ENTRIES = [e.format(v=v) for e in _MEMORY_ENTRIES.values() for v in ("float", "float4")] + [
+    "fma_kernel<float>", "fma_kernel<double>"]
 _REPETITIONS = 5
 _FMA_ITERATIONS = 4096
 _GEMM_N = 8192
@@ -133,7 +125,7 @@ class Calibrator:
         steps = []
         for kind in kinds:
             for vector, n in (("float4", elements4), ("float", elements4 * 4)):
-                kernel = self.kernels[f"{kind}_kernel<{vector}>"]
+                kernel = self.kernels[_MEMORY_ENTRIES[kind].format(v=vector)]
                 for blocks_per_sm in (2, 4, 8, 16, 32):
                     grid = (self.device.sms * blocks_per_sm,)
                     args = {"read": (x, np.uint64(n), np.int32(reps), self.sink),
