@@ -1,0 +1,58 @@
+"""The harness for bad-input cases: the real command, as a user types it.
+
+Every case checks the same promise (issue 10): one line on stderr that names the file
+or field, the right exit code (2 for bad input, 1 for a gate or correctness failure), no
+traceback, and every file that existed before the command still there, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+@dataclass
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def rooflint(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+             timeout: float = 120) -> Outcome:
+    """``python -m rooflint ARGS`` in a subprocess, with no GPU visible unless ``env`` says."""
+    done = subprocess.run([sys.executable, "-m", "rooflint", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout,
+                          env={**os.environ, **NO_GPU, **(env or {})})
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
+
+def snapshot(*roots: Path) -> dict[Path, tuple[str, int]]:
+    """Digest and mode of every file under ``roots`` (files or directories)."""
+    files = [p for root in roots for p in ([root] if root.is_file() else root.rglob("*"))
+             if p.is_file()]
+    return {p: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mode) for p in files}
+
+
+def assert_one_line_error(outcome: Outcome, code: int, *fragments: str) -> None:
+    """Exit ``code``, exactly one line on stderr, containing every fragment, no traceback."""
+    lines = [line for line in outcome.stderr.splitlines() if line.strip()]
+    assert outcome.code == code, (outcome.code, outcome.stderr, outcome.stdout)
+    assert "Traceback" not in outcome.stderr and "internal error" not in outcome.stderr, \
+        outcome.stderr
+    assert len(lines) == 1, outcome.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def assert_intact(before: dict[Path, tuple[str, int]]) -> None:
+    """Every file in the snapshot still exists with the same bytes and mode."""
+    after = snapshot(*before)
+    assert after == before, {p for p in before if after.get(p) != before[p]}
