@@ -28,6 +28,19 @@ console = Console()
 errors = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from rooflint import __version__
+        typer.echo(f"rooflint {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: bool = typer.Option(False, "--version", callback=_print_version,
+                                      is_eager=True, help="Print the version and exit.")) -> None:
+    """Roofline profiler and kernel diagnostician for NVIDIA GPUs."""
+
+
 class Cache(str, Enum):
     cold = "cold"
     warm = "warm"

@@ -1,11 +1,24 @@
 """Where the bundled data lives: the GPU specs and the kernel families.
 
-rooflint is installed from its checkout (``pip install -e .``), so the data folders sit
-beside the package; one module knows that, so nothing else hard-codes it.
+The checkout keeps them at its top level (specs/, kernels/); an install (wheel, pipx,
+`pip install .`) ships them inside the package as rooflint/specs and rooflint/kernels
+(pyproject.toml maps them). The installed copy is looked up through importlib.resources
+first, so the tool works from any directory after any install; a checkout that is run
+in place (editable install, `python -m rooflint`) falls back to its own folders.
 """
 
+from __future__ import annotations
+
+from importlib import resources
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SPECS_DIR = REPO_ROOT / "specs"
-KERNELS_DIR = REPO_ROOT / "kernels"
+
+
+def _bundled(name: str) -> Path:
+    installed = Path(str(resources.files("rooflint") / name))
+    return installed if installed.is_dir() else REPO_ROOT / name
+
+
+SPECS_DIR = _bundled("specs")
+KERNELS_DIR = _bundled("kernels")
