@@ -5,6 +5,11 @@ Manifests write sizes, FLOP counts and launch geometry as expressions
 they are parsed into a Python AST and walked against a whitelist; ``eval`` is never
 called. Allowed: numbers, parameter names, ``+ - * / // % **``, unary minus,
 parentheses, and the functions min, max, ceil, floor, cdiv.
+
+What an expression can cost is bounded too: every value, intermediate ones included, must
+be finite and at most MAX_MAGNITUDE (far above any real size or FLOP count), and a power
+whose result would pass that is refused before it is computed, so ``((2**64)**64)**64``
+is one error, not a minute of big-integer arithmetic.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ _FUNCTIONS = {
     "ceil": lambda x: int(math.ceil(x)), "floor": lambda x: int(math.floor(x)),
     "cdiv": lambda a, b: -(-a // b),
 }
-_MAX_POWER = 64
+MAX_MAGNITUDE = 1e24   # 10^24: a yotta-FLOP; no size, count or byte total comes near
 
 
 def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
@@ -51,7 +56,7 @@ def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
 def _walk(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
             and not isinstance(node.value, bool):
-        return node.value
+        return _bounded(node.value, source)
     if isinstance(node, ast.Name):
         if node.id not in names:
             known = ", ".join(sorted(names)) or "none"
@@ -59,10 +64,10 @@ def _walk(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
         return names[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _walk(node.left, names, source), _walk(node.right, names, source)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POWER:
-            raise RooflintError(f"exponent {right} too large in {source!r}")
+        if isinstance(node.op, ast.Pow):
+            _check_power(left, right, source)
         try:
-            return _BINARY[type(node.op)](left, right)
+            return _bounded(_BINARY[type(node.op)](left, right), source)
         except ZeroDivisionError:
             raise RooflintError(f"division by zero in {source!r}") from None
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
@@ -71,7 +76,26 @@ def _walk(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
             and node.func.id in _FUNCTIONS and not node.keywords:
         args = [_walk(arg, names, source) for arg in node.args]
         try:
-            return _FUNCTIONS[node.func.id](*args)
-        except (TypeError, ZeroDivisionError) as exc:
+            return _bounded(_FUNCTIONS[node.func.id](*args), source)
+        except (TypeError, ValueError, ZeroDivisionError) as exc:
             raise RooflintError(f"bad call {node.func.id}() in {source!r}: {exc}") from None
     raise RooflintError(f"not allowed in expression {source!r}: {ast.dump(node)[:60]}")
+
+
+def _bounded(value: Number, source: str) -> Number:
+    if isinstance(value, complex):
+        raise RooflintError(f"{source!r} is not a real number")
+    if not math.isfinite(value) or abs(value) > MAX_MAGNITUDE:
+        raise RooflintError(f"{source!r} reaches {value!r}: values must be finite and at most "
+                            f"{MAX_MAGNITUDE:g}")
+    return value
+
+
+def _check_power(base: Number, exponent: Number, source: str) -> None:
+    """Refuse a power whose result would exceed MAX_MAGNITUDE, before computing it."""
+    if abs(base) > 1 and exponent > 0 \
+            and exponent * math.log10(abs(base)) > math.log10(MAX_MAGNITUDE):
+        raise RooflintError(f"{source!r}: {base!r}**{exponent!r} would exceed "
+                            f"{MAX_MAGNITUDE:g}")
+    if base == 0 and exponent < 0:
+        raise RooflintError(f"division by zero in {source!r} (0 to a negative power)")

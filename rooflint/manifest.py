@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import yaml
+import math
 
+import numpy as np
+
+from rooflint import yamlfile
 from rooflint.errors import RooflintError
 from rooflint.expressions import Number, evaluate
 from rooflint.gpus import PRECISIONS
@@ -37,6 +39,15 @@ MOVES = ("up", "right")
 GATE_KEYS = ("max_slowdown", "max_bytes_growth", "max_flops_growth")
 _DEFAULT_RANGE = (-1.0, 1.0)
 _VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
+# The keys each level of a manifest may have (anything else is a misspelling to name).
+TOP_KEYS = ("name", "description", "params", "buffers", "prepare", "gate", "variants",
+            *_VARIANT_MODEL_KEYS)
+BUFFER_KEYS = ("dtype", "shape", "role", "range")
+VARIANT_KEYS = ("description", "source", "baseline", "launches", "options", "expect", "gate",
+                *_VARIANT_MODEL_KEYS)
+LAUNCH_KEYS = ("entry", "grid", "block", "shared_mem", "args")
+EXPECT_KEYS = ("bound", "faster_than", "move")
+SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
 
 
 @dataclass
@@ -87,6 +98,7 @@ class Variant:
 class Manifest:
     name: str
     description: str
+    path: Path                    # the kernel.yaml itself, named in every error
     directory: Path
     params: dict[str, Number]
     buffers: list[Buffer]
@@ -129,10 +141,25 @@ class _Reader:
     def fail(self, where: str, problem: str) -> RooflintError:
         return RooflintError(f"{self.path}: '{where}' {problem}")
 
-    def mapping(self, value: Any, where: str) -> dict:
+    def mapping(self, value: Any, where: str, keys: tuple[str, ...] | None = None) -> dict:
+        """``value`` as a mapping whose keys (when ``keys`` is given) are all known."""
         if not isinstance(value, dict):
             raise self.fail(where, "must be a mapping")
+        if keys is not None:
+            yamlfile.check_keys(value, keys, f"{where}." if where != "(top level)" else "",
+                                self.path)
         return value
+
+    def number(self, value: Any, where: str, example: str) -> float:
+        """A finite, non-negative number (YAML reads ``1e-4`` as text: that is fine too)."""
+        try:
+            number = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise self.fail(where, f"is {value!r}; expected a non-negative number such as "
+                                   f"{example}")
+        return number
 
     def get(self, data: dict, key: str, where: str, default: Any = ...) -> Any:
         if key in data and data[key] is not None:
@@ -166,6 +193,10 @@ def find_manifest(target: str | Path) -> Path:
     if not path.is_file():
         raise RooflintError(f"no kernel manifest at {target} (expected a directory with "
                             f"{MANIFEST_NAME}, a {MANIFEST_NAME} file, or a bundled family name)")
+    if path.suffix in SOURCE_SUFFIXES:
+        raise RooflintError(f"{target} is a CUDA source; rooflint expects a {MANIFEST_NAME} "
+                            f"that names it (or its directory): see 'Writing a manifest' in "
+                            f"the README")
     return path
 
 
@@ -177,14 +208,13 @@ def bundled_manifests() -> list[Path]:
 
 def load_manifest(target: str | Path) -> Manifest:
     path = find_manifest(target)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise RooflintError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     r = _Reader(path)
-    data = r.mapping(data, "(top level)")
+    data = r.mapping(yamlfile.load(path), "(top level)", TOP_KEYS)
     params: dict[str, Number] = {}
     for key, value in r.mapping(r.get(data, "params", "", {}), "params").items():
+        if not str(key).isidentifier():
+            raise r.fail(f"params.{key}", "is not a name expressions can use (letters, "
+                                          "digits and _, not starting with a digit)")
         try:
             params[key] = evaluate(value, params)  # may use the parameters above it
         except RooflintError as exc:
@@ -205,6 +235,7 @@ def load_manifest(target: str | Path) -> Manifest:
     return Manifest(
         name=str(data.get("name") or path.parent.name),
         description=str(data.get("description") or "").strip(),
+        path=path,
         directory=path.parent,
         params=params,
         buffers=buffers,
@@ -214,12 +245,17 @@ def load_manifest(target: str | Path) -> Manifest:
 
 
 def parse_fraction(value: Any) -> float:
-    """``5%`` or ``0.05`` -> 0.05 (thresholds read as people write them)."""
+    """``5%`` or ``0.05`` -> 0.05 (thresholds read as people write them): a finite,
+    non-negative fraction, since a negative threshold would fail every variant."""
     text = str(value).strip()
     try:
-        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise RooflintError(f"{value!r} is not a fraction (write 5% or 0.05)") from None
+    if not math.isfinite(fraction) or fraction < 0:
+        raise RooflintError(f"{value!r} is not a threshold: it must be zero or more "
+                            f"(write 5% or 0.05)")
+    return fraction
 
 
 def _gate(r: _Reader, raw: Any, where: str) -> dict[str, float]:
@@ -236,21 +272,31 @@ def _gate(r: _Reader, raw: Any, where: str) -> dict[str, float]:
 
 def _buffer(r: _Reader, name: str, spec: Any) -> Buffer:
     where = f"buffers.{name}."
-    spec = r.mapping(spec, where.rstrip("."))
-    low, high = spec.get("range", _DEFAULT_RANGE)
+    spec = r.mapping(spec, where.rstrip("."), BUFFER_KEYS)
     return Buffer(
         name=name,
         dtype=r.choice(r.get(spec, "dtype", where), DTYPES, where + "dtype"),
         shape=r.expr_list(r.get(spec, "shape", where), where + "shape"),
         role=r.choice(r.get(spec, "role", where), ROLES, where + "role"),
-        range=(float(low), float(high)),
+        range=_range(r, spec.get("range", _DEFAULT_RANGE), where + "range"),
     )
+
+
+def _range(r: _Reader, value: Any, where: str) -> tuple[float, float]:
+    """``[low, high]``: two finite numbers, low below high (inputs are drawn between)."""
+    try:
+        low, high = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise r.fail(where, f"is {value!r}; expected [low, high], e.g. [-1, 1]") from None
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise r.fail(where, f"is {value!r}; expected finite [low, high] with low < high")
+    return low, high
 
 
 def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set[str],
              directory: Path) -> Variant:
     where = f"variants.{name}."
-    spec = r.mapping(spec, where.rstrip("."))
+    spec = r.mapping(spec, where.rstrip("."), VARIANT_KEYS)
 
     def model(key: str) -> Any:
         value = spec.get(key, defaults[key])
@@ -266,12 +312,14 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
                      "'baseline' (a function in reference.py that calls a library)")
     if source is not None and not (directory / source).is_file():
         raise r.fail(where + "source", f"names {source}, which is not in {directory}")
-    launches = [] if baseline else [
-        _launch(r, f"{where}launches[{i}].", raw, buffer_names)
-        for i, raw in enumerate(r.get(spec, "launches", where))]
+    raw_launches = [] if baseline else r.get(spec, "launches", where)
+    if not isinstance(raw_launches, list):
+        raise r.fail(where + "launches", "must be a list of launches")
+    launches = [_launch(r, f"{where}launches[{i}].", raw, buffer_names)
+                for i, raw in enumerate(raw_launches)]
     if source and not launches:
         raise r.fail(where + "launches", "is empty")
-    expect = r.mapping(spec.get("expect", {}), where + "expect")
+    expect = r.mapping(spec.get("expect", {}), where + "expect", EXPECT_KEYS)
     bound = expect.get("bound")
     if bound is not None:
         r.choice(bound, BOUNDS, where + "expect.bound")
@@ -287,7 +335,7 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         flops=model("flops"),
         bytes=model("bytes"),
         reference=str(model("reference")),
-        tolerance=float(model("tolerance")),
+        tolerance=r.number(model("tolerance"), where + "tolerance", "1e-5"),
         precision=r.choice(model("precision"), PRECISIONS, where + "precision"),
         options=[str(o) for o in options],
         expect=Expectation(bound=bound, faster_than=expect.get("faster_than"),
@@ -297,7 +345,7 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
 
 
 def _launch(r: _Reader, where: str, raw: Any, buffer_names: set[str]) -> Launch:
-    raw = r.mapping(raw, where.rstrip("."))
+    raw = r.mapping(raw, where.rstrip("."), LAUNCH_KEYS)
     args = r.get(raw, "args", where)
     if not isinstance(args, list):
         raise r.fail(where + "args", "must be a list")
@@ -330,7 +378,9 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
     """Concrete job for the worker plus the evaluated work/traffic model per variant.
 
     ``device`` adds names such as ``num_sms`` that launch geometry may use, so a
-    grid-stride kernel can be sized to fill whatever GPU it runs on.
+    grid-stride kernel can be sized to fill whatever GPU it runs on. Whatever a size
+    makes impossible (an empty buffer, a zero grid, a block over 1024 threads) is refused
+    here, naming the field, before any GPU work.
     """
     unknown = set(overrides) - set(manifest.params)
     if unknown:
@@ -338,11 +388,14 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
                             f"(parameters: {', '.join(manifest.params) or 'none'})")
     params = {**manifest.params, **overrides}
     names = {**device, **params}
+    at = _Resolver(manifest.path, names)
     chosen = select_variants(manifest, variants)
-    buffers = [_resolve_buffer(b, names) for b in manifest.buffers]
+    buffers = [_resolve_buffer(b, at) for b in manifest.buffers]
     jobs, models = [], {}
     for v in chosen:
-        launches = [_resolve_launch(launch, names) for launch in v.launches]
+        where = f"variants.{v.name}."
+        launches = [_resolve_launch(launch, at, f"{where}launches[{i}].")
+                    for i, launch in enumerate(v.launches)]
         jobs.append(VariantJob(
             name=v.name, source=str(manifest.directory / v.source) if v.source else None,
             launches=launches, baseline=v.baseline, reference=v.reference,
@@ -350,7 +403,8 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
         largest = max(launches, key=lambda l: _product(l.grid), default=None)
         models[v.name] = VariantModel(
             name=v.name, description=v.description,
-            flops=float(evaluate(v.flops, names)), bytes=float(evaluate(v.bytes, names)),
+            flops=float(at.amount(v.flops, where + "flops")),
+            bytes=float(at.amount(v.bytes, where + "bytes")),
             precision=v.precision, expect=v.expect, gate=v.gate, baseline=v.baseline is not None,
             grid_blocks=_product(largest.grid) if largest else 0,
             threads_per_block=_product(largest.block) if largest else 0,
@@ -362,6 +416,43 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
     return ResolvedFamily(manifest=manifest, params=params, job=job, models=models)
 
 
+MAX_THREADS_PER_BLOCK = 1024   # every CUDA GPU since Fermi
+
+
+@dataclass
+class _Resolver:
+    """Evaluates a manifest's expressions with the sizes bound; errors name file and field."""
+
+    path: Path
+    names: dict[str, Number]
+
+    def value(self, expression: str | Number, where: str) -> Number:
+        try:
+            return evaluate(expression, self.names)
+        except RooflintError as exc:
+            raise RooflintError(f"{self.path}: '{where}' {exc}{self._sizes()}") from None
+
+    def amount(self, expression: str | Number, where: str) -> Number:
+        """A FLOP or byte count: zero or more."""
+        value = self.value(expression, where)
+        if value < 0:
+            raise RooflintError(f"{self.path}: '{where}' is {expression!r} = {value:g}, "
+                                f"negative{self._sizes()}")
+        return value
+
+    def count(self, expression: str | Number, where: str, minimum: int = 1) -> int:
+        """A whole number of elements, blocks, threads or bytes, at least ``minimum``."""
+        value = self.value(expression, where)
+        if value != int(value) or value < minimum:
+            raise RooflintError(f"{self.path}: '{where}' is {expression!r} = {value:g}; "
+                                f"expected a whole number >= {minimum}{self._sizes()}")
+        return int(value)
+
+    def _sizes(self) -> str:
+        shown = ", ".join(f"{k}={v:g}" for k, v in self.names.items())
+        return f" (with {shown})" if shown else ""
+
+
 def select_variants(manifest: Manifest, wanted: list[str] | None) -> list[Variant]:
     if not wanted:
         return manifest.variants
@@ -371,13 +462,6 @@ def select_variants(manifest: Manifest, wanted: list[str] | None) -> list[Varian
         raise RooflintError(f"{manifest.name}: no variant {', '.join(missing)} "
                             f"(variants: {', '.join(by_name)})")
     return [by_name[w] for w in wanted]
-
-
-def _int(expression: str | Number, names: dict[str, Number], what: str) -> int:
-    value = evaluate(expression, names)
-    if value != int(value) or value < 0:
-        raise RooflintError(f"{what} {expression!r} evaluates to {value}, not a non-negative integer")
-    return int(value)
 
 
 def _written_bytes(buffers: list[BufferJob], launches: list[LaunchJob]) -> float:
@@ -394,25 +478,30 @@ def _product(values: list[int]) -> int:
     return result
 
 
-def _resolve_buffer(b: Buffer, names: dict[str, Number]) -> BufferJob:
-    shape = [_int(s, names, f"buffer {b.name} shape") for s in b.shape]
+def _resolve_buffer(b: Buffer, at: _Resolver) -> BufferJob:
+    shape = [at.count(s, f"buffers.{b.name}.shape") for s in b.shape]
     return BufferJob(name=b.name, dtype=b.dtype, shape=shape, role=b.role,
                      low=b.range[0], high=b.range[1])
 
 
-def _resolve_launch(launch: Launch, names: dict[str, Number]) -> LaunchJob:
+def _resolve_launch(launch: Launch, at: _Resolver, where: str) -> LaunchJob:
     args = []
-    for arg in launch.args:
+    for i, arg in enumerate(launch.args):
         if isinstance(arg, str):
             args.append(ArgJob(buffer=arg))
         else:
             ((ctype, expression),) = arg.items()
-            value = evaluate(expression, names)
+            value = at.value(expression, f"{where}args[{i}]")
             args.append(ArgJob(ctype=ctype, value=int(value) if ctype[0] in "iu" else float(value)))
+    block = [at.count(b, where + "block") for b in launch.block]
+    if _product(block) > MAX_THREADS_PER_BLOCK:
+        raise RooflintError(f"{at.path}: '{where}block' is {block}: "
+                            f"{_product(block)} threads, over the {MAX_THREADS_PER_BLOCK} a "
+                            f"block may have")
     return LaunchJob(
         entry=launch.entry,
-        grid=[_int(g, names, f"{launch.entry} grid") for g in launch.grid],
-        block=[_int(b, names, f"{launch.entry} block") for b in launch.block],
-        shared_mem=_int(launch.shared_mem, names, f"{launch.entry} shared_mem"),
+        grid=[at.count(g, where + "grid") for g in launch.grid],
+        block=block,
+        shared_mem=at.count(launch.shared_mem, where + "shared_mem", minimum=0),
         args=args,
     )

@@ -85,19 +85,32 @@ def _family_at_revision(target: str, rev: str, into: Path) -> Path:
     """The family directory of ``target`` as it was at git revision ``rev``, unpacked."""
     manifest_dir = load_manifest(target).directory.resolve()
     try:
-        top = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=manifest_dir,
-                                  capture_output=True, text=True, check=True).stdout.strip())
+        top = Path(_git(["rev-parse", "--show-toplevel"], manifest_dir).decode().strip())
         relative = manifest_dir.relative_to(top)
-        archive = subprocess.run(["git", "archive", "--format=tar", rev, str(relative)],
-                                 cwd=top, capture_output=True, check=True).stdout
+        archive = _git(["archive", "--format=tar", commit_of(rev, top), "--", str(relative)], top)
     except subprocess.CalledProcessError as exc:
-        reason = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
-        raise RooflintError(f"cannot read {manifest_dir} at revision {rev}: {reason.strip()}") from None
+        reason = " ".join(exc.stderr.decode(errors="replace").split())
+        raise RooflintError(f"cannot read {manifest_dir} at revision {rev!r}: {reason}") from None
     except (FileNotFoundError, ValueError):
         raise RooflintError(f"{manifest_dir} is not in a git repository: --rev needs one") from None
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
     return into / relative
+
+
+def _git(args: list[str], cwd: Path) -> bytes:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=True).stdout
+
+
+def commit_of(rev: str, repository: Path) -> str:
+    """The commit SHA a revision names. Only this SHA reaches other git commands, so a
+    revision such as ``--output=FILE`` (from ``--rev`` or a baseline's recorded
+    ``git_revision``) can never be read as an option."""
+    try:
+        return _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+                    repository).decode().strip()
+    except subprocess.CalledProcessError:
+        raise RooflintError(f"git revision {rev!r} names no commit in {repository}") from None
 
 
 def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, counters: str,

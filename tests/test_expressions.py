@@ -23,7 +23,15 @@ def test_evaluates(text, value):
     ("[N]", "not allowed"),
     ("K * 2", "unknown name 'K'"),
     ("N / 0", "division by zero"),
-    ("2 ** 1000", "too large"),
+    ("2 ** 1000", "would exceed 1e+24"),
+    ("((2**64)**64)**64", "would exceed"),       # refused before any big-integer work
+    ("9**9**9**9", "would exceed"),
+    ("1e308*10", "values must be finite"),
+    ("ceil(1e400)", "values must be finite"),
+    ("N * 1e30", "at most 1e+24"),
+    ("(-8)**0.5", "not a real number"),
+    ("0 ** -1", "division by zero"),
+    ("max()", "bad call max()"),
     ("cdiv(N", "quote expressions with commas"),
     ("lambda: 1", "not allowed"),
 ])

@@ -133,7 +133,7 @@ def test_malformed_yaml(tmp_path):
 
 def test_bad_launch_geometry_is_caught_at_resolve(tmp_path):
     directory = write(tmp_path, GOOD.replace('"cdiv(N, 256)"', "N/3"))
-    with pytest.raises(RooflintError, match="not a non-negative integer"):
+    with pytest.raises(RooflintError, match=r"launches\[0\].grid. is .N/3. = 341.333; expected a whole number"):
         resolve(load_manifest(directory), {}, DEVICE, TimingJob())
 
 
