@@ -11,10 +11,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from rooflint import yamlfile
 from rooflint.errors import RooflintError
 from rooflint.paths import SPECS_DIR
+
+SPEC_KEYS = ("id", "name", "nvml_names", "architecture", "compute_capability", "sms",
+             "boost_clock_mhz", "memory", "l2_mib", "peaks", "source", "notes")
+MEMORY_KEYS = ("type", "size_gb", "bandwidth_gbs")
+PEAK_KEYS = ("tflops", "clock_mhz")
 
 PRECISIONS = (
     "fp64", "fp64-tensor", "fp32", "fp16",
@@ -89,6 +93,8 @@ def _parse_peaks(raw: object, path: Path) -> dict[str, Peak]:
             raise RooflintError(f"{path}: unknown precision 'peaks.{precision}' "
                                 f"(known: {', '.join(PRECISIONS)})")
         where = f"peaks.{precision}."
+        if isinstance(entry, dict):
+            yamlfile.check_keys(entry, PEAK_KEYS, where, path)
         peaks[precision] = Peak(_number(entry, "tflops", path, where) * 1e12,
                                 _number(entry, "clock_mhz", path, where))
     if "fp32" not in peaks:
@@ -96,15 +102,20 @@ def _parse_peaks(raw: object, path: Path) -> dict[str, Peak]:
     return peaks
 
 
+def _sources(value: object) -> str:
+    """``source:`` is one citation or a list of them; shown joined."""
+    return "; ".join(str(s) for s in value) if isinstance(value, list) else str(value)
+
+
 def load_spec(path: Path) -> GpuSpec:
     """Parse and validate one spec file; errors name the file and the field."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise RooflintError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    data = yamlfile.load(path)
     if not isinstance(data, dict):
         raise RooflintError(f"{path}: expected a mapping of fields")
+    yamlfile.check_keys(data, SPEC_KEYS, "", path)
     memory = _require(data, "memory", path)
+    if isinstance(memory, dict):
+        yamlfile.check_keys(memory, MEMORY_KEYS, "memory.", path)
     nvml_names = _require(data, "nvml_names", path)
     if not isinstance(nvml_names, list) or not nvml_names:
         raise RooflintError(f"{path}: field 'nvml_names' must be a non-empty list")
@@ -124,7 +135,7 @@ def load_spec(path: Path) -> GpuSpec:
         dram_bandwidth=_number(memory, "bandwidth_gbs", path, "memory.") * 1e9,
         l2_bytes=_number(data, "l2_mib", path) * 2**20,
         peaks=_parse_peaks(_require(data, "peaks", path), path),
-        source=str(_require(data, "source", path)),
+        source=_sources(_require(data, "source", path)),
         notes=str(data.get("notes") or "").strip(),
         path=path,
     )

@@ -9,9 +9,12 @@ rewritten after each family, so an interrupted run keeps what it finished.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
+
+import numpy as np
 
 from rooflint import calibration as calibrations
 from rooflint.baseline import git_revision
@@ -31,6 +34,7 @@ from rooflint.measure.ncu import Counters, CountersUnavailable
 from rooflint.measure.runner import Progress, WorkerPool, profile
 from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
 from rooflint.roofline import place
+from rooflint.units import format_bytes
 
 
 @dataclass
@@ -53,7 +57,10 @@ def parse_sizes(items: list[str]) -> dict[str, Number]:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise RooflintError(f"--size expects NAME=VALUE, got {item!r}")
-        sizes[name.strip()] = evaluate(value, {})
+        try:
+            sizes[name.strip()] = evaluate(value, {})
+        except RooflintError as exc:
+            raise RooflintError(f"--size {item}: {exc}") from None
     return sizes
 
 
@@ -102,6 +109,7 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
             sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
             family = resolve(manifest, sizes, {"num_sms": device.sms}, timing,
                              options.variants or None)
+            check_fits(family, device)
             measurements = list(pool.measure(family.job, options.timeout_s,
                                              progress_for(family, "timing")))
             counters = family_counters(family, measurements, options, result.settings,
@@ -113,6 +121,18 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
         return result
     finally:
         pool.close()
+
+
+def check_fits(family: ResolvedFamily, device: DeviceInfo) -> None:
+    """Refuse, before the worker allocates anything, a family whose buffers (plus the
+    cold-cache flush buffer, twice the L2) cannot fit in the GPU's memory."""
+    needed = sum(math.prod(b.shape) * np.dtype(b.dtype).itemsize for b in family.job.buffers)
+    needed += 2 * device.l2_bytes
+    if needed > device.memory_bytes:
+        sizes = ", ".join(f"{k}={v:g}" for k, v in family.params.items())
+        raise RooflintError(f"{family.manifest.path}: with {sizes} the buffers need "
+                            f"{format_bytes(needed)}, more than the {format_bytes(device.memory_bytes)} "
+                            f"of the {device.name}; choose smaller --size values")
 
 
 def check_precisions(manifests: list[Manifest], spec: GpuSpec) -> None:

@@ -25,7 +25,9 @@ from rooflint.manifest import load_manifest, resolve
 from rooflint.measure.protocol import TimingJob
 from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.results import RunResult, VariantResult, read_result
-from rooflint.run import RunOptions, check_precisions, device_spec, family_counters, family_result
+from rooflint.run import (
+    RunOptions, check_fits, check_precisions, device_spec, family_counters, family_result,
+)
 
 
 @dataclass
@@ -132,6 +134,8 @@ def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, count
             calibration = calibrations.find(spec.id, device.driver)
             families = [resolve(m, {}, {"num_sms": device.sms}, TimingJob(), [v])
                         for m, v in zip(manifests, (variant_a, variant_b))]
+            for family in families:
+                check_fits(family, device)
             measurements = pool.measure_pair(families[0].job, families[1].job, options.timeout_s,
                                              progress_for(families[0], "timing"))
         finally:

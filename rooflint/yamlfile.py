@@ -95,5 +95,6 @@ def check_keys(data: dict, allowed: Iterable[str], where: str, path: Path) -> No
     for key in data:
         if key not in allowed:
             near = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"; did you mean {near[0]!r}?" if near else f" (known: {', '.join(allowed)})"
+            hint = (f"; did you mean '{where}{near[0]}'?" if near
+                    else f" (known: {', '.join(allowed)})")
             raise RooflintError(f"{path}: unknown key '{where}{key}'{hint}")
