@@ -20,6 +20,7 @@ CHAIN_CAUSES = (
     ("grid_under_one_wave", "grid_under_one_wave"),
     ("launch_overhead", "launch_overhead"),
     ("barrier_stalls", "synchronization"),
+    ("fence_stalls", "memory_fences"),
     ("memory_latency_stalls", "exposed_memory_latency"),
     ("dependency_stalls", "dependency_chain"),
     ("lsu_queue_stalls", "memory_instruction_queue"),
@@ -27,6 +28,7 @@ CHAIN_CAUSES = (
     ("math_pipe_stalls", "math_pipe"),
     ("special_function_stalls", "math_pipe"),
     ("register_spills", "register_spills"),
+    ("other_stalls", "other_stall_reason"),
 )
 
 

@@ -6,7 +6,7 @@ from the roofline point, the launch geometry, Nsight Compute counters (stall rea
 waves, spills) when present, and CUDA-graph replay timing for short kernels.
 
 Stall reasons are Nsight Compute's "warps stalled per issue" ratios: ``barrier`` is
-``__syncthreads``, ``long_scoreboard`` waiting on global/local memory, ``wait`` a
+``__syncthreads``, ``membar`` a memory fence, ``long_scoreboard`` waiting on global/local memory, ``wait`` a
 fixed-latency dependency, ``lg_throttle`` a full global-memory instruction queue,
 ``mio_throttle``/``short_scoreboard`` shared memory (or, when the XU pipe is busy, the
 special-function unit, whose instructions queue in the same MIO), ``math_pipe_throttle`` a
@@ -48,6 +48,7 @@ TENSOR_UPGRADE = {"fp32": "tf32-tensor", "fp16": "fp16-tensor", "fp64": "fp64-te
 
 STALL_FLAGS = {
     "barrier": "barrier_stalls",
+    "membar": "fence_stalls",            # memory fences: __threadfence, ordered atomics
     "long_scoreboard": "memory_latency_stalls",
     "wait": "dependency_stalls",
     "lg_throttle": "lsu_queue_stalls",
@@ -55,6 +56,9 @@ STALL_FLAGS = {
     "short_scoreboard": "shared_memory_stalls",
     "math_pipe_throttle": "math_pipe_stalls",
 }
+# Any other reason the profiler reports (a newer Nsight Compute, a hand-edited result) still
+# counts: it sets this flag, naming the reason, rather than being dropped or crashing.
+OTHER_STALL_FLAG = "other_stalls"
 
 
 @dataclass(frozen=True)
@@ -211,7 +215,7 @@ def _stalls(e: Evidence, counters: Counters) -> None:
     e.values["xu_pct"] = counters.xu_pipe_pct
     for reason, value in ranked:
         if value >= STALL_MINIMUM and value >= STALL_SHARE * total:
-            flag = STALL_FLAGS[reason]
+            flag = STALL_FLAGS.get(reason, OTHER_STALL_FLAG)
             detail = (f"{reason} stalls: {value:.1f} warps per issued instruction, "
                       f"{_pct(value / total)} of stalls")
             if xu_busy and flag == "shared_memory_stalls":   # the MIO queue, but for the XU

@@ -10,10 +10,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rooflint.diagnose import Verdict, diagnose
+from rooflint.errors import RooflintError
 from rooflint.evidence import LaunchFacts
 from rooflint.gpus import GpuSpec
 from rooflint.calibration import Calibration, roofs as roofs_for, tensor_roof
 from rooflint.roofline import Point, Roofs, place
+from rooflint.units import format_rate
 
 
 @dataclass
@@ -29,9 +31,16 @@ class Explanation:
                 "verdict": asdict(self.verdict)}
 
 
+# Typed numbers that put a kernel this far above a datasheet roof are a unit slip (ms for
+# us, GB for MB), not a measurement: datasheet peaks assume a boost clock that real clocks
+# can beat by a few percent, never by a quarter.
+IMPOSSIBLE_ABOVE_DATASHEET = 1.25
+
+
 def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
             algorithmic_bytes: float | None, precision: str,
             calibration: Calibration | None = None) -> Explanation:
+    check_possible(spec, time_s, flops, dram_bytes, precision)
     roofs = roofs_for(spec, precision, calibration)
     point = place(time_s, flops, dram_bytes,
                   dram_bytes if algorithmic_bytes is None else algorithmic_bytes, roofs,
@@ -40,3 +49,17 @@ def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
                         precision=precision,
                         tensor_roof=tensor_roof(spec, precision, calibration))
     return Explanation(spec, roofs, point, diagnose(point, facts))
+
+
+def check_possible(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
+                   precision: str) -> None:
+    """RooflintError for numbers no kernel on this GPU could have produced."""
+    rates = (("DRAM bandwidth", dram_bytes / time_s, spec.dram_bandwidth, "B/s", "--bytes"),
+             (f"{precision} peak", flops / time_s, spec.peak(precision).flops_per_s, "FLOP/s",
+              "--flops"))
+    for what, rate, roof, unit, option in rates:
+        if rate > IMPOSSIBLE_ABOVE_DATASHEET * roof:
+            raise RooflintError(
+                f"{option} in --time gives {format_rate(rate, unit)}, {rate / roof:.3g}x the "
+                f"{spec.id} datasheet {what} ({format_rate(roof, unit)}): no kernel can; "
+                f"check the units (ms vs us, GB vs MB)")

@@ -86,6 +86,10 @@ CATALOG: tuple[MoveRule, ...] = (
              "blocks with warp shuffles instead of __syncthreads",
              "up, same AI: the chain loses a barrier per iteration",
              requires=("chain_bound", "barrier_stalls")),
+    MoveRule("fewer_fences", "up", "fewer memory fences: __threadfence, volatile accesses "
+             "and ordered atomics only where the algorithm needs the ordering; batch the work "
+             "between them", "up, same AI: the chain loses a fence per iteration",
+             requires=("chain_bound", "fence_stalls")),
     MoveRule("hoist_loads", "up", "prefetch: issue the next loads before the barrier, so "
              "memory latency overlaps the synchronisation", "up, same AI",
              requires=("chain_bound", "barrier_stalls", "memory_latency_stalls")),
@@ -119,7 +123,7 @@ CATALOG: tuple[MoveRule, ...] = (
              "up, same AI: the nearest roof is {roof_headroom:.1f}x away",
              requires=("chain_bound",),
              excludes=("grid_under_one_wave", "launch_overhead", "barrier_stalls",
-                       "lsu_queue_stalls", "shared_memory_stalls", "dependency_stalls",
+                       "fence_stalls", "lsu_queue_stalls", "shared_memory_stalls", "dependency_stalls",
                        "math_pipe_stalls", "special_function_stalls", "register_spills",
                        "memory_latency_stalls", "idle_math")),
 )

@@ -7,6 +7,7 @@ anything ambiguous with a message instead of guessing.
 
 from __future__ import annotations
 
+import math
 import re
 
 from rooflint.errors import RooflintError
@@ -37,6 +38,8 @@ def _scaled(text: str, what: str, units: dict[str, float], case_sensitive: bool 
         known = ", ".join(u for u in units if u)
         raise RooflintError(f"unknown unit {unit!r} in {what} {text!r} (use {known})")
     result = value * units[key]
+    if not math.isfinite(result):
+        raise RooflintError(f"{what} {text!r} is not a finite number")
     if result < 0:
         raise RooflintError(f"{what} {text!r} is negative")
     return result

@@ -247,3 +247,27 @@ def test_data_that_lives_in_l2_is_bandwidth_bound_at_the_l2_roof(specs):
 def test_each_v6_step_is_the_move_rooflint_named_for_the_one_before(specs, name, bound, first_move):
     v = bundled_verdict("decode_attention", name, specs, threads=128, l2_roof=L2_ROOF)
     assert v.bound == bound and moves(v)[0] == first_move
+
+
+# Every stall reason Nsight Compute can report, as named in its metric list
+# (smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio on Hopper).
+ALL_STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss",
+                     "lg_throttle", "long_scoreboard", "math_pipe_throttle", "membar",
+                     "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+                     "short_scoreboard", "sleeping", "tex_throttle", "wait")
+
+
+@pytest.mark.parametrize("reason", sorted({*ALL_STALL_REASONS, *ncu.STALL_REASONS}))
+def test_every_stall_reason_gives_a_cause_and_a_move(reason, specs):
+    """A chain-bound kernel whose top stall is any reason at all (membar once crashed the
+    diagnosis with KeyError) gets a cause naming it and at least one move."""
+    h200 = find_spec("h200", specs)
+    point = place(1e-3, 1e9, 1e8, 1e8, roofs_for(h200, "fp32", None), "ncu")  # 2 % / 0.1 %
+    counters = ncu.Counters(**{**RESULT["families"][0]["variants"][0]["counters"],
+                               "stalls": {reason: 20.0, "wait": 1.0}})
+    facts = LaunchFacts(grid_blocks=4096, threads_per_block=256, launches=1, sms=132,
+                        precision="fp32")
+    v = diagnose(point, facts, counters)
+    assert v.bound == "chain"
+    assert any(reason in c.detail for c in v.causes), v.causes
+    assert v.moves
