@@ -305,6 +305,10 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
                                 f"'{where}{key}')")
         return value
 
+    def field_of(key: str) -> str:
+        """Where a family-wide field came from: this variant, or the top level."""
+        return where + key if key in spec else key
+
     baseline = spec.get("baseline")
     source = spec.get("source")
     if (baseline is None) == (source is None):
@@ -335,8 +339,8 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         flops=model("flops"),
         bytes=model("bytes"),
         reference=str(model("reference")),
-        tolerance=r.number(model("tolerance"), where + "tolerance", "1e-5"),
-        precision=r.choice(model("precision"), PRECISIONS, where + "precision"),
+        tolerance=r.number(model("tolerance"), field_of("tolerance"), "1e-5"),
+        precision=r.choice(model("precision"), PRECISIONS, field_of("precision")),
         options=[str(o) for o in options],
         expect=Expectation(bound=bound, faster_than=expect.get("faster_than"),
                            move=r.choice(expect["move"], MOVES, where + "expect.move")

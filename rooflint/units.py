@@ -79,7 +79,7 @@ def format_rate(value: float, unit: str) -> str:
 
 
 def format_bytes(count: float) -> str:
-    for prefix, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    for prefix, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if count >= scale:
             return f"{count / scale:.3g} {prefix}"
     return f"{count:.0f} B"
