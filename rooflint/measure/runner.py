@@ -79,8 +79,9 @@ class Worker:
         if message is None:
             raise RooflintError(f"the GPU worker exited at start: {self.last_error()}")
         if message["event"] == "fatal":
-            raise RooflintError(f"{message['message']} (without a GPU, `rooflint explain` "
-                                "and `rooflint specs` still work)")
+            raise RooflintError(f"{message['message']} (without a GPU, `explain` and `specs` "
+                                "work, and so do `show`, `plot`, `compare` and `gate --current` "
+                                "on result files)")
         return DeviceInfo(**message["device"])
 
     def last_error(self) -> str:

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import IO, Any
 
 from rooflint.measure.nvml import Nvml
@@ -53,13 +54,22 @@ def main() -> int:
                                    "pip install -e '.[cuda13]' (or .[cuda12])")
         return NO_GPU_EXIT
     except Exception as exc:  # no driver, no device, CUDA too old
-        send(out, "fatal", message=f"no usable CUDA GPU: {' '.join(str(exc).split())}")
+        send(out, "fatal", message=no_gpu_message(exc))
         return NO_GPU_EXIT
     send(out, "hello", device=asdict(device))
     if "--calibrate" in sys.argv[1:]:
         from rooflint.measure.calibrate import calibrate
         return calibrate(out, device, nvml)
     return serve_jobs(out, device, nvml)
+
+
+def no_gpu_message(exc: Exception) -> str:
+    """Why there is no GPU to use. CUDA reports a machine with no NVIDIA driver at all as
+    "driver version is insufficient", which would send its user off to upgrade a driver
+    that does not exist."""
+    if not Path("/proc/driver/nvidia/version").exists():
+        return "no NVIDIA GPU driver on this machine, so no GPU to measure on"
+    return f"no usable CUDA GPU: {' '.join(str(exc).split())}"
 
 
 def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
