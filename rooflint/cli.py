@@ -20,7 +20,6 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rooflint.errors import RooflintError
 from rooflint.gpus import PRECISIONS, find_spec, load_specs
-from rooflint.manifest import ResolvedFamily
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
@@ -58,13 +57,16 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def one_line_errors(command):
-    """User errors become one line on stderr and exit code 2, never a traceback."""
+    """User errors become one line on stderr and exit code 2, never a traceback; Ctrl-C
+    becomes one line and exit code 130."""
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
         except (typer.Exit, typer.Abort):
             raise
+        except KeyboardInterrupt:
+            fail("interrupted; nothing written", 130)
         except RooflintError as exc:
             fail(str(exc))
         except Exception as exc:
@@ -73,6 +75,9 @@ def one_line_errors(command):
             fail(f"internal error: {type(exc).__name__}: {exc} "
                  "(set ROOFLINT_DEBUG=1 for the traceback)")
     return wrapper
+
+
+STDOUT = Path("-")  # `--json -`: the result document goes to standard output
 
 
 @app.command()
@@ -84,45 +89,61 @@ def run(
     size: List[str] = typer.Option([], "--size", help="Override a parameter, e.g. --size N=2048."),
     gpu: Optional[str] = typer.Option(None, help="GPU spec id to judge against (default: match the device)."),
     cache: Cache = typer.Option(Cache.cold, help="cold: flush L2 before each timed run; warm: do not."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document here."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
+                                             "here (- for standard output; the rest goes to stderr)."),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run (.svg/.png/.pdf)."),
     timeout: float = typer.Option(120.0, help="Seconds a variant may take before it is abandoned."),
     counters: Counters = typer.Option(Counters.auto, help="auto: Nsight Compute counters when ncu "
                                       "works, else model bytes; ncu: require them; off."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
-    from rooflint.report import render_run
+    from rooflint.report import RunDisplay
     from rooflint.run import RunOptions, parse_sizes, run as run_families
 
+    to_stdout = json_path == STDOUT
+    screen = errors if to_stdout else console
     options = RunOptions(targets=[target] if target else [], variants=variants or [],
-                         sizes=parse_sizes(size), gpu=gpu, cache=cache.value,
-                         timeout_s=timeout, json_path=json_path, counters=counters.value)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
-        def progress_for(family: ResolvedFamily, phase: str):
-            name = f"{family.manifest.name} {phase}"
-            task = bar.add_task(name, total=len(family.job.variants), start=False)
-
-            def update(event: str, variant: str) -> None:
-                if event == "start":
-                    bar.start_task(task)
-                    bar.update(task, description=f"{name}: {variant}")
-                else:
-                    bar.advance(task)
-            return update
-
-        def warn(message: str) -> None:
-            bar.console.print(f"[yellow]rooflint: {message}[/]", highlight=False)
-        result = run_families(options, progress_for, warn)
-    render_run(console, result)
-    if json_path:
-        console.print(f"result written to {json_path}")
+                         sizes=parse_sizes(size), gpu=gpu, cache=cache.value, timeout_s=timeout,
+                         json_path=None if to_stdout else json_path, counters=counters.value)
+    display = RunDisplay(screen, tables=True)
+    try:
+        with display:
+            result = run_families(options, display.listener())
+    except KeyboardInterrupt:
+        fail(interrupted_run(display.done, options.json_path), 130)
+    if to_stdout:
+        typer.echo(json.dumps(result.to_json(), indent=1))
+    elif json_path:
+        screen.print(f"result written to {json_path}", markup=False)
     if svg:
         from rooflint import plotting
         plotting.save(plotting.figure([result]), svg)
-        console.print(f"roofline drawn to {svg}")
+        screen.print(f"roofline drawn to {svg}", markup=False)
     if any(v.status in ("fail", "error") for f in result.families for v in f.variants):
         raise typer.Exit(1)
+
+
+def interrupted_run(done: list[str], json_path: Optional[Path]) -> str:
+    """What an interrupted run leaves: the families already in the result file, if any."""
+    if json_path and done:
+        return f"interrupted; {json_path} keeps {', '.join(done)}"
+    if json_path:
+        return f"interrupted before a family finished; {json_path} not written"
+    return "interrupted; nothing written"
+
+
+@app.command()
+@one_line_errors
+def show(
+    result_path: Path = typer.Argument(..., metavar="RESULT", help="A result file written by "
+                                       "`rooflint run --json`."),
+    variants: Optional[List[str]] = typer.Argument(None, help="Only these variants (default: all)."),
+) -> None:
+    """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
+    from rooflint.report import only_variants, render_run
+    from rooflint.results import read_result
+
+    render_run(console, only_variants(read_result(result_path), variants or [], result_path))
 
 
 @app.command()
@@ -187,7 +208,7 @@ def gate(
     from rooflint.gate import evaluate, recheck as gate_recheck
     from rooflint.sides import remeasure_against
     from rooflint.manifest import parse_fraction
-    from rooflint.report import gate_junit, gate_markdown, render_gate
+    from rooflint.report import RunDisplay, gate_junit, gate_markdown, render_gate
     from rooflint.results import read_result
     from rooflint.run import RunOptions, run as run_families
 
@@ -200,12 +221,9 @@ def gate(
     if current:
         result = read_result(current)
     else:
-        with Progress(TextColumn("{task.description}"), console=console, transient=True) as bar:
-            bar.add_task("measuring")
+        with RunDisplay(console, tables=False) as display:
             result = run_families(RunOptions(targets=targets or [], variants=[], sizes={},
-                                             counters=counters.value),
-                                  lambda family, phase: (lambda event, variant: None),
-                                  lambda message: errors.print(f"rooflint: {message}"))
+                                             counters=counters.value), display.listener())
     measured = baselines.from_result(result)
     if update:
         baselines.write(measured, baseline_path)

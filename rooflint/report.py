@@ -7,14 +7,22 @@ the JSON result, so the screen and the file never disagree.
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
+from rich.padding import Padding
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
 from rooflint.comparison import Comparison, describe_movement
 from rooflint.diagnose import Verdict
+from rooflint.errors import RooflintError
 from rooflint.evidence import BOUND_THRESHOLD
 from rooflint.gate import Report as GateReport
 from rooflint.explain import Explanation
@@ -22,8 +30,12 @@ from rooflint.gpus import GpuSpec
 from rooflint.measure.protocol import THROTTLING
 from rooflint.results import FamilyResult, RunResult, VariantResult
 from rooflint.roofline import Point, Roofs
+from rooflint.run import Listener
 from rooflint.units import format_bytes, format_rate, format_time
 
+# rich's SIMPLE_HEAD in ASCII: a header rule of "-", so a line of N characters is N bytes
+# and tools that count bytes (awk, cut, CI log viewers) agree that it fits the terminal.
+HEAD_RULE = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 BOUND_STYLE = {"bandwidth": "cyan", "compute": "magenta", "chain": "yellow"}
 STATUS_STYLE = {"ok": "green", "fail": "bold red", "error": "bold red", "skipped": "yellow"}
 
@@ -33,7 +45,10 @@ def _pct(fraction: float) -> str:
 
 
 def _ai(value: float) -> str:
-    return "inf" if value == float("inf") else f"{value:.3g}"
+    """Three significant figures, whole numbers from 100 up (1020, not 1.02e+03)."""
+    if value == float("inf"):
+        return "inf"
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def roofs_line(roofs: Roofs) -> str:
@@ -47,35 +62,57 @@ def roofs_line(roofs: Roofs) -> str:
 
 
 def render_run_header(console: Console, result: RunResult) -> None:
+    """The device and settings; printed by `run` before its first family is measured, when
+    the byte source is the one it will try (a fallback is announced when it happens)."""
     gpu = result.gpu
     clocks = f", max SM clock {gpu.max_sm_clock_mhz:.0f} MHz" if gpu.max_sm_clock_mhz else ""
-    counted = any(v.counters for f in result.families for v in f.variants)
+    if result.families:
+        counted = any(v.counters for f in result.families for v in f.variants)
+    else:
+        counted = result.settings["counters"] != "off"
     source = "DRAM bytes from ncu counters" if counted else "DRAM bytes from the manifests' model"
-    console.print(f"[bold]{gpu.name}[/] (spec {result.spec_id}), {gpu.sms} SMs, "
-                  f"L2 {format_bytes(gpu.l2_bytes)}, driver {gpu.driver}{clocks}; "
-                  f"cache {result.settings['cache']}; {source}")
+    console.print(f"[bold]{escape(gpu.name)}[/] (spec {escape(result.spec_id)}), {gpu.sms} SMs, "
+                  f"L2 {format_bytes(gpu.l2_bytes)}, driver {escape(gpu.driver)}{clocks}; "
+                  f"cache {escape(str(result.settings['cache']))}; {source}")
     if result.settings.get("counters_unavailable"):
-        console.print(f"[yellow]counters unavailable: {result.settings['counters_unavailable']}[/]")
+        console.print(Text(f"counters unavailable: {result.settings['counters_unavailable']}",
+                           style="yellow"))
+
+
+# The family table's columns. The wide layout is used when it fits the terminal without
+# wrapping; otherwise the compact one, which shows a failed variant's status in the verdict
+# column and puts the top move among the notes.
+WIDE = ("variant", "status", "time", "DRAM", "FLOP/s", "AI obs/alg", "verdict", "top move")
+COMPACT = ("variant", "time", "DRAM", "FLOP/s", "AI obs/alg", "verdict")
+NUMERIC = {"time", "DRAM", "FLOP/s", "AI obs/alg"}
+UNBOUNDED = 10**6  # a width no table reaches: measures its natural (unwrapped) width
 
 
 def render_family(console: Console, family: FamilyResult) -> None:
     params = ", ".join(f"{k}={int(v) if float(v).is_integer() else v}" for k, v in family.params.items())
-    table = Table(title=f"{family.name} ({params})", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("variant", "status", "time", "DRAM", "FLOP/s", "AI obs/alg", "verdict",
-                   "top move"):
-        table.add_column(column, justify="right" if column in ("time", "DRAM", "FLOP/s", "AI obs/alg")
-                         else "left")
-    for v in family.variants:
-        table.add_row(*_row(v))
-    console.print(table)
+    console.print(Text(f"{family.name} ({params})", "table.title"))
+    wide = _family_table(family, WIDE)
+    compact = console.measure(wide, options=console.options.update_width(UNBOUNDED)).maximum \
+        > console.width
+    console.print(_family_table(family, COMPACT) if compact else wide)
     precisions = {v.roofs.precision: v.roofs for v in family.variants if v.roofs}
     for roofs in precisions.values():
-        console.print(f"{roofs_line(roofs)}; bound = at >= {_pct(BOUND_THRESHOLD)} of a roof; "
-                      f"DRAM and FLOP/s as % of their roofs")
+        console.print(f"{escape(roofs_line(roofs))}; bound = at >= {_pct(BOUND_THRESHOLD)} of a "
+                      f"roof; DRAM and FLOP/s as % of their roofs")
+    console.print(_notes_grid(family, top_move=compact))
+
+
+def _family_table(family: FamilyResult, columns: tuple[str, ...]) -> Table:
+    table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
+    for column in columns:
+        table.add_column(column, justify="right" if column in NUMERIC else "left",
+                         no_wrap=column == "variant", overflow="fold")
     for v in family.variants:
-        for note in _notes(v):
-            console.print(f"  [bold]{v.name}[/]: {note}")
+        cells = _cells(v)
+        if "top move" not in columns:
+            cells.setdefault("verdict", cells["status"])
+        table.add_row(*(cells.get(column, "") for column in columns))
+    return table
 
 
 def _short(action: str) -> str:
@@ -83,56 +120,73 @@ def _short(action: str) -> str:
     return action.split(":")[0].split(" (")[0]
 
 
-def _row(v: VariantResult) -> list[str]:
-    status = f"[{STATUS_STYLE[v.status]}]{v.status.upper()}[/]"
-    name = v.name + (" [dim](baseline)[/]" if v.baseline else "")
+def _cells(v: VariantResult) -> dict[str, Text]:
+    """One variant's row, by column; a variant that was not timed has only name and status."""
+    name = Text(v.name)
+    if v.baseline:
+        name.append(" (baseline)", "dim")
+    cells = {"variant": name, "status": Text(v.status.upper(), STATUS_STYLE[v.status])}
     if not v.time or not v.point:
-        return [name, status, "", "", "", "", "", ""]
+        return cells
     p = v.point
     spread = f" ±{100 * v.time.iqr_s / v.time.median_s:.0f}%" if v.time.median_s else ""
-    verdict = f"[{BOUND_STYLE[v.verdict.bound]}]{v.verdict.bound}[/]"
+    verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound])
     if v.expect.get("bound") not in (None, v.verdict.bound):
-        verdict += f" [red](expected {v.expect['bound']})[/]"
+        verdict.append(f" (expected {v.expect['bound']})", "red")
     top = v.verdict.moves[0] if v.verdict.moves else None
-    return [
-        name,
-        status,
-        format_time(v.time.median_s) + spread,
-        f"{format_rate(p.achieved_bandwidth, 'B/s')} {_pct(p.dram_fraction)}",
-        f"{format_rate(p.achieved_flops, '')} {_pct(p.compute_fraction)}" if p.flops else "-",
-        f"{_ai(p.observed_ai)}/{_ai(p.algorithmic_ai)}" if p.flops else "-",
-        verdict,
-        f"{top.direction}: {_short(top.action)}" if top else "",
-    ]
+    return cells | {
+        "time": Text(format_time(v.time.median_s) + spread),
+        "DRAM": Text(f"{format_rate(p.achieved_bandwidth, 'B/s')} {_pct(p.dram_fraction)}"),
+        "FLOP/s": Text(f"{format_rate(p.achieved_flops, '')} {_pct(p.compute_fraction)}"
+                       if p.flops else "-"),
+        "AI obs/alg": Text(f"{_ai(p.observed_ai)}/{_ai(p.algorithmic_ai)}" if p.flops else "-"),
+        "verdict": verdict,
+        "top move": Text(f"{top.direction}: {_short(top.action)}" if top else ""),
+    }
 
 
-def _notes(v: VariantResult) -> list[str]:
+def _notes_grid(family: FamilyResult, top_move: bool) -> Padding:
+    """Each variant's notes, one per row behind its name; a long note wraps under its own
+    text (a hanging indent), so where one note ends and the next begins stays visible."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column()
+    for v in family.variants:
+        for note in _notes(v, top_move):
+            grid.add_row(Text(f"{v.name}:"), note)
+    return Padding(grid, (0, 0, 0, 2), expand=False)
+
+
+def _notes(v: VariantResult, top_move: bool) -> list[Text]:
+    """What the table has no room for; with ``top_move`` the move leads its reason."""
     notes = []
     if v.status != "ok":
-        notes.append(f"[{STATUS_STYLE[v.status]}]{v.message}[/]")
+        notes.append(Text(v.message, STATUS_STYLE[v.status]))
     if v.counters:
-        notes.append(f"[dim]{_counter_summary(v)}[/]")
-    notes += v.notes
+        notes.append(Text(_counter_summary(v), "dim"))
+    notes += [Text(note) for note in v.notes]
     if v.verdict:
-        notes += [f"{c.name}: {c.detail}" for c in v.verdict.causes]
+        notes += [Text(f"{c.name}: {c.detail}") for c in v.verdict.causes]
         if v.verdict.moves:
             top = v.verdict.moves[0]
-            notes.append(f"why {top.direction}: {top.reason}; expect {top.expect}")
-        notes += v.verdict.ruled_out
+            lead = (f"move {top.direction}: {_short(top.action)}; why" if top_move
+                    else f"why {top.direction}")
+            notes.append(Text(f"{lead}: {top.reason}; expect {top.expect}"))
+        notes += [Text(text) for text in v.verdict.ruled_out]
     if v.gpm:
         shown = ", ".join(f"{k.removesuffix('_util').replace('_', ' ')} {x:.0f}%"
                           for k, x in v.gpm.items())
-        notes.append(f"[dim]GPM utilization (NVML, back-to-back runs): {shown}[/]")
+        notes.append(Text(f"GPM utilization (NVML, back-to-back runs): {shown}", "dim"))
     if v.speed_vs_baseline:
-        notes.append(f"{v.speed_vs_baseline:.2f}x the speed of the baseline")
+        notes.append(Text(f"{v.speed_vs_baseline:.2f}x the speed of the baseline"))
     if v.expectation_mismatch:
-        notes.append(f"[red]prediction missed[/]: {v.expectation_mismatch}")
+        notes.append(Text.assemble(("prediction missed", "red"), f": {v.expectation_mismatch}"))
     if v.versus:
-        notes.append(v.versus)
+        notes.append(Text(v.versus))
     limits = [r for r in v.clocks.throttle_reasons if r in THROTTLING]
     if limits:
         sm = f"SM clock {statistics.median(v.clocks.sm_mhz):.0f} MHz, " if v.clocks.sm_mhz else ""
-        notes.append(f"[yellow]{sm}clocks held down by {', '.join(limits)}[/]")
+        notes.append(Text(f"{sm}clocks held down by {', '.join(limits)}", "yellow"))
     return notes
 
 
@@ -152,9 +206,93 @@ def render_run(console: Console, result: RunResult) -> None:
         render_family(console, family)
 
 
+def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:
+    """The result cut down to the named variants (all with no names), families in order;
+    a name the file does not hold is bad input, answered with the names it does hold."""
+    if not names:
+        return result
+    held = {v.name for f in result.families for v in f.variants}
+    unknown = [n for n in names if n not in held]
+    if unknown:
+        listing = "; ".join(f"{f.name}: {', '.join(v.name for v in f.variants)}"
+                            for f in result.families)
+        raise RooflintError(f"{path} has no variant {', '.join(unknown)}; it has {listing}")
+    families = [replace(f, variants=[v for v in f.variants if v.name in names])
+                for f in result.families]
+    return replace(result, families=[f for f in families if f.variants])
+
+
+class RunDisplay:
+    """What `run` and `gate` show while they measure.
+
+    One progress line names the family, the phase and the variant ("gemm_fp32: timing
+    tiled 3/6"); it appears with the phase's first variant (so a phase that does not run,
+    such as counters with ``--counters off``, never shows) and goes when the phase or the
+    family ends. With ``tables`` (run), the header is printed once the device is known and
+    each family's table as soon as that family is done.
+    """
+
+    def __init__(self, console: Console, tables: bool) -> None:
+        self.console = console
+        self.tables = tables
+        self.done: list[str] = []          # families finished (and written, with --json)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                            TimeElapsedColumn(), console=console, transient=True)
+        self._task: TaskID | None = None
+        self._phase: tuple[str, str] | None = None
+
+    def __enter__(self) -> "RunDisplay":
+        self.bar.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.bar.stop()
+
+    def listener(self) -> Listener:
+        return Listener(started=self.started, progress=self.progress, finished=self.finished,
+                        warn=self.warn)
+
+    def started(self, result: RunResult) -> None:
+        if self.tables:
+            render_run_header(self.console, result)
+
+    def progress(self, family: str, phase: str, total: int) -> Callable[[str, str], None]:
+        begun = 0
+
+        def update(event: str, variant: str) -> None:
+            nonlocal begun
+            if event == "start":
+                begun += 1
+                self._show((family, phase), total, f"{family}: {phase} {variant} {begun}/{total}")
+            elif self._phase == (family, phase):
+                self.bar.advance(self._task)
+        return update
+
+    def _show(self, phase: tuple[str, str], total: int, description: str) -> None:
+        if phase != self._phase:
+            self._end_phase()
+            self._task, self._phase = self.bar.add_task(description, total=total), phase
+        else:
+            self.bar.update(self._task, description=description)
+
+    def _end_phase(self) -> None:
+        if self._task is not None:
+            self.bar.remove_task(self._task)
+        self._task = self._phase = None
+
+    def finished(self, result: RunResult, family: FamilyResult) -> None:
+        self._end_phase()
+        self.done.append(family.name)
+        if self.tables:
+            render_family(self.console, family)
+
+    def warn(self, message: str) -> None:
+        self.console.print(Text(f"rooflint: {message}", "yellow"))
+
+
 def render_explanation(console: Console, e: Explanation) -> None:
     p, v = e.point, e.verdict
-    console.print(f"[bold]{e.spec.name}[/]: {roofs_line(e.roofs)}")
+    console.print(f"[bold]{escape(e.spec.name)}[/]: {escape(roofs_line(e.roofs))}")
     console.print(f"  achieved {format_rate(p.achieved_flops, 'FLOP/s')} "
                   f"({_pct(p.compute_fraction)} of compute), "
                   f"{format_rate(p.achieved_bandwidth, 'B/s')} ({_pct(p.dram_fraction)} of DRAM)")
@@ -165,14 +303,14 @@ def render_explanation(console: Console, e: Explanation) -> None:
 
 
 def render_verdict(console: Console, v: Verdict) -> None:
-    console.print(f"  verdict: [{BOUND_STYLE[v.bound]}]{v.bound}-bound[/]: {v.summary}")
+    console.print(f"  verdict: [{BOUND_STYLE[v.bound]}]{v.bound}-bound[/]: {escape(v.summary)}")
     for cause in v.causes:
-        console.print(f"    cause {cause.name}: {cause.detail}")
+        console.print(f"    cause {cause.name}: {escape(cause.detail)}")
     for move in v.moves:
-        console.print(f"    move {move.direction}: {move.action}")
-        console.print(f"      why: {move.reason}; expect: {move.expect}")
+        console.print(f"    move {move.direction}: {escape(move.action)}")
+        console.print(f"      why: {escape(move.reason)}; expect: {escape(move.expect)}")
     for text in v.ruled_out:
-        console.print(f"    {text}")
+        console.print(f"    {escape(text)}")
 
 
 def render_specs(console: Console, specs: list[GpuSpec]) -> None:
@@ -184,7 +322,7 @@ def render_specs(console: Console, specs: list[GpuSpec]) -> None:
     for s in specs:
         def peak(key: str) -> str:
             return f"{s.peaks[key].flops_per_s / 1e12:.4g}" if key in s.peaks else "-"
-        table.add_row(s.id, str(s.sms), f"{s.dram_bandwidth / 1e12:.3g}",
+        table.add_row(Text(s.id), str(s.sms), f"{s.dram_bandwidth / 1e12:.3g}",
                       f"{s.l2_bytes / 2**20:.0f}", peak("fp64"), peak("fp32"),
                       peak("tf32-tensor"), peak("fp16-tensor"), peak("fp8-tensor"))
     console.print(table)
@@ -192,9 +330,10 @@ def render_specs(console: Console, specs: list[GpuSpec]) -> None:
 
 
 def render_spec(console: Console, s: GpuSpec) -> None:
-    console.print(f"[bold]{s.name}[/] ({s.id}): {s.architecture}, compute capability "
-                  f"{s.compute_capability}, {s.sms} SMs, boost {s.boost_clock_mhz:.0f} MHz")
-    console.print(f"  memory: {s.memory_gb:g} GB {s.memory_type}, "
+    console.print(f"[bold]{escape(s.name)}[/] ({escape(s.id)}): {escape(s.architecture)}, "
+                  f"compute capability {escape(s.compute_capability)}, {s.sms} SMs, "
+                  f"boost {s.boost_clock_mhz:.0f} MHz")
+    console.print(f"  memory: {s.memory_gb:g} GB {escape(s.memory_type)}, "
                   f"{format_rate(s.dram_bandwidth, 'B/s')}; L2 {format_bytes(s.l2_bytes)}")
     table = Table(title_justify="left")
     for column in ("precision", "peak", "assumes SM clock", "ridge (FLOP/B)"):
@@ -203,14 +342,14 @@ def render_spec(console: Console, s: GpuSpec) -> None:
         table.add_row(precision, format_rate(peak.flops_per_s, "FLOP/s"),
                       f"{peak.clock_mhz:.0f} MHz", f"{s.ridge(precision):.3g}")
     console.print(table)
-    console.print(f"  source: {s.source}")
+    console.print(f"  source: {escape(s.source)}")
     if s.notes:
-        console.print(f"  notes: {s.notes}")
+        console.print(f"  notes: {escape(s.notes)}")
 
 
 def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec) -> None:
-    table = Table(title=f"{calibration.gpu.name}: measured ceilings, driver "
-                        f"{calibration.gpu.driver}, {calibration.created}",
+    table = Table(title=Text(f"{calibration.gpu.name}: measured ceilings, driver "
+                             f"{calibration.gpu.driver}, {calibration.created}"),
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("ceiling", "measured", "datasheet", "of datasheet", "at clock seen",
                    "SM clock", "how"):
@@ -228,10 +367,10 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
             _pct(ceiling.value / datasheet) if datasheet else "-",
             _pct(at_clock) if at_clock else "-",
             f"{ceiling.sm_clock_mhz:.0f} MHz" if ceiling.sm_clock_mhz else "-",
-            ceiling.method)
+            Text(ceiling.method))
     console.print(table)
     for name, why in calibration.skipped.items():
-        console.print(f"[yellow]not measured: {name}: {why}[/]")
+        console.print(Text(f"not measured: {name}: {why}", "yellow"))
 
 
 def render_comparison(console: Console, c: Comparison) -> None:
@@ -269,16 +408,18 @@ def _slowdown(row) -> str:
 
 
 def render_gate(console: Console, report: GateReport) -> None:
-    table = Table(title="rooflint gate", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title="rooflint gate", title_justify="left", box=HEAD_RULE, pad_edge=False)
     for column in ("family", "variant", "outcome", "time", "why"):
-        table.add_column(column, justify="right" if column == "time" else "left")
+        table.add_column(column, justify="right" if column == "time" else "left",
+                         no_wrap=column in ("family", "variant"))
     for row in report.rows:
-        table.add_row(row.family, row.variant,
-                      f"[{GATE_STYLE[row.outcome]}]{row.outcome}[/]", _slowdown(row),
-                      "; ".join(row.reasons + [f"[yellow]{w}[/]" for w in row.warnings]))
+        why = Text("; ").join([Text(r) for r in row.reasons] +
+                              [Text(w, "yellow") for w in row.warnings])
+        table.add_row(Text(row.family), Text(row.variant),
+                      Text(row.outcome, GATE_STYLE[row.outcome]), _slowdown(row), why)
     console.print(table)
     if report.gpu_note:
-        console.print(f"[yellow]{report.gpu_note}[/]")
+        console.print(Text(report.gpu_note, "yellow"))
     verdict = "[bold green]PASS[/]" if report.passed else "[bold red]FAIL[/]"
     counts = {o: sum(r.outcome == o for r in report.rows) for o in GATE_STYLE}
     console.print(f"{verdict}: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))

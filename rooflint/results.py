@@ -112,7 +112,15 @@ def _family(data: dict[str, Any]) -> FamilyResult:
     return FamilyResult(**{**data, "variants": [_variant(v) for v in data["variants"]]})
 
 
+# What rooflint.result/1 gained after its first files were written: a file without these
+# keys reads as a run of that time recorded it (no graph replay, no reconciliation, no
+# manifest gate thresholds, moves without catalog ids).
+_LATER_VARIANT_KEYS = {"graph_time": None, "versus": None, "gate": {}}
+_LATER_MOVE_KEYS = {"id": ""}
+
+
 def _variant(data: dict[str, Any]) -> VariantResult:
+    data = {**_LATER_VARIANT_KEYS, **data}
     verdict = data["verdict"]
     return VariantResult(**{
         **data,
@@ -125,6 +133,6 @@ def _variant(data: dict[str, Any]) -> VariantResult:
         "point": Point(**data["point"]) if data["point"] else None,
         "verdict": Verdict(**{**verdict,
                               "causes": [Cause(**c) for c in verdict["causes"]],
-                              "moves": [Move(**m) for m in verdict["moves"]]})
+                              "moves": [Move(**{**_LATER_MOVE_KEYS, **m}) for m in verdict["moves"]]})
                    if verdict else None,
     })

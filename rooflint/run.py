@@ -29,7 +29,7 @@ from rooflint.manifest import (
     Manifest, ResolvedFamily, VariantModel, bundled_manifests, load_manifest, resolve,
     select_variants,
 )
-from rooflint.measure.protocol import DeviceInfo, Measurement, TimingJob
+from rooflint.measure.protocol import DeviceInfo, Measurement, TimingJob, VariantJob
 from rooflint.measure.ncu import Counters, CountersUnavailable
 from rooflint.measure.runner import Progress, WorkerPool, profile
 from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
@@ -87,9 +87,35 @@ def device_spec(device: DeviceInfo, gpu: str | None, specs: list[GpuSpec]) -> Gp
     return spec
 
 
-def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progress],
-        warn: Callable[[str], None]) -> RunResult:
-    """Measure every family; ``warn`` hears, once, why counters are off if they are."""
+def _silent(*_: object) -> None:
+    """A hook that wants to hear nothing."""
+
+
+def _no_progress(family: str, phase: str, total: int) -> Progress:
+    return _silent
+
+
+@dataclass
+class Listener:
+    """What `run` tells its caller while it works, so that output can stream.
+
+    ``started``: the device is known and the result begun (nothing measured yet).
+    ``progress(family, phase, total)``: the (event, variant) callback for one phase of a
+    family ("timing" over all its variants, "counters" over those that passed); a phase
+    that does not run (``--counters off``) never calls it back.
+    ``finished``: a family is measured, appended to the result and, with a json path,
+    written. ``warn``: once, why counters are off if they are.
+    """
+
+    started: Callable[[RunResult], None] = _silent
+    progress: Callable[[str, str, int], Progress] = _no_progress
+    finished: Callable[[RunResult, FamilyResult], None] = _silent
+    warn: Callable[[str], None] = _silent
+
+
+def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
+    """Measure every family, telling ``listener`` as each step is done."""
+    listener = listener or Listener()
     specs = load_specs()
     manifests = load_targets(options)
     pool = WorkerPool()
@@ -105,20 +131,30 @@ def run(options: RunOptions, progress_for: Callable[[ResolvedFamily, str], Progr
                                      if calibration and calibration.l2 else None,
                                      "git_revision": git_revision(str(manifests[0].directory))})
         check_precisions(manifests, spec)
+        listener.started(result)
         for manifest in manifests:
             sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
             family = resolve(manifest, sizes, {"num_sms": device.sms}, timing,
                              options.variants or None)
             check_fits(family, device)
-            measurements = list(pool.measure(family.job, options.timeout_s,
-                                             progress_for(family, "timing")))
-            counters = family_counters(family, measurements, options, result.settings,
-                                       progress_for(family, "counters"), warn)
+            measurements = list(pool.measure(
+                family.job, options.timeout_s,
+                listener.progress(manifest.name, "timing", len(family.job.variants))))
+            counters = family_counters(
+                family, measurements, options, result.settings,
+                listener.progress(manifest.name, "counters",
+                                  len(profiled_variants(family, measurements))),
+                listener.warn)
             result.families.append(family_result(family, measurements, counters, spec, device,
                                                  calibration))
             if options.json_path:
                 write_result(result, options.json_path)
+            listener.finished(result, result.families[-1])
         return result
+    except KeyboardInterrupt:
+        if pool.worker:  # a busy worker reads the end of its input only after its family
+            pool.worker.kill()
+        raise
     finally:
         pool.close()
 
@@ -151,11 +187,8 @@ def family_counters(family: ResolvedFamily, measurements: list[Measurement],
                     options: RunOptions, settings: dict, progress: Progress,
                     warn: Callable[[str], None]) -> dict[str, Counters]:
     """The profile pass for the variants that passed; falls back to model bytes if it can't."""
-    if settings["counters"] == "off":
-        return {}
-    passed = {m.variant for m in measurements if m.status == "ok"}
-    variants = [v for v in family.job.variants if v.name in passed]
-    if not variants:
+    variants = profiled_variants(family, measurements)
+    if settings["counters"] == "off" or not variants:
         return {}
     try:
         return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress)
@@ -166,6 +199,12 @@ def family_counters(family: ResolvedFamily, measurements: list[Measurement],
         settings["counters_unavailable"] = str(exc)
         warn(f"counters unavailable: {exc}; continuing with the manifests' model bytes")
         return {}
+
+
+def profiled_variants(family: ResolvedFamily, measurements: list[Measurement]) -> list[VariantJob]:
+    """The variants the counters pass profiles: those that ran and passed their check."""
+    passed = {m.variant for m in measurements if m.status == "ok"}
+    return [v for v in family.job.variants if v.name in passed]
 
 
 def family_result(family: ResolvedFamily, measurements: list[Measurement],

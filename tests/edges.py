@@ -27,10 +27,14 @@ class Outcome:
 
 def rooflint(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
              timeout: float = 120) -> Outcome:
-    """``python -m rooflint ARGS`` in a subprocess, with no GPU visible unless ``env`` says."""
+    """``python -m rooflint ARGS`` in a subprocess, with no GPU visible unless ``env`` says.
+
+    The checkout under test comes first on PYTHONPATH (whatever ``cwd`` is), then any
+    PYTHONPATH that ``env`` gives."""
+    env = {**os.environ, **NO_GPU, **(env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, "-m", "rooflint", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=timeout,
-                          env={**os.environ, **NO_GPU, **(env or {})})
+                          text=True, cwd=cwd, timeout=timeout, env=env)
     return Outcome(done.returncode, done.stdout, done.stderr)
 
 

@@ -144,3 +144,59 @@ def test_reconcile_two_copies_without_arithmetic(specs):
          "copy_float4": counters_with(537e6, 516e6, waves=1)}, find_spec("h200", specs), H200)
     assert by_name(result)["copy_float4"].versus == \
         "vs copy_scalar: DRAM bytes 1.00x, time 0.69x"
+
+
+def test_each_family_is_reported_before_the_next_is_measured(monkeypatch, tmp_path):
+    """`run` streams: the listener hears of a family (already in the result file) before
+    the next family is sent to the worker."""
+    from recorded import RecordedPool
+    from rooflint import run as run_module
+    pool = RecordedPool()
+    monkeypatch.setattr(run_module, "WorkerPool", lambda: pool)
+    path = tmp_path / "result.json"
+
+    def finished(result, family):
+        pool.log.append(("finished", family.name))
+        assert [f.name for f in read_result(path).families] == [f.name for f in result.families]
+    listener = run_module.Listener(started=lambda result: pool.log.append(("started", "")),
+                                   finished=finished)
+    result = run_module.run(run_module.RunOptions(targets=["stream", "gemm_fp32"], variants=[],
+                                                  sizes={}, json_path=path, counters="off"),
+                            listener)
+    assert pool.log == [("started", ""), ("measure", "stream"), ("finished", "stream"),
+                        ("measure", "gemm_fp32"), ("finished", "gemm_fp32")]
+    assert by_name(result.families[1])["blocked_2d"].verdict.bound == "compute"
+
+
+FAKE_WORKER = """
+import json, sys, time
+print(json.dumps({"event": "hello", "device": %r}), flush=True)
+sys.stdin.readline()
+print(json.dumps({"event": "start", "variant": "copy_scalar"}), flush=True)
+time.sleep(5)  # busy timing a kernel; it would read the end of its input only after this
+"""
+
+
+def test_an_interrupt_kills_a_busy_worker(monkeypatch):
+    """Ctrl-C during a measurement: the worker is killed at once, not left to finish its
+    family (a worker still busy would exit by itself, code 0, seconds later)."""
+    import signal
+    import sys
+    from dataclasses import asdict
+    from rooflint import run as run_module
+    from rooflint.measure.runner import WorkerPool
+    pools = []
+
+    def busy_pool():
+        pools.append(WorkerPool(prefix=[sys.executable, "-c", FAKE_WORKER % asdict(H200)]))
+        return pools[-1]
+
+    def interrupt(event, variant):
+        if event == "start":
+            raise KeyboardInterrupt
+    monkeypatch.setattr(run_module, "WorkerPool", busy_pool)
+    with pytest.raises(KeyboardInterrupt):
+        run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={},
+                                             counters="off"),
+                       run_module.Listener(progress=lambda family, phase, total: interrupt))
+    assert pools[0].worker.process.returncode == -signal.SIGKILL

@@ -22,9 +22,7 @@ A_A_RUNS, INJECTED_RUNS = 20, 5
 
 
 def measure(variants):
-    result = run(RunOptions(targets=[FAMILY], variants=variants, sizes={}, counters="ncu"),
-                 lambda family, phase: (lambda event, variant: None),
-                 lambda message: None)
+    result = run(RunOptions(targets=[FAMILY], variants=variants, sizes={}, counters="ncu"))
     return baselines.from_result(result)
 
 

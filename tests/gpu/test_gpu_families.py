@@ -5,25 +5,24 @@ from pathlib import Path
 import pytest
 
 from rooflint.results import read_result
-from rooflint.run import RunOptions, run
+from rooflint.run import Listener, RunOptions, run
 
 pytestmark = pytest.mark.gpu
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-
-
-def quiet(family, phase):
-    return lambda event, variant: None
 
 
 def no_warnings(message):
     raise AssertionError(f"unexpected warning: {message}")
 
 
+QUIET = Listener(warn=no_warnings)
+
+
 @pytest.fixture(scope="module")
 def bundled(tmp_path_factory):
     path = tmp_path_factory.mktemp("run") / "result.json"
     result = run(RunOptions(targets=["stream", "gemm_fp32"], variants=[], sizes={},
-                            json_path=path, counters="ncu"), quiet, no_warnings)
+                            json_path=path, counters="ncu"), QUIET)
     assert read_result(path) == result
     return {f.name: {v.name: v for v in f.variants} for f in result.families}
 
@@ -72,7 +71,7 @@ def test_calibration_reaches_the_hopper_targets(tmp_path, specs):
 def test_broken_variants_lose_only_their_own_rows(tmp_path):
     path = tmp_path / "broken.json"
     result = run(RunOptions(targets=[str(FIXTURES / "broken")], variants=[], sizes={},
-                            counters="off", timeout_s=15, json_path=path), quiet, no_warnings)
+                            counters="off", timeout_s=15, json_path=path), QUIET)
     assert read_result(path) == result
     rows = {v.name: v for v in result.families[0].variants}
     assert list(rows) == ["wrong_values", "unwritten_half", "does_not_compile", "out_of_bounds",
@@ -119,7 +118,7 @@ def book_families(tmp_path_factory):
     path = tmp_path_factory.mktemp("book") / "result.json"
     result = run(RunOptions(targets=["decode_attention", "w4a16_gemv", "reduction"], variants=[],
                             sizes={}, json_path=path, counters="ncu"),
-                 quiet, no_warnings)
+                 QUIET)
     return {f.name: {v.name: v for v in f.variants} for f in result.families}
 
 
@@ -145,7 +144,7 @@ def test_each_cause_probe_shows_its_cause():
     """The causes family on this GPU (datasheet roofs: no L2 roof, so l2_resident is left
     out of the check): each probe's verdict names the cause it was built for."""
     result = run(RunOptions(targets=["causes"], variants=[], sizes={}, counters="ncu"),
-                 quiet, no_warnings)
+                 QUIET)
     rows = {v.name: v for v in result.families[0].variants}
     assert all(v.status == "ok" for v in rows.values()), {n: v.message for n, v in rows.items()}
     for name, cause in [("barrier_bound", "synchronization"), ("launch_bound", "launch_overhead"),
