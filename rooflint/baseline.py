@@ -14,9 +14,8 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from rooflint.jsonfile import read_versioned, write_atomic
+from rooflint.jsonfile import read_document, write_atomic
 from rooflint.results import RunResult, VariantResult
 
 SCHEMA = "rooflint.baseline/1"
@@ -95,5 +94,5 @@ def write(baseline: Baseline, path: Path) -> None:
 
 
 def read(path: Path) -> Baseline:
-    data: dict[str, Any] = read_versioned(path, SCHEMA, "baseline")
-    return Baseline(**{**data, "entries": [Entry(**e) for e in data["entries"]]})
+    """A baseline file, each entry checked field by field (see jsonfile.read_document)."""
+    return read_document(path, Baseline, SCHEMA, "baseline")

@@ -12,6 +12,7 @@ Files live in ``$ROOFLINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rooflint``, else
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ from typing import Any
 from rooflint.errors import RooflintError
 from rooflint.evidence import TENSOR_UPGRADE
 from rooflint.gpus import GpuSpec
-from rooflint.jsonfile import read_versioned, write_atomic
+from rooflint.jsonfile import read_document, write_atomic
 from rooflint.measure.protocol import DeviceInfo
 from rooflint.roofline import Roofs
 
@@ -80,27 +81,48 @@ def default_path(spec_id: str, driver: str) -> Path:
 
 
 def save(calibration: Calibration, path: Path) -> None:
-    write_atomic(calibration.to_json(), path)
+    """Write a calibration; the cache directory is rooflint's own and is created, any other
+    directory (``calibrate -o``) must exist."""
+    write_atomic(calibration.to_json(), path, create_directory=_in_cache(path))
+
+
+def _in_cache(path: Path) -> bool:
+    return Path(path).resolve().is_relative_to(cache_dir().resolve())
 
 
 def load(path: Path) -> Calibration:
-    data = read_versioned(path, SCHEMA, "calibration")
-    return Calibration(
-        gpu=DeviceInfo(**data["gpu"]), spec_id=data["spec_id"], dram=Ceiling(**data["dram"]),
-        l2=Ceiling(**data["l2"]) if data["l2"] else None,
-        compute={k: Ceiling(**v) for k, v in data["compute"].items()},
-        dram_sweep=[Ceiling(**c) for c in data["dram_sweep"]], skipped=data["skipped"],
-        created=data["created"], schema=data["schema"])
+    """A calibration file, every field checked (see jsonfile.read_document); a ceiling that
+    is not a positive finite number is refused, as it would put a roof at zero or infinity."""
+    calibration = read_document(path, Calibration, SCHEMA, "calibration")
+    ceilings = {"dram": calibration.dram, "l2": calibration.l2, **{
+        f"compute.{name}": c for name, c in calibration.compute.items()}, **{
+        f"dram_sweep[{i}]": c for i, c in enumerate(calibration.dram_sweep)}}
+    for name, ceiling in ceilings.items():
+        if ceiling and not (math.isfinite(ceiling.value) and ceiling.value > 0):
+            raise RooflintError(f"{path}: field '{name}.value' is {ceiling.value}, "
+                                "expected a positive number")
+    return calibration
 
 
 def find(spec_id: str, driver: str | None = None) -> Calibration | None:
-    """The cached calibration for this GPU (and driver, when known); the newest otherwise."""
+    """The cached calibration for this GPU (and driver, when known); the newest otherwise.
+
+    A damaged cached file (cut short by a full disk, edited by hand) is reported with the
+    way out, since the user never named it."""
     directory = cache_dir() / "calibration"
     if driver:
         exact = default_path(spec_id, driver)
-        return load(exact) if exact.exists() else None
+        return _load_cached(exact) if exact.exists() else None
     candidates = sorted(directory.glob(f"{spec_id}-driver-*.json"), key=lambda p: p.stat().st_mtime)
-    return load(candidates[-1]) if candidates else None
+    return _load_cached(candidates[-1]) if candidates else None
+
+
+def _load_cached(path: Path) -> Calibration:
+    try:
+        return load(path)
+    except RooflintError as exc:
+        raise RooflintError(f"{exc}; the cached calibration is damaged: run `rooflint calibrate` "
+                            "again or delete it (explain --datasheet ignores it)") from None
 
 
 def roofs(spec: GpuSpec, precision: str, calibration: Calibration | None) -> Roofs:

@@ -10,7 +10,7 @@ import json
 import os
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import functools
 
@@ -20,6 +20,9 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rooflint.errors import RooflintError
 from rooflint.gpus import PRECISIONS, find_spec, load_specs
+
+if TYPE_CHECKING:
+    from rooflint.gate import Report
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
@@ -51,8 +54,13 @@ class Counters(str, Enum):
     off = "off"
 
 
-def fail(message: str, code: int = 2) -> None:
+def say(message: str) -> None:
+    """One line on stderr, as every rooflint error is printed."""
     errors.print(f"rooflint: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    say(message)
     raise typer.Exit(code)
 
 
@@ -208,7 +216,7 @@ def gate(
     from rooflint.gate import evaluate, recheck as gate_recheck
     from rooflint.sides import remeasure_against
     from rooflint.manifest import parse_fraction
-    from rooflint.report import RunDisplay, gate_junit, gate_markdown, render_gate
+    from rooflint.report import RunDisplay, render_gate
     from rooflint.results import read_result
     from rooflint.run import RunOptions, run as run_families
 
@@ -235,16 +243,35 @@ def gate(
     if recheck:
         report = gate_recheck(report, remeasure_against(reference, result))
     render_gate(console, report)
-    summary = gate_markdown(report)
-    if markdown:
-        markdown.write_text(summary)
-    if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as handle:
-            handle.write(summary)
-    if junit:
-        junit.write_text(gate_junit(report))
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    written = write_gate_reports(report, markdown, junit,
+                                 Path(step_summary) if step_summary else None)
     if not report.passed:
         raise typer.Exit(1)
+    if not written:
+        raise typer.Exit(2)
+
+
+def write_gate_reports(report: Report, markdown: Path | None, junit: Path | None,
+                       step_summary: Path | None) -> bool:
+    """Write every report the gate was asked for, after its verdict is on the screen; one
+    that cannot be written is one line on stderr, and neither stops the others nor hides
+    the verdict. False if any failed."""
+    from rooflint.jsonfile import append_text, write_text
+    from rooflint.report import gate_junit, gate_markdown
+
+    summary = gate_markdown(report)
+    writes = [(write_text, summary, markdown), (append_text, summary, step_summary),
+              (write_text, gate_junit(report), junit)]
+    written = True
+    for write, text, path in writes:
+        try:
+            if path:
+                write(text, path)
+        except RooflintError as exc:
+            say(str(exc))
+            written = False
+    return written
 
 
 @app.command()

@@ -1,36 +1,242 @@
-"""Versioned JSON documents on disk: written atomically, read with their schema checked.
+"""The files rooflint reads and writes: versioned JSON documents and the reports beside them.
 
-Results, calibrations and (later) baselines are all such files; an interrupted write must
-never leave a truncated file that a later command would trust.
+Writing: atomically (a temporary file beside the target, flushed to disk, then renamed),
+so a failed or interrupted write never leaves a truncated file that a later command would
+trust, never leaves the temporary file behind, and leaves an existing file as it was.
+Files get the permissions any other program would give them (0o666 less the umask;
+``mkstemp`` alone makes them 0600, which a CI artifact step or a colleague cannot read).
+A directory the user names must exist: a typo in ``--junit ci/reprots/x.xml`` is reported,
+not silently grown into a tree; only rooflint's own cache directory is created. Every
+failure is one RooflintError naming the path and the reason.
+
+Reading: a document is checked against the dataclasses it becomes. The schema is written
+once, as those dataclasses' fields and type hints; :func:`read_document` walks them, so a
+wrong or missing field is named by its path (``families[0].variants[2].time.median_s``)
+instead of surfacing later as a KeyError. A field with a default may be absent (files
+written before the field existed); keys the dataclasses do not know are ignored, so a
+file written by a newer rooflint that added fields still reads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import json
 import os
+import stat
 import tempfile
+import types
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rooflint.errors import RooflintError
 
+T = TypeVar("T")
 
-def write_atomic(data: dict[str, Any], path: Path) -> None:
+
+# --- writing -------------------------------------------------------------------------
+
+def require_directory(path: Path) -> None:
+    """RooflintError unless the directory that would hold ``path`` exists."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise RooflintError(f"cannot write {path}: no directory {parent}")
+
+
+def write_atomic(data: dict[str, Any], path: Path, *, create_directory: bool = False) -> None:
+    """Write a JSON document (see the module docstring for the guarantees)."""
+    write_text(json.dumps(data, indent=1) + "\n", path, create_directory=create_directory)
+
+
+def write_text(text: str, path: Path, *, create_directory: bool = False) -> None:
+    """Replace ``path`` with ``text`` atomically; ``create_directory`` only for rooflint's own
+    directories. A device or pipe (``/dev/stdout``) is written in place: renaming over it
+    would replace the device with a regular file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
+    if create_directory:
+        _create_directory(path.parent)
+    require_directory(path)
+    if _exists_not_regular(path):
+        _write_in_place(text, path, "w")
+        return
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(fd, 0o666 & ~_umask())
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())    # a full disk or quota shows here, not after the rename
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)         # gone already once the rename succeeded
 
+
+def append_text(text: str, path: Path) -> None:
+    """Append to ``path`` (created if absent), e.g. GitHub's step summary."""
+    require_directory(path)
+    _write_in_place(text, Path(path), "a")
+
+
+def _write_in_place(text: str, path: Path, mode: str) -> None:
+    try:
+        with open(path, mode, encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+
+
+def _create_directory(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RooflintError(f"cannot create directory {directory}: {exc.strerror or exc}") from None
+
+
+def _exists_not_regular(path: Path) -> bool:
+    try:
+        return not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
+
+
+def _umask() -> int:
+    """The process umask (there is no way to read it without setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _cannot_write(path: Path, exc: OSError) -> RooflintError:
+    return RooflintError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+# --- reading -------------------------------------------------------------------------
 
 def read_versioned(path: Path, schema: str, what: str) -> dict[str, Any]:
     """The document at ``path``; RooflintError unless it parses and declares ``schema``."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RooflintError(f"cannot read {what} {path}: {exc}") from None
+        data = json.loads(Path(path).read_bytes())
+    except OSError as exc:
+        raise RooflintError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:     # bad JSON, bad UTF-8, absurd nesting
+        raise RooflintError(f"cannot read {what} {path}: not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != schema:
         raise RooflintError(f"{path} is not a rooflint {what} ({schema})")
     return data
+
+
+def read_document(path: Path, cls: type[T], schema: str, what: str) -> T:
+    """The document at ``path`` as a ``cls``, every field checked against its type hint.
+
+    Unknown keys are ignored (a newer rooflint may have added fields); a missing field
+    without a default, or a value of the wrong type, is a RooflintError naming the file and
+    the field's path.
+    """
+    data = read_versioned(path, schema, what)
+    try:
+        return _dataclass(cls, data, "")
+    except _Mismatch as exc:
+        raise RooflintError(f"{path}: field '{exc.where}' {exc.problem}") from None
+
+
+class _Mismatch(Exception):
+    def __init__(self, where: str, problem: str):
+        super().__init__(where, problem)
+        self.where, self.problem = where, problem
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _dataclass(cls: type[T], value: Any, where: str) -> T:
+    if not isinstance(value, dict):
+        raise _Mismatch(where, f"is {_describe(value)}, expected a mapping")
+    hints, known = _hints(cls), {}
+    for f in dataclasses.fields(cls):
+        inner = f"{where}.{f.name}" if where else f.name
+        if f.name in value:
+            known[f.name] = _value(hints[f.name], value[f.name], inner)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise _Mismatch(inner, "is missing")
+    return cls(**known)
+
+
+def _value(hint: Any, value: Any, where: str) -> Any:
+    """``value`` checked against ``hint`` (and built into dataclasses where it names one)."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        return _union(typing.get_args(hint), value, where)
+    if dataclasses.is_dataclass(hint):
+        return _dataclass(hint, value, where)
+    if origin is list:
+        _expect(isinstance(value, list), value, "a list", where)
+        (item,) = typing.get_args(hint)
+        return [_value(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        _expect(isinstance(value, dict), value, "a mapping", where)
+        _, item = typing.get_args(hint)
+        return {k: _value(item, v, f"{where}.{k}") for k, v in value.items()}
+    if hint in _SCALARS:
+        _expect(_is_scalar(hint, value), value, _expected(hint), where)
+        return value
+    raise TypeError(f"no reader for {hint!r} at {where}")   # a dataclass rooflint declares
+
+
+def _union(options: tuple[Any, ...], value: Any, where: str) -> Any:
+    if value is None and type(None) in options:
+        return None
+    kinds = [o for o in options if o is not type(None)]
+    for kind in kinds:
+        try:
+            return _value(kind, value, where)
+        except _Mismatch as exc:
+            if exc.where != where:
+                raise       # the value has the right shape; a field inside it is wrong
+    expected = [_expected(k) for k in kinds] + (["null"] if type(None) in options else [])
+    raise _Mismatch(where, f"is {_describe(value)}, expected {' or '.join(expected)}")
+
+
+# A float field takes an int (JSON does not tell 2 from 2.0); a bool is never a number.
+_SCALARS = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}
+
+
+def _is_scalar(hint: type, value: Any) -> bool:
+    return isinstance(value, _SCALARS[hint]) and (hint is bool or not isinstance(value, bool))
+
+
+def _expect(ok: bool, value: Any, expected: str, where: str) -> None:
+    if not ok:
+        raise _Mismatch(where, f"is {_describe(value)}, expected {expected}")
+
+
+def _expected(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is list:
+        return "a list"
+    if origin is dict or dataclasses.is_dataclass(hint):
+        return "a mapping"
+    return {float: "a number", int: "an integer", str: "a string", bool: "true or false"}[hint]
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "a mapping"}[type(value)]

@@ -17,7 +17,7 @@ import numpy as np
 
 from rooflint import __version__
 from rooflint.diagnose import Cause, Move, Verdict
-from rooflint.jsonfile import read_versioned, write_atomic
+from rooflint.jsonfile import read_document, write_atomic
 from rooflint.measure.ncu import Counters
 from rooflint.measure.protocol import Clocks, DeviceInfo, OutputCheck
 from rooflint.roofline import Point, Roofs
@@ -101,38 +101,6 @@ def write_result(result: RunResult, path: Path) -> None:
 
 
 def read_result(path: Path) -> RunResult:
-    data = read_versioned(path, SCHEMA, "result")
-    return RunResult(
-        gpu=DeviceInfo(**data["gpu"]), spec_id=data["spec_id"], settings=data["settings"],
-        families=[_family(f) for f in data["families"]], created=data["created"],
-        tool_version=data["tool_version"], schema=data["schema"])
-
-
-def _family(data: dict[str, Any]) -> FamilyResult:
-    return FamilyResult(**{**data, "variants": [_variant(v) for v in data["variants"]]})
-
-
-# What rooflint.result/1 gained after its first files were written: a file without these
-# keys reads as a run of that time recorded it (no graph replay, no reconciliation, no
-# manifest gate thresholds, moves without catalog ids).
-_LATER_VARIANT_KEYS = {"graph_time": None, "versus": None, "gate": {}}
-_LATER_MOVE_KEYS = {"id": ""}
-
-
-def _variant(data: dict[str, Any]) -> VariantResult:
-    data = {**_LATER_VARIANT_KEYS, **data}
-    verdict = data["verdict"]
-    return VariantResult(**{
-        **data,
-        "checks": [OutputCheck(**c) for c in data["checks"]],
-        "time": TimeStats(**data["time"]) if data["time"] else None,
-        "graph_time": TimeStats(**data["graph_time"]) if data["graph_time"] else None,
-        "clocks": Clocks(**data["clocks"]),
-        "counters": Counters(**data["counters"]) if data["counters"] else None,
-        "roofs": Roofs(**data["roofs"]) if data["roofs"] else None,
-        "point": Point(**data["point"]) if data["point"] else None,
-        "verdict": Verdict(**{**verdict,
-                              "causes": [Cause(**c) for c in verdict["causes"]],
-                              "moves": [Move(**{**_LATER_MOVE_KEYS, **m}) for m in verdict["moves"]]})
-                   if verdict else None,
-    })
+    """A result file, every field checked against the dataclasses above (fields a newer
+    rooflint added are ignored; see jsonfile.read_document)."""
+    return read_document(path, RunResult, SCHEMA, "result")
