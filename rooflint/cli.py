@@ -322,9 +322,10 @@ def plot(
     from rooflint import plotting
     from rooflint.results import read_result
 
+    plotting.output_format(output)              # a bad path fails before any file is read
     plotting.save(plotting.figure([read_result(p) for p in results], variant or None,
                                   trajectory), output)
-    console.print(f"roofline drawn to {output}")
+    console.print(f"roofline drawn to {output}", markup=False)
 
 
 @app.command()
