@@ -10,10 +10,11 @@ import statistics
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
-from rooflint.comparison import Comparison, describe_movement
+from rooflint.comparison import Comparison, Figures, describe_movement
 from rooflint.diagnose import Verdict
 from rooflint.evidence import BOUND_THRESHOLD
 from rooflint.gate import Report as GateReport
@@ -73,8 +74,9 @@ def render_family(console: Console, family: FamilyResult) -> None:
     for roofs in precisions.values():
         console.print(f"{roofs_line(roofs)}; bound = at >= {_pct(BOUND_THRESHOLD)} of a roof; "
                       f"DRAM and FLOP/s as % of their roofs")
+    baseline = next((v for v in family.variants if v.name == family.baseline), None)
     for v in family.variants:
-        for note in _notes(v):
+        for note in _notes(v, baseline):
             console.print(f"  [bold]{v.name}[/]: {note}")
 
 
@@ -89,7 +91,7 @@ def _row(v: VariantResult) -> list[str]:
     if not v.time or not v.point:
         return [name, status, "", "", "", "", "", ""]
     p = v.point
-    spread = f" ±{100 * v.time.iqr_s / v.time.median_s:.0f}%" if v.time.median_s else ""
+    time = f"{format_time(v.time.median_s)} ±{100 * v.time.spread:.0f}%"
     verdict = f"[{BOUND_STYLE[v.verdict.bound]}]{v.verdict.bound}[/]"
     if v.expect.get("bound") not in (None, v.verdict.bound):
         verdict += f" [red](expected {v.expect['bound']})[/]"
@@ -97,7 +99,7 @@ def _row(v: VariantResult) -> list[str]:
     return [
         name,
         status,
-        format_time(v.time.median_s) + spread,
+        f"[bold yellow]{time} noisy[/]" if v.time.noisy else time,
         f"{format_rate(p.achieved_bandwidth, 'B/s')} {_pct(p.dram_fraction)}",
         f"{format_rate(p.achieved_flops, '')} {_pct(p.compute_fraction)}" if p.flops else "-",
         f"{_ai(p.observed_ai)}/{_ai(p.algorithmic_ai)}" if p.flops else "-",
@@ -106,10 +108,12 @@ def _row(v: VariantResult) -> list[str]:
     ]
 
 
-def _notes(v: VariantResult) -> list[str]:
+def _notes(v: VariantResult, baseline: VariantResult | None = None) -> list[str]:
     notes = []
     if v.status != "ok":
         notes.append(f"[{STATUS_STYLE[v.status]}]{v.message}[/]")
+    if v.time and v.time.noisy:
+        notes.append(f"[yellow]noisy time: {v.time.noise}; its median is uncertain[/]")
     if v.counters:
         notes.append(f"[dim]{_counter_summary(v)}[/]")
     notes += v.notes
@@ -124,7 +128,10 @@ def _notes(v: VariantResult) -> list[str]:
                           for k, x in v.gpm.items())
         notes.append(f"[dim]GPM utilization (NVML, back-to-back runs): {shown}[/]")
     if v.speed_vs_baseline:
-        notes.append(f"{v.speed_vs_baseline:.2f}x the speed of the baseline")
+        against = (f" [yellow](a noisy baseline: {baseline.name} spreads "
+                   f"±{100 * baseline.time.spread:.0f}%)[/]" if baseline and baseline.time.noisy
+                   else "")
+        notes.append(f"{v.speed_vs_baseline:.2f}x the speed of the baseline{against}")
     if v.expectation_mismatch:
         notes.append(f"[red]prediction missed[/]: {v.expectation_mismatch}")
     if v.versus:
@@ -236,11 +243,22 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
 
 def render_comparison(console: Console, c: Comparison) -> None:
     style = {"faster": "green", "slower": "red", "same": "cyan", "inconclusive": "yellow"}
-    console.print(f"[bold {style[c.speedup.decision]}]{c.sentence}[/]")
-    console.print(f"  movement: {describe_movement(c.movement)}")
+    console.print(f"[bold {style[c.speedup.decision]}]{escape(c.sentence)}[/]")
+    console.print(_labelled([("warning", f"[bold yellow]{escape(w)}[/]") for w in c.warnings]
+                            + [("where it came from", c.attribution.sentence),
+                               ("movement", describe_movement(c.movement))]))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("", c.a, c.b):
-        table.add_column(column, justify="left" if not column else "right")
+        table.add_column(escape(column), justify="left" if not column else "right")
+
+    def time_cell(f: Figures) -> str:
+        shown = f"{format_time(f.time_s)} ±{100 * f.spread:.0f}% ({f.samples} samples)"
+        return f"[bold yellow]{shown} noisy[/]" if f.noisy else shown
+    sides = [c.figures[c.a], c.figures[c.b]]
+    table.add_row("time (median ± IQR)", *map(time_cell, sides))
+    table.add_row("FLOP/s", *[format_rate(f.flop_rate, "FLOP/s") if f.flop_rate else "-"
+                              for f in sides])
+    table.add_row("DRAM GB/s", *[format_rate(f.bandwidth, "B/s") for f in sides])
     sources = sorted({k for side in c.bytes.values() for k in side})
     for source in sources:
         table.add_row(f"DRAM bytes ({source})",
@@ -253,11 +271,21 @@ def render_comparison(console: Console, c: Comparison) -> None:
     table.add_row("correctness", c.correctness[c.a], c.correctness[c.b])
     table.add_row("verdict", str(c.movement["verdict_before"]), str(c.movement["verdict_after"]))
     console.print(table)
-    if c.expectation:
-        held = "missed" not in c.expectation
-        console.print(f"  [{'green' if held else 'red'}]prediction: {c.expectation}[/]")
-    for note in c.notes:
-        console.print(f"  [yellow]{note}[/]")
+    held = c.expectation and "missed" not in c.expectation
+    console.print(_labelled(
+        ([("prediction", f"[{'green' if held else 'red'}]{escape(c.expectation)}[/]")]
+         if c.expectation else [])
+        + [("note", f"[yellow]{escape(note)}[/]") for note in c.notes]))
+
+
+def _labelled(rows: list[tuple[str, str]]) -> Table:
+    """Label and text side by side, the text wrapping under itself (a hanging indent)."""
+    grid = Table.grid(padding=(0, 1), pad_edge=True)
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column()
+    for label, text in rows:
+        grid.add_row(f"{label}:", text)
+    return grid
 
 
 GATE_STYLE = {"pass": "green", "improved": "green", "new": "cyan", "inconclusive": "yellow",
