@@ -30,6 +30,8 @@ MIN_CLEAR_GAP = 0.01    # compare's gap; also where a ratio counts as "the same"
 BOOTSTRAP_ROUNDS = 2000
 CONFIDENCE = 0.95
 ROOF_NAMES = {"dram": "DRAM", "l2": "L2", "compute": "compute"}
+BYTE_CUT = 0.8          # DRAM bytes under this fraction of the other's: a byte cut to judge
+BYTE_CUT_SLACK = 1.25   # GB/s within this factor of the other's: the time followed the bytes
 
 
 @dataclass
@@ -65,18 +67,17 @@ class Attribution:
 
     @property
     def reading(self) -> str:
-        """Which move the factors add up to, on the roofline."""
-        cut, quicker = -_direction(self.bytes), _direction(self.bandwidth)   # +1 helps B
-        if cut == quicker == 0:
-            return "nothing moved"
-        if cut == 0:
-            return ("more work per second at the same bytes: an up move" if quicker > 0
-                    else "less work per second at the same bytes: a down move")
-        if quicker == 0:
-            return (f"{'fewer' if cut > 0 else 'more'} bytes at the same GB/s: time follows "
-                    f"the bytes (a {'right' if cut > 0 else 'left'} move along the DRAM roof)")
-        if cut == quicker:
-            return ("fewer bytes and more GB/s: right and up" if cut > 0
+        """Which move the factors add up to, on the roofline. GB/s within BYTE_CUT_SLACK of
+        A's means the time followed the bytes: the same test as a byte cut that paid."""
+        fewer = -_direction(self.bytes)                                # +1: B moves fewer
+        if fewer == 0:
+            quicker = _direction(self.bandwidth)
+            return {1: "more work per second at the same bytes: an up move", 0: "nothing moved",
+                    -1: "less work per second at the same bytes: a down move"}[quicker]
+        if 1 / BYTE_CUT_SLACK <= self.bandwidth <= BYTE_CUT_SLACK:
+            return f"the time followed the bytes: a {'right' if fewer > 0 else 'left'} move"
+        if (self.bandwidth > 1) == (fewer > 0):
+            return ("fewer bytes and more GB/s: right and up" if fewer > 0
                     else "more bytes and less GB/s: left and down")
         overall = {1: ": an up move", 0: "", -1: ": a down move"}[_direction(self.speedup)]
         return f"the time did not follow the bytes{overall}"
@@ -281,10 +282,6 @@ def _expectation(a: VariantResult, b: VariantResult) -> str | None:
     return text
 
 
-BYTE_CUT = 0.8          # DRAM bytes under this fraction of the other's: a byte cut to judge
-BYTE_CUT_SLACK = 1.25   # time may exceed the byte ratio by this much and still have "paid"
-
-
 def byte_cut(v: VariantResult, other: VariantResult) -> str | None:
     """If ``v`` moves clearly fewer DRAM bytes than ``other``: how much of the time change
     the cut explains and, where the time did not follow the bytes, why. Every figure is
@@ -298,7 +295,7 @@ def byte_cut(v: VariantResult, other: VariantResult) -> str | None:
     if bandwidth < 1 / BYTE_CUT_SLACK:
         return (f"the byte cut did not set the time: {cut:.2f}x fewer DRAM bytes, "
                 f"{_time_change(speedup)}; {_why_bytes_were_not_the_limit(v, other)}")
-    if _direction(bandwidth) > 0:
+    if bandwidth > BYTE_CUT_SLACK:
         return (f"the byte cut paid: {cut:.2f}x fewer DRAM bytes explain {cut:.2f}x of the "
                 f"{speedup:.2f}x less time; the rest is {bandwidth:.2f}x more GB/s")
     return f"the byte cut paid: {cut:.2f}x fewer DRAM bytes, {_time_change(speedup)}"
