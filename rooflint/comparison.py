@@ -178,7 +178,7 @@ def compare(a: VariantResult, b: VariantResult, a_label: str | None = None,
     """B against A: speed, where it came from, movement on the chart, bytes, FLOPs,
     correctness, prediction."""
     for side in (a, b):
-        if side.status != "ok" or not side.samples_s:
+        if side.status != "ok" or not side.samples_s or not (side.time and side.point):
             raise RooflintError(f"{side.name} has no speed to compare ({side.status}: "
                                 f"{side.message or 'no samples'})")
     a_name, b_name = a_label or a.name, b_label or b.name
@@ -189,8 +189,9 @@ def compare(a: VariantResult, b: VariantResult, a_label: str | None = None,
         flops={a_name: a.flops, b_name: b.flops},
         correctness={a_name: _correctness(a), b_name: _correctness(b)},
         expectation=_expectation(a, b))
-    result.warnings = [f"{name} ({role}) is noisy: {v.time.noise}; its median can move between "
-                       f"runs by more than the interval shows: re-measure before trusting the ratio"
+    result.warnings = [f"side {role}, {name}, is noisy: {v.time.noise}; its median can move "
+                       f"between runs by more than the interval shows: re-measure before "
+                       f"trusting the ratio"
                        for role, name, v in (("A", a_name, a), ("B", b_name, b)) if v.time.noisy]
     if verdict := byte_cut(b, a):
         result.notes.append(verdict)

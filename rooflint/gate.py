@@ -5,11 +5,11 @@ against a minimum clear gap), with ``max_slowdown`` (5 % by default) as the gap,
 commands cannot disagree on a pair: ``regressed`` is compare's ``slower`` (even the fast
 end of the interval is past the gap), ``improved`` its ``faster``, ``pass`` its ``same``
 (the estimate within the gap), ``inconclusive`` the estimate past the gap but the interval
-not. A noisy side (results.NOISY_SPREAD) is a warning, never a wider gap. The deterministic signals are tight:
-measured DRAM bytes and counted FLOPs may grow by at most 2 %, registers per thread and
-spill bytes not at all. A wrong result always regresses. A variant that leaves its roof
-(bandwidth-bound becoming chain-bound) is reported even when its time is within the
-threshold. Variants only in the current run are ``new``; ones only in the baseline are
+not. A noisy side (results.NOISY_SPREAD) is a warning, never a wider gap. The
+deterministic signals are tight: measured DRAM bytes and counted FLOPs may grow by at most
+2 %, registers per thread and spill bytes not at all. A wrong result always regresses. A
+variant that leaves its roof (bandwidth-bound becoming chain-bound) is reported even when
+its time is within the threshold. Variants only in the current run are ``new``; ones only in the baseline are
 ``missing`` and fail the gate (a vanished kernel hides whatever it did).
 """
 

@@ -258,7 +258,7 @@ def render_comparison(console: Console, c: Comparison) -> None:
     table.add_row("time (median ± IQR)", *map(time_cell, sides))
     table.add_row("FLOP/s", *[format_rate(f.flop_rate, "FLOP/s") if f.flop_rate else "-"
                               for f in sides])
-    table.add_row("DRAM GB/s", *[format_rate(f.bandwidth, "B/s") for f in sides])
+    table.add_row("DRAM bandwidth", *[format_rate(f.bandwidth, "B/s") for f in sides])
     sources = sorted({k for side in c.bytes.values() for k in side})
     for source in sources:
         table.add_row(f"DRAM bytes ({source})",

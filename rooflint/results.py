@@ -52,8 +52,8 @@ class TimeStats:
     @property
     def noise(self) -> str:
         """What makes it noisy, in words: the spread against the limit, and the sample count."""
-        return (f"IQR ±{100 * self.spread:.0f}% of the median over {self.n} samples, "
-                f"noisy past ±{100 * NOISY_SPREAD:.0f}%")
+        return (f"IQR ±{100 * self.spread:.0f}% of the median over {self.n} samples "
+                f"(limit ±{100 * NOISY_SPREAD:.0f}%)")
 
     @classmethod
     def of(cls, samples: list[float]) -> "TimeStats":

@@ -90,8 +90,8 @@ def test_a_likely_gain_with_a_wide_interval_is_inconclusive_and_not_rechecked(re
 def test_a_noisy_side_is_a_warning_not_a_wider_threshold(result):
     row = outcome(judge(result, result), "cublas_fp16")
     assert row.outcome == "pass"
-    assert row.warnings == ["noisy baseline: IQR ±88% of the median over 200 samples, noisy past ±10%",
-                            "noisy this run: IQR ±88% of the median over 200 samples, noisy past ±10%"]
+    assert row.warnings == ["noisy baseline: IQR ±88% of the median over 200 samples (limit ±10%)",
+                            "noisy this run: IQR ±88% of the median over 200 samples (limit ±10%)"]
 
 
 def test_five_percent_more_bytes_at_the_same_time_regresses(result):
