@@ -9,8 +9,8 @@ not. A noisy side (results.NOISY_SPREAD) is a warning, never a wider gap. The
 deterministic signals are tight: measured DRAM bytes and counted FLOPs may grow by at most
 2 %, registers per thread and spill bytes not at all. A wrong result always regresses. A
 variant that leaves its roof (bandwidth-bound becoming chain-bound) is reported even when
-its time is within the threshold. Variants only in the current run are ``new``; ones only in the baseline are
-``missing`` and fail the gate (a vanished kernel hides whatever it did).
+its time is within the threshold. Variants only in the current run are ``new``; ones only
+in the baseline are ``missing`` and fail the gate (a vanished kernel hides whatever it did).
 """
 
 from __future__ import annotations
