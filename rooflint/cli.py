@@ -355,7 +355,9 @@ def compare(
     comparisons = [compare_variants(x.variant, y.variant, x.label, y.label) for x, y in pairs]
     if as_json:
         typer.echo(json.dumps({"warning": warning, "comparisons": [
-            {**asdict(c), "sentence": c.sentence} for c in comparisons]}, indent=1))
+            {**asdict(c), "sentence": c.sentence,
+             "attribution": {**asdict(c.attribution), "sentence": c.attribution.sentence}}
+            for c in comparisons]}, indent=1))
         return
     if warning:
         errors.print(f"[bold yellow]rooflint: {warning}[/]")

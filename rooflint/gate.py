@@ -1,14 +1,16 @@
 """`rooflint gate`: baseline vs current, one decision per variant, without crying wolf.
 
-Time is judged with the same bootstrap interval as `compare` against a minimum clear gap
-(``max_slowdown``, 5 % by default): ``regressed`` only when even the fast end of the
-interval is slower than that, ``inconclusive`` when the estimate is past it but the
-interval is not, ``improved`` when clearly faster. The deterministic signals are tight:
-measured DRAM bytes and counted FLOPs may grow by at most 2 %, registers per thread and
-spill bytes not at all. A wrong result always regresses. A variant that leaves its roof
-(bandwidth-bound becoming chain-bound) is reported even when its time is within the
-threshold. Variants only in the current run are ``new``; ones only in the baseline are
-``missing`` and fail the gate (a vanished kernel hides whatever it did).
+Time is judged by `compare`'s own decision (comparison.decide: the bootstrap interval
+against a minimum clear gap), with ``max_slowdown`` (5 % by default) as the gap, so the two
+commands cannot disagree on a pair: ``regressed`` is compare's ``slower`` (even the fast
+end of the interval is past the gap), ``improved`` its ``faster``, ``pass`` its ``same``
+(the estimate within the gap), ``inconclusive`` the estimate past the gap but the interval
+not. A noisy side (results.NOISY_SPREAD) is a warning, never a wider gap. The
+deterministic signals are tight: measured DRAM bytes and counted FLOPs may grow by at most
+2 %, registers per thread and spill bytes not at all. A wrong result always regresses. A
+variant that leaves its roof (bandwidth-bound becoming chain-bound) is reported even when
+its time is within the threshold. Variants only in the current run are ``new``; ones only
+in the baseline are ``missing`` and fail the gate (a vanished kernel hides whatever it did).
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from typing import Callable
 from rooflint.baseline import Baseline, Entry
 from rooflint.comparison import speedup
 from rooflint.errors import RooflintError
+from rooflint.results import TimeStats
 
 DEFAULTS = {"max_slowdown": 0.05, "max_bytes_growth": 0.02, "max_flops_growth": 0.02}
 SPILL_SLACK_BYTES = 1024
 FAILING = ("regressed", "missing")
+OUTCOME_OF = {"slower": "regressed", "faster": "improved", "same": "pass",
+              "inconclusive": "inconclusive"}     # compare's time decision -> the gate's
 
 
 @dataclass
@@ -93,6 +98,7 @@ def _decide(base: Entry, cur: Entry, t: dict[str, float]) -> Row:
         row.warnings.append(f"not compared: baseline {base.status}, now {cur.status}")
         return row
     row.outcome = _time(base, cur, t["max_slowdown"], row)
+    _noise(base, cur, row)
     _counters(base, cur, t, row)
     if base.bound and cur.bound and base.bound != cur.bound:
         row.warnings.append(f"left its roof: {base.bound}-bound -> {cur.bound}-bound")
@@ -100,21 +106,25 @@ def _decide(base: Entry, cur: Entry, t: dict[str, float]) -> Row:
 
 
 def _time(base: Entry, cur: Entry, limit: float, row: Row) -> str:
-    s = speedup(base.samples_s, cur.samples_s)          # ratio = base time / current time
+    s = speedup(base.samples_s, cur.samples_s, gap=limit)   # ratio = base time / current time
     row.slowdown, row.interval = 1 / s.ratio, (1 / s.high, 1 / s.low)
     fast_end, slow_end = row.interval
-    if fast_end > 1 + limit:
-        row.reasons.append(f"time +{100 * (row.slowdown - 1):.1f}% (interval "
-                           f"{100 * (fast_end - 1):+.1f}% to {100 * (slow_end - 1):+.1f}%) "
-                           f"> {100 * limit:.0f}%")
-        return "regressed"
-    if row.slowdown > 1 + limit:
-        row.reasons.append(f"time +{100 * (row.slowdown - 1):.1f}% but the interval reaches "
-                           f"{100 * (fast_end - 1):+.1f}%: re-measure")
-        return "inconclusive"
-    if slow_end < 1 - limit:
-        return "improved"
-    return "pass"
+    change = f"time {100 * (row.slowdown - 1):+.1f}%"
+    if s.decision == "slower":
+        row.reasons.append(f"{change} (interval {100 * (fast_end - 1):+.1f}% to "
+                           f"{100 * (slow_end - 1):+.1f}%) > {100 * limit:.0f}%")
+    elif s.decision == "inconclusive":
+        nearest = fast_end if row.slowdown > 1 else slow_end
+        row.reasons.append(f"{change} but the interval reaches {100 * (nearest - 1):+.1f}%: "
+                           f"re-measure")
+    return OUTCOME_OF[s.decision]
+
+
+def _noise(base: Entry, cur: Entry, row: Row) -> None:
+    for side, samples in (("baseline", base.samples_s), ("this run", cur.samples_s)):
+        stats = TimeStats.of(samples)
+        if stats.noisy:
+            row.warnings.append(f"noisy {side}: {stats.noise}")
 
 
 def _counters(base: Entry, cur: Entry, t: dict[str, float], row: Row) -> None:
@@ -143,7 +153,7 @@ def recheck(report: Report, remeasure: Remeasure) -> Report:
     rows = []
     for row in report.rows:
         suspect = row.outcome in ("regressed", "inconclusive") and \
-            any(r.startswith("time") for r in row.reasons)
+            any(r.startswith("time") for r in row.reasons) and row.slowdown > 1
         if not suspect:
             rows.append(row)
             continue

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
-from rooflint.comparison import Comparison, describe_movement
+from rooflint.comparison import Comparison, Figures, describe_movement
 from rooflint.diagnose import Verdict
 from rooflint.errors import RooflintError
 from rooflint.evidence import BOUND_THRESHOLD
@@ -129,13 +129,13 @@ def _cells(v: VariantResult) -> dict[str, Text]:
     if not v.time or not v.point:
         return cells
     p = v.point
-    spread = f" ±{100 * v.time.iqr_s / v.time.median_s:.0f}%" if v.time.median_s else ""
+    time = f"{format_time(v.time.median_s)} ±{100 * v.time.spread:.0f}%"
     verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound])
     if v.expect.get("bound") not in (None, v.verdict.bound):
         verdict.append(f" (expected {v.expect['bound']})", "red")
     top = v.verdict.moves[0] if v.verdict.moves else None
     return cells | {
-        "time": Text(format_time(v.time.median_s) + spread),
+        "time": Text(f"{time} noisy", "bold yellow") if v.time.noisy else Text(time),
         "DRAM": Text(f"{format_rate(p.achieved_bandwidth, 'B/s')} {_pct(p.dram_fraction)}"),
         "FLOP/s": Text(f"{format_rate(p.achieved_flops, '')} {_pct(p.compute_fraction)}"
                        if p.flops else "-"),
@@ -151,17 +151,21 @@ def _notes_grid(family: FamilyResult, top_move: bool) -> Padding:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True, style="bold")
     grid.add_column()
+    baseline = next((v for v in family.variants if v.name == family.baseline), None)
     for v in family.variants:
-        for note in _notes(v, top_move):
+        for note in _notes(v, top_move, baseline):
             grid.add_row(Text(f"{v.name}:"), note)
     return Padding(grid, (0, 0, 0, 2), expand=False)
 
 
-def _notes(v: VariantResult, top_move: bool) -> list[Text]:
+def _notes(v: VariantResult, top_move: bool,
+           baseline: VariantResult | None = None) -> list[Text]:
     """What the table has no room for; with ``top_move`` the move leads its reason."""
     notes = []
     if v.status != "ok":
         notes.append(Text(v.message, STATUS_STYLE[v.status]))
+    if v.time and v.time.noisy:
+        notes.append(Text(f"noisy time: {v.time.noise}; its median is uncertain", "yellow"))
     if v.counters:
         notes.append(Text(_counter_summary(v), "dim"))
     notes += [Text(note) for note in v.notes]
@@ -178,7 +182,11 @@ def _notes(v: VariantResult, top_move: bool) -> list[Text]:
                           for k, x in v.gpm.items())
         notes.append(Text(f"GPM utilization (NVML, back-to-back runs): {shown}", "dim"))
     if v.speed_vs_baseline:
-        notes.append(Text(f"{v.speed_vs_baseline:.2f}x the speed of the baseline"))
+        note = Text(f"{v.speed_vs_baseline:.2f}x the speed of the baseline")
+        if baseline and baseline.time and baseline.time.noisy:
+            note.append(f" (a noisy baseline: {baseline.name} spreads "
+                        f"±{100 * baseline.time.spread:.0f}%)", "yellow")
+        notes.append(note)
     if v.expectation_mismatch:
         notes.append(Text.assemble(("prediction missed", "red"), f": {v.expectation_mismatch}"))
     if v.versus:
@@ -375,11 +383,22 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
 
 def render_comparison(console: Console, c: Comparison) -> None:
     style = {"faster": "green", "slower": "red", "same": "cyan", "inconclusive": "yellow"}
-    console.print(f"[bold {style[c.speedup.decision]}]{c.sentence}[/]")
-    console.print(f"  movement: {describe_movement(c.movement)}")
+    console.print(f"[bold {style[c.speedup.decision]}]{escape(c.sentence)}[/]")
+    console.print(_labelled([("warning", f"[bold yellow]{escape(w)}[/]") for w in c.warnings]
+                            + [("where it came from", c.attribution.sentence),
+                               ("movement", describe_movement(c.movement))]))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("", c.a, c.b):
-        table.add_column(column, justify="left" if not column else "right")
+        table.add_column(escape(column), justify="left" if not column else "right")
+
+    def time_cell(f: Figures) -> str:
+        shown = f"{format_time(f.time_s)} ±{100 * f.spread:.0f}% ({f.samples} samples)"
+        return f"[bold yellow]{shown} noisy[/]" if f.noisy else shown
+    sides = [c.figures[c.a], c.figures[c.b]]
+    table.add_row("time (median ± IQR)", *map(time_cell, sides))
+    table.add_row("FLOP/s", *[format_rate(f.flop_rate, "FLOP/s") if f.flop_rate else "-"
+                              for f in sides])
+    table.add_row("DRAM bandwidth", *[format_rate(f.bandwidth, "B/s") for f in sides])
     sources = sorted({k for side in c.bytes.values() for k in side})
     for source in sources:
         table.add_row(f"DRAM bytes ({source})",
@@ -392,11 +411,21 @@ def render_comparison(console: Console, c: Comparison) -> None:
     table.add_row("correctness", c.correctness[c.a], c.correctness[c.b])
     table.add_row("verdict", str(c.movement["verdict_before"]), str(c.movement["verdict_after"]))
     console.print(table)
-    if c.expectation:
-        held = "missed" not in c.expectation
-        console.print(f"  [{'green' if held else 'red'}]prediction: {c.expectation}[/]")
-    for note in c.notes:
-        console.print(f"  [yellow]{note}[/]")
+    held = c.expectation and "missed" not in c.expectation
+    console.print(_labelled(
+        ([("prediction", f"[{'green' if held else 'red'}]{escape(c.expectation)}[/]")]
+         if c.expectation else [])
+        + [("note", f"[yellow]{escape(note)}[/]") for note in c.notes]))
+
+
+def _labelled(rows: list[tuple[str, str]]) -> Table:
+    """Label and text side by side, the text wrapping under itself (a hanging indent)."""
+    grid = Table.grid(padding=(0, 1), pad_edge=True)
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column()
+    for label, text in rows:
+        grid.add_row(f"{label}:", text)
+    return grid
 
 
 GATE_STYLE = {"pass": "green", "improved": "green", "new": "cyan", "inconclusive": "yellow",

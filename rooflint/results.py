@@ -23,6 +23,9 @@ from rooflint.measure.protocol import Clocks, DeviceInfo, OutputCheck
 from rooflint.roofline import Point, Roofs
 
 SCHEMA = "rooflint.result/1"
+# IQR / median above this and the median itself is in doubt (the w4a16 cuBLAS baseline on
+# the H200 read 17.5 us with an IQR of 88 %): flagged wherever such a time is shown.
+NOISY_SPREAD = 0.10
 
 
 @dataclass
@@ -31,11 +34,26 @@ class TimeStats:
     q1_s: float
     q3_s: float
     min_s: float
-    n: int
+    n: int                              # how many samples were taken
 
     @property
     def iqr_s(self) -> float:
         return self.q3_s - self.q1_s
+
+    @property
+    def spread(self) -> float:
+        """IQR / median: the relative spread that decides whether the median is trusted."""
+        return self.iqr_s / self.median_s if self.median_s else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread > NOISY_SPREAD
+
+    @property
+    def noise(self) -> str:
+        """What makes it noisy, in words: the spread against the limit, and the sample count."""
+        return (f"IQR ±{100 * self.spread:.0f}% of the median over {self.n} samples "
+                f"(limit ±{100 * NOISY_SPREAD:.0f}%)")
 
     @classmethod
     def of(cls, samples: list[float]) -> "TimeStats":

@@ -70,6 +70,30 @@ def test_noisy_samples_make_a_slowdown_inconclusive_not_a_failure(result):
     assert row.outcome == "inconclusive" and "re-measure" in row.reasons[0]
 
 
+def test_a_likely_gain_with_a_wide_interval_is_inconclusive_and_not_rechecked(result):
+    """compare would call it inconclusive, so the gate does too (it does not fail), and
+    --recheck re-measures only what looks slower."""
+    from rooflint.gate import recheck
+    base = changed(result, "tiled", samples_s=[1.00e-3, 1.10e-3, 0.90e-3, 1.05e-3, 0.95e-3] * 3)
+    faster = changed(result, "tiled", samples_s=[0.93e-3, 1.02e-3, 0.84e-3, 0.98e-3, 0.88e-3] * 3)
+    report = judge(base, faster)
+    row = outcome(report, "tiled")
+    assert row.outcome == "inconclusive" and report.passed
+    assert row.reasons[0].startswith("time -7.0% but the interval reaches +") and \
+        row.reasons[0].endswith("re-measure")
+
+    def remeasure(family, name):
+        raise AssertionError("a likely gain is not re-measured")
+    assert outcome(recheck(report, remeasure), "tiled").outcome == "inconclusive"
+
+
+def test_a_noisy_side_is_a_warning_not_a_wider_threshold(result):
+    row = outcome(judge(result, result), "cublas_fp16")
+    assert row.outcome == "pass"
+    assert row.warnings == ["noisy baseline: IQR ±88% of the median over 200 samples (limit ±10%)",
+                            "noisy this run: IQR ±88% of the median over 200 samples (limit ±10%)"]
+
+
 def test_five_percent_more_bytes_at_the_same_time_regresses(result):
     more = changed(result, "copy_float4", dram_bytes=lambda d: {**d, "ncu": d["ncu"] * 1.05})
     row = outcome(judge(result, more), "copy_float4")
