@@ -109,6 +109,7 @@ def run(
     from rooflint.run import RunOptions, parse_sizes, run as run_families
 
     to_stdout = json_path == STDOUT
+    check_outputs(None if to_stdout else json_path, picture=svg)
     screen = errors if to_stdout else console
     options = RunOptions(targets=[target] if target else [], variants=variants or [],
                          sizes=parse_sizes(size), gpu=gpu, cache=cache.value, timeout_s=timeout,
@@ -129,6 +130,17 @@ def run(
         screen.print(f"roofline drawn to {svg}", markup=False)
     if any(v.status in ("fail", "error") for f in result.families for v in f.variants):
         raise typer.Exit(1)
+
+
+def check_outputs(*paths: Optional[Path], picture: Optional[Path] = None) -> None:
+    """Refuse an output path that cannot be written before minutes of measuring, not after."""
+    from rooflint.jsonfile import require_directory
+    for path in paths:
+        if path:
+            require_directory(path)
+    if picture:
+        from rooflint.plotting import output_format
+        output_format(picture)
 
 
 def interrupted_run(done: list[str], json_path: Optional[Path]) -> str:
@@ -223,6 +235,8 @@ def gate(
     overrides = {k: parse_fraction(v) for k, v in (("max_slowdown", max_slowdown),
                  ("max_bytes_growth", max_bytes_growth), ("max_flops_growth", max_flops_growth))
                  if v is not None}
+    if current is None:     # measuring takes minutes: a report path must work first
+        check_outputs(baseline_path if update else None, markdown, junit)
     if current is None and not update and not baseline_path.exists():
         fail(f"no baseline at {baseline_path}; make one with: rooflint gate --update "
              f"--baseline {baseline_path}")
@@ -287,6 +301,7 @@ def calibrate(
     from rooflint.report import render_calibration
     from rooflint.run import device_spec
 
+    check_outputs(output)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("calibrating", total=None)

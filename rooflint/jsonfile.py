@@ -51,7 +51,12 @@ def write_atomic(data: dict[str, Any], path: Path, *, create_directory: bool = F
 
 
 def write_text(text: str, path: Path, *, create_directory: bool = False) -> None:
-    """Replace ``path`` with ``text`` atomically; ``create_directory`` only for rooflint's own
+    """Replace ``path`` with ``text`` (UTF-8), as :func:`write_bytes` does."""
+    write_bytes(text.encode("utf-8"), path, create_directory=create_directory)
+
+
+def write_bytes(data: bytes, path: Path, *, create_directory: bool = False) -> None:
+    """Replace ``path`` with ``data`` atomically; ``create_directory`` only for rooflint's own
     directories. A device or pipe (``/dev/stdout``) is written in place: renaming over it
     would replace the device with a regular file."""
     path = Path(path)
@@ -59,16 +64,16 @@ def write_text(text: str, path: Path, *, create_directory: bool = False) -> None
         _create_directory(path.parent)
     require_directory(path)
     if _exists_not_regular(path):
-        _write_in_place(text, path, "w")
+        _write_in_place(data, path, "wb")
         return
     try:
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:
         raise _cannot_write(path, exc) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "wb") as handle:
             os.fchmod(fd, 0o666 & ~_umask())
-            handle.write(text)
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())    # a full disk or quota shows here, not after the rename
         os.replace(temporary, path)
@@ -82,13 +87,13 @@ def write_text(text: str, path: Path, *, create_directory: bool = False) -> None
 def append_text(text: str, path: Path) -> None:
     """Append to ``path`` (created if absent), e.g. GitHub's step summary."""
     require_directory(path)
-    _write_in_place(text, Path(path), "a")
+    _write_in_place(text.encode("utf-8"), Path(path), "ab")
 
 
-def _write_in_place(text: str, path: Path, mode: str) -> None:
+def _write_in_place(data: bytes, path: Path, mode: str) -> None:
     try:
-        with open(path, mode, encoding="utf-8") as handle:
-            handle.write(text)
+        with open(path, mode) as handle:
+            handle.write(data)
     except OSError as exc:
         raise _cannot_write(path, exc) from None
 

@@ -26,9 +26,8 @@ The SVG is byte-for-byte reproducible for the same input (fixed hash salt, no da
 
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from rooflint.errors import RooflintError  # noqa: E402
+from rooflint.jsonfile import require_directory, write_bytes  # noqa: E402
 from rooflint.results import FamilyResult, RunResult, VariantResult  # noqa: E402
 
 VERDICT_COLOURS = {"bandwidth": "#1f77b4", "compute": "#9467bd", "chain": "#ff7f0e"}
@@ -448,24 +448,15 @@ def _covered(candidates: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 def save(fig: Figure, path: Path) -> None:
-    """Write by extension (.svg, .png, .pdf), all or nothing: the picture goes to a
-    temporary file beside ``path`` that replaces it only once complete, so a failed write
-    leaves no partial file and an existing one untouched. The SVG is deterministic."""
+    """Write by extension (.svg, .png, .pdf), all or nothing (jsonfile.write_bytes: a failed
+    write leaves no partial file and an existing one untouched). The SVG is deterministic."""
     path = Path(path)
     kind = output_format(path)
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": {}}[kind]
-    temporary = None
-    try:
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle, \
-                plt.rc_context({"svg.hashsalt": "rooflint", "svg.fonttype": "none"}):
-            fig.savefig(handle, format=kind, metadata=metadata, bbox_inches="tight")
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
-    except OSError as exc:
-        if temporary:
-            Path(temporary).unlink(missing_ok=True)
-        raise RooflintError(f"cannot write {path}: {exc.strerror or exc}") from None
+    picture = io.BytesIO()
+    with plt.rc_context({"svg.hashsalt": "rooflint", "svg.fonttype": "none"}):
+        fig.savefig(picture, format=kind, metadata=metadata, bbox_inches="tight")
+    write_bytes(picture.getvalue(), path)
 
 
 def output_format(path: Path) -> str:
@@ -475,13 +466,5 @@ def output_format(path: Path) -> str:
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
         raise RooflintError(f"cannot write {path}: use .svg, .png or .pdf")
-    if not path.parent.is_dir():
-        raise RooflintError(f"cannot write {path}: directory {path.parent} does not exist")
+    require_directory(path)
     return kind
-
-
-def _umask() -> int:
-    """The process umask (reading it means setting it; it is set straight back)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -245,3 +245,20 @@ def test_the_toy_family_itself_loads(tmp_path):
     from rooflint.manifest import load_manifest
     assert load_manifest(family(tmp_path)).variants[0].name == "v1"
     assert textwrap.dedent(TOY) == TOY
+
+
+# -- an output that cannot be written is refused before the minutes of measuring ----------
+
+@pytest.mark.parametrize("args, fragments", [
+    (("run", "stream", "--json", "{tmp}/missing/result.json"), ["no directory", "missing"]),
+    (("run", "stream", "--svg", "{tmp}/missing/roofline.svg"), ["no directory"]),
+    (("run", "stream", "--svg", "{tmp}/roofline.gif"), ["use .svg, .png or .pdf"]),
+    (("gate", "stream", "--baseline", "{tmp}/b.json", "--update", "--junit", "{tmp}/x/j.xml"),
+     ["no directory", "x"]),
+    (("gate", "stream", "--baseline", "{tmp}/missing/b.json", "--update"), ["no directory"]),
+    (("calibrate", "-o", "{tmp}/missing/calibration.json"), ["no directory"]),
+])
+def test_unwritable_outputs_are_refused_before_measuring(tmp_path, args, fragments):
+    """Without a GPU the command would stop at "no GPU"; it stops earlier, at the path."""
+    outcome = rooflint(*[a.format(tmp=tmp_path) for a in args])
+    assert_one_line_error(outcome, 2, "cannot write", *fragments)

@@ -291,11 +291,10 @@ def test_a_failed_write_keeps_the_old_picture_and_leaves_no_partial_file(result,
     before = snapshot(tmp_path)
     fig = figure([result], WALK)
 
-    def half_written(handle, **kwargs):
-        handle.write(b"\x89PNG half")
+    def disk_full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fig, "savefig", half_written)
+    monkeypatch.setattr("rooflint.jsonfile.os.fsync", disk_full)   # after a partial write
     with pytest.raises(RooflintError, match=f"cannot write {path}: No space left on device"):
         save(fig, path)
     assert_intact(before)
@@ -315,7 +314,7 @@ def read_only_directory(tmp_path: Path) -> Path:
 
 
 BAD_OUTPUTS = {
-    "missing directory": (lambda tmp: tmp / "missing" / "roofline.svg", "does not exist"),
+    "missing directory": (lambda tmp: tmp / "missing" / "roofline.svg", "no directory"),
     "read-only directory": (lambda tmp: read_only_directory(tmp) / "roofline.svg",
                             "Permission denied"),
     "unsupported extension": (lambda tmp: tmp / "roofline.jpg", "use .svg, .png or .pdf"),
