@@ -146,16 +146,10 @@ def _cells(v: VariantResult) -> dict[str, Text]:
 
 
 def _notes_grid(family: FamilyResult, top_move: bool) -> Padding:
-    """Each variant's notes, one per row behind its name; a long note wraps under its own
-    text (a hanging indent), so where one note ends and the next begins stays visible."""
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True, style="bold")
-    grid.add_column()
+    """Each variant's notes, one per row behind its name (see _labelled)."""
     baseline = next((v for v in family.variants if v.name == family.baseline), None)
-    for v in family.variants:
-        for note in _notes(v, top_move, baseline):
-            grid.add_row(Text(f"{v.name}:"), note)
-    return Padding(grid, (0, 0, 0, 2), expand=False)
+    return _labelled([(v.name, note) for v in family.variants
+                      for note in _notes(v, top_move, baseline)])
 
 
 def _notes(v: VariantResult, top_move: bool,
@@ -360,8 +354,8 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
                              f"{calibration.gpu.driver}, {calibration.created}"),
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("ceiling", "measured", "datasheet", "of datasheet", "at clock seen",
-                   "SM clock", "how"):
-        table.add_column(column, justify="left" if column in ("ceiling", "how") else "right")
+                   "SM clock"):
+        table.add_column(column, justify="left" if column == "ceiling" else "right")
     rows = [("dram", calibration.dram, spec.dram_bandwidth, "B/s")]
     if calibration.l2:
         rows.append(("l2", calibration.l2, None, "B/s"))
@@ -374,9 +368,9 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
             format_rate(datasheet, unit) if datasheet else "-",
             _pct(ceiling.value / datasheet) if datasheet else "-",
             _pct(at_clock) if at_clock else "-",
-            f"{ceiling.sm_clock_mhz:.0f} MHz" if ceiling.sm_clock_mhz else "-",
-            Text(ceiling.method))
+            f"{ceiling.sm_clock_mhz:.0f} MHz" if ceiling.sm_clock_mhz else "-")
     console.print(table)
+    console.print(_labelled([(name, Text(ceiling.method)) for name, ceiling, _, _ in rows]))
     for name, why in calibration.skipped.items():
         console.print(Text(f"not measured: {name}: {why}", "yellow"))
 
@@ -418,14 +412,16 @@ def render_comparison(console: Console, c: Comparison) -> None:
         + [("note", f"[yellow]{escape(note)}[/]") for note in c.notes]))
 
 
-def _labelled(rows: list[tuple[str, str]]) -> Table:
-    """Label and text side by side, the text wrapping under itself (a hanging indent)."""
-    grid = Table.grid(padding=(0, 1), pad_edge=True)
+def _labelled(rows: list[tuple[str, str | Text]], indent: int = 2) -> Padding:
+    """Label and text side by side, indented; a long text wraps under its own start (a
+    hanging indent), so where one ends and the next begins stays visible. Labels are user
+    text (variant names) and printed as written; a str text is rich markup."""
+    grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True, style="bold")
     grid.add_column()
     for label, text in rows:
-        grid.add_row(f"{label}:", text)
-    return grid
+        grid.add_row(Text(f"{label}:"), text)
+    return Padding(grid, (0, 0, 0, indent), expand=False)
 
 
 GATE_STYLE = {"pass": "green", "improved": "green", "new": "cyan", "inconclusive": "yellow",
