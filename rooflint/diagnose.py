@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooflint import moves as catalog
-from rooflint.evidence import THRESHOLDS, Evidence, LaunchFacts, gather
+from rooflint.evidence import THRESHOLDS, Evidence, LaunchFacts, gather, pct
 from rooflint.measure.ncu import Counters
 from rooflint.roofline import Point
 from rooflint.units import format_rate
@@ -58,10 +58,6 @@ class Verdict:
     thresholds: dict[str, float] = field(default_factory=lambda: dict(THRESHOLDS))
 
 
-def _pct(fraction: float) -> str:
-    return f"{100 * fraction:.0f}%"
-
-
 def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
              graph_time_s: float | None = None) -> Verdict:
     evidence = gather(point, facts, counters, graph_time_s)
@@ -77,15 +73,15 @@ def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
 
 
 def _summary(point: Point, bound: str) -> str:
-    threshold = f"bound at >= {_pct(THRESHOLDS['bound_at_fraction_of_roof'])}"
+    threshold = f"bound at >= {pct(THRESHOLDS['bound_at_fraction_of_roof'])}"
     if bound == "bandwidth":
-        return (f"at {_pct(point.dram_fraction)} of the DRAM roof "
+        return (f"at {pct(point.dram_fraction)} of the DRAM roof "
                 f"({format_rate(point.achieved_bandwidth, 'B/s')}; {threshold})")
     if bound == "compute":
-        return (f"at {_pct(point.compute_fraction)} of the compute roof "
+        return (f"at {pct(point.compute_fraction)} of the compute roof "
                 f"({format_rate(point.achieved_flops, 'FLOP/s')}; {threshold})")
-    return (f"at neither roof: DRAM {_pct(point.dram_fraction)}, compute "
-            f"{_pct(point.compute_fraction)} ({threshold})")
+    return (f"at neither roof: DRAM {pct(point.dram_fraction)}, compute "
+            f"{pct(point.compute_fraction)} ({threshold})")
 
 
 def _chain_causes(point: Point, evidence: Evidence) -> list[Cause]:
@@ -94,13 +90,13 @@ def _chain_causes(point: Point, evidence: Evidence) -> list[Cause]:
     if causes:
         return causes
     if evidence.has("idle_math") and evidence.has("left_of_ridge"):
-        detail = (f"math idle and DRAM at {_pct(point.dram_fraction)}: loads wait on memory "
+        detail = (f"math idle and DRAM at {pct(point.dram_fraction)}: loads wait on memory "
                   f"latency, too few bytes in flight")
         if evidence.has("bytes_modelled"):
             detail += ("; or it moves more bytes than the model counts (uncoalesced sectors, "
                        "re-reads): measured bytes tell which")
         return [Cause("exposed_memory_latency", detail)]
-    return [Cause("dependency_chain", f"DRAM {_pct(point.dram_fraction)}, compute "
-                                      f"{_pct(point.compute_fraction)}, grid and launch cost "
+    return [Cause("dependency_chain", f"DRAM {pct(point.dram_fraction)}, compute "
+                                      f"{pct(point.compute_fraction)}, grid and launch cost "
                                       f"fine: the per-iteration chain, latency or "
                                       f"synchronisation sets the pace (counters name which)")]

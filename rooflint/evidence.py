@@ -87,7 +87,11 @@ class Evidence:
         self.flags.setdefault(name, detail)
 
 
-def _pct(fraction: float) -> str:
+def pct(fraction: float) -> str:
+    """A fraction of a roof as people read it: whole percents, except near the bound
+    threshold, where rounding would show 0.596 as "60%" beside a not-bound verdict."""
+    if abs(fraction - BOUND_THRESHOLD) < 0.005:
+        return f"{100 * fraction:.1f}%"
     return f"{100 * fraction:.0f}%"
 
 
@@ -120,20 +124,20 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     if l2 is not None:
         e.values["l2_pct"] = 100 * l2
     if bound == "bandwidth" and l2 is not None and l2 > point.dram_fraction:
-        e.set("l2_bound", f"L2 at {_pct(l2)} of its calibrated roof "
+        e.set("l2_bound", f"L2 at {pct(l2)} of its calibrated roof "
                           f"({format_rate(counters.l2_bytes / point.time_s, 'B/s')} of "
                           f"{format_rate(facts.l2_roof, 'B/s')}), DRAM at "
-                          f"{_pct(point.dram_fraction)}: the data lives in L2")
-    e.set(f"{bound}_bound", f"DRAM at {_pct(point.dram_fraction)}, compute at "
-                            f"{_pct(point.compute_fraction)} of their roofs")
+                          f"{pct(point.dram_fraction)}: the data lives in L2")
+    e.set(f"{bound}_bound", f"DRAM at {pct(point.dram_fraction)}, compute at "
+                            f"{pct(point.compute_fraction)} of their roofs")
     e.set("left_of_ridge" if point.limiting_roof == "dram" else "right_of_ridge",
           f"observed AI {point.observed_ai:.3g} FLOP/B, ridge {point.ridge:.3g}")
     if point.dram_fraction < NEAR_ROOF:
-        e.set("dram_headroom", f"DRAM at {_pct(point.dram_fraction)} of its roof")
+        e.set("dram_headroom", f"DRAM at {pct(point.dram_fraction)} of its roof")
     if point.compute_fraction < NEAR_ROOF:
-        e.set("compute_headroom", f"compute at {_pct(point.compute_fraction)} of its roof")
+        e.set("compute_headroom", f"compute at {pct(point.compute_fraction)} of its roof")
     if point.compute_fraction < IDLE_COMPUTE:
-        e.set("idle_math", f"compute at {_pct(point.compute_fraction)}")
+        e.set("idle_math", f"compute at {pct(point.compute_fraction)}")
     _traffic(e, point)
     _grid(e, facts, counters)
     _launch_cost(e, point, facts, graph_time_s)
@@ -173,7 +177,7 @@ def _traffic(e: Evidence, point: Point) -> None:
         e.set("cache_reuse", f"{point.traffic_fraction:.1f}x fewer DRAM bytes than compulsory: "
                              f"served from L2")
     else:
-        e.set("compulsory_traffic", f"{_pct(point.traffic_fraction)} of the DRAM bytes are "
+        e.set("compulsory_traffic", f"{pct(point.traffic_fraction)} of the DRAM bytes are "
                                     f"compulsory")
 
 
@@ -217,7 +221,7 @@ def _stalls(e: Evidence, counters: Counters) -> None:
         if value >= STALL_MINIMUM and value >= STALL_SHARE * total:
             flag = STALL_FLAGS.get(reason, OTHER_STALL_FLAG)
             detail = (f"{reason} stalls: {value:.1f} warps per issued instruction, "
-                      f"{_pct(value / total)} of stalls")
+                      f"{pct(value / total)} of stalls")
             if xu_busy and flag == "shared_memory_stalls":   # the MIO queue, but for the XU
                 flag = "special_function_stalls"
                 detail += (f", with the special-function (XU) pipe at "

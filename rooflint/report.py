@@ -23,7 +23,7 @@ from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
 from rooflint.comparison import Comparison, Figures, describe_movement
 from rooflint.diagnose import Verdict
 from rooflint.errors import RooflintError
-from rooflint.evidence import BOUND_THRESHOLD
+from rooflint.evidence import BOUND_THRESHOLD, pct
 from rooflint.gate import Report as GateReport
 from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
@@ -38,10 +38,6 @@ from rooflint.units import format_bytes, format_rate, format_time
 HEAD_RULE = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 BOUND_STYLE = {"bandwidth": "cyan", "compute": "magenta", "chain": "yellow"}
 STATUS_STYLE = {"ok": "green", "fail": "bold red", "error": "bold red", "skipped": "yellow"}
-
-
-def _pct(fraction: float) -> str:
-    return f"{100 * fraction:.0f}%"
 
 
 def _ai(value: float) -> str:
@@ -97,7 +93,7 @@ def render_family(console: Console, family: FamilyResult) -> None:
     console.print(_family_table(family, COMPACT) if compact else wide)
     precisions = {v.roofs.precision: v.roofs for v in family.variants if v.roofs}
     for roofs in precisions.values():
-        console.print(f"{escape(roofs_line(roofs))}; bound = at >= {_pct(BOUND_THRESHOLD)} of a "
+        console.print(f"{escape(roofs_line(roofs))}; bound = at >= {pct(BOUND_THRESHOLD)} of a "
                       f"roof; DRAM and FLOP/s as % of their roofs")
     console.print(_notes_grid(family, top_move=compact))
 
@@ -136,8 +132,8 @@ def _cells(v: VariantResult) -> dict[str, Text]:
     top = v.verdict.moves[0] if v.verdict.moves else None
     return cells | {
         "time": Text(f"{time} noisy", "bold yellow") if v.time.noisy else Text(time),
-        "DRAM": Text(f"{format_rate(p.achieved_bandwidth, 'B/s')} {_pct(p.dram_fraction)}"),
-        "FLOP/s": Text(f"{format_rate(p.achieved_flops, '')} {_pct(p.compute_fraction)}"
+        "DRAM": Text(f"{format_rate(p.achieved_bandwidth, 'B/s')} {pct(p.dram_fraction)}"),
+        "FLOP/s": Text(f"{format_rate(p.achieved_flops, '')} {pct(p.compute_fraction)}"
                        if p.flops else "-"),
         "AI obs/alg": Text(f"{_ai(p.observed_ai)}/{_ai(p.algorithmic_ai)}" if p.flops else "-"),
         "verdict": verdict,
@@ -296,11 +292,11 @@ def render_explanation(console: Console, e: Explanation) -> None:
     p, v = e.point, e.verdict
     console.print(f"[bold]{escape(e.spec.name)}[/]: {escape(roofs_line(e.roofs))}")
     console.print(f"  achieved {format_rate(p.achieved_flops, 'FLOP/s')} "
-                  f"({_pct(p.compute_fraction)} of compute), "
-                  f"{format_rate(p.achieved_bandwidth, 'B/s')} ({_pct(p.dram_fraction)} of DRAM)")
+                  f"({pct(p.compute_fraction)} of compute), "
+                  f"{format_rate(p.achieved_bandwidth, 'B/s')} ({pct(p.dram_fraction)} of DRAM)")
     console.print(f"  AI observed {_ai(p.observed_ai)} FLOP/B, algorithmic "
                   f"{_ai(p.algorithmic_ai)} FLOP/B; {'left' if p.limiting_roof == 'dram' else 'right'} "
-                  f"of the ridge; at {_pct(p.roof_fraction)} of the applicable roof")
+                  f"of the ridge; at {pct(p.roof_fraction)} of the applicable roof")
     render_verdict(console, v)
 
 
@@ -366,8 +362,8 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
         table.add_row(
             name, format_rate(ceiling.value, unit),
             format_rate(datasheet, unit) if datasheet else "-",
-            _pct(ceiling.value / datasheet) if datasheet else "-",
-            _pct(at_clock) if at_clock else "-",
+            pct(ceiling.value / datasheet) if datasheet else "-",
+            pct(at_clock) if at_clock else "-",
             f"{ceiling.sm_clock_mhz:.0f} MHz" if ceiling.sm_clock_mhz else "-")
     console.print(table)
     console.print(_labelled([(name, Text(ceiling.method)) for name, ceiling, _, _ in rows]))

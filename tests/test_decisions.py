@@ -1,7 +1,7 @@
 """compare and gate decide time alike; compare says where a speedup came from; noisy
 medians are flagged wherever they are shown; sampling goes on while the spread is wide.
 
-All on the committed H200 results (examples/h200-bundled.json) or on synthetic samples
+All on the recorded H200 results (tests/fixtures/results/h200-bundled.json, the run of 2026-11-21) or on synthetic samples
 whose only purpose is to cover many pairs and gaps.
 """
 
@@ -28,7 +28,7 @@ from rooflint.measure.protocol import TimingJob
 from rooflint.report import render_comparison, render_family
 from rooflint.results import NOISY_SPREAD, TimeStats, read_result, write_result
 
-RESULT = Path(__file__).parent.parent / "examples" / "h200-bundled.json"
+RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
 runner = CliRunner()
 # compare's decision and the gate outcome it must come to on the same pair and gap
 GATE_OUTCOME = {"slower": "regressed", "faster": "improved", "same": "pass",

@@ -25,7 +25,7 @@ from rooflint.results import read_result
 from edges import assert_intact, assert_one_line_error, rooflint as run_rooflint, snapshot
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "examples" / "h200-bundled.json"
+EXAMPLE = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"
 RESULTS = Path(__file__).parent / "fixtures" / "results"
 RESULT = RESULTS / "h200-bundled.json"
 WALK = ["naive", "coalesced", "tiled", "blocked_1d", "blocked_2d"]
@@ -65,7 +65,7 @@ def close_figures():
 
 @pytest.fixture(scope="module")
 def everything():
-    """Every variant of examples/h200-bundled.json, drawn once for the tests that only look."""
+    """Every variant of the recorded H200 run (tests/fixtures/results/h200-bundled.json), drawn once for the tests that only look."""
     fig = figure([read_result(EXAMPLE)])
     yield fig
     plt.close(fig)

@@ -22,8 +22,9 @@ from rooflint.gate import evaluate
 from rooflint.report import RunDisplay, gate_junit, gate_markdown, render_gate, render_run
 from rooflint.results import read_result, write_result
 
-EXAMPLE = REPO / "examples" / "h200-bundled.json"
-RESULTS = [EXAMPLE, *sorted((REPO / "tests" / "fixtures" / "results").glob("*.json"))]
+EXAMPLES = sorted((REPO / "examples").glob("h*-bundled.json"))       # the latest GPU runs
+EXAMPLE = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"  # a run fixed in time
+RESULTS = [*EXAMPLES, *sorted((REPO / "tests" / "fixtures" / "results").glob("*.json"))]
 STREAM_GEMM = REPO / "tests" / "fixtures" / "results" / "h200-stream-gemm_fp32.json"
 runner = CliRunner()
 
