@@ -23,7 +23,7 @@ from rooflint.errors import RooflintError
 from rooflint.evidence import TENSOR_UPGRADE
 from rooflint.gpus import GpuSpec
 from rooflint.jsonfile import read_document, write_atomic
-from rooflint.measure.protocol import DeviceInfo
+from rooflint.gpus import DeviceInfo
 from rooflint.roofline import Roofs
 
 SCHEMA = "rooflint.calibration/1"

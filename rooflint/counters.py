@@ -15,12 +15,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rooflint.measure.ncu import Counters
 from rooflint.units import format_bytes
 
 FLOP_MISMATCH = 0.25      # counted vs model FLOPs differing by more than this is reported
 CACHE_REUSE = 0.90        # measured DRAM bytes under this fraction of compulsory: L2 reuse
 UNDECLARED_TENSOR = 0.50  # tensor ops above this share of counted FLOPs, precision not tensor
+
+
+@dataclass
+class Counters:
+    """One variant's launches, summed (bytes, FLOPs, time) or duration-weighted (ratios)."""
+
+    kernels: list[str]
+    duration_s: float
+    dram_read: float
+    dram_write: float
+    l2_bytes: float
+    l1_bytes: float
+    local_bytes: float                      # spill traffic through L1 (local loads + stores)
+    flops: dict[str, float]                 # counted, per precision; zero entries left out
+    occupancy_pct: float                    # achieved: active warps / maximum, %
+    waves: float                            # of the largest launch
+    registers_per_thread: int               # the most any launch uses
+    grid_size: int                          # blocks of the largest launch
+    stalls: dict[str, float] = field(default_factory=dict)  # cycles per issued instruction
+    xu_pipe_pct: float = 0.0                # special-function pipe, % of its peak (0: not read)
+
+    @property
+    def dram_bytes(self) -> float:
+        return self.dram_read + self.dram_write
+
+    @property
+    def counted_flops(self) -> float:
+        return sum(self.flops.values())
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from rooflint import moves as catalog
 from rooflint.evidence import THRESHOLDS, Evidence, LaunchFacts, gather, pct
-from rooflint.measure.ncu import Counters
+from rooflint.counters import Counters
 from rooflint.roofline import Point
 from rooflint.units import format_rate
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rooflint.measure.ncu import Counters
+from rooflint.counters import Counters
 from rooflint.roofline import Point
 from rooflint.units import format_bytes, format_rate, format_time
 
@@ -167,6 +167,10 @@ def l2_fraction(point: Point, facts: LaunchFacts, counters: Counters | None) -> 
 def _traffic(e: Evidence, point: Point) -> None:
     if point.bytes_source == "model":
         e.set("bytes_modelled", "DRAM bytes from the manifest's model, not measured")
+        return
+    if not point.algorithmic_known:
+        e.set("no_algorithmic_model", "no count of the compulsory bytes: how much of the "
+                                      "traffic is avoidable is not known")
         return
     if point.traffic_fraction < EXTRA_TRAFFIC:
         intensities = (f" (observed AI {point.observed_ai:.3g} vs algorithmic "

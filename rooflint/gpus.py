@@ -63,6 +63,21 @@ class GpuSpec:
         return self.peak(precision).flops_per_s / self.dram_bandwidth
 
 
+@dataclass
+class DeviceInfo:
+    name: str
+    index: int
+    compute_capability: str
+    sms: int
+    l2_bytes: int
+    memory_bytes: int
+    max_sm_clock_mhz: float | None
+    max_mem_clock_mhz: float | None
+    driver: str
+    cuda_runtime: str
+    cupy: str
+
+
 def normalize_name(name: str) -> str:
     """Device names compared without case, spaces, dashes or the vendor prefix."""
     name = name.lower().strip()

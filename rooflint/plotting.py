@@ -229,12 +229,13 @@ def _draw_points(ax, placed: list[Placed]) -> None:
     for p in placed:
         point, bound = p.variant.point, p.variant.verdict.bound
         colour = VERDICT_COLOURS[bound]
-        gap = ax.plot([point.observed_ai, point.algorithmic_ai], [point.achieved_flops] * 2,
-                      ":", color=colour, linewidth=1)[0]
-        gap.set_gid(f"gap-{p.key}")
-        hollow = ax.plot([point.algorithmic_ai], [point.achieved_flops], "o", mfc="none",
-                         mec=colour, markersize=HOLLOW_SIZE)[0]
-        hollow.set_gid(f"algorithmic-{p.key}")
+        if point.algorithmic_known:     # no compulsory bytes counted: no gap to draw
+            gap = ax.plot([point.observed_ai, point.algorithmic_ai], [point.achieved_flops] * 2,
+                          ":", color=colour, linewidth=1)[0]
+            gap.set_gid(f"gap-{p.key}")
+            hollow = ax.plot([point.algorithmic_ai], [point.achieved_flops], "o", mfc="none",
+                             mec=colour, markersize=HOLLOW_SIZE)[0]
+            hollow.set_gid(f"algorithmic-{p.key}")
         dot = ax.plot([point.observed_ai], [point.achieved_flops], "o", color=colour,
                       markersize=DOT_SIZE, label=f"{bound}-bound" if bound not in seen else None)[0]
         dot.set_gid(f"variant-{p.key}")

@@ -135,7 +135,9 @@ def _cells(v: VariantResult) -> dict[str, Text]:
         "DRAM": Text(f"{format_rate(p.achieved_bandwidth, 'B/s')} {pct(p.dram_fraction)}"),
         "FLOP/s": Text(f"{format_rate(p.achieved_flops, '')} {pct(p.compute_fraction)}"
                        if p.flops else "-"),
-        "AI obs/alg": Text(f"{_ai(p.observed_ai)}/{_ai(p.algorithmic_ai)}" if p.flops else "-"),
+        "AI obs/alg": Text(f"{_ai(p.observed_ai)}/"
+                           f"{_ai(p.algorithmic_ai) if p.algorithmic_known else '-'}"
+                           if p.flops else "-"),
         "verdict": verdict,
         "top move": Text(f"{top.direction}: {_short(top.action)}" if top else ""),
     }

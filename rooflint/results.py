@@ -18,8 +18,9 @@ import numpy as np
 from rooflint import __version__
 from rooflint.diagnose import Cause, Move, Verdict
 from rooflint.jsonfile import read_document, write_atomic
-from rooflint.measure.ncu import Counters
-from rooflint.measure.protocol import Clocks, DeviceInfo, OutputCheck
+from rooflint.counters import Counters
+from rooflint.gpus import DeviceInfo
+from rooflint.measure.protocol import Clocks, OutputCheck
 from rooflint.roofline import Point, Roofs
 
 SCHEMA = "rooflint.result/1"

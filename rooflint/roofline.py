@@ -47,11 +47,16 @@ class Point:
     compute_fraction: float      # achieved FLOP/s / compute roof
     roof_fraction: float         # achieved / applicable roof (the vertical gap, 1 = on the roof)
     traffic_fraction: float      # compulsory / measured bytes = observed / algorithmic AI
+    algorithmic_known: bool = True  # False: nobody counted the compulsory bytes (an
+    #                                 application kernel); algorithmic AI then repeats observed
 
 
-def place(time_s: float, flops: float, dram_bytes: float, algorithmic_bytes: float,
+def place(time_s: float, flops: float, dram_bytes: float, algorithmic_bytes: float | None,
           roofs: Roofs, bytes_source: str = "model") -> Point:
-    """Put one kernel on the roofline. Zero FLOPs (pure data movement) is valid."""
+    """Put one kernel on the roofline. Zero FLOPs (pure data movement) is valid; so is an
+    unknown compulsory traffic (``None``), which no gap is then measured against."""
+    known = algorithmic_bytes is not None
+    algorithmic_bytes = algorithmic_bytes if known else dram_bytes
     observed_ai = flops / dram_bytes if dram_bytes else float("inf")
     algorithmic_ai = flops / algorithmic_bytes if algorithmic_bytes else float("inf")
     achieved = flops / time_s
@@ -71,4 +76,5 @@ def place(time_s: float, flops: float, dram_bytes: float, algorithmic_bytes: flo
         compute_fraction=compute_fraction,
         roof_fraction=dram_fraction if left_of_ridge else compute_fraction,
         traffic_fraction=algorithmic_bytes / dram_bytes if dram_bytes else 1.0,
+        algorithmic_known=known,
     )

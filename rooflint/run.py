@@ -19,9 +19,6 @@ import numpy as np
 from rooflint import calibration as calibrations
 from rooflint.baseline import git_revision
 from rooflint.comparison import reconcile
-from rooflint.counters import traffic
-from rooflint.diagnose import diagnose
-from rooflint.evidence import LaunchFacts
 from rooflint.errors import RooflintError
 from rooflint.expressions import Number
 from rooflint.gpus import GpuSpec, find_spec, load_specs, match_device
@@ -29,11 +26,13 @@ from rooflint.manifest import (
     Manifest, ResolvedFamily, VariantModel, bundled_manifests, load_manifest, resolve,
     select_variants,
 )
-from rooflint.measure.protocol import DeviceInfo, Measurement, TimingJob, VariantJob
-from rooflint.measure.ncu import Counters, CountersUnavailable
+from rooflint.gpus import DeviceInfo
+from rooflint.measure.protocol import Measurement, TimingJob, VariantJob
+from rooflint.counters import Counters
+from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Progress, WorkerPool, profile
 from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
-from rooflint.roofline import place
+from rooflint.observation import Model, Observation, analyse
 from rooflint.units import format_bytes
 
 
@@ -230,31 +229,20 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
                    counters: Counters | None, spec: GpuSpec, device: DeviceInfo,
                    calibration: calibrations.Calibration | None) -> VariantResult:
     job = next(v for v in family.job.variants if v.name == model.name)
-    roofs = calibrations.roofs(spec, model.precision, calibration)
-    time = TimeStats.of(m.samples_s) if m.status == "ok" and m.samples_s else None
-    graph_time = TimeStats.of(m.graph_samples_s) if m.graph_samples_s else None
-    measured = (traffic(counters, model.flops, model.bytes, model.written_bytes, model.precision)
-                if counters else None)
-    point = verdict = None
-    if time:
-        dram_bytes = measured.dram_bytes if measured else model.bytes
-        point = place(time.median_s, model.flops, dram_bytes, model.bytes, roofs,
-                      "ncu" if measured else "model")
-        facts = LaunchFacts(
-            grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
-            launches=model.launches, sms=device.sms, precision=model.precision,
-            tensor_roof=calibrations.tensor_roof(spec, model.precision, calibration),
-            l2_roof=calibration.l2.value if calibration and calibration.l2 else None)
-        verdict = diagnose(point, facts, counters, graph_time.median_s if graph_time else None)
+    analysis = analyse(Observation(
+        name=model.name, precision=model.precision,
+        samples_s=m.samples_s if m.status == "ok" else [], counters=counters,
+        model=Model(model.flops, model.bytes, model.written_bytes),
+        grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
+        launches=model.launches, graph_samples_s=m.graph_samples_s), spec, device.sms, calibration)
     return VariantResult(
         name=model.name, description=model.description, status=m.status, message=m.message,
         baseline=model.baseline, source_sha256=_sha256(job.source),
         precision=model.precision, tolerance=job.tolerance, checks=m.checks,
-        samples_s=m.samples_s, time=time, clocks=m.clocks, gpm=m.gpm, graph_time=graph_time,
-        flops={"model": model.flops} | ({"ncu": measured.counted_flops} if measured else {}),
-        dram_bytes={"model": model.bytes} | ({"ncu": measured.dram_bytes} if measured else {}),
-        counters=counters, notes=measured.notes if measured else [],
-        roofs=roofs, point=point, verdict=verdict,
+        samples_s=m.samples_s, time=analysis.time, clocks=m.clocks, gpm=m.gpm,
+        graph_time=analysis.graph_time, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
+        counters=counters, notes=analysis.notes, roofs=analysis.roofs, point=analysis.point,
+        verdict=analysis.verdict,
         expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than,
                 "move": model.expect.move},
         expectation_mismatch=None, versus=None, speed_vs_baseline=None, gate=model.gate)

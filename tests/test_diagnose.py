@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rooflint.calibration import roofs as roofs_for
+from rooflint.counters import Counters
 from rooflint.diagnose import diagnose
 from rooflint.evidence import LaunchFacts
 from rooflint.gpus import find_spec
@@ -27,7 +28,7 @@ GRIDS = {"naive": 16384, "coalesced": 16384, "tiled": 16384, "blocked_1d": 4096,
 
 def verdict(name, specs):
     variant = next(v for f in RESULT["families"] for v in f["variants"] if v["name"] == name)
-    counters = ncu.Counters(**variant["counters"])
+    counters = Counters(**variant["counters"])
     h200 = find_spec("h200", specs)
     roofs = roofs_for(h200, "fp32", None)
     point = place(variant["time"]["median_s"], variant["flops"]["model"],
@@ -146,7 +147,7 @@ def bundled_verdict(family, name, specs, threads=32, launches=1, l2_roof=None):
     replay time included where the run measured it)."""
     fam = next(f for f in BUNDLED["families"] if f["name"] == family)
     variant = next(v for v in fam["variants"] if v["name"] == name)
-    counters = ncu.Counters(**variant["counters"])
+    counters = Counters(**variant["counters"])
     h200 = find_spec("h200", specs)
     point = place(variant["time"]["median_s"], variant["flops"]["model"],
                   variant["dram_bytes"]["ncu"], variant["dram_bytes"]["model"],
@@ -219,7 +220,7 @@ def test_the_same_stalls_without_the_xu_reading_are_shared_memory(specs):
     the reason the XU metric was added."""
     fam = next(f for f in BUNDLED["families"] if f["name"] == "causes")
     raw = next(x for x in fam["variants"] if x["name"] == "math_pipe_bound")["counters"]
-    counters = ncu.Counters(**{**raw, "xu_pipe_pct": 0.0})
+    counters = Counters(**{**raw, "xu_pipe_pct": 0.0})
     point = place(counters.duration_s, counters.counted_flops, counters.dram_bytes,
                   counters.dram_bytes, roofs_for(find_spec("h200", specs), "fp32", None), "ncu")
     facts = LaunchFacts(grid_blocks=1056, threads_per_block=256, launches=1, sms=132,
@@ -263,7 +264,7 @@ def test_every_stall_reason_gives_a_cause_and_a_move(reason, specs):
     diagnosis with KeyError) gets a cause naming it and at least one move."""
     h200 = find_spec("h200", specs)
     point = place(1e-3, 1e9, 1e8, 1e8, roofs_for(h200, "fp32", None), "ncu")  # 2 % / 0.1 %
-    counters = ncu.Counters(**{**RESULT["families"][0]["variants"][0]["counters"],
+    counters = Counters(**{**RESULT["families"][0]["variants"][0]["counters"],
                                "stalls": {reason: 20.0, "wait": 1.0}})
     facts = LaunchFacts(grid_blocks=4096, threads_per_block=256, launches=1, sms=132,
                         precision="fp32")

@@ -111,7 +111,7 @@ def test_counters_replace_model_bytes(specs):
 
 
 def counters_with(dram_read, dram_write, waves=0.06):
-    from rooflint.measure.ncu import Counters
+    from rooflint.counters import Counters
     return Counters(kernels=["k"], duration_s=1e-3, dram_read=dram_read, dram_write=dram_write,
                     l2_bytes=3 * dram_read, l1_bytes=3 * dram_read, local_bytes=0.0,
                     flops={"fp32": 1.7e9}, occupancy_pct=3.0, waves=waves,

@@ -15,8 +15,8 @@ from __future__ import annotations
 import csv
 import io
 import shutil
-from dataclasses import dataclass, field
 
+from rooflint.counters import Counters
 from rooflint.errors import RooflintError
 
 MARKER_KERNEL = "rooflint_marker"
@@ -67,34 +67,6 @@ METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
 
 class CountersUnavailable(RooflintError):
     """ncu is missing, not permitted, or failed; the run continues on model bytes."""
-
-
-@dataclass
-class Counters:
-    """One variant's launches, summed (bytes, FLOPs, time) or duration-weighted (ratios)."""
-
-    kernels: list[str]
-    duration_s: float
-    dram_read: float
-    dram_write: float
-    l2_bytes: float
-    l1_bytes: float
-    local_bytes: float                      # spill traffic through L1 (local loads + stores)
-    flops: dict[str, float]                 # counted, per precision; zero entries left out
-    occupancy_pct: float                    # achieved: active warps / maximum, %
-    waves: float                            # of the largest launch
-    registers_per_thread: int               # the most any launch uses
-    grid_size: int                          # blocks of the largest launch
-    stalls: dict[str, float] = field(default_factory=dict)  # cycles per issued instruction
-    xu_pipe_pct: float = 0.0                # special-function pipe, % of its peak (0: not read)
-
-    @property
-    def dram_bytes(self) -> float:
-        return self.dram_read + self.dram_write
-
-    @property
-    def counted_flops(self) -> float:
-        return sum(self.flops.values())
 
 
 def ncu_path() -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rooflint.gpus import DeviceInfo  # noqa: F401 - part of the worker protocol
+
 
 @dataclass
 class BufferJob:
@@ -86,21 +88,6 @@ class FamilyJob:
                       "buffers": [BufferJob(**b) for b in data["buffers"]],
                       "variants": variants,
                       "timing": TimingJob(**data["timing"])})
-
-
-@dataclass
-class DeviceInfo:
-    name: str
-    index: int
-    compute_capability: str
-    sms: int
-    l2_bytes: int
-    memory_bytes: int
-    max_sm_clock_mhz: float | None
-    max_mem_clock_mhz: float | None
-    driver: str
-    cuda_runtime: str
-    cupy: str
 
 
 # NVML clock-event reasons that mean the clocks were held below what the kernel could have had.
