@@ -250,7 +250,7 @@ def gate(
     if update:
         baselines.write(measured, baseline_path)
         console.print(f"baseline written to {baseline_path}: {len(measured.entries)} variants "
-                      f"on {measured.gpu}, driver {measured.driver}")
+                      f"on {measured.gpu}, driver {measured.driver}", markup=False)
         return
     reference = baselines.read(baseline_path)
     report = evaluate(reference, measured, overrides, gpu_mismatch.value)
@@ -354,28 +354,36 @@ def compare(
     allow_different_gpu: bool = typer.Option(False, help="Compare results from different GPUs."),
     gpu: Optional[str] = typer.Option(None, help="GPU spec id for measured sides."),
     counters: Counters = typer.Option(Counters.auto, help="Counters for measured sides."),
+    max_slowdown: Optional[str] = typer.Option(None, help="Minimum clear gap of the time "
+                                               "decision, as in gate (default: B's manifest "
+                                               "threshold, else 5%)."),
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from dataclasses import asdict
 
     from rooflint.comparison import compare as compare_variants
+    from rooflint.manifest import parse_fraction
     from rooflint.report import render_comparison
     from rooflint.sides import gpu_warning, resolve_pairs, split_side
+
+    gap = parse_fraction(max_slowdown) if max_slowdown is not None else None
 
     with Progress(TextColumn("{task.description}"), console=console, transient=True) as bar:
         bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
         pairs = resolve_pairs(a, b, rev, gpu, counters.value,
                               lambda family, phase: (lambda event, variant: None))
     warning = gpu_warning(pairs, allow_different_gpu)
-    comparisons = [compare_variants(x.variant, y.variant, x.label, y.label) for x, y in pairs]
+    comparisons = [compare_variants(x.variant, y.variant, x.label, y.label, gap)
+                   for x, y in pairs]
     if as_json:
         typer.echo(json.dumps({"warning": warning, "comparisons": [
             {**asdict(c), "sentence": c.sentence,
-             "attribution": {**asdict(c.attribution), "sentence": c.attribution.sentence}}
+             "attribution": c.attribution and {**asdict(c.attribution),
+                                               "sentence": c.attribution.sentence}}
             for c in comparisons]}, indent=1))
         return
     if warning:
-        errors.print(f"[bold yellow]rooflint: {warning}[/]")
+        errors.print(f"rooflint: {warning}", style="bold yellow", markup=False)
     for comparison in comparisons:
         render_comparison(console, comparison)
 

@@ -26,7 +26,8 @@ import numpy as np
 from rooflint.errors import RooflintError
 from rooflint.results import VariantResult
 
-MIN_CLEAR_GAP = 0.01    # compare's gap; also where a ratio counts as "the same" in words
+MIN_CLEAR_GAP = 0.01    # where a ratio counts as "the same" in words
+DEFAULT_MAX_SLOWDOWN = 0.05  # the minimum clear gap of a time decision, in compare and gate alike
 BOOTSTRAP_ROUNDS = 2000
 CONFIDENCE = 0.95
 ROOF_NAMES = {"dram": "DRAM", "l2": "L2", "compute": "compute"}
@@ -98,7 +99,7 @@ class Comparison:
     b: str
     speedup: Speedup
     figures: dict[str, Figures]                # side -> time, FLOP/s, GB/s
-    attribution: Attribution
+    attribution: Attribution | None          # None when a side moved no DRAM bytes
     movement: dict[str, float | str | None]
     bytes: dict[str, dict[str, float]]        # side -> {source: bytes}
     flops: dict[str, dict[str, float]]
@@ -158,7 +159,7 @@ def decide(ratio: float, low: float, high: float, gap: float) -> str:
     return "inconclusive"
 
 
-def speedup(samples_a: list[float], samples_b: list[float], gap: float = MIN_CLEAR_GAP,
+def speedup(samples_a: list[float], samples_b: list[float], gap: float = DEFAULT_MAX_SLOWDOWN,
             seed: int = 0) -> Speedup:
     """Ratio of median times A/B with a bootstrap interval, decided against ``gap``."""
     a, b = np.asarray(samples_a, dtype=float), np.asarray(samples_b, dtype=float)
@@ -174,9 +175,12 @@ def speedup(samples_a: list[float], samples_b: list[float], gap: float = MIN_CLE
 
 
 def compare(a: VariantResult, b: VariantResult, a_label: str | None = None,
-            b_label: str | None = None, gap: float = MIN_CLEAR_GAP) -> Comparison:
+            b_label: str | None = None, gap: float | None = None) -> Comparison:
     """B against A: speed, where it came from, movement on the chart, bytes, FLOPs,
-    correctness, prediction."""
+    correctness, prediction. The time decision uses the gap `gate` would (``gap``, else
+    B's manifest threshold, else DEFAULT_MAX_SLOWDOWN), so the two never disagree."""
+    if gap is None:
+        gap = b.gate.get("max_slowdown", DEFAULT_MAX_SLOWDOWN)
     for side in (a, b):
         if side.status != "ok" or not side.samples_s or not (side.time and side.point):
             raise RooflintError(f"{side.name} has no speed to compare ({side.status}: "
@@ -184,7 +188,8 @@ def compare(a: VariantResult, b: VariantResult, a_label: str | None = None,
     a_name, b_name = a_label or a.name, b_label or b.name
     result = Comparison(
         a=a_name, b=b_name, speedup=speedup(a.samples_s, b.samples_s, gap),
-        figures={a_name: figures(a), b_name: figures(b)}, attribution=attribution(a, b),
+        figures={a_name: figures(a), b_name: figures(b)},
+        attribution=attribution(a, b) if a.point.dram_bytes and b.point.dram_bytes else None,
         movement=movement(a, b), bytes={a_name: a.dram_bytes, b_name: b.dram_bytes},
         flops={a_name: a.flops, b_name: b.flops},
         correctness={a_name: _correctness(a), b_name: _correctness(b)},
@@ -218,6 +223,11 @@ def attribution(a: VariantResult, b: VariantResult) -> Attribution:
         flop_rate=pb.achieved_flops / pa.achieved_flops if arithmetic else None)
 
 
+def _ratio(after: float, before: float) -> float | None:
+    """after / before; None when there was nothing before (a side that moved no bytes)."""
+    return after / before if before else None
+
+
 def applied_roof(v: VariantResult) -> str:
     """The roof that binds: L2's when the verdict found the data living in L2, else DRAM's
     or the compute roof by the side of the ridge."""
@@ -234,7 +244,7 @@ def movement(a: VariantResult, b: VariantResult) -> dict[str, float | str | None
     return {
         "right": right,                                    # x in observed AI
         "up": up,                                          # x in achieved FLOP/s
-        "bandwidth": pb.achieved_bandwidth / pa.achieved_bandwidth,
+        "bandwidth": _ratio(pb.achieved_bandwidth, pa.achieved_bandwidth),
         "roof_before": applied_roof(a), "roof_after": applied_roof(b),
         "verdict_before": a.verdict.bound, "verdict_after": b.verdict.bound,
         "roof_fraction_before": pa.roof_fraction, "roof_fraction_after": pb.roof_fraction,
@@ -250,7 +260,8 @@ def describe_movement(m: dict[str, float | str | None]) -> str:
     if m["right"] is not None:
         parts.append(step(m["right"], "right", "left", "observed intensity"))
     parts.append(step(m["up"], "up", "down", "FLOP/s") if m["up"] is not None
-                 else step(m["bandwidth"], "up", "down", "bandwidth"))
+                 else step(m["bandwidth"], "up", "down", "bandwidth") if m["bandwidth"] is not None
+                 else "no DRAM traffic on one side")
     before, after = ROOF_NAMES[m["roof_before"]], ROOF_NAMES[m["roof_after"]]
     roof = (f"the {after} roof applies" if before == after
             else f"now under the {after} roof (was {before})")
@@ -288,6 +299,8 @@ def byte_cut(v: VariantResult, other: VariantResult) -> str | None:
     the cut explains and, where the time did not follow the bytes, why. Every figure is
     stated beside the time change itself, so the verdict cannot read as contradicting it
     (a 5x speedup is never followed by a bare "did not pay")."""
+    if not (v.point.dram_bytes and other.point.dram_bytes):
+        return None                     # a side that moved no DRAM bytes cut nothing
     cut = other.point.dram_bytes / v.point.dram_bytes
     if cut <= 1 / BYTE_CUT:
         return None

@@ -77,7 +77,7 @@ def _walk(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
         args = [_walk(arg, names, source) for arg in node.args]
         try:
             return _bounded(_FUNCTIONS[node.func.id](*args), source)
-        except (TypeError, ValueError, ZeroDivisionError) as exc:
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
             raise RooflintError(f"bad call {node.func.id}() in {source!r}: {exc}") from None
     raise RooflintError(f"not allowed in expression {source!r}: {ast.dump(node)[:60]}")
 
@@ -93,8 +93,7 @@ def _bounded(value: Number, source: str) -> Number:
 
 def _check_power(base: Number, exponent: Number, source: str) -> None:
     """Refuse a power whose result would exceed MAX_MAGNITUDE, before computing it."""
-    if abs(base) > 1 and exponent > 0 \
-            and exponent * math.log10(abs(base)) > math.log10(MAX_MAGNITUDE):
+    if base and exponent * math.log10(abs(base)) > math.log10(MAX_MAGNITUDE):
         raise RooflintError(f"{source!r}: {base!r}**{exponent!r} would exceed "
                             f"{MAX_MAGNITUDE:g}")
     if base == 0 and exponent < 0:

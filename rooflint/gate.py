@@ -19,11 +19,12 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from rooflint.baseline import Baseline, Entry
-from rooflint.comparison import speedup
+from rooflint.comparison import DEFAULT_MAX_SLOWDOWN, speedup
 from rooflint.errors import RooflintError
 from rooflint.results import TimeStats
 
-DEFAULTS = {"max_slowdown": 0.05, "max_bytes_growth": 0.02, "max_flops_growth": 0.02}
+DEFAULTS = {"max_slowdown": DEFAULT_MAX_SLOWDOWN, "max_bytes_growth": 0.02,
+            "max_flops_growth": 0.02}
 SPILL_SLACK_BYTES = 1024
 FAILING = ("regressed", "missing")
 OUTCOME_OF = {"slower": "regressed", "faster": "improved", "same": "pass",

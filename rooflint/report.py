@@ -65,13 +65,13 @@ def render_run_header(console: Console, result: RunResult) -> None:
     if result.families:
         counted = any(v.counters for f in result.families for v in f.variants)
     else:
-        counted = result.settings["counters"] != "off"
+        counted = result.settings.get("counters", "off") != "off"
     source = "DRAM bytes from ncu counters" if counted else "DRAM bytes from the manifests' model"
     console.print(f"[bold]{escape(gpu.name)}[/] (spec {escape(result.spec_id)}), {gpu.sms} SMs, "
                   f"L2 {format_bytes(gpu.l2_bytes)}, driver {escape(gpu.driver)}{clocks}; "
-                  f"cache {escape(str(result.settings['cache']))}; {source}")
+                  f"cache {escape(str(result.settings.get('cache', 'cold')))}; {source}")
     if result.settings.get("counters_unavailable"):
-        console.print(Text(f"counters unavailable: {result.settings['counters_unavailable']}",
+        console.print(Text(f"counters unavailable: {result.settings.get('counters_unavailable')}",
                            style="yellow"))
 
 
@@ -377,8 +377,9 @@ def render_comparison(console: Console, c: Comparison) -> None:
     style = {"faster": "green", "slower": "red", "same": "cyan", "inconclusive": "yellow"}
     console.print(f"[bold {style[c.speedup.decision]}]{escape(c.sentence)}[/]")
     console.print(_labelled([("warning", f"[bold yellow]{escape(w)}[/]") for w in c.warnings]
-                            + [("where it came from", c.attribution.sentence),
-                               ("movement", describe_movement(c.movement))]))
+                            + ([("where it came from", c.attribution.sentence)]
+                               if c.attribution else [])
+                            + [("movement", describe_movement(c.movement))]))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("", c.a, c.b):
         table.add_column(escape(column), justify="left" if not column else "right")

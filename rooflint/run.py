@@ -27,7 +27,7 @@ from rooflint.manifest import (
     select_variants,
 )
 from rooflint.gpus import DeviceInfo
-from rooflint.measure.protocol import Measurement, TimingJob, VariantJob
+from rooflint.measure.protocol import Measurement, TimingJob, VariantJob, flush_bytes
 from rooflint.counters import Counters
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Progress, WorkerPool, profile
@@ -162,7 +162,7 @@ def check_fits(family: ResolvedFamily, device: DeviceInfo) -> None:
     """Refuse, before the worker allocates anything, a family whose buffers (plus the
     cold-cache flush buffer, twice the L2) cannot fit in the GPU's memory."""
     needed = sum(math.prod(b.shape) * np.dtype(b.dtype).itemsize for b in family.job.buffers)
-    needed += 2 * device.l2_bytes
+    needed += flush_bytes(device.l2_bytes)
     if needed > device.memory_bytes:
         sizes = ", ".join(f"{k}={v:g}" for k, v in family.params.items())
         raise RooflintError(f"{family.manifest.path}: with {sizes} the buffers need "

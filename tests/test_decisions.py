@@ -311,3 +311,19 @@ def test_an_l2_bound_kernel_is_under_the_l2_roof_not_the_dram_roof(result):
     cut = compare(variant(result, "v6b_bytes_in_flight"), variant(result, "int8_kv"))
     assert cut.notes[-1].endswith("v6b_bytes_in_flight was bound by L2 (DRAM at 47% of its "
                                   "roof), so DRAM bytes were not its limit")
+
+
+@pytest.mark.parametrize("factor", [1.03, 1.06, 1.08, 1.30])
+def test_compare_and_gate_agree_by_default(result, factor):
+    """With nobody choosing a gap, compare uses the gate's threshold: the same decision on
+    the same pair (a 6 % slowdown was "slower" in compare and "inconclusive" in gate)."""
+    base = variant(result, "cublas_fp16")
+    slower = replace(base, samples_s=[s * factor for s in base.samples_s])
+    decided = compare(base, slower).speedup.decision
+
+    def side(v):
+        return Baseline("NVIDIA H200", "h200", "570", None, None,
+                        [Entry("f", "v", "ok", list(v.samples_s), None, None, None, None, None,
+                               dict(v.gate))])
+    [row] = evaluate(side(base), side(slower)).rows          # no overrides: the defaults
+    assert GATE_OUTCOME[decided] == row.outcome, (decided, row.outcome)

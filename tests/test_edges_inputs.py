@@ -114,6 +114,8 @@ def test_a_cuda_source_as_target(tmp_path, name):
     ("N=((2**64)**64)**64", ["--size N=((2**64)**64)**64", "would exceed"]),
     ("N=1e400", ["--size N=1e400", "finite"]),
     ("N=2**", ["--size N=2**", "cannot parse"]),
+    ("N=0.5**-2000", ["--size N=0.5**-2000", "would exceed"]),
+    ("N=(1/2)**-5000", ["would exceed"]),
     ("N", ["--size expects NAME=VALUE"]),
     ("Q=4", ["--size Q", "no such parameter"]),
 ])
@@ -217,7 +219,7 @@ def test_gate_thresholds_must_be_fractions(tmp_path, option, value):
 
 @pytest.mark.parametrize("args, fragments", [
     (("--time", "1us", "--bytes", "1GiB"), ["--bytes", "224x the h200 datasheet DRAM"]),
-    (("--time", "1ms", "--flops", "1e15", "--bytes", "1MB"), ["--flops", "fp32 peak"]),
+    (("--time", "1ms", "--flops", "1e15", "--bytes", "1MB"), ["--flops", "fastest peak (fp8-tensor)"]),
     (("--bytes", "1e400"), ["byte count '1e400' is not a finite number"]),
     (("--flops", "1e999"), ["count '1e999' is not a finite number"]),
     (("--time", "0"), ["must be greater than zero"]),
@@ -231,7 +233,7 @@ def test_explain_refuses_impossible_numbers(args, fragments):
     assert_one_line_error(outcome, 2, *fragments)
 
 
-def test_a_misspelt_spec_key_is_named(tmp_path, monkeypatch):
+def test_a_misspelt_spec_key_is_named(tmp_path):
     from rooflint.errors import RooflintError
     from rooflint.gpus import load_spec
     spec = tmp_path / "h200.yaml"
@@ -262,3 +264,58 @@ def test_unwritable_outputs_are_refused_before_measuring(tmp_path, args, fragmen
     """Without a GPU the command would stop at "no GPU"; it stops earlier, at the path."""
     outcome = rooflint(*[a.format(tmp=tmp_path) for a in args])
     assert_one_line_error(outcome, 2, "cannot write", *fragments)
+
+
+def test_explain_accepts_a_real_tensor_core_rate():
+    """500 TFLOP/s typed with the default fp32 precision is a precision slip, not an
+    impossibility: the verdict says where it sits; nothing is refused."""
+    outcome = rooflint("explain", "--gpu", "h100-sxm", "--time", "1ms", "--flops", "5e11",
+                       "--bytes", "1GB")
+    assert outcome.code == 0, outcome.stderr
+
+
+# -- result files as other tools or older versions leave them ------------------------------
+
+FIXTURE = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"
+
+
+def edited_result(tmp_path: Path, name: str, edit) -> Path:
+    data = json.loads(FIXTURE.read_text())
+    edit(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_show_without_settings(tmp_path):
+    path = edited_result(tmp_path, "r.json", lambda d: d.update(settings={}))
+    outcome = rooflint("show", str(path), "tiled")
+    assert outcome.code == 0 and "tiled" in outcome.stdout, outcome.stderr
+
+
+def test_compare_across_gpus_named_like_markup(tmp_path):
+    a = edited_result(tmp_path, "a.json", lambda d: d["gpu"].update(name="H[/]x"))
+    outcome = rooflint("compare", f"{a}:tiled", f"{FIXTURE}:blocked_2d", "--allow-different-gpu")
+    assert outcome.code == 0 and "H[/]x" in outcome.stderr, outcome.stderr
+
+
+def test_compare_a_side_that_moved_no_dram_bytes(tmp_path):
+    def no_bytes(data):
+        for family in data["families"]:
+            for v in family["variants"]:
+                if v["name"] == "tiled":
+                    v["point"].update(dram_bytes=0.0, achieved_bandwidth=0.0)
+    a = edited_result(tmp_path, "a.json", no_bytes)
+    outcome = rooflint("compare", f"{a}:tiled", f"{FIXTURE}:blocked_2d")
+    assert outcome.code == 0 and "faster" in outcome.stdout, outcome.stderr
+    assert "where it came from" not in outcome.stdout
+
+
+@pytest.mark.parametrize("exists", [False, True])
+def test_the_no_driver_message_keeps_cuda_s_words(monkeypatch, exists):
+    from rooflint.measure import worker
+    monkeypatch.setattr(worker.Path, "exists", lambda self: exists)
+    message = worker.no_gpu_message(RuntimeError("cudaErrorInsufficientDriver: CUDA driver "
+                                                 "version is insufficient"))
+    assert "cudaErrorInsufficientDriver" in message
+    assert ("no NVIDIA GPU driver" in message) is not exists

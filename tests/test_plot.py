@@ -38,20 +38,9 @@ def result():
 
 
 @pytest.fixture(scope="module")
-def earlier(tmp_path_factory):
-    """The earlier H200 run of gemm_fp32 and stream (tests/fixtures/results). It predates
-    the graph_time, versus and gate fields and move ids (test_diagnose reads it as raw
-    JSON), so they are filled with "none" here to read it as today's schema."""
-    doc = json.loads((RESULTS / "h200-stream-gemm_fp32.json").read_text())
-    for family in doc["families"]:
-        for v in family["variants"]:
-            for key, empty in {"graph_time": None, "versus": None, "gate": {}}.items():
-                v.setdefault(key, empty)
-            for k, move in enumerate((v["verdict"] or {}).get("moves", [])):
-                move.setdefault("id", f"move-{k}")
-    path = tmp_path_factory.mktemp("earlier") / "h200-stream-gemm_fp32.json"
-    path.write_text(json.dumps(doc))
-    return path
+def earlier():
+    """The earlier H200 run of gemm_fp32 and stream (tests/fixtures/results)."""
+    return RESULTS / "h200-stream-gemm_fp32.json"
 
 
 @pytest.fixture(autouse=True)

@@ -45,7 +45,7 @@ def test_noise_wider_than_the_change_is_inconclusive():
     rng = __import__("numpy").random.default_rng(2)
     a = list(1e-3 * (1 + 0.05 * rng.standard_normal(12)))
     b = list(1e-3 * 1.02 * (1 + 0.05 * rng.standard_normal(12)))
-    s = speedup(a, b)
+    s = speedup(a, b, gap=0.01)
     assert s.decision == "inconclusive" and s.gap == 0.01
     assert s.ratio < 1 / 1.01 and s.low < 1 < s.high
 
@@ -54,7 +54,7 @@ def test_compare_tiled_with_blocked_2d(result):
     c = rooflint.compare(rooflint.variant(result, "tiled"), rooflint.variant(result, "blocked_2d"))
     assert c.speedup.decision == "faster"
     assert c.sentence.startswith("blocked_2d is 5.11x faster than tiled (95 % interval")
-    assert c.sentence.endswith("; 1.0 % minimum clear gap)")
+    assert c.sentence.endswith("; 5.0 % minimum clear gap)")     # gate's default threshold
     assert c.movement["right"] == pytest.approx(222 / 16.2, rel=0.02)
     assert (c.movement["verdict_before"], c.movement["verdict_after"]) == ("chain", "compute")
     assert c.bytes["tiled"]["ncu"] > 10 * c.bytes["blocked_2d"]["ncu"]

@@ -25,7 +25,7 @@ import numpy as np
 
 from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
 from rooflint.measure.protocol import (
-    BufferJob, Clocks, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
+    BufferJob, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
     TimingJob, VariantJob,
 )
 
@@ -99,7 +99,7 @@ class FamilySession:
             self.host.update(self._prepared_inputs(job))
         self.device_buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype) for b in job.buffers}
         self.expected: dict[str, dict[str, np.ndarray]] = {}
-        flush_floats = max(2 * device.l2_bytes // 4, 1 << 20)
+        flush_floats = flush_bytes(device.l2_bytes) // 4
         self.flush_buffer = cupy.zeros(flush_floats, dtype=cupy.float32)
         self.flush_sink = cupy.zeros(1, dtype=cupy.float32)
         self.flush_kernel = cupy.RawKernel(_FLUSH_SOURCE, "rooflint_l2_flush")

@@ -53,6 +53,12 @@ class VariantJob:
     options: list[str]            # NVRTC options, include directories as -I...
 
 
+def flush_bytes(l2_bytes: int) -> int:
+    """The cold-cache sweep's buffer: twice the L2 (and at least 4 MiB), so one read of it
+    evicts whatever the kernel left there."""
+    return max(2 * l2_bytes, 4 << 20)
+
+
 @dataclass
 class TimingJob:
     cache: str = "cold"           # cold: flush L2 before each sample; warm: do not

@@ -67,9 +67,10 @@ def no_gpu_message(exc: Exception) -> str:
     """Why there is no GPU to use. CUDA reports a machine with no NVIDIA driver at all as
     "driver version is insufficient", which would send its user off to upgrade a driver
     that does not exist."""
-    if not Path("/proc/driver/nvidia/version").exists():
-        return "no NVIDIA GPU driver on this machine, so no GPU to measure on"
-    return f"no usable CUDA GPU: {' '.join(str(exc).split())}"
+    reason = " ".join(str(exc).split())
+    if not any(Path(p).exists() for p in ("/proc/driver/nvidia/version", "/dev/dxg")):
+        return f"no NVIDIA GPU driver on this machine, so no GPU to measure on ({reason})"
+    return f"no usable CUDA GPU: {reason}"
 
 
 def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
