@@ -44,7 +44,7 @@ class Calibration:
     l2: Ceiling | None
     compute: dict[str, Ceiling]                       # by precision
     dram_sweep: list[Ceiling] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)  # ceiling -> why not measured
+    skipped: dict[str, str] = field(default_factory=dict)  # step or ceiling -> why not kept
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema: str = SCHEMA
 
@@ -52,21 +52,27 @@ class Calibration:
         return asdict(self)
 
 
-def from_steps(device: DeviceInfo, spec_id: str, steps: list[dict], skipped: dict[str, str]
+def from_steps(device: DeviceInfo, spec: GpuSpec, steps: list[dict], skipped: dict[str, str]
                ) -> Calibration:
-    """Assemble the worker's steps (see measure/calibrate.py) into a calibration."""
+    """Assemble the worker's steps (see measure/calibrate.py) into a calibration.
+
+    A compute ceiling the spec has no peak for is left out, with the reason: roofs() sets a
+    kernel against a precision's peak, so it could never be used (and an fp64 GEMM on a GPU
+    without fp64 tensor cores is no fp64-tensor roof)."""
     def ceiling(step: dict) -> Ceiling:
         return Ceiling(step["value"], step["method"], step["sm_clock_mhz"])
     by_name = {s["ceiling"]: s for s in steps}
     if "dram" not in by_name:
         raise RooflintError(f"calibration measured no DRAM bandwidth ({skipped or 'no steps'})")
+    precisions = [name for name in by_name if name not in ("dram", "l2", "dram-sweep")]
+    unjudged = {name: f"measured, but the {spec.id} spec has no {name} peak to judge against"
+                for name in precisions if name not in spec.peaks}
     return Calibration(
-        gpu=device, spec_id=spec_id, dram=ceiling(by_name["dram"]),
+        gpu=device, spec_id=spec.id, dram=ceiling(by_name["dram"]),
         l2=ceiling(by_name["l2"]) if "l2" in by_name else None,
-        compute={name: ceiling(s) for name, s in by_name.items()
-                 if name not in ("dram", "l2", "dram-sweep")},
+        compute={name: ceiling(by_name[name]) for name in precisions if name in spec.peaks},
         dram_sweep=[ceiling(s) for s in steps if s["ceiling"] == "dram-sweep"],
-        skipped=skipped)
+        skipped={**skipped, **unjudged})
 
 
 def cache_dir() -> Path:

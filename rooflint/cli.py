@@ -314,7 +314,7 @@ def calibrate(
             bar.update(task, description=f"calibrating: {step}")
         device, steps, skipped = measure_ceilings(update)
     spec = device_spec(device, gpu, load_specs())
-    calibration = calibrations.from_steps(device, spec.id, steps, skipped)
+    calibration = calibrations.from_steps(device, spec, steps, skipped)
     path = calibrations.default_path(spec.id, device.driver)
     calibrations.save(calibration, path)
     if output:

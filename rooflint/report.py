@@ -370,7 +370,7 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
     console.print(table)
     console.print(_labelled([(name, Text(ceiling.method)) for name, ceiling, _, _ in rows]))
     for name, why in calibration.skipped.items():
-        console.print(Text(f"not measured: {name}: {why}", "yellow"))
+        console.print(Text(f"not calibrated: {name}: {why}", "yellow"))
 
 
 def render_comparison(console: Console, c: Comparison) -> None:

@@ -1,11 +1,14 @@
+import io
 import json
 
 import pytest
+from rich.console import Console
 
 from rooflint import calibration as cal
 from rooflint.explain import explain
 from rooflint.gpus import find_spec
 from rooflint.measure.protocol import DeviceInfo
+from rooflint.report import render_calibration
 
 H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,
                   l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,
@@ -17,19 +20,42 @@ STEPS = [
     {"ceiling": "l2", "method": "read float4", "value": 11e12, "sm_clock_mhz": 1980.0},
     {"ceiling": "fp32", "method": "FMA kernel", "value": 60.2e12, "sm_clock_mhz": 1800.0},
     {"ceiling": "fp16-tensor", "method": "cuBLAS", "value": 790e12, "sm_clock_mhz": 1755.0},
+    {"ceiling": "bf16-tensor", "method": "cuBLAS GEMM bf16 (torch.matmul) 8192^3 (random data)",
+     "value": 830e12, "sm_clock_mhz": 1755.0},
+    {"ceiling": "fp8-tensor", "method": "cuBLAS GEMM float8_e4m3fn -> bf16, fast accumulation "
+     "(torch._scaled_mm) 8192^3 (random data)", "value": 1.45e15, "sm_clock_mhz": 1710.0},
+    {"ceiling": "int8-tensor", "method": "cuBLAS GEMM int8 -> int32 (torch._int_mm) 8192^3 "
+     "(random data)", "value": 1.2e15, "sm_clock_mhz": 1740.0},
 ]
+SKIPPED = {"TF32 tensor GEMM": "AttributeError: no TF32"}
 
 
 @pytest.fixture
-def calibration():
-    return cal.from_steps(H200, "h200", STEPS, {"TF32 tensor GEMM": "AttributeError: no TF32"})
+def calibration(specs):
+    return cal.from_steps(H200, find_spec("h200", specs), STEPS, SKIPPED)
 
 
 def test_steps_become_ceilings(calibration):
     assert calibration.dram.value == 4.3e12 and calibration.l2.value == 11e12
-    assert set(calibration.compute) == {"fp32", "fp16-tensor"}
+    assert set(calibration.compute) == {"fp32", "fp16-tensor", "bf16-tensor", "fp8-tensor",
+                                        "int8-tensor"}
+    assert calibration.compute["fp8-tensor"].method.startswith("cuBLAS GEMM float8_e4m3fn")
     assert len(calibration.dram_sweep) == 2
-    assert calibration.skipped == {"TF32 tensor GEMM": "AttributeError: no TF32"}
+    assert calibration.skipped == SKIPPED
+
+
+def test_a_ceiling_without_a_datasheet_peak_is_left_out_with_the_reason(specs):
+    """An L4 has no fp64 tensor cores: its cuBLAS fp64 GEMM is no fp64-tensor roof."""
+    l4 = DeviceInfo(name="NVIDIA L4", index=0, compute_capability="8.9", sms=58,
+                    l2_bytes=50331648, memory_bytes=24152899584, max_sm_clock_mhz=2040,
+                    max_mem_clock_mhz=6251, driver="580.159.04", cuda_runtime="13020",
+                    cupy="14.2.0")
+    fp64_gemm = {"ceiling": "fp64-tensor", "method": "cuBLAS GEMM float64 8192^3",
+                 "value": 0.45e12, "sm_clock_mhz": 2040.0}
+    c = cal.from_steps(l4, find_spec("l4", specs), STEPS[:1] + [fp64_gemm] + STEPS[6:7], {})
+    assert set(c.compute) == {"bf16-tensor"}
+    assert c.skipped == {"fp64-tensor": "measured, but the l4 spec has no fp64-tensor peak "
+                                        "to judge against"}
 
 
 def test_saved_where_the_cache_says_and_found_again(calibration, tmp_path, monkeypatch):
@@ -61,6 +87,34 @@ def test_calibrated_roofs_with_datasheet_beside(calibration, specs):
     assert cal.roofs(h200, "fp32", None).source == "datasheet"
 
 
+@pytest.mark.parametrize("precision, measured", [("bf16-tensor", 830e12), ("fp8-tensor", 1.45e15),
+                                                 ("int8-tensor", 1.2e15)])
+def test_each_tensor_precision_has_its_own_calibrated_roof(calibration, specs, precision, measured):
+    roofs = cal.roofs(find_spec("h200", specs), precision, calibration)
+    assert roofs.compute == measured and f"{precision} calibrated" in roofs.source
+    assert roofs.datasheet_compute > measured
+
+
+def test_a_bf16_gemm_is_judged_against_the_bf16_roof(calibration, specs):
+    """The issue's H100 case: bf16 GEMMs faster than the fp16 roof CuPy measured. An 8192^3
+    bf16 GEMM at 810 TFLOP/s is past the calibrated fp16 roof (790) but 98 % of the bf16 one."""
+    h200 = find_spec("h200", specs)
+    flops, dram_bytes = 2 * 8192**3, 3 * 8192**2 * 2
+    judged = explain(h200, flops / 810e12, flops, dram_bytes, None, "bf16-tensor", calibration)
+    assert judged.roofs.compute == 830e12
+    assert judged.point.compute_fraction == pytest.approx(810 / 830)
+    assert judged.verdict.bound == "compute"
+
+
+def test_the_calibration_table_shows_the_tensor_roofs_and_what_was_not_calibrated(calibration, specs):
+    console = Console(file=io.StringIO(), width=140)
+    render_calibration(console, calibration, find_spec("h200", specs))
+    lines = [line.strip() for line in console.file.getvalue().splitlines()]
+    bf16 = next(line for line in lines if line.startswith("bf16-tensor"))
+    assert bf16.split()[1:6] == ["830", "TFLOP/s", "989", "TFLOP/s", "84%"]  # of the datasheet
+    assert "not calibrated: TF32 tensor GEMM: AttributeError: no TF32" in lines
+
+
 def test_fraction_of_the_datasheet_at_the_clock_seen(calibration, specs):
     h200 = find_spec("h200", specs)
     # 60.2 TFLOP/s at 1800 MHz against 66.9 TFLOP/s at 1980 MHz rescaled to 1800 (60.8)
@@ -78,6 +132,6 @@ def test_a_calibrated_roof_changes_the_verdict(calibration, specs):
     assert (datasheet.verdict.bound, measured.verdict.bound) == ("chain", "bandwidth")
 
 
-def test_no_dram_step_is_an_error():
+def test_no_dram_step_is_an_error(specs):
     with pytest.raises(Exception, match="no DRAM bandwidth"):
-        cal.from_steps(H200, "h200", STEPS[3:], {})
+        cal.from_steps(H200, find_spec("h200", specs), STEPS[3:], {})

@@ -4,9 +4,12 @@ In the spirit of the Empirical Roofline Toolkit: the DRAM roof is the best of a 
 over read, write and copy kernels, two vector widths and several grid sizes on a
 working set 16x the L2; the L2 roof is a read sweep over a buffer a quarter of the L2,
 repeated inside the kernel with L1-bypassing loads; the FP32 and FP64 roofs are FMA kernels with 16
-independent chains per thread at full occupancy; tensor roofs are cuBLAS GEMMs through
-CuPy on random data (never zeros, which run faster). Each figure is the best of a few
-event-timed repetitions, with the SM clock NVML saw while it ran.
+independent chains per thread at full occupancy; tensor roofs are cuBLAS GEMMs on random
+data (never zeros, which run faster): fp16, tf32 and fp64 through CuPy, and bf16, fp8 and
+int8 through PyTorch (CuPy has no GEMM of those types), on the same stream and timed the
+same way. Each figure is the best of a few event-timed repetitions, with the SM clock NVML
+saw while it ran. A step this GPU or environment cannot run (no PyTorch, no fp8 tensor
+cores) is reported as skipped with a one-line reason; calibration goes on.
 
 Runs inside the worker (``python -m rooflint.measure.worker --calibrate``), which has
 already said hello; it reports one ``steps`` message per plan step, then ``done``.
@@ -15,7 +18,7 @@ already said hello; it reports one ``steps`` message per plan step, then ``done`
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import IO, Callable
+from typing import IO, Any, Callable
 
 import cupy
 import numpy as np
@@ -82,6 +85,13 @@ _ENTRIES = [e.format(v=v) for e in _MEMORY_ENTRIES.values() for v in ("float", "
 _REPETITIONS = 5
 _FMA_ITERATIONS = 4096
 _GEMM_N = 8192
+# The compute capability PyTorch's GEMM of each precision needs: bf16 and int8 tensor cores
+# came with Ampere (8.0), fp8 with Ada (8.9), the lowest torch._scaled_mm accepts.
+_TORCH_MINIMUM_CC = {"bf16-tensor": (8, 0), "fp8-tensor": (8, 9), "int8-tensor": (8, 0)}
+
+
+class Unavailable(Exception):
+    """A ceiling this GPU or this environment cannot measure; the message says why."""
 
 
 @dataclass
@@ -179,6 +189,62 @@ class Calibrator:
         step.method = step.method.replace("float32", "float32 as TF32")
         return step
 
+    def torch_gemm(self, precision: str) -> Step:
+        """A bf16, fp8 or int8 cuBLAS GEMM through PyTorch, issued on the calibration stream
+        (operands included, so no other stream races them) and timed by best_time."""
+        needed = _TORCH_MINIMUM_CC[precision]
+        have = tuple(int(part) for part in self.device.compute_capability.split("."))
+        if have < needed:
+            raise Unavailable(f"{precision} needs compute capability {needed[0]}.{needed[1]}, "
+                              f"this GPU has {self.device.compute_capability}")
+        torch = import_torch()
+        torch.manual_seed(0)
+        with torch.cuda.stream(torch.cuda.ExternalStream(self.stream.ptr)):
+            multiply, how = _TORCH_GEMMS[precision](torch, _GEMM_N)
+            seconds, clock = self.best_time(multiply)
+        return Step(precision, f"cuBLAS GEMM {how} {_GEMM_N}^3 (random data)",
+                    2.0 * _GEMM_N**3 / seconds, clock)
+
+
+def import_torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:
+        raise Unavailable(f"PyTorch is not installed ({exc}); the bf16, fp8 and int8 tensor "
+                          "roofs are measured through it") from None
+    return torch
+
+
+def bf16_gemm(torch: Any, n: int) -> tuple[Callable[[], Any], str]:
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+    return lambda: torch.matmul(a, b, out=c), "bf16 (torch.matmul)"
+
+
+def fp8_gemm(torch: Any, n: int) -> tuple[Callable[[], Any], str]:
+    """e4m3 operands with unit scales; _scaled_mm takes A row-major and B column-major (the
+    transpose of a row-major matrix). Fast accumulation, as fp8 inference and training
+    forward passes use it: the roof is the fastest an fp8 GEMM goes."""
+    a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    return (lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16,
+                                     use_fast_accum=True),
+            "float8_e4m3fn -> bf16, fast accumulation (torch._scaled_mm)")
+
+
+def int8_gemm(torch: Any, n: int) -> tuple[Callable[[], Any], str]:
+    """int8 x int8 -> int32, B column-major like fp8 (the layout cuBLASLt's int8 kernels
+    take natively). Counted as two ops per multiply-add, as the datasheet's TOPS are."""
+    a = torch.randint(-128, 128, (n, n), device="cuda", dtype=torch.int8)
+    b = torch.randint(-128, 128, (n, n), device="cuda", dtype=torch.int8).t()
+    return lambda: torch._int_mm(a, b), "int8 -> int32 (torch._int_mm)"
+
+
+# Precision -> (torch, n) -> (the GEMM to time, how it runs), for Calibrator.torch_gemm.
+_TORCH_GEMMS = {"bf16-tensor": bf16_gemm, "fp8-tensor": fp8_gemm, "int8-tensor": int8_gemm}
+
 
 def steps(calibrator: Calibrator) -> list[tuple[str, Callable[[], list[Step]]]]:
     """The calibration plan, in order: (label, thunk returning its steps)."""
@@ -193,7 +259,18 @@ def steps(calibrator: Calibrator) -> list[tuple[str, Callable[[], list[Step]]]]:
         ("FP16 tensor GEMM", lambda: [calibrator.gemm("float16", "fp16-tensor")]),
         ("TF32 tensor GEMM", lambda: [calibrator.tf32_gemm()]),
         ("FP64 tensor GEMM", lambda: [calibrator.gemm("float64", "fp64-tensor")]),
+        # Last: a PyTorch failure cannot disturb the CuPy steps.
+        ("BF16 tensor GEMM", lambda: [calibrator.torch_gemm("bf16-tensor")]),
+        ("FP8 tensor GEMM", lambda: [calibrator.torch_gemm("fp8-tensor")]),
+        ("INT8 tensor GEMM", lambda: [calibrator.torch_gemm("int8-tensor")]),
     ]
+
+
+def skip_reason(exc: Exception) -> str:
+    """One line: an Unavailable's own reason, else the error's type and its first line
+    (CUDA and PyTorch errors run on with advice over several lines)."""
+    text = str(exc) if isinstance(exc, Unavailable) else f"{type(exc).__name__}: {exc}"
+    return text.strip().splitlines()[0]
 
 
 def calibrate(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
@@ -204,8 +281,8 @@ def calibrate(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
         send(out, "start", variant=label, total=len(plan))
         try:
             results = run()
-        except Exception as exc:  # one ceiling CuPy cannot drive here: skip it, say why
-            send(out, "skipped", variant=label, message=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # one ceiling that cannot be driven here: skip it, say why
+            send(out, "skipped", variant=label, message=skip_reason(exc))
             continue
         send(out, "steps", variant=label, steps=[asdict(s) for s in results])
     send(out, "done")
