@@ -132,6 +132,55 @@ def run(
         raise typer.Exit(1)
 
 
+@app.command()
+@one_line_errors
+def profile(
+    command: List[str] = typer.Argument(..., help="The program to profile, after --: "
+                                        "rooflint profile -- python train.py --steps 20"),
+    top: Optional[int] = typer.Option(None, min=1, help="Profile the N kernels with the most "
+                                      "GPU time (default: those covering --coverage)."),
+    coverage: float = typer.Option(0.90, min=0.01, max=1.0, help="Profile the kernels that "
+                                   "together take this fraction of the GPU time."),
+    nvtx: Optional[str] = typer.Option(None, help="Only launches inside this NVTX range "
+                                       "(push/pop name), e.g. to leave out warm-up."),
+    kernel: Optional[str] = typer.Option(None, help="Only kernels whose demangled name "
+                                         "matches this regular expression."),
+    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device)."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
+                                             "(the schema show, plot, compare and gate read)."),
+    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline."),
+    logs: Optional[Path] = typer.Option(None, help="Keep Nsight Compute's CSV logs in this "
+                                        "directory."),
+) -> None:
+    """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
+    import re
+
+    from rooflint.application import ProfileOptions, profile_program
+    from rooflint.report import render_run
+
+    if kernel:
+        try:
+            re.compile(kernel)
+        except re.error as exc:
+            fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
+    if logs and not logs.is_dir():
+        fail(f"--logs {logs}: no such directory")
+    check_outputs(json_path, picture=svg)
+    result = profile_program(ProfileOptions(command=command, coverage=coverage, top=top,
+                                            nvtx=nvtx, kernel=kernel, gpu=gpu,
+                                            logs=str(logs) if logs else None),
+                             lambda line: errors.print(f"rooflint: {line}", markup=False))
+    render_run(console, result)
+    if json_path:
+        from rooflint.results import write_result
+        write_result(result, json_path)
+        console.print(f"result written to {json_path}", markup=False)
+    if svg:
+        from rooflint import plotting
+        plotting.save(plotting.figure([result]), svg)
+        console.print(f"roofline drawn to {svg}", markup=False)
+
+
 def check_outputs(*paths: Optional[Path], picture: Optional[Path] = None) -> None:
     """Refuse an output path that cannot be written before minutes of measuring, not after."""
     from rooflint.jsonfile import require_directory

@@ -203,7 +203,48 @@ def _counter_summary(v: VariantResult) -> str:
 def render_run(console: Console, result: RunResult) -> None:
     render_run_header(console, result)
     for family in result.families:
+        if result.settings.get("mode") == "profile":
+            render_upside(console, result, family)
         render_family(console, family)
+
+
+def render_upside(console: Console, result: RunResult, family: FamilyResult) -> None:
+    """The application view: each profiled kernel's share of the GPU time, how near its
+    roof it runs, and the most a fix could save, the biggest saving first."""
+    from rooflint.application import is_done
+    region = result.settings.get("gpu_time_s") or 0.0
+    table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True,
+                  title=Text(f"{family.name}: {format_time(region)} of GPU time in "
+                             f"{result.settings.get('kernels', '?')} kernels; where a fix "
+                             f"could save the most"), title_justify="left")
+    for column in ("kernel", "what", "share", "launches", "verdict", "at roof", "upside"):
+        table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
+                                                               "upside") else "left",
+                         no_wrap=column == "kernel", overflow="fold")
+    for v in family.variants:
+        s = v.share
+        if not s:
+            continue
+        verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound]) if v.verdict else Text("-")
+        upside = ("done" if is_done(v) else
+                  f"{format_time(s.upside_s)} ({pct(s.upside_s / region)})" if s.upside_s
+                  is not None and region else "-")
+        table.add_row(Text(v.name), Text(s.library or ""), pct(s.share), str(s.launches),
+                      verdict, pct(s.best_fraction) if s.best_fraction is not None else "-",
+                      upside)
+    console.print(table)
+    other = result.settings.get("other_kernels")
+    if other:
+        console.print(Text(f"  not profiled: {other} more kernels, "
+                           f"{pct(result.settings.get('other_share', 0.0))} of the GPU time"))
+    top = next((v for v in family.variants if v.share and v.share.upside_s
+                and not is_done(v) and v.verdict and v.verdict.moves), None)
+    if top:
+        move = top.verdict.moves[0]
+        console.print(Text(f"  biggest upside: {top.name}, {pct(top.share.share)} of GPU time, "
+                           f"{top.verdict.bound}-bound at {pct(top.share.best_fraction)} of its "
+                           f"roof: {move.direction}: {_short(move.action)}; up to "
+                           f"{format_time(top.share.upside_s)} of {format_time(region)}"))
 
 
 def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:

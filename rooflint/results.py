@@ -30,6 +30,19 @@ NOISY_SPREAD = 0.10
 
 
 @dataclass
+class KernelShare:
+    """A profiled program's kernel: what it costs the program and what fixing it could save."""
+
+    kernel: str                 # the demangled name, as Nsight Compute reports it
+    library: str | None         # who wrote it, in plain words (cuBLAS GEMM), when known
+    launches: int               # in the profiled region
+    total_s: float              # GPU time of all those launches
+    share: float                # of the region's GPU time
+    best_fraction: float | None  # of its nearest roof (DRAM, L2 or compute); None: no counters
+    upside_s: float | None      # total_s x (1 - best_fraction): the most a fix could save
+
+
+@dataclass
 class TimeStats:
     median_s: float
     q1_s: float
@@ -90,6 +103,7 @@ class VariantResult:
     versus: str | None                  # bytes, AI and time against the variant it should beat
     speed_vs_baseline: float | None     # baseline time / this time (1.0 = as fast)
     gate: dict[str, float] = field(default_factory=dict)  # the manifest's `rooflint gate` thresholds
+    share: KernelShare | None = None    # a kernel of a profiled program: its part of the GPU time
 
 
 @dataclass

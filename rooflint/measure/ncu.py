@@ -77,11 +77,15 @@ def ncu_path() -> str:
     return path
 
 
+# Every ncu run of rooflint's: clocks as the GPU sets them (never locked on a shared
+# machine), one CSV row per launch with every metric, in base units.
+BASE_OPTIONS = ("--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base")
+
+
 def command(log_path: str, cache: str) -> list[str]:
     """The ncu prefix for a worker: our launches only, clocks untouched, CSV to a file."""
-    return [ncu_path(), "--clock-control", "none", "--profile-from-start", "off",
+    return [ncu_path(), *BASE_OPTIONS, "--profile-from-start", "off",
             "--cache-control", "all" if cache == "cold" else "none",
-            "--csv", "--page", "raw", "--print-units", "base",
             "--metrics", ",".join(METRICS), "--log-file", log_path]
 
 

@@ -1,0 +1,266 @@
+"""`rooflint profile`: a whole program's kernels, ranked by what fixing them could save.
+
+Pure: from the two Nsight Compute logs (every launch's duration; counters on one launch of
+each chosen kernel) to a result document in the common schema. Kernels are ranked by
+total GPU time; the chosen ones are those that cover ``coverage`` of it (or the ``top`` N);
+each becomes an Observation judged by the same engine as a manifest variant, with no
+algorithmic intensity (nobody counted its compulsory bytes), and gets its share of the
+program's time and its upside: total time x (1 - the fraction of its nearest roof it
+reaches), the most a fix could save. A kernel at NEAR_ROOF or above is done.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter as Tally
+from dataclasses import dataclass, field
+from typing import Callable
+
+from rooflint import calibration as calibrations
+from rooflint.counters import Counters
+from rooflint.evidence import NEAR_ROOF, LaunchFacts, l2_fraction
+from rooflint.gpus import DeviceInfo, GpuSpec
+from rooflint.measure.protocol import Clocks
+from rooflint.observation import Observation, analyse
+from rooflint.results import FamilyResult, KernelShare, RunResult, VariantResult
+
+DEFAULT_COVERAGE = 0.90
+NAME = "Kernel Name"
+DURATION = "gpu__time_duration.sum"
+
+# Who wrote a kernel, from its name: (pattern, plain words). First match wins.
+LIBRARIES = (
+    (r"^nvjet_|gemm|cutlass|xmma|cublas", "cuBLAS GEMM"),
+    (r"fmha|flash|sdpa|attention", "attention (cuDNN / flash)"),
+    (r"layer_norm|layernorm|rms_norm", "normalisation (PyTorch)"),
+    (r"Gelu|gelu", "GELU (PyTorch element-wise)"),
+    (r"softmax", "softmax"),
+    (r"vectorized_elementwise_kernel|elementwise_kernel|unrolled_elementwise", "PyTorch element-wise"),
+    (r"reduce_kernel", "PyTorch reduction"),
+    (r"^triton_", "Triton (torch.compile)"),
+    (r"distribution_|normal_kernel|curand", "random numbers (PyTorch)"),
+    (r"cupy_", "CuPy kernel"),
+)
+
+
+@dataclass
+class KernelTime:
+    """One distinct kernel (its demangled name) in the duration pass."""
+
+    kernel: str
+    durations_s: list[float] = field(default_factory=list)
+    grids: Tally = field(default_factory=Tally)
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.durations_s)
+
+
+def kernel_times(rows: list[dict]) -> list[KernelTime]:
+    """Every distinct kernel with its launch durations, the most GPU time first."""
+    kernels: dict[str, KernelTime] = {}
+    for row in rows:
+        k = kernels.setdefault(str(row[NAME]), KernelTime(str(row[NAME])))
+        k.durations_s.append(float(row[DURATION]) * 1e-9)
+        k.grids[str(row.get("Grid Size", ""))] += 1
+    return sorted(kernels.values(), key=lambda k: k.total_s, reverse=True)
+
+
+def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
+           top: int | None = None) -> list[KernelTime]:
+    """The top ``top`` kernels, or the fewest that together take ``coverage`` of the time."""
+    if top is not None:
+        return kernels[:top]
+    total = sum(k.total_s for k in kernels) or 1.0
+    chosen, covered = [], 0.0
+    for k in kernels:
+        if covered >= coverage * total:
+            break
+        chosen.append(k)
+        covered += k.total_s
+    return chosen
+
+
+def library(kernel: str) -> str | None:
+    return next((words for pattern, words in LIBRARIES if re.search(pattern, kernel)), None)
+
+
+def short_name(kernel: str) -> str:
+    """A demangled signature, shortened to what tells it apart: the function's name, and
+    for a template the first named argument (``vectorized_elementwise_kernel<GeluCUDAKernelImpl>``)."""
+    head = re.sub(r"<unnamed>::|\(anonymous namespace\)::", "", kernel)
+    head = re.sub(r"^(void|auto)\s+", "", head.split("(")[0]).strip()
+    base, _, arguments = head.partition("<")
+    function = base.split("::")[-1] or base
+    named = [n.split("::")[-1] for n in re.findall(r"[A-Za-z_][\w:]*", arguments)
+             if not re.fullmatch(r"(c10::)?(BFloat16|Half|float|double|int|long|char|bool|"
+                                 r"unsigned|const|std::array|signed|short)", n)]
+    return f"{function}<{named[0]}>" if named else function
+
+
+def unique_names(kernels: list[str]) -> dict[str, str]:
+    """kernel -> a short name no other kernel of the program shares (#2, #3 where needed)."""
+    names: dict[str, str] = {}
+    seen: Tally = Tally()
+    for kernel in kernels:
+        name = short_name(kernel)
+        seen[name] += 1
+        names[kernel] = name if seen[name] == 1 else f"{name}#{seen[name]}"
+    return names
+
+
+def device_from(rows: list[dict], driver: str) -> DeviceInfo:
+    """The GPU the program ran on, from the device attributes ncu prints with each launch."""
+    row = rows[0]
+
+    def attribute(name: str, default: float = 0.0) -> float:
+        value = row.get(f"device__attribute_{name}", default)
+        return float(value) if isinstance(value, (int, float)) else default
+    clock = attribute("clock_rate")
+    return DeviceInfo(
+        name=str(row.get("device__attribute_display_name", "unknown GPU")),
+        index=int(attribute("device_index")),
+        compute_capability=f"{int(attribute('compute_capability_major'))}."
+                           f"{int(attribute('compute_capability_minor'))}",
+        sms=int(attribute("multiprocessor_count")), l2_bytes=int(attribute("l2_cache_size")),
+        memory_bytes=int(attribute("total_memory")),
+        max_sm_clock_mhz=clock / 1e3 if clock else None,
+        max_mem_clock_mhz=attribute("memory_clock_rate") / 1e3 or None,
+        driver=driver, cuda_runtime="", cupy="")
+
+
+def dominant_precision(counters: Counters | None, spec: GpuSpec) -> str:
+    """The precision most of the counted FLOPs ran in, if this GPU has a roof for it."""
+    if counters and counters.flops:
+        main = max(counters.flops, key=counters.flops.get)
+        if main in spec.peaks:
+            return main
+    return "fp32"
+
+
+def kernel_result(time: KernelTime, name: str, counters: Counters | None, region_s: float,
+                  spec: GpuSpec, device: DeviceInfo,
+                  calibration: calibrations.Calibration | None) -> VariantResult:
+    """One kernel judged as any variant is, with its share and upside."""
+    precision = dominant_precision(counters, spec)
+    analysis = analyse(Observation(
+        name=name, precision=precision, samples_s=time.durations_s, counters=counters,
+        model=None, grid_blocks=counters.grid_size if counters else 0,
+        threads_per_block=0, launches=1,
+        point_time_s=counters.duration_s if counters else None), spec, device.sms, calibration)
+    best = best_fraction(analysis.point, counters, calibration, precision, device.sms)
+    share = KernelShare(
+        kernel=time.kernel, library=library(time.kernel), launches=len(time.durations_s),
+        total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,
+        best_fraction=best, upside_s=time.total_s * max(0.0, 1 - best) if best is not None
+        else None)
+    return VariantResult(
+        name=name, description=time.kernel, status="ok",
+        message="" if counters else "not profiled in pass 2 (no counters)",
+        baseline=False, source_sha256=None, precision=precision, tolerance=0.0, checks=[],
+        samples_s=time.durations_s, time=analysis.time, clocks=Clocks(), gpm={},
+        graph_time=None, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
+        counters=counters, notes=analysis.notes, roofs=analysis.roofs, point=analysis.point,
+        verdict=analysis.verdict, expect={}, expectation_mismatch=None, versus=None,
+        speed_vs_baseline=None, share=share)
+
+
+def best_fraction(point, counters: Counters | None, calibration, precision: str,
+                  sms: int) -> float | None:
+    """The fraction of its nearest roof a kernel reaches: DRAM, L2 (when calibrated) or
+    compute. 1 - this is how much of its time a perfect fix could save."""
+    if point is None:
+        return None
+    facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=sms,
+                        precision=precision,
+                        l2_roof=calibration.l2.value if calibration and calibration.l2 else None)
+    l2 = l2_fraction(point, facts, counters) or 0.0
+    return max(point.dram_fraction, point.compute_fraction, l2)
+
+
+def is_done(v: VariantResult) -> bool:
+    """At NEAR_ROOF of its nearest roof: nothing worth fixing is left."""
+    return bool(v.share and v.share.best_fraction is not None
+                and v.share.best_fraction >= NEAR_ROOF)
+
+
+def by_upside(variants: list[VariantResult]) -> list[VariantResult]:
+    """The application view's order: the most time a fix could save first."""
+    return sorted(variants, key=lambda v: -(v.share.upside_s or 0.0) if v.share else 0.0)
+
+
+def profile_result(program: str, directory: str, kernels: list[KernelTime],
+                   chosen: list[KernelTime], counters: dict[str, Counters], spec: GpuSpec,
+                   device: DeviceInfo, calibration: calibrations.Calibration | None,
+                   settings: dict) -> RunResult:
+    """The result document of a profile: one family (the program), one variant per chosen
+    kernel; the rest of the GPU time is summarised in the settings."""
+    region = sum(k.total_s for k in kernels)
+    names = unique_names([k.kernel for k in chosen])
+    variants = [kernel_result(k, names[k.kernel], counters.get(k.kernel), region, spec,
+                              device, calibration) for k in chosen]
+    rest = kernels[len(chosen):]
+    settings = {**settings, "mode": "profile", "gpu_time_s": region,
+                "kernels": len(kernels), "other_kernels": len(rest),
+                "other_share": sum(k.total_s for k in rest) / region if region else 0.0,
+                "calibration": calibration.created if calibration else None}
+    result = RunResult(gpu=device, spec_id=spec.id, settings=settings)
+    result.families.append(FamilyResult(name=program, directory=directory, params={},
+                                        baseline=None, variants=by_upside(variants)))
+    return result
+
+
+@dataclass
+class ProfileOptions:
+    command: list[str]
+    coverage: float = DEFAULT_COVERAGE
+    top: int | None = None
+    nvtx: str | None = None
+    kernel: str | None = None
+    gpu: str | None = None
+    logs: str | None = None          # keep Nsight Compute's CSV logs in this directory
+
+
+def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunResult:
+    """Both passes over the program (the only part that runs anything), then the analysis.
+    ``say`` hears what is about to happen, before the longer second pass."""
+    from pathlib import Path
+
+    from rooflint.gpus import load_specs
+    from rooflint.measure import application as passes
+    from rooflint.measure.ncu import parse_rows, summarize
+    from rooflint.run import device_spec
+
+    filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel)
+    logs = Path(options.logs) if options.logs else None
+    say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
+    first = passes.duration_pass(options.command, filters, logs)
+    rows = parse_rows(first.log)
+    kernels = kernel_times(rows)
+    chosen = choose(kernels, options.coverage, options.top)
+    region = sum(k.total_s for k in kernels) or 1.0
+    say(f"pass 2: counters on {len(chosen)} of {len(kernels)} kernels "
+        f"({100 * sum(k.total_s for k in chosen) / region:.0f}% of GPU time), about "
+        f"{first.wall_s + 0.5 * len(chosen):.0f} s")
+    second = passes.counter_pass(options.command, filters, [k.kernel for k in chosen],
+                                 [k.kernel for k in kernels], logs)
+    groups: dict[str, list[dict]] = {}
+    for row in parse_rows(second.log):
+        groups.setdefault(str(row[NAME]), []).append(row)
+    counters = {k.kernel: summarize(groups[k.kernel]) for k in chosen if k.kernel in groups}
+    device = device_from(rows, passes.driver_version())
+    specs = load_specs()
+    spec = device_spec(device, options.gpu, specs)
+    calibration = calibrations.find(spec.id, device.driver)
+    settings = {"cache": "cold", "counters": "ncu", "command": options.command,
+                "nvtx": options.nvtx, "kernel_filter": options.kernel,
+                "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s}
+    return profile_result(program_name(options.command), str(Path.cwd()), kernels, chosen,
+                          counters, spec, device, calibration, settings)
+
+
+def program_name(command: list[str]) -> str:
+    """What to call the program: its script (``transformer_block.py``), else its executable."""
+    from pathlib import Path
+    script = next((a for a in command if a.endswith((".py", ".sh"))), None)
+    return Path(script or command[0]).name

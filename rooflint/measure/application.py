@@ -1,0 +1,117 @@
+"""Run a user's program under Nsight Compute: the two passes of `rooflint profile`.
+
+Pass 1 times every kernel launch (one metric, ``gpu__time_duration``, no replay), so the
+kernels can be ranked by total GPU time. Pass 2 runs the program again and collects
+rooflint's counter list on the first launch of each chosen kernel only. Kernels are named
+by their demangled signature, so template instances (PyTorch's element-wise kernel for GELU
+and for add) stay apart; pass 2 selects them with a regular expression of one
+distinctive identifier each, which needs no escaping (a demangled name's colons,
+brackets and spaces would break ncu's ``--kernel-id`` syntax).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from rooflint.errors import RooflintError
+from rooflint.measure import ncu
+
+NAME_BASE = ("--kernel-name-base", "demangled")
+
+
+@dataclass
+class Filters:
+    nvtx: str | None = None        # an NVTX range (push/pop name): only launches inside it
+    kernel: str | None = None      # a regular expression on the demangled kernel name
+
+
+@dataclass
+class Pass:
+    """One run of the program under ncu: its CSV log and how long it took."""
+
+    log: str
+    wall_s: float
+
+
+def duration_pass(command: list[str], filters: Filters, logs: Path | None) -> Pass:
+    """Every launch's duration (and the device's attributes, which ncu prints beside it)."""
+    args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--metrics", ncu.DURATION, *_filter_args(filters)]
+    if filters.kernel:
+        args += ["-k", f"regex:{filters.kernel}"]
+    return _run(args, command, logs, "pass1-durations.csv")
+
+
+def counter_pass(command: list[str], filters: Filters, kernels: list[str],
+                 every_kernel: list[str], logs: Path | None) -> Pass:
+    """rooflint's counters on the first launch of each of ``kernels`` (demangled names)."""
+    pattern = "|".join(distinctive_token(k, every_kernel) for k in kernels)
+    args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
+            "--metrics", ",".join(ncu.METRICS), *_filter_args(filters),
+            "--kernel-id", f"::regex:{pattern}:1"]
+    return _run(args, command, logs, "pass2-counters.csv")
+
+
+def distinctive_token(name: str, names: list[str]) -> str:
+    """The longest identifier in ``name`` that no other kernel name contains (or, if every
+    one is shared, its longest: pass 2 then profiles a neighbour too, which is dropped)."""
+    tokens = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", name)), key=len, reverse=True)
+    others = [n for n in names if n != name]
+    for token in tokens:
+        if not any(token in other for other in others):
+            return token
+    return tokens[0] if tokens else "."
+
+
+def driver_version() -> str:
+    """The NVIDIA driver's version through NVML, or "unknown" (a result names it)."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # no NVML on this machine: the profile still stands
+        return "unknown"
+
+
+def _filter_args(filters: Filters) -> list[str]:
+    return ["--nvtx", "--nvtx-include", f"{filters.nvtx}/"] if filters.nvtx else []
+
+
+def _run(args: list[str], command: list[str], logs: Path | None, name: str) -> Pass:
+    """ncu ARGS COMMAND, its CSV kept in ``logs`` (or a temporary folder); one line saying
+    why for every failure: no ncu, no permission, the program failing, nothing profiled."""
+    import time
+    with tempfile.TemporaryDirectory(prefix="rooflint-profile-") as scratch:
+        log = (logs or Path(scratch)) / name
+        began = time.perf_counter()
+        try:
+            executable = ncu.ncu_path()
+        except ncu.CountersUnavailable:
+            raise RooflintError("rooflint profile needs Nsight Compute: ncu is not on PATH "
+                                "(install Nsight Compute, or add its directory to PATH)") from None
+        try:
+            done = subprocess.run([executable, *args, "--log-file", str(log), *command],
+                                  capture_output=True, text=True, errors="replace")
+        except OSError as exc:
+            raise RooflintError(f"cannot start ncu: {exc.strerror or exc}") from None
+        wall = time.perf_counter() - began
+        text = log.read_text(errors="replace") if log.exists() else ""
+    output = f"{text}\n{done.stdout}\n{done.stderr}"
+    if "ERR_NVGPUCTRPERM" in output or "LibraryNotLoaded" in output:
+        raise RooflintError(f"ncu cannot profile here: {ncu.failure_reason(output)}")
+    if done.returncode != 0:
+        tail = [line for line in (done.stderr or done.stdout).splitlines()
+                if line.strip() and not line.startswith("==PROF==")][-3:]
+        raise RooflintError(f"the command failed under ncu (exit {done.returncode}): "
+                            f"{' | '.join(tail) or 'no output'}")
+    if not ncu.parse_rows(text):
+        raise RooflintError(f"{' '.join(command)} launched no CUDA kernel that ncu saw "
+                            f"({ncu.failure_reason(output)}); check --nvtx and --kernel")
+    return Pass(text, wall)
