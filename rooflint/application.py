@@ -11,6 +11,7 @@ reaches), the most a fix could save. A kernel at NEAR_ROOF or above is done.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter as Tally
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ DURATION = "gpu__time_duration.sum"
 
 # Who wrote a kernel, from its name: (pattern, plain words). First match wins.
 LIBRARIES = (
+    (r"^triton_", "Triton (torch.compile)"),
     (r"^nvjet_|gemm|cutlass|xmma|cublas", "cuBLAS GEMM"),
     (r"fmha|flash|sdpa|attention", "attention (cuDNN / flash)"),
     (r"layer_norm|layernorm|rms_norm", "normalisation (PyTorch)"),
@@ -37,7 +39,6 @@ LIBRARIES = (
     (r"softmax", "softmax"),
     (r"vectorized_elementwise_kernel|elementwise_kernel|unrolled_elementwise", "PyTorch element-wise"),
     (r"reduce_kernel", "PyTorch reduction"),
-    (r"^triton_", "Triton (torch.compile)"),
     (r"distribution_|normal_kernel|curand", "random numbers (PyTorch)"),
     (r"cupy_", "CuPy kernel"),
 )
@@ -45,25 +46,67 @@ LIBRARIES = (
 
 @dataclass
 class KernelTime:
-    """One distinct kernel (its demangled name) in the duration pass."""
+    """One kernel at one grid shape in the duration pass: a library kernel launched at two
+    sizes (cuBLAS's GEMM for the QKV and the MLP projections) is two of these, each with
+    its own time and its own verdict."""
 
-    kernel: str
+    kernel: str                     # the demangled name
+    grid: str                       # "(1056, 1, 1)"
     durations_s: list[float] = field(default_factory=list)
-    grids: Tally = field(default_factory=Tally)
+    positions: list[int] = field(default_factory=list)   # in pass 1's launch order
 
     @property
     def total_s(self) -> float:
         return sum(self.durations_s)
 
+    @property
+    def blocks(self) -> int:
+        return math.prod(int(n) for n in re.findall(r"\d+", self.grid)) if self.grid else 0
+
 
 def kernel_times(rows: list[dict]) -> list[KernelTime]:
-    """Every distinct kernel with its launch durations, the most GPU time first."""
-    kernels: dict[str, KernelTime] = {}
-    for row in rows:
-        k = kernels.setdefault(str(row[NAME]), KernelTime(str(row[NAME])))
+    """Every distinct kernel and grid with its launch durations, the most GPU time first."""
+    kernels: dict[tuple[str, str], KernelTime] = {}
+    for position, row in enumerate(rows):
+        key = (str(row[NAME]), str(row.get("Grid Size", "")))
+        k = kernels.setdefault(key, KernelTime(*key))
         k.durations_s.append(float(row[DURATION]) * 1e-9)
-        k.grids[str(row.get("Grid Size", ""))] += 1
+        k.positions.append(position)
     return sorted(kernels.values(), key=lambda k: k.total_s, reverse=True)
+
+
+def window(chosen: list[KernelTime]) -> tuple[int, int]:
+    """The shortest run of consecutive launches (first, last position) that holds at least
+    one launch of every chosen kernel: what pass 2 profiles."""
+    launches = sorted((p, i) for i, k in enumerate(chosen) for p in k.positions)
+    need, held, best = len(chosen), Tally(), (launches[0][0], launches[-1][0])
+    start = 0
+    for end, (position, kernel) in enumerate(launches):
+        held[kernel] += 1
+        while len(held) == need:
+            first = launches[start][0]
+            if position - first < best[1] - best[0]:
+                best = (first, position)
+            held[launches[start][1]] -= 1
+            if not held[launches[start][1]]:
+                del held[launches[start][1]]
+            start += 1
+    return best
+
+
+def counters_in_window(chosen: list[KernelTime], rows: list[dict], first: int
+                       ) -> dict[tuple[str, str], Counters]:
+    """Each chosen kernel's counters from pass 2, whose rows are launches first, first+1, ...
+    of pass 1's order: its launches inside the window (names checked), summed as a
+    multi-launch variant's are, so a kernel run at two sizes in one step counts both."""
+    from rooflint.measure.ncu import summarize
+    found = {}
+    for k in chosen:
+        mine = [rows[p - first] for p in k.positions
+                if 0 <= p - first < len(rows) and str(rows[p - first][NAME]) == k.kernel]
+        if mine:
+            found[(k.kernel, k.grid)] = summarize(mine)
+    return found
 
 
 def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
@@ -98,14 +141,17 @@ def short_name(kernel: str) -> str:
     return f"{function}<{named[0]}>" if named else function
 
 
-def unique_names(kernels: list[str]) -> dict[str, str]:
-    """kernel -> a short name no other kernel of the program shares (#2, #3 where needed)."""
-    names: dict[str, str] = {}
+def unique_names(kernels: list[KernelTime]) -> dict[tuple[str, str], str]:
+    """(kernel, grid) -> a short name no other of the program's kernels shares: the grid's
+    block count added where one kernel runs at several grids (``nvjet_..._TNT@1536``), then
+    #2, #3 for whatever still collides."""
+    grids = Tally(k.kernel for k in kernels)
+    names: dict[tuple[str, str], str] = {}
     seen: Tally = Tally()
-    for kernel in kernels:
-        name = short_name(kernel)
+    for k in kernels:
+        name = short_name(k.kernel) + (f"@{k.blocks}" if grids[k.kernel] > 1 else "")
         seen[name] += 1
-        names[kernel] = name if seen[name] == 1 else f"{name}#{seen[name]}"
+        names[(k.kernel, k.grid)] = name if seen[name] == 1 else f"{name}#{seen[name]}"
     return names
 
 
@@ -190,15 +236,16 @@ def by_upside(variants: list[VariantResult]) -> list[VariantResult]:
 
 
 def profile_result(program: str, directory: str, kernels: list[KernelTime],
-                   chosen: list[KernelTime], counters: dict[str, Counters], spec: GpuSpec,
+                   chosen: list[KernelTime], counters: dict[tuple[str, str], Counters],
+                   spec: GpuSpec,
                    device: DeviceInfo, calibration: calibrations.Calibration | None,
                    settings: dict) -> RunResult:
     """The result document of a profile: one family (the program), one variant per chosen
     kernel; the rest of the GPU time is summarised in the settings."""
     region = sum(k.total_s for k in kernels)
-    names = unique_names([k.kernel for k in chosen])
-    variants = [kernel_result(k, names[k.kernel], counters.get(k.kernel), region, spec,
-                              device, calibration) for k in chosen]
+    names = unique_names(chosen)
+    variants = [kernel_result(k, names[(k.kernel, k.grid)], counters.get((k.kernel, k.grid)),
+                              region, spec, device, calibration) for k in chosen]
     rest = kernels[len(chosen):]
     settings = {**settings, "mode": "profile", "gpu_time_s": region,
                 "kernels": len(kernels), "other_kernels": len(rest),
@@ -228,7 +275,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
 
     from rooflint.gpus import load_specs
     from rooflint.measure import application as passes
-    from rooflint.measure.ncu import parse_rows, summarize
+    from rooflint.measure.ncu import parse_rows
     from rooflint.run import device_spec
 
     filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel)
@@ -239,15 +286,14 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     kernels = kernel_times(rows)
     chosen = choose(kernels, options.coverage, options.top)
     region = sum(k.total_s for k in kernels) or 1.0
+    first_launch, last_launch = window(chosen)
     say(f"pass 2: counters on {len(chosen)} of {len(kernels)} kernels "
-        f"({100 * sum(k.total_s for k in chosen) / region:.0f}% of GPU time), about "
-        f"{first.wall_s + 0.5 * len(chosen):.0f} s")
-    second = passes.counter_pass(options.command, filters, [k.kernel for k in chosen],
-                                 [k.kernel for k in kernels], logs)
-    groups: dict[str, list[dict]] = {}
-    for row in parse_rows(second.log):
-        groups.setdefault(str(row[NAME]), []).append(row)
-    counters = {k.kernel: summarize(groups[k.kernel]) for k in chosen if k.kernel in groups}
+        f"({100 * sum(k.total_s for k in chosen) / region:.0f}% of GPU time), "
+        f"{last_launch - first_launch + 1} launches, about "
+        f"{first.wall_s + 0.5 * (last_launch - first_launch + 1):.0f} s")
+    second = passes.counter_pass(options.command, filters, first_launch,
+                                 last_launch - first_launch + 1, logs)
+    counters = counters_in_window(chosen, parse_rows(second.log), first_launch)
     device = device_from(rows, passes.driver_version())
     specs = load_specs()
     spec = device_spec(device, options.gpu, specs)

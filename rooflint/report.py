@@ -93,16 +93,22 @@ def render_family(console: Console, family: FamilyResult) -> None:
     console.print(_family_table(family, COMPACT) if compact else wide)
     precisions = {v.roofs.precision: v.roofs for v in family.variants if v.roofs}
     for roofs in precisions.values():
-        console.print(f"{escape(roofs_line(roofs))}; bound = at >= {pct(BOUND_THRESHOLD)} of a "
+        console.print(f"{escape(roofs_line(roofs))}; bound = at >= {100 * BOUND_THRESHOLD:.0f}% of a "
                       f"roof; DRAM and FLOP/s as % of their roofs")
     console.print(_notes_grid(family, top_move=compact))
 
 
+# Names up to this long stay on one line; longer ones (a library kernel's generated name)
+# fold rather than push every other column off the screen.
+WHOLE_NAME = 48
+
+
 def _family_table(family: FamilyResult, columns: tuple[str, ...]) -> Table:
     table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
+    whole = max((len(v.name) for v in family.variants), default=0) <= WHOLE_NAME
     for column in columns:
         table.add_column(column, justify="right" if column in NUMERIC else "left",
-                         no_wrap=column == "variant", overflow="fold")
+                         no_wrap=column == "variant" and whole, overflow="fold")
     for v in family.variants:
         cells = _cells(v)
         if "top move" not in columns:
@@ -195,8 +201,9 @@ def _counter_summary(v: VariantResult) -> str:
     flops = ", ".join(f"{format_rate(x, 'FLOP')} {p}" for p, x in c.flops.items()
                       if x >= 0.01 * c.counted_flops) or "no FLOPs"
     return (f"ncu: DRAM read {format_bytes(c.dram_read)}, write {format_bytes(c.dram_write)}; "
-            f"L2 {format_bytes(c.l2_bytes)}; counted {flops} (model "
-            f"{format_rate(v.flops['model'], 'FLOP')}); occupancy {c.occupancy_pct:.0f}%, "
+            f"L2 {format_bytes(c.l2_bytes)}; counted {flops}"
+            + (f" (model {format_rate(v.flops['model'], 'FLOP')})" if "model" in v.flops else "")
+            + f"; occupancy {c.occupancy_pct:.0f}%, "
             f"{c.registers_per_thread} registers, {c.waves:.3g} waves")
 
 
@@ -220,7 +227,8 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     for column in ("kernel", "what", "share", "launches", "verdict", "at roof", "upside"):
         table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
                                                                "upside") else "left",
-                         no_wrap=column == "kernel", overflow="fold")
+                         no_wrap=column not in ("kernel", "what"), overflow="fold",
+                         ratio=2 if column == "kernel" else 1 if column == "what" else None)
     for v in family.variants:
         s = v.share
         if not s:
@@ -452,12 +460,15 @@ def render_comparison(console: Console, c: Comparison) -> None:
         + [("note", f"[yellow]{escape(note)}[/]") for note in c.notes]))
 
 
+LABEL_WIDTH = 34   # a longer label (a library kernel's name) folds, leaving the text room
+
+
 def _labelled(rows: list[tuple[str, str | Text]], indent: int = 2) -> Padding:
     """Label and text side by side, indented; a long text wraps under its own start (a
     hanging indent), so where one ends and the next begins stays visible. Labels are user
     text (variant names) and printed as written; a str text is rich markup."""
     grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(style="bold", max_width=LABEL_WIDTH, overflow="fold")
     grid.add_column()
     for label, text in rows:
         grid.add_row(Text(f"{label}:"), text)

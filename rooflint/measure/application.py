@@ -1,17 +1,15 @@
 """Run a user's program under Nsight Compute: the two passes of `rooflint profile`.
 
 Pass 1 times every kernel launch (one metric, ``gpu__time_duration``, no replay), so the
-kernels can be ranked by total GPU time. Pass 2 runs the program again and collects
-rooflint's counter list on the first launch of each chosen kernel only. Kernels are named
-by their demangled signature, so template instances (PyTorch's element-wise kernel for GELU
-and for add) stay apart; pass 2 selects them with a regular expression of one
-distinctive identifier each, which needs no escaping (a demangled name's colons,
-brackets and spaces would break ncu's ``--kernel-id`` syntax).
+kernels can be ranked by total GPU time. Pass 2 runs the program again, with the same
+filters, and collects rooflint's counter list on a short window of launches (skip S,
+count C, chosen from pass 1's launch order) that holds one launch of every chosen kernel.
+Selecting by position, not by name, needs no regular expression over demangled C++
+signatures, whose colons, brackets and spaces ncu's ``--kernel-id`` syntax cannot take.
 """
 
 from __future__ import annotations
 
-import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -40,30 +38,17 @@ class Pass:
 def duration_pass(command: list[str], filters: Filters, logs: Path | None) -> Pass:
     """Every launch's duration (and the device's attributes, which ncu prints beside it)."""
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--metrics", ncu.DURATION, *_filter_args(filters)]
-    if filters.kernel:
-        args += ["-k", f"regex:{filters.kernel}"]
     return _run(args, command, logs, "pass1-durations.csv")
 
 
-def counter_pass(command: list[str], filters: Filters, kernels: list[str],
-                 every_kernel: list[str], logs: Path | None) -> Pass:
-    """rooflint's counters on the first launch of each of ``kernels`` (demangled names)."""
-    pattern = "|".join(distinctive_token(k, every_kernel) for k in kernels)
+def counter_pass(command: list[str], filters: Filters, skip: int, count: int,
+                 logs: Path | None) -> Pass:
+    """rooflint's counters on launches skip+1 .. skip+count of the same filtered sequence as
+    pass 1 (a window that holds one launch of every chosen kernel, see application.window)."""
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
             "--metrics", ",".join(ncu.METRICS), *_filter_args(filters),
-            "--kernel-id", f"::regex:{pattern}:1"]
+            "--launch-skip", str(skip), "--launch-count", str(count)]
     return _run(args, command, logs, "pass2-counters.csv")
-
-
-def distinctive_token(name: str, names: list[str]) -> str:
-    """The longest identifier in ``name`` that no other kernel name contains (or, if every
-    one is shared, its longest: pass 2 then profiles a neighbour too, which is dropped)."""
-    tokens = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", name)), key=len, reverse=True)
-    others = [n for n in names if n != name]
-    for token in tokens:
-        if not any(token in other for other in others):
-            return token
-    return tokens[0] if tokens else "."
 
 
 def driver_version() -> str:
@@ -81,7 +66,9 @@ def driver_version() -> str:
 
 
 def _filter_args(filters: Filters) -> list[str]:
-    return ["--nvtx", "--nvtx-include", f"{filters.nvtx}/"] if filters.nvtx else []
+    """The same launch filters for both passes, so pass 1's launch order indexes pass 2's."""
+    args = ["--nvtx", "--nvtx-include", f"{filters.nvtx}/"] if filters.nvtx else []
+    return args + (["-k", f"regex:{filters.kernel}"] if filters.kernel else [])
 
 
 def _run(args: list[str], command: list[str], logs: Path | None, name: str) -> Pass:
