@@ -278,6 +278,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     from rooflint.measure.ncu import parse_rows
     from rooflint.run import device_spec
 
+    passes.ncu_executable()                 # no ncu: say so before anything else
     filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel)
     logs = Path(options.logs) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
@@ -300,7 +301,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     calibration = calibrations.find(spec.id, device.driver)
     settings = {"cache": "cold", "counters": "ncu", "command": options.command,
                 "nvtx": options.nvtx, "kernel_filter": options.kernel,
-                "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s}
+                "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
+                "pass2_launches": [first_launch, last_launch]}
     return profile_result(program_name(options.command), str(Path.cwd()), kernels, chosen,
                           counters, spec, device, calibration, settings)
 

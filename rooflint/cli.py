@@ -413,7 +413,7 @@ def compare(
     from rooflint.comparison import compare as compare_variants
     from rooflint.manifest import parse_fraction
     from rooflint.report import render_comparison
-    from rooflint.sides import gpu_warning, resolve_pairs, split_side
+    from rooflint.sides import gpu_warning, resolve_pairs, split_side, unmatched
 
     gap = parse_fraction(max_slowdown) if max_slowdown is not None else None
 
@@ -424,8 +424,10 @@ def compare(
     warning = gpu_warning(pairs, allow_different_gpu)
     comparisons = [compare_variants(x.variant, y.variant, x.label, y.label, gap)
                    for x, y in pairs]
+    vanished, new = unmatched(a, b) if b is not None else ([], [])
     if as_json:
-        typer.echo(json.dumps({"warning": warning, "comparisons": [
+        typer.echo(json.dumps({"warning": warning, "vanished": vanished, "new": new,
+                               "comparisons": [
             {**asdict(c), "sentence": c.sentence,
              "attribution": c.attribution and {**asdict(c.attribution),
                                                "sentence": c.attribution.sentence}}
@@ -435,6 +437,9 @@ def compare(
         errors.print(f"rooflint: {warning}", style="bold yellow", markup=False)
     for comparison in comparisons:
         render_comparison(console, comparison)
+    for what, names in (("only in A (vanished in B)", vanished), ("only in B (new)", new)):
+        if names:
+            console.print(f"{what}: {', '.join(names)}", markup=False)
 
 
 @app.command()

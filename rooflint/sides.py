@@ -72,6 +72,15 @@ def pairs_from_files(a: str, b: str) -> list[tuple[Side, Side]]:
             if x.label == y.label else (x, y) for x, y in pairs]
 
 
+def unmatched(a: str, b: str) -> tuple[list[str], list[str]]:
+    """For two whole result files: the variants (a profile's kernels) only in A, which
+    vanished, and only in B, which are new (a fused kernel replacing two, say)."""
+    if not (_is_file(a) and _is_file(b)):
+        return [], []
+    left, right = ({s.variant.name for s in file_sides(x)} for x in (a, b))
+    return sorted(left - right), sorted(right - left)
+
+
 def gpu_warning(pairs: list[tuple[Side, Side]], allow_different_gpu: bool) -> str | None:
     a, b = pairs[0][0].result.gpu.name, pairs[0][1].result.gpu.name
     if a == b:

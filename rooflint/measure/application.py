@@ -51,6 +51,14 @@ def counter_pass(command: list[str], filters: Filters, skip: int, count: int,
     return _run(args, command, logs, "pass2-counters.csv")
 
 
+def ncu_executable() -> str:
+    try:
+        return ncu.ncu_path()
+    except ncu.CountersUnavailable:
+        raise RooflintError("rooflint profile needs Nsight Compute: ncu is not on PATH "
+                            "(install Nsight Compute, or add its directory to PATH)") from None
+
+
 def driver_version() -> str:
     """The NVIDIA driver's version through NVML, or "unknown" (a result names it)."""
     try:
@@ -79,12 +87,7 @@ def _run(args: list[str], command: list[str], logs: Path | None, name: str) -> P
         log = (logs or Path(scratch)) / name
         began = time.perf_counter()
         try:
-            executable = ncu.ncu_path()
-        except ncu.CountersUnavailable:
-            raise RooflintError("rooflint profile needs Nsight Compute: ncu is not on PATH "
-                                "(install Nsight Compute, or add its directory to PATH)") from None
-        try:
-            done = subprocess.run([executable, *args, "--log-file", str(log), *command],
+            done = subprocess.run([ncu_executable(), *args, "--log-file", str(log), *command],
                                   capture_output=True, text=True, errors="replace")
         except OSError as exc:
             raise RooflintError(f"cannot start ncu: {exc.strerror or exc}") from None

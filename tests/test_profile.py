@@ -1,0 +1,191 @@
+"""`rooflint profile` above the measurement: parsing, ranking, choosing, the pass-2 window,
+naming, verdicts and the upside arithmetic, on Nsight Compute logs recorded from
+examples/apps/transformer_block.py (bf16, B=8, S=1024, D=2048; NVTX range "timed", 20
+steps) on our H200 and H100 (2026-11-22)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from rooflint import application as app
+from rooflint import calibration as calibrations
+from rooflint.gpus import find_spec
+from rooflint.measure.ncu import parse_rows
+
+from edges import REPO, assert_one_line_error, rooflint
+
+NCU = Path(__file__).parent / "fixtures" / "ncu"
+H200_PASS1 = parse_rows((NCU / "h200-transformer-block-pass1.csv").read_text())
+H200_PASS2 = parse_rows((NCU / "h200-transformer-block-pass2.csv").read_text())
+H100_PASS1 = parse_rows((NCU / "h100-transformer-block-pass1.csv").read_text())
+
+
+def test_every_launch_of_the_region_is_counted():
+    kernels = app.kernel_times(H200_PASS1)
+    assert sum(len(k.durations_s) for k in kernels) == len(H200_PASS1) == 200   # 10 per step
+    assert [len(k.durations_s) for k in kernels] == [80, 20, 20, 40, 40]
+    totals = [k.total_s for k in kernels]
+    assert totals == sorted(totals, reverse=True)
+    assert math.isclose(sum(totals), sum(r["gpu__time_duration.sum"] for r in H200_PASS1) * 1e-9)
+
+
+def test_template_instances_stay_apart_and_get_short_names():
+    names = set(app.unique_names(app.kernel_times(H100_PASS1)).values())
+    assert {"vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
+            "vectorized_elementwise_kernel<CUDAFunctor_add>",
+            "vectorized_layer_norm_kernel"} <= names
+
+
+def test_a_kernel_at_two_grids_gets_two_names():
+    kernels = [app.KernelTime("void k<float>(int)", "(4, 1, 1)", [1e-6], [0]),
+               app.KernelTime("void k<float>(int)", "(16, 2, 1)", [1e-6], [1])]
+    assert set(app.unique_names(kernels).values()) == {"k@4", "k@32"}
+
+
+@pytest.mark.parametrize("coverage, top, chosen", [
+    (0.90, None, 3),     # GEMMs 79 %, GELU 7 %, SDPA 6 % -> 92 %
+    (0.50, None, 1),
+    (1.00, None, 5),
+    (0.99, 2, 2),        # --top wins
+])
+def test_choose_covers_the_asked_share(coverage, top, chosen):
+    kernels = app.kernel_times(H200_PASS1)
+    picked = app.choose(kernels, coverage, top)
+    assert len(picked) == chosen
+    assert picked == kernels[:chosen]
+
+
+def test_the_window_holds_every_chosen_kernel_and_nothing_shorter_does():
+    kernels = app.kernel_times(H200_PASS1)
+    first, last = app.window(kernels)
+    inside = {k.kernel for k in kernels for p in k.positions if first <= p <= last}
+    assert inside == {k.kernel for k in kernels} and last - first + 1 == 6
+    for start in range(len(H200_PASS1) - 5):          # no 5-launch window holds all five
+        names = {str(r["Kernel Name"]) for r in H200_PASS1[start:start + 5]}
+        assert len(names) < 5
+
+
+def test_pass_two_rows_are_matched_by_position_and_name():
+    kernels = app.kernel_times(H200_PASS1)
+    first, last = app.window(kernels)
+    assert len(H200_PASS2) == last - first + 1
+    counters = app.counters_in_window(kernels, H200_PASS2, first)
+    assert len(counters) == 5
+    gemm = counters[(kernels[0].kernel, kernels[0].grid)]
+    assert len(gemm.kernels) == 2                       # two GEMM launches in the window
+    assert gemm.flops["bf16-tensor"] > 1e11
+    # a window misaligned by one launch finds names that do not match: no counters, no lie
+    assert len(app.counters_in_window(kernels, H200_PASS2, first + 1)) < 5
+
+
+@pytest.fixture(scope="module")
+def h200_result(specs):
+    kernels = app.kernel_times(H200_PASS1)
+    first, _ = app.window(kernels)
+    counters = app.counters_in_window(kernels, H200_PASS2, first)
+    spec = find_spec("h200", specs)
+    device = app.device_from(H200_PASS1, "580.159.04")
+    calibration = calibrations.load(REPO / "examples" / "h200-calibration.json")  # that day's
+    return app.profile_result("transformer_block.py", "/work", kernels, kernels, counters,
+                              spec, device, calibration, {"cache": "cold", "counters": "ncu"})
+
+
+def test_the_device_comes_from_the_log():
+    device = app.device_from(H200_PASS1, "580.159.04")
+    assert (device.name, device.sms, device.l2_bytes, device.compute_capability) == \
+        ("NVIDIA H200", 132, 62914560, "9.0")
+
+
+def test_verdicts_from_the_same_engine(h200_result):
+    by_name = {v.name: v for v in h200_result.families[0].variants}
+    gemm = by_name["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"]
+    assert gemm.precision == "bf16-tensor" and gemm.verdict.bound == "compute"
+    assert gemm.share.library == "cuBLAS GEMM"
+    assert by_name["vectorized_elementwise_kernel<CUDAFunctor_add>"].verdict.bound == "bandwidth"
+    norm = by_name["vectorized_layer_norm_kernel"]
+    assert norm.verdict.bound == "chain" and norm.verdict.causes     # a named cause
+    assert all(not v.point.algorithmic_known for v in by_name.values())   # nobody counted them
+    assert all(v.share.library for v in by_name.values())
+
+
+def test_upside_is_time_times_distance_to_the_nearest_roof(h200_result):
+    variants = h200_result.families[0].variants
+    for v in variants:
+        s = v.share
+        assert s.upside_s == pytest.approx(s.total_s * (1 - s.best_fraction))
+        assert s.best_fraction >= max(v.point.dram_fraction, v.point.compute_fraction)
+    upsides = [v.share.upside_s for v in variants]
+    assert upsides == sorted(upsides, reverse=True)                      # the view's order
+    assert math.isclose(sum(v.share.share for v in variants), 1.0)
+    done = [v.name for v in variants if app.is_done(v)]
+    assert done == ["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"]   # 96 % of its roof
+
+
+def test_a_kernel_without_counters_has_no_verdict_but_keeps_its_time(specs):
+    kernels = app.kernel_times(H200_PASS1)
+    result = app.profile_result("p", "/", kernels, kernels[:2], {}, find_spec("h200", specs),
+                                app.device_from(H200_PASS1, "x"), None, {})
+    [v, _] = result.families[0].variants
+    assert v.point is None and v.share.upside_s is None and v.time.n == len(v.samples_s)
+    assert result.settings["other_kernels"] == 3
+
+
+@pytest.mark.parametrize("kernel, words", [
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "cuBLAS GEMM"),
+    ("triton_poi_fused_gelu_view_2", "Triton (torch.compile)"),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7", "attention"),
+    ("void at::<unnamed>::vectorized_layer_norm_kernel<c10::BFloat16, float, 0>(int)",
+     "normalisation"),
+    ("my_own_kernel", None),
+])
+def test_library_kernels_are_named_plainly(kernel, words):
+    found = app.library(kernel)
+    assert (found is None) if words is None else words in found
+
+
+@pytest.mark.parametrize("command, name", [
+    (["python3", "examples/apps/transformer_block.py", "--compile"], "transformer_block.py"),
+    (["./my_binary", "--size", "4"], "my_binary"),
+])
+def test_the_program_is_named_by_its_script(command, name):
+    assert app.program_name(command) == name
+
+
+# -- the committed profiles read like any result -------------------------------------------
+
+PROFILES = sorted((REPO / "examples" / "profile").glob("*-profile-*.json"))
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.name)
+def test_committed_profiles_show_with_their_upside_table(path):
+    outcome = rooflint("show", str(path), env={"COLUMNS": "120"})
+    assert outcome.code == 0, outcome.stderr
+    assert "where a fix could" in outcome.stdout
+
+
+def test_two_profiles_compare_by_kernel_name_and_say_what_vanished(tmp_path):
+    eager, compiled = (REPO / "examples" / "profile" / f"h200-profile-{k}.json"
+                       for k in ("eager", "compiled"))
+    outcome = rooflint("compare", str(eager), str(compiled), "--json")
+    assert outcome.code == 0, outcome.stderr
+    doc = json.loads(outcome.stdout)
+    assert "vectorized_elementwise_kernel<GeluCUDAKernelImpl>" in doc["vanished"]
+    assert "triton_poi_fused_gelu_view_2" in doc["new"]
+    assert any("nvjet" in c["a"] for c in doc["comparisons"])
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, fragments", [
+    (("--kernel", "gemm(", "--", "python", "x.py"), ["--kernel", "not a regular expression"]),
+    (("--logs", "/no/such/dir", "--", "python", "x.py"), ["--logs", "no such directory"]),
+    (("--json", "/no/such/dir/p.json", "--", "python", "x.py"), ["cannot write", "no directory"]),
+    (("--", "python", "x.py"), ["needs Nsight Compute", "ncu is not on PATH"]),
+])
+def test_profile_refuses_in_one_line(args, fragments):
+    outcome = rooflint("profile", *args, env={"PATH": "/usr/bin:/bin"})
+    assert_one_line_error(outcome, 2, *fragments)
