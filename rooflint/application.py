@@ -264,6 +264,7 @@ class ProfileOptions:
     top: int | None = None
     nvtx: str | None = None
     kernel: str | None = None
+    skip: int = 0
     gpu: str | None = None
     logs: str | None = None          # keep Nsight Compute's CSV logs in this directory
 
@@ -279,7 +280,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     from rooflint.run import device_spec
 
     passes.ncu_executable()                 # no ncu: say so before anything else
-    filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel)
+    filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
     logs = Path(options.logs) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
     first = passes.duration_pass(options.command, filters, logs)
@@ -300,7 +301,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
     settings = {"cache": "cold", "counters": "ncu", "command": options.command,
-                "nvtx": options.nvtx, "kernel_filter": options.kernel,
+                "nvtx": options.nvtx, "kernel_filter": options.kernel, "skip": options.skip,
                 "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
                 "pass2_launches": [first_launch, last_launch]}
     return profile_result(program_name(options.command), str(Path.cwd()), kernels, chosen,

@@ -145,6 +145,7 @@ def profile(
                                        "(push/pop name), e.g. to leave out warm-up."),
     kernel: Optional[str] = typer.Option(None, help="Only kernels whose demangled name "
                                          "matches this regular expression."),
+    skip: int = typer.Option(0, min=0, help="Leave out the first N kernel launches (warm-up)."),
     gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device)."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "(the schema show, plot, compare and gate read)."),
@@ -167,7 +168,7 @@ def profile(
         fail(f"--logs {logs}: no such directory")
     check_outputs(json_path, picture=svg)
     result = profile_program(ProfileOptions(command=command, coverage=coverage, top=top,
-                                            nvtx=nvtx, kernel=kernel, gpu=gpu,
+                                            nvtx=nvtx, kernel=kernel, skip=skip, gpu=gpu,
                                             logs=str(logs) if logs else None),
                              lambda line: errors.print(f"rooflint: {line}", markup=False))
     render_run(console, result)

@@ -50,6 +50,7 @@ VERDICT_COLOURS = {"bandwidth": "#1f77b4", "compute": "#9467bd", "chain": "#ff7f
 FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
 TERA = 1e12                      # the y axis reads in TFLOP/s; a power of ten, so decades stay
 DOT_SIZE, HOLLOW_SIZE = 7, 6     # marker diameters, points
+SHARE_DOT_SIZE = 28      # marker diameter of a kernel that took all of a profiled program's time
 LABEL_SIZE = 8                   # label font size, points
 CLEARANCE = 2.0                  # points kept free around every label
 SEARCH_RADIUS = 110              # how far (points) a label may move from its dot
@@ -224,6 +225,14 @@ def _draw_roofs(ax, placed: list[Placed], result: RunResult, x_low: float, x_hig
         _roof_line(ax, x_low, x_high, l2, top, "roof-l2", "-.", "#2ca02c", "L2 roof (calibrated)")
 
 
+def dot_size(v: VariantResult) -> float:
+    """A profiled kernel's dot has an area in proportion to its share of the program's GPU
+    time (the whole program would be a dot SHARE_DOT_SIZE across); a variant's is DOT_SIZE."""
+    if v.share is None:
+        return DOT_SIZE
+    return max(DOT_SIZE / 2, SHARE_DOT_SIZE * math.sqrt(v.share.share))
+
+
 def _draw_points(ax, placed: list[Placed]) -> None:
     seen = set()
     for p in placed:
@@ -237,8 +246,10 @@ def _draw_points(ax, placed: list[Placed]) -> None:
                              mec=colour, markersize=HOLLOW_SIZE)[0]
             hollow.set_gid(f"algorithmic-{p.key}")
         dot = ax.plot([point.observed_ai], [point.achieved_flops], "o", color=colour,
-                      markersize=DOT_SIZE, label=f"{bound}-bound" if bound not in seen else None)[0]
+                      markersize=dot_size(p.variant))[0]
         dot.set_gid(f"variant-{p.key}")
+        if bound not in seen:           # the legend's entry: a dot of the usual size
+            ax.plot([], [], "o", color=colour, markersize=DOT_SIZE, label=f"{bound}-bound")
         seen.add(bound)
 
 

@@ -189,3 +189,14 @@ def test_two_profiles_compare_by_kernel_name_and_say_what_vanished(tmp_path):
 def test_profile_refuses_in_one_line(args, fragments):
     outcome = rooflint("profile", *args, env={"PATH": "/usr/bin:/bin"})
     assert_one_line_error(outcome, 2, *fragments)
+
+
+def test_a_profile_plot_sizes_dots_by_time_share(h200_result):
+    from rooflint.plotting import SHARE_DOT_SIZE, figure
+    fig = figure([h200_result])
+    sizes = {line.get_gid().removeprefix("variant-"): line.get_markersize()
+             for line in fig.axes[0].lines if (line.get_gid() or "").startswith("variant-")}
+    shares = {v.name: v.share.share for v in h200_result.families[0].variants}
+    gemm = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"
+    assert sizes[gemm] == pytest.approx(SHARE_DOT_SIZE * math.sqrt(shares[gemm]))
+    assert sizes[gemm] == max(sizes.values())

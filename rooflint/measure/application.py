@@ -25,6 +25,7 @@ NAME_BASE = ("--kernel-name-base", "demangled")
 class Filters:
     nvtx: str | None = None        # an NVTX range (push/pop name): only launches inside it
     kernel: str | None = None      # a regular expression on the demangled kernel name
+    skip: int = 0                  # leave out the first N (matching) launches: warm-up
 
 
 @dataclass
@@ -37,7 +38,8 @@ class Pass:
 
 def duration_pass(command: list[str], filters: Filters, logs: Path | None) -> Pass:
     """Every launch's duration (and the device's attributes, which ncu prints beside it)."""
-    args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--metrics", ncu.DURATION, *_filter_args(filters)]
+    args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--metrics", ncu.DURATION, *_filter_args(filters),
+            "--launch-skip", str(filters.skip)]
     return _run(args, command, logs, "pass1-durations.csv")
 
 
@@ -47,7 +49,7 @@ def counter_pass(command: list[str], filters: Filters, skip: int, count: int,
     pass 1 (a window that holds one launch of every chosen kernel, see application.window)."""
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
             "--metrics", ",".join(ncu.METRICS), *_filter_args(filters),
-            "--launch-skip", str(skip), "--launch-count", str(count)]
+            "--launch-skip", str(filters.skip + skip), "--launch-count", str(count)]
     return _run(args, command, logs, "pass2-counters.csv")
 
 
