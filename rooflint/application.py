@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter as Tally
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from rooflint import calibration as calibrations
@@ -97,16 +97,25 @@ def window(chosen: list[KernelTime]) -> tuple[int, int]:
 def counters_in_window(chosen: list[KernelTime], rows: list[dict], first: int
                        ) -> dict[tuple[str, str], Counters]:
     """Each chosen kernel's counters from pass 2, whose rows are launches first, first+1, ...
-    of pass 1's order: its launches inside the window (names checked), summed as a
-    multi-launch variant's are, so a kernel run at two sizes in one step counts both."""
+    of pass 1's order: its launches inside the window (names checked), averaged per launch,
+    so a kernel run at two sizes in one step counts both, and two profiles whose windows
+    hold different numbers of its launches still compare (in `compare` and `gate`)."""
     from rooflint.measure.ncu import summarize
     found = {}
     for k in chosen:
         mine = [rows[p - first] for p in k.positions
                 if 0 <= p - first < len(rows) and str(rows[p - first][NAME]) == k.kernel]
         if mine:
-            found[(k.kernel, k.grid)] = summarize(mine)
+            found[(k.kernel, k.grid)] = per_launch(summarize(mine), len(mine))
     return found
+
+
+def per_launch(c: Counters, launches: int) -> Counters:
+    """Counters summed over ``launches`` launches, as the mean of one."""
+    return replace(c, duration_s=c.duration_s / launches, dram_read=c.dram_read / launches,
+                   dram_write=c.dram_write / launches, l2_bytes=c.l2_bytes / launches,
+                   l1_bytes=c.l1_bytes / launches, local_bytes=c.local_bytes / launches,
+                   flops={p: x / launches for p, x in c.flops.items()})
 
 
 def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,

@@ -485,9 +485,14 @@ def _slowdown(row) -> str:
 
 def render_gate(console: Console, report: GateReport) -> None:
     table = Table(title="rooflint gate", title_justify="left", box=HEAD_RULE, pad_edge=False)
+    whole = all(len(r.variant) <= WHOLE_NAME and len(r.family) <= WHOLE_NAME
+                for r in report.rows)
     for column in ("family", "variant", "outcome", "time", "why"):
+        # the outcome and the time always show; long names fold rather than hide them
         table.add_column(column, justify="right" if column == "time" else "left",
-                         no_wrap=column in ("family", "variant"))
+                         no_wrap=column in ("outcome", "time") or
+                         (whole and column in ("family", "variant")),
+                         overflow="fold", ratio=1 if column == "why" else None)
     for row in report.rows:
         why = Text("; ").join([Text(r) for r in row.reasons] +
                               [Text(w, "yellow") for w in row.warnings])
