@@ -18,14 +18,19 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from rooflint import calibration as calibrations
+from rooflint import kernel_models
 from rooflint.counters import Counters
 from rooflint.evidence import NEAR_ROOF, LaunchFacts, l2_fraction
 from rooflint.gpus import DeviceInfo, GpuSpec
 from rooflint.measure.protocol import Clocks
-from rooflint.observation import Observation, analyse
+from rooflint.kernel_models import KernelModel, model_for
+from rooflint.observation import Model, Observation, analyse
 from rooflint.results import FamilyResult, KernelShare, RunResult, VariantResult
+from rooflint.units import counted
 
 DEFAULT_COVERAGE = 0.90
+# What pass 2 costs a profiled launch: rooflint's counter list takes 11 replay passes (H200).
+PASS2_S_PER_LAUNCH = 0.5
 NAME = "Kernel Name"
 DURATION = "gpu__time_duration.sum"
 
@@ -195,12 +200,14 @@ def dominant_precision(counters: Counters | None, spec: GpuSpec) -> str:
 
 def kernel_result(time: KernelTime, name: str, counters: Counters | None, region_s: float,
                   spec: GpuSpec, device: DeviceInfo,
-                  calibration: calibrations.Calibration | None) -> VariantResult:
-    """One kernel judged as any variant is, with its share and upside."""
+                  calibration: calibrations.Calibration | None,
+                  model: Model | None = None) -> VariantResult:
+    """One kernel judged as any variant is, with its share and upside; with the user's
+    ``model`` of it (see kernel_models), its algorithmic intensity too."""
     precision = dominant_precision(counters, spec)
     analysis = analyse(Observation(
         name=name, precision=precision, samples_s=time.durations_s, counters=counters,
-        model=None, grid_blocks=counters.grid_size if counters else 0,
+        model=model, grid_blocks=counters.grid_size if counters else 0,
         threads_per_block=0, launches=1,
         point_time_s=counters.duration_s if counters else None), spec, device.sms, calibration)
     best = best_fraction(analysis.point, counters, calibration, precision, device.sms)
@@ -248,13 +255,14 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
                    chosen: list[KernelTime], counters: dict[tuple[str, str], Counters],
                    spec: GpuSpec,
                    device: DeviceInfo, calibration: calibrations.Calibration | None,
-                   settings: dict) -> RunResult:
+                   settings: dict, models: list[KernelModel] | None = None) -> RunResult:
     """The result document of a profile: one family (the program), one variant per chosen
     kernel; the rest of the GPU time is summarised in the settings."""
     region = sum(k.total_s for k in kernels)
     names = unique_names(chosen)
-    variants = [kernel_result(k, names[(k.kernel, k.grid)], counters.get((k.kernel, k.grid)),
-                              region, spec, device, calibration) for k in chosen]
+    variants = [kernel_result(k, names[key], counters.get(key), region, spec, device,
+                              calibration, model_for((k.kernel, names[key]), models or []))
+                for k in chosen for key in [(k.kernel, k.grid)]]
     rest = kernels[len(chosen):]
     settings = {**settings, "mode": "profile", "gpu_time_s": region,
                 "kernels": len(kernels), "other_kernels": len(rest),
@@ -276,6 +284,7 @@ class ProfileOptions:
     skip: int = 0
     gpu: str | None = None
     logs: str | None = None          # keep Nsight Compute's CSV logs in this directory
+    model: str | None = None         # a kernel_models file: kernels' FLOPs and bytes
 
 
 def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunResult:
@@ -289,6 +298,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     from rooflint.run import device_spec
 
     passes.ncu_executable()                 # no ncu: say so before anything else
+    models = kernel_models.load(Path(options.model)) if options.model else []
     filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
     logs = Path(options.logs) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
@@ -296,14 +306,13 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     rows = parse_rows(first.log)
     kernels = kernel_times(rows)
     chosen = choose(kernels, options.coverage, options.top)
-    region = sum(k.total_s for k in kernels) or 1.0
     first_launch, last_launch = window(chosen)
-    say(f"pass 2: counters on {len(chosen)} of {len(kernels)} kernels "
-        f"({100 * sum(k.total_s for k in chosen) / region:.0f}% of GPU time), "
-        f"{last_launch - first_launch + 1} launches, about "
-        f"{first.wall_s + 0.5 * (last_launch - first_launch + 1):.0f} s")
-    second = passes.counter_pass(options.command, filters, first_launch,
-                                 last_launch - first_launch + 1, logs)
+    launches = last_launch - first_launch + 1
+    covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
+    say(f"pass 2: counters on {len(chosen)} of {counted(len(kernels), 'kernel')} ({covered:.0%} "
+        f"of GPU time), {counted(launches, 'launch', 'launches')}: the program again, about "
+        f"{first.wall_s + PASS2_S_PER_LAUNCH * launches:.0f} s")
+    second = passes.counter_pass(options.command, filters, first_launch, launches, logs)
     counters = counters_in_window(chosen, parse_rows(second.log), first_launch)
     device = device_from(rows, passes.driver_version())
     specs = load_specs()
@@ -312,9 +321,9 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     settings = {"cache": "cold", "counters": "ncu", "command": options.command,
                 "nvtx": options.nvtx, "kernel_filter": options.kernel, "skip": options.skip,
                 "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
-                "pass2_launches": [first_launch, last_launch]}
+                "pass2_launches": [first_launch, last_launch], "model": options.model}
     return profile_result(program_name(options.command), str(Path.cwd()), kernels, chosen,
-                          counters, spec, device, calibration, settings)
+                          counters, spec, device, calibration, settings, models)
 
 
 def program_name(command: list[str]) -> str:

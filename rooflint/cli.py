@@ -152,6 +152,9 @@ def profile(
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline."),
     logs: Optional[Path] = typer.Option(None, help="Keep Nsight Compute's CSV logs in this "
                                         "directory."),
+    model: Optional[Path] = typer.Option(None, help="YAML giving kernels (by name pattern) "
+                                         "their FLOPs and compulsory bytes per launch, so they "
+                                         "get an algorithmic intensity."),
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
     import re
@@ -169,7 +172,8 @@ def profile(
     check_outputs(json_path, picture=svg)
     result = profile_program(ProfileOptions(command=command, coverage=coverage, top=top,
                                             nvtx=nvtx, kernel=kernel, skip=skip, gpu=gpu,
-                                            logs=str(logs) if logs else None),
+                                            logs=str(logs) if logs else None,
+                                            model=str(model) if model else None),
                              lambda line: errors.print(f"rooflint: {line}", markup=False))
     render_run(console, result)
     if json_path:

@@ -31,7 +31,7 @@ from rooflint.measure.protocol import THROTTLING
 from rooflint.results import FamilyResult, RunResult, VariantResult
 from rooflint.roofline import Point, Roofs
 from rooflint.run import Listener
-from rooflint.units import format_bytes, format_rate, format_time
+from rooflint.units import counted, format_bytes, format_rate, format_time
 
 # rich's SIMPLE_HEAD in ASCII: a header rule of "-", so a line of N characters is N bytes
 # and tools that count bytes (awk, cut, CI log viewers) agree that it fits the terminal.
@@ -222,8 +222,8 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     region = result.settings.get("gpu_time_s") or 0.0
     table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True,
                   title=Text(f"{family.name}: {format_time(region)} of GPU time in "
-                             f"{result.settings.get('kernels', '?')} kernels; where a fix "
-                             f"could save the most"), title_justify="left")
+                             f"{counted(result.settings.get('kernels', 0), 'kernel')}; where "
+                             f"a fix could save the most"), title_justify="left")
     for column in ("kernel", "what", "share", "launches", "verdict", "at roof", "upside"):
         table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
                                                                "upside") else "left",

@@ -83,3 +83,9 @@ def format_bytes(count: float) -> str:
         if count >= scale:
             return f"{count / scale:.3g} {prefix}"
     return f"{count:.0f} B"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 kernel``, ``3 kernels``, ``1 launch``, ``6 launches``: a count with its noun in
+    the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
