@@ -10,6 +10,7 @@ timed calibrate python3 -m rooflint calibrate -o $out/$tag-calibration.json > $o
 APP="python3 examples/apps/transformer_block.py"
 timed plain $APP
 timed plain $APP
+timed plain $APP
 mkdir -p $out/logs
 timed profile-eager python3 -m rooflint profile --coverage 0.99 --nvtx timed --logs $out/logs --json $out/$tag-profile-eager.json -- $APP > $out/$tag-profile-eager.txt 2>&1
 timed plot python3 -m rooflint plot $out/$tag-profile-eager.json -o $out/$tag-profile-eager.svg
@@ -23,5 +24,6 @@ head -25 $out/$tag-profile-compiled.txt
 python3 -m rooflint compare $out/$tag-profile-eager.json $out/$tag-profile-compiled.json > $out/$tag-profile-compare.txt 2>&1; echo compare rc=$?; head -30 $out/$tag-profile-compare.txt
 timed profile-triton python3 -m rooflint profile --nvtx timed --json $out/$tag-profile-triton.json -- python3 examples/apps/triton_softmax.py > $out/$tag-profile-triton.txt 2>&1; head -12 $out/$tag-profile-triton.txt
 timed profile-cupy python3 -m rooflint profile --nvtx timed --json $out/$tag-profile-cupy.json -- python3 examples/apps/cupy_pipeline.py > $out/$tag-profile-cupy.txt 2>&1; head -12 $out/$tag-profile-cupy.txt
+pgrep -af "ncu.*--mode launch" || echo "no program left waiting for ncu"
 cat $out/times.log
 tar -czf $OUT/$tag-profile.tgz -C $out .

@@ -302,17 +302,23 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
     logs = Path(options.logs) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
-    first = passes.duration_pass(options.command, filters, logs)
+
+    def plan(first: passes.Pass) -> tuple[int, int]:
+        """Pass 2's window from pass 1's log, said before pass 2 starts."""
+        kernels = kernel_times(parse_rows(first.log))
+        chosen = choose(kernels, options.coverage, options.top)
+        begin, end = window(chosen)
+        covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
+        say(f"pass 2: counters on {len(chosen)} of {counted(len(kernels), 'kernel')} "
+            f"({covered:.0%} of GPU time), {counted(end - begin + 1, 'launch', 'launches')}: "
+            f"about {PASS2_S_PER_LAUNCH * (end - begin + 1):.0f} s and the rest of the program")
+        return begin, end - begin + 1
+
+    first, second = passes.two_passes(options.command, filters, logs, plan, say)
     rows = parse_rows(first.log)
     kernels = kernel_times(rows)
     chosen = choose(kernels, options.coverage, options.top)
     first_launch, last_launch = window(chosen)
-    launches = last_launch - first_launch + 1
-    covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
-    say(f"pass 2: counters on {len(chosen)} of {counted(len(kernels), 'kernel')} ({covered:.0%} "
-        f"of GPU time), {counted(launches, 'launch', 'launches')}: the program again, about "
-        f"{first.wall_s + PASS2_S_PER_LAUNCH * launches:.0f} s")
-    second = passes.counter_pass(options.command, filters, first_launch, launches, logs)
     counters = counters_in_window(chosen, parse_rows(second.log), first_launch)
     device = device_from(rows, passes.driver_version())
     specs = load_specs()
@@ -321,7 +327,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     settings = {"cache": "cold", "counters": "ncu", "command": options.command,
                 "nvtx": options.nvtx, "kernel_filter": options.kernel, "skip": options.skip,
                 "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
-                "pass2_launches": [first_launch, last_launch], "model": options.model}
+                "pass2_launches": [first_launch, last_launch], "model": options.model,
+                "pass2_started_early": second.attached}
     return profile_result(program_name(options.command), str(Path.cwd()), kernels, chosen,
                           counters, spec, device, calibration, settings, models)
 

@@ -1,9 +1,11 @@
 """`rooflint profile` end to end on a machine without a GPU: a stand-in `ncu` on PATH runs
-the user's command as the real one would, writes back the H200 logs recorded from
-examples/apps/transformer_block.py (pass 2's when given a launch count), and keeps every
-command line it was given, so the plumbing between the passes is checked: the filters
-both passes share, the caches each leaves, the window pass 1 chose, and what the user
-is told when the program fails in either pass."""
+the user's command as the real one would (pass 1 at once; pass 2 under ``--mode launch``,
+waiting until an ``--mode attach`` arrives), writes back the H200 logs recorded from
+examples/apps/transformer_block.py, and keeps every command line it was given, so the
+plumbing between the passes is checked: the filters both passes share, the caches each
+leaves, the window pass 1 chose, the port, the fall-back when the early start was not
+sound, what the user is told when the program fails, and that no program is left
+waiting."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ NCU = Path(__file__).parent / "fixtures" / "ncu"
 
 FAKE_NCU = textwrap.dedent('''\
     #!{python}
-    import json, os, subprocess, sys
+    import json, os, subprocess, sys, time
     from pathlib import Path
     args = sys.argv[1:]
     state = Path(os.environ["FAKE_NCU_STATE"])
@@ -39,10 +41,22 @@ FAKE_NCU = textwrap.dedent('''\
             i += 1 if args[i] in flags else 2
         return args[i:]
 
-    code = subprocess.run(program()).returncode
+    mode = option("--mode")
+    if mode == "launch":
+        (state / "waiting.pid").write_text(str(os.getpid()))
+        if "FAKE_NCU_WRAPPER" in os.environ:     # a shell script: it never calls CUDA itself
+            sys.exit(subprocess.run(program()).returncode)
+        print("==PROF== Waiting for profiler to attach on ports", option("--port"), flush=True)
+        attached = state / ("attached-" + option("--port"))
+        while not attached.exists():
+            time.sleep(0.02)
+        sys.exit(subprocess.run(program()).returncode)
     recorded = "pass2.csv" if "--launch-count" in args else "pass1.csv"
     Path(option("--log-file")).write_text((state / recorded).read_text())
-    sys.exit(code)
+    if mode == "attach":
+        (state / ("attached-" + option("--port"))).touch()
+        sys.exit(0)
+    sys.exit(subprocess.run(program()).returncode)
 ''')
 
 
@@ -63,8 +77,27 @@ def fake_ncu(tmp_path):
 
 
 def calls(state: Path) -> list[list[str]]:
-    """Each ncu command line, in order."""
+    """Each ncu command line, in the order they started."""
     return [json.loads(line) for line in (state / "calls.jsonl").read_text().splitlines()]
+
+
+def by_mode(state: Path) -> dict[str, list[list[str]]]:
+    """The command lines by mode: launch, attach, pass1 (durations), pass2 (counters)."""
+    found: dict[str, list[list[str]]] = {}
+    for args in calls(state):
+        mode = (args[args.index("--mode") + 1] if "--mode" in args
+                else "pass2" if "--launch-count" in args else "pass1")
+        found.setdefault(mode, []).append(args)
+    return found
+
+
+def waiting_program_is_gone(state: Path) -> bool:
+    pid = int((state / "waiting.pid").read_text())
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def test_a_profile_runs_both_passes_on_the_window_pass_one_chose(fake_ncu, tmp_path):
@@ -73,18 +106,53 @@ def test_a_profile_runs_both_passes_on_the_window_pass_one_chose(fake_ncu, tmp_p
     outcome = rooflint("profile", "--nvtx", "timed", "--coverage", "0.99", "--json", str(out),
                        "--", sys.executable, "-c", "print('the program ran')", env=env)
     assert outcome.code == 0, outcome.stderr
-    pass1, pass2 = calls(state)
+    seen = by_mode(state)
+    (pass1,), (launch,), (pass2,) = seen["pass1"], seen["launch"], seen["attach"]
     assert pass1[pass1.index("--cache-control") + 1] == "none"     # timed as the program runs
     assert pass2[pass2.index("--cache-control") + 1] == "all"      # counters from cold caches
+    assert "--nvtx" in launch and "--nvtx" not in pass2            # the launcher tracks NVTX
+    assert launch[launch.index("--target-processes") + 1] == "application-only"
+    assert launch[launch.index("--port") + 1] == pass2[pass2.index("--port") + 1]
     for args in (pass1, pass2):
-        assert args[args.index("--nvtx-include") + 1] == "timed/" and "--nvtx" in args
+        assert args[args.index("--nvtx-include") + 1] == "timed/"
     doc = json.loads(out.read_text())
+    assert doc["settings"]["pass2_started_early"] is True
     first, last = doc["settings"]["pass2_launches"]
     assert pass2[pass2.index("--launch-skip") + 1] == str(first)
     assert pass2[pass2.index("--launch-count") + 1] == str(last - first + 1)
     variants = doc["families"][0]["variants"]
     assert len(variants) == 5 and all(v["counters"] for v in variants)
     assert "pass 2: counters on 5 of 5 kernels" in outcome.stderr
+    assert waiting_program_is_gone(state)
+
+
+def test_a_program_whose_kernels_run_in_a_child_is_timed_again_alone(fake_ncu, tmp_path):
+    env, state = fake_ncu
+    out = tmp_path / "profile.json"
+    outcome = rooflint("profile", "--coverage", "0.99", "--json", str(out), "--",
+                       sys.executable, "-c", "pass", env={**env, "FAKE_NCU_WRAPPER": "1"})
+    assert outcome.code == 0, outcome.stderr
+    assert "pass 1 again, alone" in outcome.stderr
+    seen = by_mode(state)
+    assert sorted(seen) == ["launch", "pass1", "pass2"]       # no attach: an ordinary pass 2
+    assert len(seen["pass1"]) == 2
+    assert calls(state)[-1] == seen["pass2"][0]
+    assert json.loads(out.read_text())["settings"]["pass2_started_early"] is False
+
+
+def test_the_early_start_is_sound_only_for_one_process_that_waited(tmp_path):
+    from rooflint.measure import application as passes
+    log = (NCU / "h200-transformer-block-pass1.csv").read_text()
+    output = tmp_path / "output.txt"
+    waiting = passes.Waiting(process=None, port=0, output=output)
+    output.write_text("==PROF== Waiting for profiler to attach on ports 1-2\n")
+    assert passes._alone(waiting, passes.Pass(log, 1.0))
+    lines = log.splitlines()
+    last = lines[-1].split(",")
+    last[1] = '"4242"'                                  # its Process ID: a second process
+    assert not passes._alone(waiting, passes.Pass("\n".join([*lines[:-1], ",".join(last)]), 1.0))
+    output.write_text("")                               # never reached a CUDA call
+    assert not passes._alone(waiting, passes.Pass(log, 1.0))
 
 
 def test_a_program_failing_in_pass_one_says_why_in_its_own_words(fake_ncu):
@@ -95,7 +163,7 @@ def test_a_program_failing_in_pass_one_says_why_in_its_own_words(fake_ncu):
     assert outcome.code == 2 and "Traceback" not in outcome.stderr
     last = outcome.stderr.strip().splitlines()[-1]
     assert "failed under ncu (exit 3)" in last and "out of memory" in last
-    assert len(calls(state)) == 1
+    assert waiting_program_is_gone(state)
 
 
 def test_a_program_failing_only_in_pass_two_says_so(fake_ncu, tmp_path):
@@ -106,7 +174,7 @@ def test_a_program_failing_only_in_pass_two_says_so(fake_ncu, tmp_path):
     outcome = rooflint("profile", "--", sys.executable, "-c", second_run_fails, env=env)
     assert outcome.code == 2 and "Traceback" not in outcome.stderr
     assert "failed under ncu (exit 4)" in outcome.stderr.strip().splitlines()[-1]
-    assert len(calls(state)) == 2
+    assert waiting_program_is_gone(state)
 
 
 def test_a_model_file_gives_its_kernels_an_algorithmic_intensity(fake_ncu, tmp_path):
