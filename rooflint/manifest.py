@@ -41,7 +41,7 @@ _DEFAULT_RANGE = (-1.0, 1.0)
 _VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
 # The keys each level of a manifest may have (anything else is a misspelling to name).
 TOP_KEYS = ("name", "description", "params", "buffers", "prepare", "gate", "variants",
-            *_VARIANT_MODEL_KEYS)
+            "options", *_VARIANT_MODEL_KEYS)
 BUFFER_KEYS = ("dtype", "shape", "role", "range")
 VARIANT_KEYS = ("description", "source", "baseline", "launches", "options", "expect", "gate",
                 *_VARIANT_MODEL_KEYS)
@@ -222,6 +222,7 @@ def load_manifest(target: str | Path) -> Manifest:
     buffers = [_buffer(r, name, spec) for name, spec in
                r.mapping(r.get(data, "buffers", ""), "buffers").items()]
     family_defaults = {key: data.get(key) for key in _VARIANT_MODEL_KEYS}
+    family_defaults["options"] = data.get("options", [])   # before each variant's own
     family_gate = _gate(r, data.get("gate", {}), "gate")
     variants_raw = r.mapping(r.get(data, "variants", ""), "variants")
     if not variants_raw:
@@ -293,6 +294,27 @@ def _range(r: _Reader, value: Any, where: str) -> tuple[float, float]:
     return low, high
 
 
+INCLUDE_FLAGS = ("-I", "--include-path=")
+
+
+def _options(r: _Reader, raw: Any, where: str, directory: Path) -> list[str]:
+    """Compiler options, an include directory given relative (``-Iinclude``,
+    ``-I include``, ``--include-path=include``) made relative to the manifest's directory,
+    not to wherever rooflint was started: a family is a directory one can move or share."""
+    if not isinstance(raw, list):
+        raise r.fail(where, "must be a list of compiler options")
+    options = [str(o) for o in raw]
+    resolved = []
+    for i, option in enumerate(options):
+        after_flag = i > 0 and options[i - 1] in ("-I", "--include-path")
+        flag = next((f for f in INCLUDE_FLAGS if option.startswith(f) and option != f), "")
+        path = option[len(flag):] if flag else option if after_flag else None
+        if path is not None and not Path(path).is_absolute():
+            option = flag + str(directory / path)
+        resolved.append(option)
+    return resolved
+
+
 def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set[str],
              directory: Path) -> Variant:
     where = f"variants.{name}."
@@ -327,9 +349,8 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
     bound = expect.get("bound")
     if bound is not None:
         r.choice(bound, BOUNDS, where + "expect.bound")
-    options = spec.get("options", [])
-    if not isinstance(options, list):
-        raise r.fail(where + "options", "must be a list of compiler options")
+    options = [*_options(r, defaults.get("options", []), "options", directory),
+               *_options(r, spec.get("options", []), where + "options", directory)]
     return Variant(
         name=name,
         description=str(spec.get("description") or "").strip(),
@@ -341,7 +362,7 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         reference=str(model("reference")),
         tolerance=r.number(model("tolerance"), field_of("tolerance"), "1e-5"),
         precision=r.choice(model("precision"), PRECISIONS, field_of("precision")),
-        options=[str(o) for o in options],
+        options=options,
         expect=Expectation(bound=bound, faster_than=expect.get("faster_than"),
                            move=r.choice(expect["move"], MOVES, where + "expect.move")
                            if expect.get("move") else None),

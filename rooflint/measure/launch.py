@@ -428,8 +428,9 @@ def _compile_message(variant: VariantJob, log: str) -> str:
     first = lines[0] if lines else log.strip().splitlines()[-1]
     hint = ""
     if "cannot open source file" in log:
-        hint = (" (NVRTC cannot see this header: add its directory to the variant's "
-                "options as -I/path, e.g. -I/usr/local/cuda/include)")
+        hint = (" (NVRTC cannot see this header: add its directory to the manifest's "
+                "options as -I (relative to the manifest), e.g. -I/usr/local/cuda/include for "
+                "CUDA headers; host headers such as <cstdio> need nvcc, which NVRTC is not)")
     return f"compile error: {first}{hint}"
 
 
