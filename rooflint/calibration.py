@@ -6,19 +6,19 @@ kernel against it understates how close to the real roof it is. ``rooflint calib
 measures them; ``run`` and ``explain`` use them when present and show the datasheet
 figures beside them.
 
-Files live in ``$ROOFLINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rooflint``, else
-``~/.cache/rooflint``, under ``calibration/<spec id>-driver-<version>.json``.
+Files live in rooflint's cache directory (`rooflint.paths.cache_dir`) under
+``calibration/<spec id>-driver-<version>.json``.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from rooflint.paths import cache_dir
 from rooflint.errors import RooflintError
 from rooflint.evidence import TENSOR_UPGRADE
 from rooflint.gpus import GpuSpec
@@ -73,13 +73,6 @@ def from_steps(device: DeviceInfo, spec: GpuSpec, steps: list[dict], skipped: di
         compute={name: ceiling(by_name[name]) for name in precisions if name in spec.peaks},
         dram_sweep=[ceiling(s) for s in steps if s["ceiling"] == "dram-sweep"],
         skipped={**skipped, **unjudged})
-
-
-def cache_dir() -> Path:
-    if os.environ.get("ROOFLINT_CACHE_DIR"):
-        return Path(os.environ["ROOFLINT_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rooflint"
 
 
 def default_path(spec_id: str, driver: str) -> Path:

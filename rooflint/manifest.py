@@ -36,15 +36,16 @@ DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
           "uint32", "uint16", "uint8")
 BOUNDS = ("bandwidth", "compute", "chain")
 MOVES = ("up", "right")
+COMPILERS = ("auto", "nvrtc", "nvcc")   # auto: NVRTC, and nvcc for what NVRTC cannot build
 GATE_KEYS = ("max_slowdown", "max_bytes_growth", "max_flops_growth")
 _DEFAULT_RANGE = (-1.0, 1.0)
 _VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
 # The keys each level of a manifest may have (anything else is a misspelling to name).
 TOP_KEYS = ("name", "description", "params", "buffers", "prepare", "gate", "variants",
-            "options", *_VARIANT_MODEL_KEYS)
+            "options", "compiler", *_VARIANT_MODEL_KEYS)
 BUFFER_KEYS = ("dtype", "shape", "role", "range")
-VARIANT_KEYS = ("description", "source", "baseline", "launches", "options", "expect", "gate",
-                *_VARIANT_MODEL_KEYS)
+VARIANT_KEYS = ("description", "source", "baseline", "launches", "options", "compiler",
+                "expect", "gate", *_VARIANT_MODEL_KEYS)
 LAUNCH_KEYS = ("entry", "grid", "block", "shared_mem", "args")
 EXPECT_KEYS = ("bound", "faster_than", "move")
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
@@ -90,6 +91,7 @@ class Variant:
     tolerance: float
     precision: str
     options: list[str]
+    compiler: str
     expect: Expectation
     gate: dict[str, float] = field(default_factory=dict)   # thresholds for `rooflint gate`
 
@@ -223,6 +225,7 @@ def load_manifest(target: str | Path) -> Manifest:
                r.mapping(r.get(data, "buffers", ""), "buffers").items()]
     family_defaults = {key: data.get(key) for key in _VARIANT_MODEL_KEYS}
     family_defaults["options"] = data.get("options", [])   # before each variant's own
+    family_defaults["compiler"] = r.choice(data.get("compiler", "auto"), COMPILERS, "compiler")
     family_gate = _gate(r, data.get("gate", {}), "gate")
     variants_raw = r.mapping(r.get(data, "variants", ""), "variants")
     if not variants_raw:
@@ -363,6 +366,8 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         tolerance=r.number(model("tolerance"), field_of("tolerance"), "1e-5"),
         precision=r.choice(model("precision"), PRECISIONS, field_of("precision")),
         options=options,
+        compiler=r.choice(spec.get("compiler", defaults["compiler"]), COMPILERS,
+                          field_of("compiler")),
         expect=Expectation(bound=bound, faster_than=expect.get("faster_than"),
                            move=r.choice(expect["move"], MOVES, where + "expect.move")
                            if expect.get("move") else None),
@@ -424,7 +429,7 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
         jobs.append(VariantJob(
             name=v.name, source=str(manifest.directory / v.source) if v.source else None,
             launches=launches, baseline=v.baseline, reference=v.reference,
-            tolerance=v.tolerance, options=v.options))
+            tolerance=v.tolerance, options=v.options, compiler=v.compiler))
         largest = max(launches, key=lambda l: _product(l.grid), default=None)
         models[v.name] = VariantModel(
             name=v.name, description=v.description,

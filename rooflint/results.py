@@ -104,6 +104,7 @@ class VariantResult:
     speed_vs_baseline: float | None     # baseline time / this time (1.0 = as fast)
     gate: dict[str, float] = field(default_factory=dict)  # the manifest's `rooflint gate` thresholds
     share: KernelShare | None = None    # a kernel of a profiled program: its part of the GPU time
+    compiler: str = ""                  # what built it ("nvcc 13.0.88"); "" for a Python call
 
 
 @dataclass

@@ -245,7 +245,8 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         verdict=analysis.verdict,
         expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than,
                 "move": model.expect.move},
-        expectation_mismatch=None, versus=None, speed_vs_baseline=None, gate=model.gate)
+        expectation_mismatch=None, versus=None, speed_vs_baseline=None, gate=model.gate,
+        compiler=m.compiler)
 
 
 def expectation_mismatch(v: VariantResult, by_name: dict[str, VariantResult]) -> str | None:

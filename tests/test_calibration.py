@@ -4,7 +4,7 @@ import json
 import pytest
 from rich.console import Console
 
-from rooflint import calibration as cal
+from rooflint import calibration as cal, paths
 from rooflint.explain import explain
 from rooflint.gpus import find_spec
 from rooflint.measure.protocol import DeviceInfo
@@ -73,7 +73,7 @@ def test_saved_where_the_cache_says_and_found_again(calibration, tmp_path, monke
 def test_xdg_cache_home(monkeypatch, tmp_path):
     monkeypatch.delenv("ROOFLINT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert cal.cache_dir() == tmp_path / "rooflint"
+    assert paths.cache_dir() == tmp_path / "rooflint"
 
 
 def test_calibrated_roofs_with_datasheet_beside(calibration, specs):

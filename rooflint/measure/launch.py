@@ -10,7 +10,6 @@ kernel).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import math
 import re
@@ -23,6 +22,8 @@ from typing import Callable
 import cupy
 import numpy as np
 
+from rooflint.measure.build import BuildError
+from rooflint.measure.kernels import load_kernels
 from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
 from rooflint.measure.protocol import (
     BufferJob, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
@@ -31,7 +32,6 @@ from rooflint.measure.protocol import (
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
             "f32": np.float32, "f64": np.float64}
-_DEFAULT_SHARED_LIMIT = 48 * 1024
 SHORT_KERNEL_S = 50e-6   # below this median, graph replay is timed too (launch-overhead evidence)
 NOISY_SAMPLES_FACTOR = 5  # still above the target spread at max_samples: up to 5x as many samples
 _MARKER_SOURCE = r"""extern "C" __global__ void rooflint_marker() {}"""
@@ -92,6 +92,8 @@ class FamilySession:
         self.nvml = nvml
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.directory = Path(job.directory)
+        self.arch = "sm_" + device.compute_capability.replace(".", "")
+        self.compilers: dict[str, str] = {}   # variant -> the compiler that built it
         self.reference_module = _load_reference(self.directory)
         rng = np.random.default_rng(job.seed)
         self.host = {b.name: _random_array(b, rng) for b in job.buffers if b.role != "out"}
@@ -161,7 +163,7 @@ class FamilySession:
         graph_samples = (self._graph_samples(run) if float(np.median(samples)) < SHORT_KERNEL_S
                          else [])
         return Measurement(variant.name, "ok", "", checks, samples, clocks, self._gpm(run),
-                           graph_samples)
+                           graph_samples, self.compilers.get(variant.name, ""))
 
     def profile(self, variant: VariantJob, index: int) -> Measurement:
         """One run with the profiler on, after a marker whose grid size is index + 1.
@@ -187,7 +189,12 @@ class FamilySession:
             call = _function(self.reference_module, variant.baseline, self.directory)
             params = dict(self.job.params)
             return lambda: call(cupy, self.device_buffers, params)
-        kernels = _compile(variant, self.directory)
+        try:
+            built = load_kernels(variant, self.directory, self.arch)
+        except BuildError as exc:
+            raise VariantFailed(str(exc)) from None
+        self.compilers[variant.name] = built.compiler
+        kernels = built.kernels
         launches = [(kernels[l.entry], l, self._arguments(l)) for l in variant.launches]
 
         def run() -> None:
@@ -378,60 +385,6 @@ def _function(module: ModuleType | None, name: str, directory: Path) -> Callable
     if not callable(function):
         raise VariantFailed(f"{directory}/reference.py has no function {name}()")
     return function
-
-
-def _with_header_digest(source: str, directory: Path) -> str:
-    """The source plus a digest of the local headers it includes, nested ones too. CuPy's
-    kernel cache keys on the source text alone, so without this an edited header would
-    reuse a stale binary."""
-    digest = hashlib.sha256()
-    for header in sorted(_local_headers(source, directory)):
-        digest.update(header.name.encode() + header.read_bytes())
-    return f"{source}\n// rooflint: local headers {digest.hexdigest()[:16]}\n"
-
-
-def _local_headers(source: str, directory: Path) -> set[Path]:
-    """Every header in `directory` that `source` includes, directly or through another."""
-    found: set[Path] = set()
-    pending = [source]
-    while pending:
-        for name in re.findall(r'#include\s+"([^"]+)"', pending.pop()):
-            header = directory / name
-            if header.is_file() and header not in found:
-                found.add(header)
-                pending.append(header.read_text())
-    return found
-
-
-def _compile(variant: VariantJob, directory: Path) -> dict[str, cupy.RawKernel]:
-    source = _with_header_digest(Path(variant.source).read_text(), directory)
-    entries = list(dict.fromkeys(l.entry for l in variant.launches))
-    templates = [e for e in entries if "<" in e]
-    options = ("-std=c++17", f"-I{directory}", *variant.options)
-    try:
-        module = cupy.RawModule(code=source, options=options, name_expressions=templates or None)
-        kernels = {e: module.get_function(e) for e in entries}
-    except cupy.cuda.compiler.CompileException as exc:
-        raise VariantFailed(_compile_message(variant, str(exc))) from None
-    except cupy.cuda.driver.CUDADriverError as exc:
-        raise VariantFailed(f"cannot load {Path(variant.source).name}: {exc}") from None
-    for launch in variant.launches:
-        if launch.shared_mem > _DEFAULT_SHARED_LIMIT:
-            kernels[launch.entry].max_dynamic_shared_size_bytes = launch.shared_mem
-    return kernels
-
-
-def _compile_message(variant: VariantJob, log: str) -> str:
-    name = Path(variant.source).name
-    log = re.sub(r"\S*\.cubin\.cu", name, log)  # NVRTC's temporary file -> the user's file
-    lines = [l.strip() for l in log.splitlines() if "error" in l.lower()]
-    first = lines[0] if lines else log.strip().splitlines()[-1]
-    hint = ""
-    if "cannot open source file" in log:
-        hint = (" (NVRTC cannot see this header: add its directory to the manifest's "
-                "options as -I (relative to the manifest), e.g. -I/usr/local/cuda/include for "
-                "CUDA headers; host headers such as <cstdio> need nvcc, which NVRTC is not)")
-    return f"compile error: {first}{hint}"
 
 
 def _raise_if_context_lost() -> None:

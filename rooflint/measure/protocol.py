@@ -50,7 +50,8 @@ class VariantJob:
     baseline: str | None          # function in reference.py that calls a library instead
     reference: str                # function in reference.py giving the expected outputs
     tolerance: float              # bound on ||out - ref|| / ||ref|| per output buffer
-    options: list[str]            # NVRTC options, include directories as -I...
+    options: list[str]            # compiler options, include directories as absolute -I...
+    compiler: str = "auto"        # auto (NVRTC, nvcc when NVRTC cannot) | nvrtc | nvcc
 
 
 def flush_bytes(l2_bytes: int) -> int:
@@ -129,6 +130,7 @@ class Measurement:
     clocks: Clocks = field(default_factory=Clocks)
     gpm: dict[str, float] = field(default_factory=dict)  # NVML GPM utilizations, percent
     graph_samples_s: list[float] = field(default_factory=list)  # CUDA-graph replays (short kernels)
+    compiler: str = ""                 # "nvrtc 12.8", "nvcc 13.0.88"; "" for a Python call
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Measurement":

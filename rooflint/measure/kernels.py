@@ -1,0 +1,123 @@
+"""The kernels a variant launches, compiled and loaded with CuPy.
+
+NVRTC first (``compiler: auto``, the default): no toolkit needed, and CuPy caches the
+build. A source NVRTC cannot compile (host headers, glibc's ``uint``) goes to nvcc
+(`rooflint.measure.build`) when it is installed; ``compiler: nvcc`` or ``nvrtc`` in the
+manifest skips the choice. Either way entries are found by the names the source gives
+them: NVRTC looks every entry up as a name expression, so a kernel with C++ linkage needs
+no ``extern "C"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import cupy
+
+from rooflint.measure import build
+from rooflint.measure.build import BuildError, MissingEntry
+from rooflint.measure.protocol import VariantJob
+
+DEFAULT_SHARED_LIMIT = 48 * 1024   # dynamic shared memory above this must be opted into
+
+
+@dataclass
+class Kernels:
+    kernels: dict[str, cupy.RawKernel]    # entry as written in the manifest -> kernel
+    compiler: str                          # "nvrtc 12.8" or "nvcc 13.0.88"
+
+
+def load_kernels(variant: VariantJob, directory: Path, arch: str) -> Kernels:
+    """Compile (or load from cache) the variant's source; BuildError says why not."""
+    source = Path(variant.source)
+    if variant.compiler == "nvcc":
+        loaded = _with_nvcc(variant, source, arch)
+    elif variant.compiler == "nvrtc":
+        loaded = _with_nvrtc(variant, source, directory)
+    else:
+        loaded = _nvrtc_else_nvcc(variant, source, directory, arch)
+    for launch in variant.launches:
+        if launch.shared_mem > DEFAULT_SHARED_LIMIT:
+            loaded.kernels[launch.entry].max_dynamic_shared_size_bytes = launch.shared_mem
+    return loaded
+
+
+def _nvrtc_else_nvcc(variant: VariantJob, source: Path, directory: Path, arch: str) -> Kernels:
+    """NVRTC's build, else nvcc's when NVRTC cannot build the source at all (a wrong entry
+    name is the manifest's mistake, whichever compiler is used)."""
+    try:
+        return _with_nvrtc(variant, source, directory)
+    except MissingEntry:
+        raise
+    except BuildError:
+        if build.find_nvcc() is None:
+            raise
+        return _with_nvcc(variant, source, arch)  # its error, if any, names NVRTC's as cause
+
+
+def _entries(variant: VariantJob) -> list[str]:
+    return list(dict.fromkeys(l.entry for l in variant.launches))
+
+
+def _with_nvrtc(variant: VariantJob, source: Path, directory: Path) -> Kernels:
+    entries = _entries(variant)
+    code = _with_header_digest(source, [directory, *build.include_dirs(variant.options)])
+    options = ("-std=c++17", f"-I{directory}", *variant.options)
+    try:
+        module = cupy.RawModule(code=code, options=options, name_expressions=entries)
+        kernels = {e: module.get_function(e) for e in entries}
+    except cupy.cuda.compiler.CompileException as exc:
+        raise _nvrtc_error(variant, source, str(exc)) from None
+    except cupy.cuda.driver.CUDADriverError as exc:
+        raise BuildError(f"cannot load {source.name}: {exc}") from None
+    version = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
+    return Kernels(kernels, f"nvrtc {version}")
+
+
+def _with_nvcc(variant: VariantJob, source: Path, arch: str) -> Kernels:
+    cubin = build.build(source, _entries(variant), variant.options, arch)
+    try:
+        module = cupy.RawModule(path=str(cubin.path))
+        kernels = {e: module.get_function(symbol) for e, symbol in cubin.symbols.items()}
+    except cupy.cuda.driver.CUDADriverError as exc:
+        raise BuildError(f"cannot load the cubin nvcc built from {source.name}: {exc}") from None
+    return Kernels(kernels, cubin.compiler)
+
+
+def _with_header_digest(source: Path, include_dirs: list[Path]) -> str:
+    """The source plus a digest of the headers it includes, nested ones too. CuPy's
+    kernel cache keys on the source text alone, so without this an edited header would
+    reuse a stale binary."""
+    digest = hashlib.sha256()
+    for header in sorted(build.included_files(source, include_dirs)):
+        digest.update(str(header).encode() + header.read_bytes())
+    return f"{source.read_text()}\n// rooflint: local headers {digest.hexdigest()[:16]}\n"
+
+
+def _nvrtc_error(variant: VariantJob, source: Path, log: str) -> BuildError:
+    """NVRTC's first error with the user's file name; an entry the source does not define
+    is named with the kernels it does."""
+    log = re.sub(r"\S*\.cubin\.cu", source.name, log)  # NVRTC's temporary file -> the user's
+    lines = [l.strip() for l in log.splitlines() if "error" in l.lower()]
+    first = lines[0] if lines else log.strip().splitlines()[-1]
+    missing = [e for e in _entries(variant) if f'"{e.split("<")[0]}" is undefined' in log]
+    if missing:
+        kernels = ", ".join(build.kernels_in_source(source)) or "none"
+        return MissingEntry(f"entry '{missing[0]}' is not a kernel in {source.name}; "
+                            f"its kernels: {kernels}")
+    return BuildError(f"compile error: {first}{_header_hint(log, variant.compiler)}")
+
+
+def _header_hint(log: str, compiler: str) -> str:
+    """What to do about a header NVRTC cannot open: usually a host header, which nvcc has."""
+    if "cannot open source file" not in log:
+        return ""
+    if build.find_nvcc() is None:
+        return ("; NVRTC has no host or C++ standard library headers: rooflint builds such "
+                f"sources with nvcc, which was not found ({build.NVCC_HINT})")
+    if compiler == "nvrtc":
+        return "; NVRTC has no host headers: drop 'compiler: nvrtc' to build it with nvcc"
+    return ""
