@@ -38,7 +38,9 @@ BOUNDS = ("bandwidth", "compute", "chain")
 MOVES = ("up", "right")
 COMPILERS = ("auto", "nvrtc", "nvcc")   # auto: NVRTC, and nvcc for what NVRTC cannot build
 GATE_KEYS = ("max_slowdown", "max_bytes_growth", "max_flops_growth")
-_DEFAULT_RANGE = (-1.0, 1.0)
+# Inputs are drawn uniformly from a buffer's range; without one, from these (integers stay
+# small, and unsigned ones are not handed a -1 that would wrap to 4294967295).
+DEFAULT_RANGES = {"f": (-1.0, 1.0), "i": (-100.0, 100.0), "u": (0.0, 100.0)}
 _VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
 # The keys each level of a manifest may have (anything else is a misspelling to name).
 TOP_KEYS = ("name", "description", "params", "buffers", "prepare", "gate", "variants",
@@ -57,7 +59,7 @@ class Buffer:
     dtype: str
     shape: list[str | Number]
     role: str
-    range: tuple[float, float] = _DEFAULT_RANGE
+    range: tuple[float, float]
 
 
 @dataclass
@@ -277,23 +279,34 @@ def _gate(r: _Reader, raw: Any, where: str) -> dict[str, float]:
 def _buffer(r: _Reader, name: str, spec: Any) -> Buffer:
     where = f"buffers.{name}."
     spec = r.mapping(spec, where.rstrip("."), BUFFER_KEYS)
+    dtype = r.choice(r.get(spec, "dtype", where), DTYPES, where + "dtype")
     return Buffer(
         name=name,
-        dtype=r.choice(r.get(spec, "dtype", where), DTYPES, where + "dtype"),
+        dtype=dtype,
         shape=r.expr_list(r.get(spec, "shape", where), where + "shape"),
         role=r.choice(r.get(spec, "role", where), ROLES, where + "role"),
-        range=_range(r, spec.get("range", _DEFAULT_RANGE), where + "range"),
+        range=_range(r, spec.get("range"), np.dtype(dtype), where + "range"),
     )
 
 
-def _range(r: _Reader, value: Any, where: str) -> tuple[float, float]:
-    """``[low, high]``: two finite numbers, low below high (inputs are drawn between)."""
+def _range(r: _Reader, value: Any, dtype: np.dtype, where: str) -> tuple[float, float]:
+    """``[low, high]``: two finite numbers, low below high, that the dtype holds (whole
+    numbers for an integer buffer): inputs are drawn between them."""
+    if value is None:
+        return DEFAULT_RANGES[dtype.kind]
     try:
         low, high = (float(v) for v in value)
     except (TypeError, ValueError):
         raise r.fail(where, f"is {value!r}; expected [low, high], e.g. [-1, 1]") from None
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise r.fail(where, f"is {value!r}; expected finite [low, high] with low < high")
+    limits = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype)
+    least, most = float(limits.min), float(limits.max)
+    if low < least or high > most:
+        raise r.fail(where, f"is {value!r}, outside what {dtype} holds "
+                            f"[{least:.10g}, {most:.10g}]")
+    if dtype.kind in "iu" and not (low.is_integer() and high.is_integer()):
+        raise r.fail(where, f"is {value!r}; a {dtype} buffer needs whole-number bounds")
     return low, high
 
 

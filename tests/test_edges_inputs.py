@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import re
 import textwrap
 from pathlib import Path
 
@@ -66,6 +67,15 @@ MANIFEST_MISTAKES = [
     (("role: in}", "role: in, rnage: [0, 1]}"), ["'buffers.x.rnage'", "'buffers.x.range'"]),
     (("params: {N: 1024}", "params: {N: ((2**64)**64)**64}"), ["'params.N'", "would exceed"]),
     (("precision: fp32", "precision: fp31"), ["'precision' is 'fp31'"]),
+    (("precision: fp32", "precision: fp32\ncompiler: clang"), ["'compiler' is 'clang'", "nvcc"]),
+    (("float32, shape: N, role: in}", "uint32, shape: N, role: in, range: [-1, 1]}"),
+     ["'buffers.x.range' is [-1, 1]", "outside what uint32 holds [0, 4294967295]"]),
+    (("float32, shape: N, role: in}", "int8, shape: N, role: in, range: [0, 300]}"),
+     ["'buffers.x.range'", "outside what int8 holds [-128, 127]"]),
+    (("float32, shape: N, role: in}", "int32, shape: N, role: in, range: [0, 2.5]}"),
+     ["'buffers.x.range' is [0, 2.5]", "whole-number bounds"]),
+    (("float32, shape: N, role: in}", "float16, shape: N, role: in, range: [0, 1e6]}"),
+     ["'buffers.x.range'", "outside what float16 holds"]),
     (("source: toy.cu", "source: other.cu"), ["'variants.v1.source'", "other.cu"]),
     (("    launches:\n      - {", "    launches: {"), ["'variants.v1.launches' must be a list"]),
     (("variants:\n  v1:", "variants:\n  v1: 7\n  v2:"), ["'variants.v1' must be a mapping"]),
@@ -233,12 +243,18 @@ def test_explain_refuses_impossible_numbers(args, fragments):
     assert_one_line_error(outcome, 2, *fragments)
 
 
-def test_a_misspelt_spec_key_is_named(tmp_path):
+@pytest.mark.parametrize("change, message", [
+    (("l2_mib:", "l2_mb:"), "unknown key 'l2_mb'; did you mean 'l2_mib'"),
+    (("source:", "sources:"), "unknown key 'sources'; did you mean 'source'"),
+    (("  bandwidth_gbs:", "  bandwith_gbs:"), "unknown key 'memory.bandwith_gbs'; did you mean "
+                                              "'memory.bandwidth_gbs'"),
+])
+def test_a_misspelt_spec_key_is_named(tmp_path, change, message):
     from rooflint.errors import RooflintError
     from rooflint.gpus import load_spec
     spec = tmp_path / "h200.yaml"
-    spec.write_text((REPO / "specs" / "h200.yaml").read_text().replace("l2_mib:", "l2_mb:"))
-    with pytest.raises(RooflintError, match="unknown key 'l2_mb'; did you mean 'l2_mib'"):
+    spec.write_text((REPO / "specs" / "h200.yaml").read_text().replace(*change))
+    with pytest.raises(RooflintError, match=re.escape(message)):
         load_spec(spec)
 
 

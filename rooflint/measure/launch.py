@@ -23,10 +23,11 @@ import cupy
 import numpy as np
 
 from rooflint.measure.build import BuildError
+from rooflint.measure.inputs import RandomInputs, read_only, read_only_hint
 from rooflint.measure.kernels import load_kernels
 from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
 from rooflint.measure.protocol import (
-    BufferJob, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
+    Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
     TimingJob, VariantJob,
 )
 
@@ -95,10 +96,10 @@ class FamilySession:
         self.arch = "sm_" + device.compute_capability.replace(".", "")
         self.compilers: dict[str, str] = {}   # variant -> the compiler that built it
         self.reference_module = _load_reference(self.directory)
-        rng = np.random.default_rng(job.seed)
-        self.host = {b.name: _random_array(b, rng) for b in job.buffers if b.role != "out"}
-        if job.prepare:
-            self.host.update(self._prepared_inputs(job))
+        inputs = RandomInputs([b for b in job.buffers if b.role != "out"], job.seed)
+        prepared = self._prepared_inputs(job, inputs) if job.prepare else {}
+        self.host = {name: prepared[name] if name in prepared else inputs[name]
+                     for name in inputs}
         self.device_buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype) for b in job.buffers}
         self.expected: dict[str, dict[str, np.ndarray]] = {}
         flush_floats = flush_bytes(device.l2_bytes) // 4
@@ -109,10 +110,11 @@ class FamilySession:
         self.marker = cupy.RawKernel(_MARKER_SOURCE, "rooflint_marker")
         self.gpm_supported = bool(nvml and job.mode == "measure" and nvml.gpm_supported())
 
-    def _prepared_inputs(self, job: FamilyJob) -> dict[str, np.ndarray]:
-        """Inputs derived by reference.py (quantized weights, scales) from the random ones."""
+    def _prepared_inputs(self, job: FamilyJob, inputs: RandomInputs) -> dict[str, np.ndarray]:
+        """Inputs derived by reference.py (quantized weights, scales) from the random ones;
+        a buffer it derives is never drawn at random unless it reads it."""
         function = _function(self.reference_module, job.prepare, self.directory)
-        derived = function({k: v.copy() for k, v in self.host.items()}, dict(job.params))
+        derived = function(inputs, dict(job.params))
         buffers = {b.name: b for b in job.buffers if b.role != "out"}
         prepared = {}
         for name, array in derived.items():
@@ -122,7 +124,7 @@ class FamilySession:
             if list(array.shape) != buffers[name].shape:
                 raise ValueError(f"{job.prepare}() returned {name} with shape {array.shape}; "
                                  f"the manifest says {buffers[name].shape}")
-            prepared[name] = array.astype(buffers[name].dtype)
+            prepared[name] = read_only(array.astype(buffers[name].dtype))
         return prepared
 
     # -- the steps of one measurement ------------------------------------------------
@@ -227,12 +229,11 @@ class FamilySession:
     def _expected(self, reference: str) -> dict[str, np.ndarray]:
         if reference not in self.expected:
             function = _function(self.reference_module, reference, self.directory)
-            inputs = {name: array.copy() for name, array in self.host.items()}
             try:
-                result = function(inputs, dict(self.job.params))
+                result = function(self.host, dict(self.job.params))
             except Exception as exc:
                 raise VariantFailed(f"reference {reference}() raised "
-                                    f"{type(exc).__name__}: {exc}") from None
+                                    f"{type(exc).__name__}: {exc}{read_only_hint(exc)}") from None
             unknown = set(result) - set(self.device_buffers)
             if not isinstance(result, dict) or unknown:
                 raise VariantFailed(f"reference {reference}() must return a dict of output "
@@ -404,18 +405,6 @@ def _guarded(run: Callable[[], None], stream: cupy.cuda.Stream) -> None:
         stream.synchronize()
     except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
         raise CudaFault(str(exc)) from None
-
-
-def _random_array(b: BufferJob, rng: np.random.Generator) -> np.ndarray:
-    """Uniform values in [low, high] with exact zeros replaced: zeros hide unwritten output."""
-    dtype = np.dtype(b.dtype)
-    if dtype.kind in "iu":
-        values = rng.integers(int(b.low), int(b.high), size=b.shape, endpoint=True)
-        values[values == 0] = int(b.high) or 1
-    else:
-        values = rng.uniform(b.low, b.high, size=b.shape)
-        values[values == 0] = b.high
-    return values.astype(dtype)
 
 
 def _poison(dtype: np.dtype) -> float | int:

@@ -95,7 +95,8 @@ def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
             return FAULT_EXIT
         except Exception as exc:
             send(out, "family_error", message=f"cannot prepare {job.family}: "
-                                               f"{type(exc).__name__}: {exc}")
+                                               f"{type(exc).__name__}: {exc}"
+                                               f"{launch.read_only_hint(exc)}")
             continue
         for index, variant in enumerate(job.variants):
             send(out, "start", variant=variant.name)
