@@ -153,7 +153,7 @@ class FamilySession:
             return Measurement(variant.name, "skipped", _missing_module_note(exc))
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
             raise CudaFault(str(exc)) from None
-        except Exception as exc:  # user code (a baseline, a reference) raised: this row only
+        except Exception as exc:  # user code (a python variant, a reference) raised: this row only
             _raise_if_context_lost()
             return Measurement(variant.name, "error", f"{type(exc).__name__}: {exc}")
         failed = [c for c in checks if c.nonfinite or not c.rel_l2 <= variant.tolerance]
@@ -420,8 +420,8 @@ def _function(module: ModuleType | None, name: str, path: Path) -> Callable:
 
 
 def _missing_module_note(exc: ImportError) -> str:
-    """"needs triton (No module named 'triton')": the package to install, then Python's
-    own words (which name the submodule or the symbol when that is what is missing)."""
+    """The skipped row's note, e.g. needs triton (No module named 'triton'): the package
+    to install, then Python's own words (which name the submodule or symbol missing)."""
     package = (exc.name or "").split(".")[0]
     return f"needs {package} ({exc})" if package else f"cannot import: {exc}"
 
