@@ -6,6 +6,19 @@ compute roof applies, the reference, and the variants with their launches. Famil
 override ``flops``/``bytes``/``reference``/``tolerance``/``precision`` per variant, since
 one family often mixes kernels of different work (a copy and a triad).
 
+A variant is one of two kinds, named by exactly one key:
+
+- ``source: FILE.cu`` with ``launches:``: CUDA kernels that rooflint compiles and launches;
+- ``python: FUNCTION`` (in ``reference.py``) or ``python: module.py:FUNCTION`` (a file
+  beside the manifest): a function called as ``fn(cupy, bufs, params)`` that launches
+  through Python (a Triton kernel, a PyTorch op, a CuPy ElementwiseKernel).
+
+Either kind is an ordinary variant unless it says ``baseline: true``, which declares it
+the family's baseline (every other variant reports its speed against it). The older
+``baseline: FUNCTION`` stays as shorthand for ``python: FUNCTION`` + ``baseline: true``,
+since a library call is what a baseline usually is; it counts as the variant's kind, so it
+cannot be combined with ``source`` or ``python``.
+
 Loading validates everything a user can get wrong and says which file and field;
 `resolve` turns a manifest plus ``--size`` overrides into the concrete job the
 measurement worker runs.
@@ -26,7 +39,7 @@ from rooflint.errors import RooflintError
 from rooflint.expressions import Number, evaluate
 from rooflint.gpus import PRECISIONS
 from rooflint.measure.protocol import (
-    ArgJob, BufferJob, FamilyJob, LaunchJob, TimingJob, VariantJob,
+    REFERENCE_FILE, ArgJob, BufferJob, FamilyJob, LaunchJob, TimingJob, VariantJob,
 )
 
 MANIFEST_NAME = "kernel.yaml"
@@ -46,8 +59,8 @@ _VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
 TOP_KEYS = ("name", "description", "params", "buffers", "prepare", "gate", "variants",
             "options", "compiler", *_VARIANT_MODEL_KEYS)
 BUFFER_KEYS = ("dtype", "shape", "role", "range")
-VARIANT_KEYS = ("description", "source", "baseline", "launches", "options", "compiler",
-                "expect", "gate", *_VARIANT_MODEL_KEYS)
+VARIANT_KEYS = ("description", "source", "python", "baseline", "launches", "options",
+                "compiler", "expect", "gate", *_VARIANT_MODEL_KEYS)
 LAUNCH_KEYS = ("entry", "grid", "block", "shared_mem", "args")
 EXPECT_KEYS = ("bound", "faster_than", "move")
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
@@ -81,12 +94,21 @@ class Expectation:
 
 
 @dataclass
+class PythonCall:
+    """A python variant's function, called as ``fn(cupy, bufs, params)``."""
+
+    module: Path                   # reference.py or the module.py the manifest names
+    function: str
+
+
+@dataclass
 class Variant:
     name: str
     description: str
-    source: str | None
+    source: str | None             # a CUDA variant's .cu file (launches say what to run)
     launches: list[Launch]
-    baseline: str | None
+    python: PythonCall | None      # a python variant's function
+    baseline: bool                 # declared the family's baseline
     flops: str | Number
     bytes: str | Number
     reference: str
@@ -347,14 +369,11 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         """Where a family-wide field came from: this variant, or the top level."""
         return where + key if key in spec else key
 
-    baseline = spec.get("baseline")
-    source = spec.get("source")
-    if (baseline is None) == (source is None):
-        raise r.fail(where.rstrip("."), "needs exactly one of 'source' (a .cu file) or "
-                     "'baseline' (a function in reference.py that calls a library)")
-    if source is not None and not (directory / source).is_file():
-        raise r.fail(where + "source", f"names {source}, which is not in {directory}")
-    raw_launches = [] if baseline else r.get(spec, "launches", where)
+    source, python, baseline = _kind(r, spec, where, directory)
+    if python is not None and "launches" in spec:
+        raise r.fail(where + "launches", "is for a 'source' variant; a python variant "
+                     "launches its kernels itself")
+    raw_launches = r.get(spec, "launches", where) if source is not None else []
     if not isinstance(raw_launches, list):
         raise r.fail(where + "launches", "must be a list of launches")
     launches = [_launch(r, f"{where}launches[{i}].", raw, buffer_names)
@@ -372,6 +391,7 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         description=str(spec.get("description") or "").strip(),
         source=source,
         launches=launches,
+        python=python,
         baseline=baseline,
         flops=model("flops"),
         bytes=model("bytes"),
@@ -385,6 +405,46 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
                            move=r.choice(expect["move"], MOVES, where + "expect.move")
                            if expect.get("move") else None),
     )
+
+
+_ONE_KIND = ("needs exactly one of 'source' (a .cu file with launches), 'python' (FUNCTION in "
+             f"{REFERENCE_FILE} or module.py:FUNCTION) or 'baseline: FUNCTION' (a python "
+             "variant declared the baseline)")
+_PYTHON_FORM = f"expected FUNCTION (in {REFERENCE_FILE}) or module.py:FUNCTION"
+
+
+def _kind(r: _Reader, spec: dict, where: str, directory: Path
+          ) -> tuple[str | None, PythonCall | None, bool]:
+    """(source, python function, declared baseline): what kind of variant this is."""
+    source, python, baseline = spec.get("source"), spec.get("python"), spec.get("baseline")
+    if not isinstance(baseline, (str, bool, type(None))):
+        raise r.fail(where + "baseline", f"is {baseline!r}; expected true, false or a "
+                     f"function in {REFERENCE_FILE} (shorthand for python: FUNCTION)")
+    shorthand = isinstance(baseline, str)    # python: FUNCTION, baseline: true
+    if [source, python, baseline if shorthand else None].count(None) != 2:
+        raise r.fail(where.rstrip("."), _ONE_KIND)
+    if source is not None and not isinstance(source, str):
+        raise r.fail(where + "source", f"is {source!r}; expected the name of a .cu file")
+    if source is not None and not (directory / source).is_file():
+        raise r.fail(where + "source", f"names {source}, which is not in {directory}")
+    if shorthand:
+        return None, _python_call(r, baseline, where + "baseline", directory), True
+    call = _python_call(r, python, where + "python", directory) if python is not None else None
+    return source, call, bool(baseline)
+
+
+def _python_call(r: _Reader, value: Any, where: str, directory: Path) -> PythonCall:
+    """``FUNCTION`` (in reference.py) or ``module.py:FUNCTION``, a file beside the manifest
+    that must exist (reference.py itself is only needed once the variant runs, as for the
+    references)."""
+    text = value if isinstance(value, str) else ""
+    module, sep, function = text.rpartition(":")
+    module = module if sep else REFERENCE_FILE
+    if not (function.isidentifier() and module.endswith(".py")):
+        raise r.fail(where, f"is {value!r}; {_PYTHON_FORM}")
+    if sep and not (directory / module).is_file():
+        raise r.fail(where, f"names {module}, which is not in {directory}")
+    return PythonCall(module=directory / module, function=function)
 
 
 def _launch(r: _Reader, where: str, raw: Any, buffer_names: set[str]) -> Launch:
@@ -441,19 +501,21 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
                     for i, launch in enumerate(v.launches)]
         jobs.append(VariantJob(
             name=v.name, source=str(manifest.directory / v.source) if v.source else None,
-            launches=launches, baseline=v.baseline, reference=v.reference,
-            tolerance=v.tolerance, options=v.options, compiler=v.compiler))
+            launches=launches, python=v.python.function if v.python else None,
+            module=str(v.python.module) if v.python else None, baseline=v.baseline,
+            reference=v.reference, tolerance=v.tolerance, options=v.options,
+            compiler=v.compiler))
         largest = max(launches, key=lambda l: _product(l.grid), default=None)
         models[v.name] = VariantModel(
             name=v.name, description=v.description,
             flops=float(at.amount(v.flops, where + "flops")),
             bytes=float(at.amount(v.bytes, where + "bytes")),
-            precision=v.precision, expect=v.expect, gate=v.gate, baseline=v.baseline is not None,
+            precision=v.precision, expect=v.expect, gate=v.gate, baseline=v.baseline,
             grid_blocks=_product(largest.grid) if largest else 0,
             threads_per_block=_product(largest.block) if largest else 0,
             launches=len(launches),
             written_bytes=_written_bytes(buffers, launches))
-    # The reference, prepare and baseline functions see the device names too (num_sms).
+    # The reference, prepare and python functions see the device names too (num_sms).
     job = FamilyJob(family=manifest.name, directory=str(manifest.directory), params=names,
                     buffers=buffers, variants=jobs, timing=timing, prepare=manifest.prepare)
     return ResolvedFamily(manifest=manifest, params=params, job=job, models=models)
@@ -508,7 +570,7 @@ def select_variants(manifest: Manifest, wanted: list[str] | None) -> list[Varian
 
 
 def _written_bytes(buffers: list[BufferJob], launches: list[LaunchJob]) -> float:
-    """Bytes of the outputs a variant's launches take (all outputs for a library baseline)."""
+    """Bytes of the outputs a variant's launches take (all outputs for a python variant)."""
     used = {a.buffer for launch in launches for a in launch.args if a.buffer}
     return float(sum(_product(b.shape) * np.dtype(b.dtype).itemsize for b in buffers
                      if b.role != "in" and (not launches or b.name in used)))

@@ -49,7 +49,7 @@ def test_each_buffer_is_drawn_once_when_read_and_the_same_in_any_order():
 # Sizes small enough for float64 references on a CPU, and valid for each family's kernels.
 SMALL = {"gemm_fp32": {"N": 128}, "stream": {"N": 4096}, "reduction": {"N": 2**16},
          "decode_attention": {"B": 1, "S": 256}, "w4a16_gemv": {"K": 256, "N": 256},
-         "causes": {}}
+         "causes": {}, "softmax_rows": {"M": 64, "N": 256}}
 
 
 def _load_reference(directory):

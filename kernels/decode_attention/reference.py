@@ -135,32 +135,23 @@ _TORCH_VIEWS = {}
 
 
 def sdpa(xp, bufs, params):
-    """PyTorch SDPA (enable_gqa) on CuPy's current stream; fp16 result into the fp32 out.
+    """PyTorch SDPA (enable_gqa); the fp16 result copied into the fp32 out.
 
-    Without torch the ImportError makes rooflint mark the row skipped. The torch views of
-    the CuPy buffers are made once per buffer set, so timed calls pay only the SDPA call
-    and the fp16 -> fp32 copy.
+    rooflint calls it with PyTorch's current stream set to its timed stream, so the
+    launches land there; without torch the ImportError makes rooflint mark the row
+    skipped. The torch views of the CuPy buffers (zero copy) are made once per buffer set,
+    so timed calls pay only the SDPA call and the fp16 -> fp32 copy.
     """
     import torch
     import torch.nn.functional as F
 
     B, HQ, HKV, S, D = _dims(params)
-    stream_ptr = xp.cuda.get_current_stream().ptr
-    key = (stream_ptr, B, HQ, HKV, S, D,
-           *(bufs[n].data.ptr for n in ("q", "K", "V", "out")))
-    views = _TORCH_VIEWS.get(key)
-    if views is None:
-        device = torch.device("cuda", xp.cuda.Device().id)
-        wrap = getattr(torch.cuda, "get_stream_from_external", None) or torch.cuda.ExternalStream
-        stream = wrap(stream_ptr, device)
-        with torch.cuda.stream(stream):
-            views = (stream,
-                     torch.from_dlpack(bufs["q"]).view(B, HQ, 1, D),
-                     torch.from_dlpack(bufs["K"]).view(B, HKV, S, D),
-                     torch.from_dlpack(bufs["V"]).view(B, HKV, S, D),
-                     torch.from_dlpack(bufs["out"]).view(B, HQ, 1, D))
+    key = (B, HQ, HKV, S, D, *(bufs[n].data.ptr for n in ("q", "K", "V", "out")))
+    if key not in _TORCH_VIEWS:
         _TORCH_VIEWS.clear()
-        _TORCH_VIEWS[key] = views
-    stream, q, k, v, out = views
-    with torch.cuda.stream(stream):
-        out.copy_(F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+        _TORCH_VIEWS[key] = (torch.from_dlpack(bufs["q"]).view(B, HQ, 1, D),
+                             torch.from_dlpack(bufs["K"]).view(B, HKV, S, D),
+                             torch.from_dlpack(bufs["V"]).view(B, HKV, S, D),
+                             torch.from_dlpack(bufs["out"]).view(B, HQ, 1, D))
+    q, k, v, out = _TORCH_VIEWS[key]
+    out.copy_(F.scaled_dot_product_attention(q, k, v, enable_gqa=True))

@@ -6,18 +6,22 @@ an unwritten element cannot pass. Timing uses CUDA events on a non-blocking stre
 keeps every sample; in cold-cache mode a read-only sweep over twice the L2 size runs
 before each sample (reads leave no dirty lines whose write-back would be billed to the
 kernel).
+
+A python variant's function runs on the same timed stream; when PyTorch is installed it
+runs inside ``torch.cuda.stream`` of that stream, so PyTorch ops and Triton kernels (which
+launch on PyTorch's current stream) are timed, checked and profiled like CUDA launches.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import math
-import re
 import sys
 import time
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import Any, Callable
 
 import cupy
 import numpy as np
@@ -27,8 +31,8 @@ from rooflint.measure.inputs import RandomInputs, read_only, read_only_hint
 from rooflint.measure.kernels import load_kernels
 from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
 from rooflint.measure.protocol import (
-    Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
-    TimingJob, VariantJob,
+    REFERENCE_FILE, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob,
+    Measurement, OutputCheck, TimingJob, VariantJob,
 )
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
@@ -95,7 +99,9 @@ class FamilySession:
         self.directory = Path(job.directory)
         self.arch = "sm_" + device.compute_capability.replace(".", "")
         self.compilers: dict[str, str] = {}   # variant -> the compiler that built it
-        self.reference_module = _load_reference(self.directory)
+        self.reference_path = self.directory / REFERENCE_FILE
+        self.reference_module = _load_module(self.reference_path)
+        self.modules = {str(self.reference_path): self.reference_module}  # by path, loaded once
         inputs = RandomInputs([b for b in job.buffers if b.role != "out"], job.seed)
         prepared = self._prepared_inputs(job, inputs) if job.prepare else {}
         self.host = {name: prepared[name] if name in prepared else inputs[name]
@@ -113,7 +119,7 @@ class FamilySession:
     def _prepared_inputs(self, job: FamilyJob, inputs: RandomInputs) -> dict[str, np.ndarray]:
         """Inputs derived by reference.py (quantized weights, scales) from the random ones;
         a buffer it derives is never drawn at random unless it reads it."""
-        function = _function(self.reference_module, job.prepare, self.directory)
+        function = _function(self.reference_module, job.prepare, self.reference_path)
         derived = function(inputs, dict(job.params))
         buffers = {b.name: b for b in job.buffers if b.role != "out"}
         prepared = {}
@@ -146,11 +152,11 @@ class FamilySession:
         except VariantFailed as exc:
             _raise_if_context_lost()
             return Measurement(variant.name, "error", str(exc))
-        except ImportError as exc:  # a baseline whose library (torch, ...) is not installed
-            return Measurement(variant.name, "skipped", f"{exc}")
+        except ImportError as exc:  # a python variant whose library (triton, ...) is missing
+            return Measurement(variant.name, "skipped", _missing_module_note(exc))
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
             raise CudaFault(str(exc)) from None
-        except Exception as exc:  # user code (a baseline, a reference) raised: this row only
+        except Exception as exc:  # user code (a python variant, a reference) raised: this row only
             _raise_if_context_lost()
             return Measurement(variant.name, "error", f"{type(exc).__name__}: {exc}")
         failed = [c for c in checks if c.nonfinite or not c.rel_l2 <= variant.tolerance]
@@ -187,10 +193,8 @@ class FamilySession:
         return Measurement(variant.name, "ok", "profiled")
 
     def _runner(self, variant: VariantJob) -> Callable[[], None]:
-        if variant.baseline:
-            call = _function(self.reference_module, variant.baseline, self.directory)
-            params = dict(self.job.params)
-            return lambda: call(cupy, self.device_buffers, params)
+        if variant.python:
+            return self._python_runner(variant)
         try:
             built = load_kernels(variant, self.directory, self.arch)
         except BuildError as exc:
@@ -204,6 +208,39 @@ class FamilySession:
                 kernel(tuple(launch.grid), tuple(launch.block), args,
                        shared_mem=launch.shared_mem)
         return run
+
+    def _python_runner(self, variant: VariantJob) -> Callable[[], None]:
+        """``fn(cupy, bufs, params)``, called where CuPy's current stream is the timed one;
+        with PyTorch's current stream set to it too when PyTorch is there."""
+        module = self._module(variant.module)
+        call = _function(module, variant.python, Path(variant.module))
+        params = dict(self.job.params)
+        torch_stream = self.torch_stream
+        if torch_stream is None:
+            return lambda: call(cupy, self.device_buffers, params)
+        import torch
+
+        def run() -> None:
+            with torch.cuda.stream(torch_stream):
+                call(cupy, self.device_buffers, params)
+        return run
+
+    def _module(self, path: str) -> ModuleType | None:
+        if path not in self.modules:
+            self.modules[path] = _load_module(Path(path))
+        return self.modules[path]
+
+    @cached_property
+    def torch_stream(self) -> Any | None:
+        """PyTorch's handle on the timed stream, made once per session; None without a
+        CUDA PyTorch. Imported only when a python variant runs (it takes seconds)."""
+        if importlib.util.find_spec("torch") is None:
+            return None
+        import torch
+        if not torch.cuda.is_available():
+            return None
+        wrap = getattr(torch.cuda, "get_stream_from_external", None) or torch.cuda.ExternalStream
+        return wrap(self.stream.ptr, torch.device("cuda", cupy.cuda.Device().id))
 
     def _arguments(self, launch: LaunchJob) -> tuple:
         return tuple(self.device_buffers[a.buffer] if a.buffer else _SCALARS[a.ctype](a.value)
@@ -228,7 +265,7 @@ class FamilySession:
 
     def _expected(self, reference: str) -> dict[str, np.ndarray]:
         if reference not in self.expected:
-            function = _function(self.reference_module, reference, self.directory)
+            function = _function(self.reference_module, reference, self.reference_path)
             try:
                 result = function(self.host, dict(self.job.params))
             except Exception as exc:
@@ -369,23 +406,31 @@ def measure_pair(first: tuple[FamilySession, VariantJob], second: tuple[FamilySe
 
 # -- helpers ---------------------------------------------------------------------------
 
-def _load_reference(directory: Path) -> ModuleType | None:
-    path = directory / "reference.py"
+def _load_module(path: Path) -> ModuleType | None:
+    """A family's reference.py (or a python variant's module), None if there is none."""
     if not path.exists():
         return None
-    spec = importlib.util.spec_from_file_location(f"rooflint_reference_{directory.name}", path)
+    spec = importlib.util.spec_from_file_location(
+        f"rooflint_{path.stem}_{path.parent.name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _function(module: ModuleType | None, name: str, directory: Path) -> Callable:
+def _function(module: ModuleType | None, name: str, path: Path) -> Callable:
     if module is None:
-        raise VariantFailed(f"{directory}/reference.py not found (needed for {name}())")
+        raise VariantFailed(f"{path} not found (needed for {name}())")
     function = getattr(module, name, None)
     if not callable(function):
-        raise VariantFailed(f"{directory}/reference.py has no function {name}()")
+        raise VariantFailed(f"{path} has no function {name}()")
     return function
+
+
+def _missing_module_note(exc: ImportError) -> str:
+    """The skipped row's note, e.g. needs triton (No module named 'triton'): the package
+    to install, then Python's own words (which name the submodule or symbol missing)."""
+    package = (exc.name or "").split(".")[0]
+    return f"needs {package} ({exc})" if package else f"cannot import: {exc}"
 
 
 def _raise_if_context_lost() -> None:

@@ -42,12 +42,17 @@ class LaunchJob:
     args: list[ArgJob]
 
 
+REFERENCE_FILE = "reference.py"   # beside the manifest: references, prepare, python variants
+
+
 @dataclass
 class VariantJob:
     name: str
-    source: str | None            # path of the .cu file; None for a library baseline
+    source: str | None            # path of the .cu file; None for a python variant
     launches: list[LaunchJob]
-    baseline: str | None          # function in reference.py that calls a library instead
+    python: str | None            # a python variant's function, called as fn(cupy, bufs, params)
+    module: str | None            # the .py file it is in (reference.py or one the manifest names)
+    baseline: bool                # declared the family's baseline (speeds are against it)
     reference: str                # function in reference.py giving the expected outputs
     tolerance: float              # bound on ||out - ref|| / ||ref|| per output buffer
     options: list[str]            # compiler options, include directories as absolute -I...
