@@ -103,6 +103,8 @@ def run(
     timeout: float = typer.Option(120.0, help="Seconds a variant may take before it is abandoned."),
     counters: Counters = typer.Option(Counters.auto, help="auto: Nsight Compute counters when ncu "
                                       "works, else model bytes; ncu: require them; off."),
+    timings: bool = typer.Option(False, "--timings", help="Say where the run's seconds went "
+                                 "(start-up, inputs, compile, check, timing, counters...)."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.report import RunDisplay
@@ -120,6 +122,9 @@ def run(
             result = run_families(options, display.listener())
     except KeyboardInterrupt:
         fail(interrupted_run(display.done, options.json_path), 130)
+    if timings:
+        from rooflint.report import render_timings
+        render_timings(screen, result)
     if to_stdout:
         typer.echo(json.dumps(result.to_json(), indent=1))
     elif json_path:

@@ -28,6 +28,7 @@ from rooflint.gate import Report as GateReport
 from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
 from rooflint.measure.protocol import THROTTLING
+from rooflint.phases import PHASES
 from rooflint.results import FamilyResult, RunResult, VariantResult
 from rooflint.roofline import Point, Roofs
 from rooflint.run import Listener
@@ -213,6 +214,21 @@ def render_run(console: Console, result: RunResult) -> None:
         if result.settings.get("mode") == "profile":
             render_upside(console, result, family)
         render_family(console, family)
+
+
+def render_timings(console: Console, result: RunResult) -> None:
+    """Where the run's seconds went, per family and in all (``rooflint run --timings``).
+    The counter pass's own worker phases are in the result document, not here."""
+    shown = [p for p in PHASES if result.timings.get(p)]
+    table = Table(title="seconds per phase", title_justify="left", box=HEAD_RULE,
+                  show_edge=False, pad_edge=False)
+    for column in ("family", *shown, "total"):
+        table.add_column(column, justify="left" if column == "family" else "right")
+    rows = [(f.name, f.timings) for f in result.families] + [("run", result.timings)]
+    for name, seconds in rows:
+        main = [seconds.get(p, 0.0) for p in shown]
+        table.add_row(name, *(f"{s:.1f}" for s in main), f"{sum(main):.1f}")
+    console.print(table)
 
 
 def render_upside(console: Console, result: RunResult, family: FamilyResult) -> None:

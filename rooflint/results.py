@@ -114,6 +114,7 @@ class FamilyResult:
     params: dict[str, float]
     baseline: str | None
     variants: list[VariantResult]
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase (rooflint.phases)
 
 
 @dataclass
@@ -122,6 +123,7 @@ class RunResult:
     spec_id: str
     settings: dict[str, Any]
     families: list[FamilyResult] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # the families' phases + start-up
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     tool_version: str = __version__
     schema: str = SCHEMA

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from rooflint import calibration as calibrations
+from rooflint import calibration as calibrations, phases
 from rooflint.baseline import git_revision
 from rooflint.comparison import reconcile
 from rooflint.errors import RooflintError
@@ -31,6 +31,7 @@ from rooflint.measure.protocol import Measurement, TimingJob, VariantJob, flush_
 from rooflint.counters import Counters
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Progress, WorkerPool, profile
+from rooflint.phases import Stopwatch
 from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
 from rooflint.observation import Model, Observation, analyse
 from rooflint.units import format_bytes
@@ -118,8 +119,10 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
     specs = load_specs()
     manifests = load_targets(options)
     pool = WorkerPool()
+    watch = Stopwatch()
     try:
-        device = pool.start()
+        with watch.phase("startup"):
+            device = pool.start()
         spec = device_spec(device, options.gpu, specs)
         calibration = calibrations.find(spec.id, device.driver)
         timing = TimingJob(cache=options.cache)
@@ -136,16 +139,22 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
             family = resolve(manifest, sizes, {"num_sms": device.sms}, timing,
                              options.variants or None)
             check_fits(family, device)
+            pool.phases = family_watch = Stopwatch()
             measurements = list(pool.measure(
                 family.job, options.timeout_s,
                 listener.progress(manifest.name, "timing", len(family.job.variants))))
-            counters = family_counters(
-                family, measurements, options, result.settings,
-                listener.progress(manifest.name, "counters",
-                                  len(profiled_variants(family, measurements))),
-                listener.warn)
-            result.families.append(family_result(family, measurements, counters, spec, device,
-                                                 calibration))
+            with family_watch.phase("counters"):
+                counters = family_counters(
+                    family, measurements, options, result.settings,
+                    listener.progress(manifest.name, "counters",
+                                      len(profiled_variants(family, measurements))),
+                    listener.warn, family_watch)
+            with family_watch.phase("analysis"):
+                measured = family_result(family, measurements, counters, spec, device,
+                                         calibration)
+            measured.timings = family_watch.seconds
+            result.families.append(measured)
+            result.timings = phases.totals([f.timings for f in result.families], watch.seconds)
             if options.json_path:
                 write_result(result, options.json_path)
             listener.finished(result, result.families[-1])
@@ -184,13 +193,15 @@ def check_precisions(manifests: list[Manifest], spec: GpuSpec) -> None:
 
 def family_counters(family: ResolvedFamily, measurements: list[Measurement],
                     options: RunOptions, settings: dict, progress: Progress,
-                    warn: Callable[[str], None]) -> dict[str, Counters]:
+                    warn: Callable[[str], None], watch: Stopwatch | None = None
+                    ) -> dict[str, Counters]:
     """The profile pass for the variants that passed; falls back to model bytes if it can't."""
     variants = profiled_variants(family, measurements)
     if settings["counters"] == "off" or not variants:
         return {}
     try:
-        return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress)
+        return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress,
+                       watch)
     except CountersUnavailable as exc:
         if options.counters == "ncu":
             raise RooflintError(f"--counters ncu: {exc}") from None

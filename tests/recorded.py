@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from rooflint.measure.protocol import DeviceInfo, FamilyJob, Measurement
+from rooflint.phases import Stopwatch
 from rooflint.results import read_result
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
@@ -14,6 +15,10 @@ RECORDED = read_result(RESULT)
 MEASURED = {(f.name, v.name): Measurement(v.name, v.status, v.message, v.checks, v.samples_s,
                                           v.clocks, v.gpm)
             for f in RECORDED.families for v in f.variants}
+
+
+# What a worker reports per variant, in seconds (its "done" event carries their sum).
+WORKER_PHASES_PER_VARIANT = {"compile": 0.25, "check": 0.5, "timing": 1.0}
 
 
 class RecordedPool:
@@ -25,6 +30,7 @@ class RecordedPool:
         self.log: list[tuple[str, str]] = []
         self.on_start = on_start
         self.worker = None
+        self.phases = Stopwatch()
 
     def start(self) -> DeviceInfo:
         return RECORDED.gpu
@@ -35,6 +41,7 @@ class RecordedPool:
             progress("start", variant.name)
             self.on_start(job.family, variant.name)
             progress("measured", variant.name)
+            self.phases.add(WORKER_PHASES_PER_VARIANT)
             yield MEASURED[job.family, variant.name]
 
     def close(self) -> None:

@@ -189,7 +189,7 @@ def recording(monkeypatch):
     return RecordingProgress.shown
 
 
-def fake_profile(job, timeout, progress):
+def fake_profile(job, timeout, progress, watch=None):
     """Nsight Compute's pass, as run sees it: progress per variant, then no counters."""
     for variant in job.variants:
         progress("start", variant.name)
@@ -235,6 +235,21 @@ def test_counters_off_shows_no_counters_progress(monkeypatch, tmp_path, recordin
     assert "stream: timing copy_few_blocks 5/5" in recording
     assert not [d for d in recording if "counters" in d]
     assert "DRAM bytes from the manifests' model" in outcome.stdout
+
+
+def test_timings_say_where_the_seconds_went(monkeypatch, tmp_path):
+    outcome = invoke_run(monkeypatch, tmp_path, "stream", "--counters", "off", "--timings",
+                         "--json", "out.json")
+    assert outcome.code == 0, outcome.stderr
+    table = outcome.stdout[outcome.stdout.index("seconds per phase"):]
+    header, _, stream, run = [line.split() for line in table.splitlines()[1:5]]
+    assert header[:5] == ["family", "startup", "compile", "check", "timing"]
+    assert header[-1] == "total"
+    assert stream[:5] == ["stream", "0.0", "1.2", "2.5", "5.0"]   # 5 variants, as reported
+    assert run[0] == "run" and float(run[-1]) >= 8.75
+    document = json.loads((tmp_path / "out.json").read_text())
+    assert document["families"][0]["timings"]["timing"] == 5.0
+    assert set(document["timings"]) >= {"startup", "compile", "check", "timing", "analysis"}
 
 
 def test_run_json_to_standard_output(monkeypatch, tmp_path):

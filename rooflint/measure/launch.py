@@ -34,6 +34,7 @@ from rooflint.measure.protocol import (
     REFERENCE_FILE, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob,
     Measurement, OutputCheck, TimingJob, VariantJob,
 )
+from rooflint.phases import Stopwatch
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
             "f32": np.float32, "f64": np.float64}
@@ -102,11 +103,14 @@ class FamilySession:
         self.reference_path = self.directory / REFERENCE_FILE
         self.reference_module = _load_module(self.reference_path)
         self.modules = {str(self.reference_path): self.reference_module}  # by path, loaded once
-        inputs = RandomInputs([b for b in job.buffers if b.role != "out"], job.seed)
-        prepared = self._prepared_inputs(job, inputs) if job.prepare else {}
-        self.host = {name: prepared[name] if name in prepared else inputs[name]
-                     for name in inputs}
-        self.device_buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype) for b in job.buffers}
+        self.watch = Stopwatch()    # where this family's seconds go (rooflint run --timings)
+        with self.watch.phase("inputs"):
+            inputs = RandomInputs([b for b in job.buffers if b.role != "out"], job.seed)
+            prepared = self._prepared_inputs(job, inputs) if job.prepare else {}
+            self.host = {name: prepared[name] if name in prepared else inputs[name]
+                         for name in inputs}
+            self.device_buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype)
+                                   for b in job.buffers}
         self.expected: dict[str, dict[str, np.ndarray]] = {}
         flush_floats = flush_bytes(device.l2_bytes) // 4
         self.flush_buffer = cupy.zeros(flush_floats, dtype=cupy.float32)
@@ -140,15 +144,18 @@ class FamilySession:
         if isinstance(checked, Measurement):
             return checked
         run, checks = checked
-        [(samples, clocks)] = time_interleaved([(self, run)], self.job.timing)
+        with self.watch.phase("timing"):
+            [(samples, clocks)] = time_interleaved([(self, run)], self.job.timing)
         return self.finish(variant, run, checks, samples, clocks)
 
     def checked_runner(self, variant: VariantJob
                        ) -> tuple[Callable[[], None], list[OutputCheck]] | Measurement:
         """The variant's launches and its passing checks, or the row saying why not."""
         try:
-            run = self._runner(variant)
-            checks = self._check(variant, run)
+            with self.watch.phase("compile"):
+                run = self._runner(variant)
+            with self.watch.phase("check"):
+                checks = self._check(variant, run)
         except VariantFailed as exc:
             _raise_if_context_lost()
             return Measurement(variant.name, "error", str(exc))
@@ -168,9 +175,12 @@ class FamilySession:
     def finish(self, variant: VariantJob, run: Callable[[], None], checks: list[OutputCheck],
                samples: list[float], clocks: Clocks) -> Measurement:
         """The timed row, with graph-replay timing for short kernels and GPM evidence."""
-        graph_samples = (self._graph_samples(run) if float(np.median(samples)) < SHORT_KERNEL_S
-                         else [])
-        return Measurement(variant.name, "ok", "", checks, samples, clocks, self._gpm(run),
+        with self.watch.phase("graph"):
+            graph_samples = (self._graph_samples(run)
+                             if float(np.median(samples)) < SHORT_KERNEL_S else [])
+        with self.watch.phase("gpm"):
+            gpm = self._gpm(run)
+        return Measurement(variant.name, "ok", "", checks, samples, clocks, gpm,
                            graph_samples, self.compilers.get(variant.name, ""))
 
     def profile(self, variant: VariantJob, index: int) -> Measurement:
@@ -180,10 +190,11 @@ class FamilySession:
         handles, so only the variant's own kernels are counted.
         """
         try:
-            run = self._runner(variant)
+            with self.watch.phase("compile"):
+                run = self._runner(variant)
         except VariantFailed as exc:
             return Measurement(variant.name, "error", str(exc))
-        with self.stream:
+        with self.stream, self.watch.phase("profiled"):
             self._reset_buffers()
             _guarded(run, self.stream)
             cupy.cuda.runtime.profilerStart()
@@ -397,8 +408,9 @@ def measure_pair(first: tuple[FamilySession, VariantJob], second: tuple[FamilySe
     if failed:  # the other side is still measured, alone
         return [c if isinstance(c, Measurement) else session.measure(variant)
                 for c, (session, variant) in zip(checked, (first, second))]
-    timed = time_interleaved([(first[0], checked[0][0]), (second[0], checked[1][0])],
-                             first[0].job.timing)
+    with first[0].watch.phase("timing"):
+        timed = time_interleaved([(first[0], checked[0][0]), (second[0], checked[1][0])],
+                                 first[0].job.timing)
     return [session.finish(variant, run, checks, samples, clocks)
             for (session, variant), (run, checks), (samples, clocks)
             in zip((first, second), checked, timed)]

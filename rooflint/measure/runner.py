@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 from rooflint.errors import RooflintError
 from rooflint.measure import ncu
 from rooflint.measure.protocol import DeviceInfo, FamilyJob, Measurement
+from rooflint.phases import COUNTER_PASS_PREFIX, Stopwatch
 
 Progress = Callable[[str, str], None]  # (event, variant name)
 
@@ -112,6 +113,7 @@ class WorkerPool:
         self.restart = restart
         self.worker: Worker | None = None
         self.device: DeviceInfo | None = None
+        self.phases = Stopwatch()   # the workers' own phases, as each family reports them
 
     def start(self) -> DeviceInfo:
         if self.worker is None or self.worker.process.poll() is not None:
@@ -174,6 +176,7 @@ class WorkerPool:
                     yield Measurement(variant.name, "error", message["message"])
                 return len(pending)
             elif event == "done":
+                self.phases.add(message.get("phases", {}))
                 return len(pending)
 
     def close(self, timeout: float = 10.0) -> None:
@@ -181,12 +184,13 @@ class WorkerPool:
             self.worker.close(timeout)
 
 
-def profile(job: FamilyJob, timeout: float, progress: Progress) -> dict[str, ncu.Counters]:
+def profile(job: FamilyJob, timeout: float, progress: Progress,
+            watch: Stopwatch | None = None) -> dict[str, ncu.Counters]:
     """Counters for the job's variants from one worker run under Nsight Compute.
 
     One ncu process per family, no restarts (a second one would overwrite the log); a
     variant whose run fails there simply has no counters. CountersUnavailable says why
-    when ncu yields nothing at all.
+    when ncu yields nothing at all. The worker's phases go into ``watch``, prefixed.
     """
     with tempfile.TemporaryDirectory(prefix="rooflint-ncu-") as directory:
         log = Path(directory) / "ncu.csv"
@@ -200,6 +204,8 @@ def profile(job: FamilyJob, timeout: float, progress: Progress) -> dict[str, ncu
             pass  # ncu refused to start the worker: the log and stderr say why
         finally:
             pool.close(timeout=120.0)
+            if watch is not None:
+                watch.add(pool.phases.seconds, COUNTER_PASS_PREFIX)
         text = log.read_text() if log.exists() else ""
         counters = ncu.counters_by_variant(text, [v.name for v in job.variants])
         if not counters:

@@ -108,7 +108,7 @@ def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
                     variant.name, "error", f"CUDA fault: {exc}")))
                 return FAULT_EXIT
             send(out, "measured", measurement=asdict(measurement))
-        send(out, "done")
+        send(out, "done", phases=session.watch.seconds)
     return 0
 
 
@@ -130,7 +130,8 @@ def serve_pair(jobs: list, out: IO[str], device: DeviceInfo, nvml: Nvml | None) 
         return 0
     for measurement in measurements:
         send(out, "measured", measurement=asdict(measurement))
-    send(out, "done")
+    sessions[1].watch.add(sessions[0].watch.seconds)
+    send(out, "done", phases=sessions[1].watch.seconds)
     return 0
 
 

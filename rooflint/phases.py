@@ -1,0 +1,46 @@
+"""Where the seconds of a run go: named phases, timed where they happen and added up.
+
+The worker times its own phases (drawing inputs, compiling, checking, timing, graph
+replay, GPM, the profiled runs) and reports them with each family; the parent adds what
+only it sees (start-up, the counter pass's wall time, analysis). `rooflint run --timings`
+prints them, the result document keeps them, and benchmarks/ reads them: a cut in time to
+a verdict is chosen from these numbers, not guessed.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+# In the order a run meets them; "counters" is the whole profile pass, whose worker's own
+# phases are kept too, prefixed "counters/".
+PHASES = ("startup", "inputs", "compile", "check", "timing", "graph", "gpm", "counters",
+          "analysis")
+COUNTER_PASS_PREFIX = "counters/"
+
+
+@dataclass
+class Stopwatch:
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add({name: time.perf_counter() - began})
+
+    def add(self, seconds: dict[str, float], prefix: str = "") -> None:
+        for name, value in seconds.items():
+            self.seconds[prefix + name] = self.seconds.get(prefix + name, 0.0) + value
+
+
+def totals(per_family: list[dict[str, float]], run_level: dict[str, float]) -> dict[str, float]:
+    """The run's phases: its own plus every family's, added up."""
+    watch = Stopwatch(dict(run_level))
+    for seconds in per_family:
+        watch.add(seconds)
+    return watch.seconds
