@@ -1,7 +1,7 @@
 """Where the seconds of a run go: named phases, timed where they happen and added up.
 
-The worker times its own phases (drawing inputs, compiling, checking, timing, graph
-replay, GPM, the profiled runs) and reports them with each family; the parent adds what
+The worker times its own phases (drawing inputs, compiling, the reference's outputs,
+checking, timing, graph replay, GPM, the profiled runs) and reports them with each family; the parent adds what
 only it sees (start-up, the counter pass's wall time, analysis). `rooflint run --timings`
 prints them, the result document keeps them, and benchmarks/ reads them: a cut in time to
 a verdict is chosen from these numbers, not guessed.
@@ -16,8 +16,8 @@ from typing import Iterator
 
 # In the order a run meets them; "counters" is the whole profile pass, whose worker's own
 # phases are kept too, prefixed "counters/".
-PHASES = ("startup", "inputs", "compile", "check", "timing", "graph", "gpm", "counters",
-          "analysis")
+PHASES = ("startup", "inputs", "compile", "reference", "check", "timing", "graph", "gpm",
+          "counters", "analysis")
 COUNTER_PASS_PREFIX = "counters/"
 
 

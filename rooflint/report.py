@@ -217,17 +217,19 @@ def render_run(console: Console, result: RunResult) -> None:
 
 
 def render_timings(console: Console, result: RunResult) -> None:
-    """Where the run's seconds went, per family and in all (``rooflint run --timings``).
-    The counter pass's own worker phases are in the result document, not here."""
+    """Where the run's seconds went, by phase, per family and in all (``rooflint run
+    --timings``). The counter pass's own worker phases are in the result document."""
     shown = [p for p in PHASES if result.timings.get(p)]
     table = Table(title="seconds per phase", title_justify="left", box=HEAD_RULE,
                   show_edge=False, pad_edge=False)
-    for column in ("family", *shown, "total"):
-        table.add_column(column, justify="left" if column == "family" else "right")
-    rows = [(f.name, f.timings) for f in result.families] + [("run", result.timings)]
-    for name, seconds in rows:
-        main = [seconds.get(p, 0.0) for p in shown]
-        table.add_row(name, *(f"{s:.1f}" for s in main), f"{sum(main):.1f}")
+    table.add_column("phase")
+    columns = [(f.name, f.timings) for f in result.families] + [("run", result.timings)]
+    for name, _ in columns:
+        table.add_column(name, justify="right", overflow="fold")
+    for phase in shown:
+        table.add_row(phase, *(f"{seconds.get(phase, 0.0):.1f}" for _, seconds in columns))
+    table.add_row("total", *(f"{sum(seconds.get(p, 0.0) for p in shown):.1f}"
+                             for _, seconds in columns))
     console.print(table)
 
 

@@ -168,15 +168,22 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
 
 
 def check_fits(family: ResolvedFamily, device: DeviceInfo) -> None:
-    """Refuse, before the worker allocates anything, a family whose buffers (plus the
-    cold-cache flush buffer, twice the L2) cannot fit in the GPU's memory."""
-    needed = sum(math.prod(b.shape) * np.dtype(b.dtype).itemsize for b in family.job.buffers)
-    needed += flush_bytes(device.l2_bytes)
+    """Refuse, before the worker allocates anything, a family that cannot fit in the GPU's
+    memory: its buffers, a pristine copy of each input (a reset is a device copy), the
+    expected outputs in float64 (checks run on the GPU) and the cold-cache flush buffer."""
+    needed = flush_bytes(device.l2_bytes)
+    for b in family.job.buffers:
+        elements = math.prod(b.shape)
+        needed += elements * np.dtype(b.dtype).itemsize
+        needed += elements * np.dtype(b.dtype).itemsize if b.role != "out" else 0
+        needed += elements * 8 if b.role != "in" else 0
     if needed > device.memory_bytes:
         sizes = ", ".join(f"{k}={v:g}" for k, v in family.params.items())
-        raise RooflintError(f"{family.manifest.path}: with {sizes} the buffers need "
-                            f"{format_bytes(needed)}, more than the {format_bytes(device.memory_bytes)} "
-                            f"of the {device.name}; choose smaller --size values")
+        raise RooflintError(f"{family.manifest.path}: with {sizes} the family needs "
+                            f"{format_bytes(needed)} of GPU memory (buffers, a pristine copy "
+                            f"of each input, float64 expected outputs), more than the "
+                            f"{format_bytes(device.memory_bytes)} of the {device.name}; "
+                            f"choose smaller --size values")
 
 
 def check_precisions(manifests: list[Manifest], spec: GpuSpec) -> None:

@@ -138,7 +138,8 @@ def test_bad_sizes_before_the_gpu(tmp_path, size, fragments):
 @pytest.mark.parametrize("change, size, fragments", [
     (None, "N=0", ["'buffers.x.shape' is 'N' = 0", "whole number >= 1", "N=0"]),
     (None, "N=-4", ["'buffers.x.shape' is 'N' = -4"]),
-    (None, "N=1e12", ["the buffers need 7.28 TiB", "more than the 140 GiB of the NVIDIA H200"]),
+    (None, "N=1e12", ["the family needs 18.2 TiB of GPU memory",
+                        "more than the 140 GiB of the NVIDIA H200"]),
     (("shape: N, role: in", "shape: 1e308*10, role: in"), None,
      ["'buffers.x.shape'", "values must be finite"]),
     (("flops: 2*N", "flops: ceil(1e400)"), None, ["'variants.v1.flops'", "finite"]),

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from rooflint.manifest import DEFAULT_RANGES, DTYPES, bundled_manifests, load_manifest, resolve
-from rooflint.measure.inputs import RandomInputs, read_only_hint
+from rooflint.measure.checks import compare
+from rooflint.measure.inputs import HostCopies, RandomInputs, read_only_hint
 from rooflint.measure.protocol import BufferJob, TimingJob
 
 
@@ -83,3 +84,46 @@ def test_bundled_references_run_on_shared_read_only_inputs(path):
 
 def test_small_sizes_cover_every_bundled_family():
     assert {p.parent.name for p in bundled_manifests()} == set(SMALL)
+
+
+class FakeDeviceArray:
+    """A device array as HostCopies sees one: .get() copies it to the host."""
+
+    copies = 0
+
+    def __init__(self, values):
+        self.values = values
+
+    def get(self):
+        FakeDeviceArray.copies += 1
+        return self.values.copy()
+
+
+def test_host_copies_are_made_once_when_read_and_are_read_only(monkeypatch):
+    monkeypatch.setattr(FakeDeviceArray, "copies", 0)
+    host = HostCopies({"x": FakeDeviceArray(np.arange(4.0)), "y": FakeDeviceArray(np.ones(2))})
+    assert list(host) == ["x", "y"] and FakeDeviceArray.copies == 0
+    assert host["x"] is host["x"] and FakeDeviceArray.copies == 1
+    assert not host["x"].flags.writeable
+
+
+# (output, expected, rel_l2, max_abs, max_rel, nonfinite): worked by hand.
+COMPARISONS = [
+    ([1.0, 2.0, 2.0], [1.0, 2.0, 2.0], 0.0, 0.0, 0.0, 0),
+    ([1.0, 2.0, 4.0], [1.0, 2.0, 2.0], 2 / 3, 2.0, 1.0, 0),          # ||(0,0,2)|| / ||(1,2,2)||
+    ([np.nan, 2.0, 2.0], [1.0, 2.0, 2.0], 1 / 3, 1.0, 0.5, 1),       # NaN counts as 0 and wrong
+    ([np.inf, 0.0], [0.0, 0.0], 0.0, 0.0, 0.0, 1),                   # zero reference: norm 1
+]
+
+
+@pytest.mark.parametrize("output, expected, rel_l2, max_abs, max_rel, nonfinite", COMPARISONS)
+def test_compare_by_hand(output, expected, rel_l2, max_abs, max_rel, nonfinite):
+    check = compare("y", np.array(output, dtype=np.float32), np.array(expected), np)
+    assert (check.buffer, check.nonfinite) == ("y", nonfinite)
+    assert check.rel_l2 == pytest.approx(rel_l2) and check.max_abs == pytest.approx(max_abs)
+    assert check.max_rel == pytest.approx(max_rel)
+
+
+def test_compare_reshapes_the_output_to_the_references_shape():
+    check = compare("C", np.arange(6, dtype=np.int32), np.arange(6.0).reshape(2, 3), np)
+    assert check.rel_l2 == 0.0 and check.nonfinite == 0

@@ -3,10 +3,11 @@
 import numpy as np
 
 
-def softmax(bufs, params):
-    """Row-wise softmax in float64 on the host, the row's maximum subtracted first."""
-    x = bufs["x"].astype(np.float64)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
+def softmax(bufs, params, xp=np):
+    """Row-wise softmax in float64 (on the GPU when given ``xp=cupy``), the row's maximum
+    subtracted first."""
+    x = bufs["x"].astype(xp.float64)
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
     return {"out": e / e.sum(axis=1, keepdims=True)}
 
 

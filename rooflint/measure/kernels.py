@@ -1,7 +1,8 @@
 """The kernels a variant launches, compiled and loaded with CuPy.
 
-NVRTC first (``compiler: auto``, the default): no toolkit needed, and CuPy caches the
-build. A source NVRTC cannot compile (host headers, glibc's ``uint``) goes to nvcc
+NVRTC first (``compiler: auto``, the default): no toolkit needed; builds are kept in
+rooflint's cache (``nvrtc/``) so a second run, and the counter pass, load instead of
+compiling. A source NVRTC cannot compile (host headers, glibc's ``uint``) goes to nvcc
 (`rooflint.measure.build`) when it is installed; ``compiler: nvcc`` or ``nvrtc`` in the
 manifest skips the choice. Either way entries are found by the names the source gives
 them: NVRTC looks every entry up as a name expression, so a kernel with C++ linkage needs
@@ -11,12 +12,15 @@ no ``extern "C"``.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import cupy
 
+from rooflint import paths
 from rooflint.measure import build
 from rooflint.measure.build import BuildError, MissingEntry
 from rooflint.measure.protocol import VariantJob
@@ -39,9 +43,12 @@ def load_kernels(variant: VariantJob, directory: Path, arch: str) -> Kernels:
         loaded = _with_nvrtc(variant, source, directory)
     else:
         loaded = _nvrtc_else_nvcc(variant, source, directory, arch)
+    most: dict[str, int] = {}      # the largest dynamic shared memory each entry launches with
     for launch in variant.launches:
-        if launch.shared_mem > DEFAULT_SHARED_LIMIT:
-            loaded.kernels[launch.entry].max_dynamic_shared_size_bytes = launch.shared_mem
+        most[launch.entry] = max(most.get(launch.entry, 0), launch.shared_mem)
+    for entry, shared_mem in most.items():
+        if shared_mem > DEFAULT_SHARED_LIMIT:
+            loaded.kernels[entry].max_dynamic_shared_size_bytes = shared_mem
     return loaded
 
 
@@ -63,18 +70,42 @@ def _entries(variant: VariantJob) -> list[str]:
 
 
 def _with_nvrtc(variant: VariantJob, source: Path, directory: Path) -> Kernels:
+    """NVRTC's build of the source, from rooflint's cache when it is there. CuPy's own
+    disk cache is skipped whenever name expressions are given (it does not keep their
+    lowered names), which would recompile every family on every run, in both passes."""
     entries = _entries(variant)
     code = _with_header_digest(source, [directory, *build.include_dirs(variant.options)])
     options = ("-std=c++17", f"-I{directory}", *variant.options)
+    version = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
+    key = hashlib.sha256(json.dumps([code, options, entries, version,
+                                     cupy.cuda.Device().compute_capability]).encode())
+    binary = paths.cache_dir() / "nvrtc" / f"{source.stem}-{key.hexdigest()[:20]}.bin"
+    lowered = binary.with_suffix(".json")
     try:
-        module = cupy.RawModule(code=code, options=options, name_expressions=entries)
-        kernels = {e: module.get_function(e) for e in entries}
+        if not (binary.is_file() and lowered.is_file()):
+            _nvrtc_build(code, options, entries, source.name, binary, lowered)
+        names = json.loads(lowered.read_text())
+        module = cupy.RawModule(path=str(binary))
+        kernels = {e: module.get_function(names.get(e, e)) for e in entries}
     except cupy.cuda.compiler.CompileException as exc:
         raise _nvrtc_error(variant, source, str(exc)) from None
     except cupy.cuda.driver.CUDADriverError as exc:
         raise BuildError(f"cannot load {source.name}: {exc}") from None
-    version = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
     return Kernels(kernels, f"nvrtc {version}")
+
+
+def _nvrtc_build(code: str, options: tuple[str, ...], entries: list[str], filename: str,
+                 binary: Path, lowered: Path) -> None:
+    """Compile for this device (a cubin) and keep it with the entries' lowered names;
+    each file is renamed into place whole, the names first."""
+    compiled, names = cupy.cuda.compiler.compile_using_nvrtc(
+        code, options, filename=filename, name_expressions=entries)
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    for path, content in ((lowered, json.dumps(names or {}).encode()),
+                          (binary, compiled if isinstance(compiled, bytes) else compiled.encode())):
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
+            handle.write(content)
+        Path(handle.name).replace(path)
 
 
 def _with_nvcc(variant: VariantJob, source: Path, arch: str) -> Kernels:
@@ -100,7 +131,7 @@ def _with_header_digest(source: Path, include_dirs: list[Path]) -> str:
 def _nvrtc_error(variant: VariantJob, source: Path, log: str) -> BuildError:
     """NVRTC's first error with the user's file name; an entry the source does not define
     is named with the kernels it does."""
-    log = re.sub(r"\S*\.cubin\.cu", source.name, log)  # NVRTC's temporary file -> the user's
+    log = re.sub(rf"\S*\.cubin\.cu|\S*/{re.escape(source.name)}", source.name, log)
     lines = [l.strip() for l in log.splitlines() if "error" in l.lower()]
     first = lines[0] if lines else log.strip().splitlines()[-1]
     missing = [e for e in _entries(variant) if f'"{e.split("<")[0]}" is undefined' in log]

@@ -15,9 +15,13 @@ launch on PyTorch's current stream) are timed, checked and profiled like CUDA la
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import math
+import re
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
@@ -27,8 +31,9 @@ import cupy
 import numpy as np
 
 from rooflint.measure.build import BuildError
-from rooflint.measure.inputs import RandomInputs, read_only, read_only_hint
-from rooflint.measure.kernels import load_kernels
+from rooflint.measure.checks import compare
+from rooflint.measure.inputs import HostCopies, RandomInputs, read_only, read_only_hint
+from rooflint.measure.kernels import Kernels, load_kernels
 from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
 from rooflint.measure.protocol import (
     REFERENCE_FILE, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob,
@@ -100,18 +105,28 @@ class FamilySession:
         self.directory = Path(job.directory)
         self.arch = "sm_" + device.compute_capability.replace(".", "")
         self.compilers: dict[str, str] = {}   # variant -> the compiler that built it
+        self.builds: dict[tuple, Kernels | None] = {}   # shared builds (None: failed)
         self.reference_path = self.directory / REFERENCE_FILE
         self.reference_module = _load_module(self.reference_path)
         self.modules = {str(self.reference_path): self.reference_module}  # by path, loaded once
         self.watch = Stopwatch()    # where this family's seconds go (rooflint run --timings)
-        with self.watch.phase("inputs"):
-            inputs = RandomInputs([b for b in job.buffers if b.role != "out"], job.seed)
-            prepared = self._prepared_inputs(job, inputs) if job.prepare else {}
-            self.host = {name: prepared[name] if name in prepared else inputs[name]
-                         for name in inputs}
+        # Everything the session does on the GPU is ordered on its one non-blocking stream:
+        # the null stream would not wait for it, nor it for the null stream.
+        with self.stream, self.watch.phase("inputs"):
+            # Inputs are drawn on the GPU and kept there pristine (a reset is a device copy);
+            # the host sees copies, made when a reference or prepare reads one.
+            self.pristine = RandomInputs([b for b in job.buffers if b.role != "out"],
+                                         job.seed, xp=cupy)
+            self.host = HostCopies(self.pristine)
+            if job.prepare:
+                for name, array in self._prepared_inputs(job, self.host).items():
+                    self.host.copied[name] = array
+                    self.pristine.drawn[name] = cupy.asarray(array)
             self.device_buffers = {b.name: cupy.empty(b.shape, dtype=b.dtype)
                                    for b in job.buffers}
-        self.expected: dict[str, dict[str, np.ndarray]] = {}
+            self.stream.synchronize()
+        self.expected_on_gpu: tuple[str, dict[str, cupy.ndarray]] = ("", {})
+        self.expected: dict[str, dict[str, np.ndarray]] = {}   # host references' outputs
         flush_floats = flush_bytes(device.l2_bytes) // 4
         self.flush_buffer = cupy.zeros(flush_floats, dtype=cupy.float32)
         self.flush_sink = cupy.zeros(1, dtype=cupy.float32)
@@ -120,7 +135,7 @@ class FamilySession:
         self.marker = cupy.RawKernel(_MARKER_SOURCE, "rooflint_marker")
         self.gpm_supported = bool(nvml and job.mode == "measure" and nvml.gpm_supported())
 
-    def _prepared_inputs(self, job: FamilyJob, inputs: RandomInputs) -> dict[str, np.ndarray]:
+    def _prepared_inputs(self, job: FamilyJob, inputs: HostCopies) -> dict[str, np.ndarray]:
         """Inputs derived by reference.py (quantized weights, scales) from the random ones;
         a buffer it derives is never drawn at random unless it reads it."""
         function = _function(self.reference_module, job.prepare, self.reference_path)
@@ -154,8 +169,10 @@ class FamilySession:
         try:
             with self.watch.phase("compile"):
                 run = self._runner(variant)
+            with self.stream, self.watch.phase("reference"):
+                expected = self._expected_on_gpu(variant.reference)
             with self.watch.phase("check"):
-                checks = self._check(variant, run)
+                checks = self._check(run, expected)
         except VariantFailed as exc:
             _raise_if_context_lost()
             return Measurement(variant.name, "error", str(exc))
@@ -206,10 +223,7 @@ class FamilySession:
     def _runner(self, variant: VariantJob) -> Callable[[], None]:
         if variant.python:
             return self._python_runner(variant)
-        try:
-            built = load_kernels(variant, self.directory, self.arch)
-        except BuildError as exc:
-            raise VariantFailed(str(exc)) from None
+        built = self._kernels(variant)
         self.compilers[variant.name] = built.compiler
         kernels = built.kernels
         launches = [(kernels[l.entry], l, self._arguments(l)) for l in variant.launches]
@@ -220,13 +234,33 @@ class FamilySession:
                        shared_mem=launch.shared_mem)
         return run
 
+    def _kernels(self, variant: VariantJob) -> Kernels:
+        """The variant's kernels from one build of its source shared by every variant of
+        the family that builds it alike (five GEMM variants of one file were five NVRTC
+        compiles). A shared build that fails is retried for this variant alone, so one bad
+        entry costs only its own row."""
+        key = _build_key(variant)
+        if key not in self.builds:
+            together = replace(variant, launches=[l for v in self.job.variants if v.source and
+                                                  _build_key(v) == key for l in v.launches])
+            try:
+                self.builds[key] = load_kernels(together, self.directory, self.arch)
+            except BuildError:
+                self.builds[key] = None
+        try:
+            return self.builds[key] or load_kernels(variant, self.directory, self.arch)
+        except BuildError as exc:
+            raise VariantFailed(str(exc)) from None
+
     def _python_runner(self, variant: VariantJob) -> Callable[[], None]:
-        """``fn(cupy, bufs, params)``, called where CuPy's current stream is the timed one;
-        with PyTorch's current stream set to it too when PyTorch is there."""
+        """``fn(cupy, bufs, params)``, called where CuPy's current stream is the timed one,
+        and PyTorch's current stream too when its module uses PyTorch or Triton (which
+        launches on PyTorch's stream). Only then is PyTorch imported: the import alone
+        takes seconds, twice per run with counters."""
         module = self._module(variant.module)
         call = _function(module, variant.python, Path(variant.module))
         params = dict(self.job.params)
-        torch_stream = self.torch_stream
+        torch_stream = self.torch_stream if _imports_torch(Path(variant.module)) else None
         if torch_stream is None:
             return lambda: call(cupy, self.device_buffers, params)
         import torch
@@ -244,7 +278,7 @@ class FamilySession:
     @cached_property
     def torch_stream(self) -> Any | None:
         """PyTorch's handle on the timed stream, made once per session; None without a
-        CUDA PyTorch. Imported only when a python variant runs (it takes seconds)."""
+        CUDA PyTorch."""
         if importlib.util.find_spec("torch") is None:
             return None
         import torch
@@ -264,31 +298,49 @@ class FamilySession:
             if b.role == "out":
                 target.fill(_poison(target.dtype))
             else:
-                target.set(self.host[b.name], stream=self.stream)
+                cupy.copyto(target, self.pristine[b.name])
 
-    def _check(self, variant: VariantJob, run: Callable[[], None]) -> list[OutputCheck]:
-        expected = self._expected(variant.reference)
+    def _check(self, run: Callable[[], None], expected: dict[str, cupy.ndarray]
+               ) -> list[OutputCheck]:
+        """The variant's outputs against its reference's, compared on the GPU."""
         with self.stream:
             self._reset_buffers()
             _guarded(run, self.stream)
-        return [_compare(name, self.device_buffers[name].get(), ref)
-                for name, ref in expected.items()]
+            return [compare(name, self.device_buffers[name], ref, cupy)
+                    for name, ref in expected.items()]
 
-    def _expected(self, reference: str) -> dict[str, np.ndarray]:
-        if reference not in self.expected:
+    def _expected_on_gpu(self, reference: str) -> dict[str, cupy.ndarray]:
+        """The reference's outputs on the GPU, in float64. A reference that takes ``xp``
+        computes them there, from the inputs on the GPU (no host copies, GPU float64
+        arithmetic); any other runs on the host and its outputs are uploaded. Only the
+        latest reference's outputs are kept on the GPU (variants sharing one follow each
+        other); host outputs are kept on the host for all."""
+        if self.expected_on_gpu[0] != reference:
+            self.expected_on_gpu = ("", {})     # free the previous ones first
             function = _function(self.reference_module, reference, self.reference_path)
-            try:
-                result = function(self.host, dict(self.job.params))
-            except Exception as exc:
-                raise VariantFailed(f"reference {reference}() raised "
-                                    f"{type(exc).__name__}: {exc}{read_only_hint(exc)}") from None
-            unknown = set(result) - set(self.device_buffers)
-            if not isinstance(result, dict) or unknown:
-                raise VariantFailed(f"reference {reference}() must return a dict of output "
-                                    f"buffer names to arrays (unknown: {sorted(unknown)})")
-            self.expected[reference] = {k: np.asarray(v, dtype=np.float64)
-                                        for k, v in result.items()}
-        return self.expected[reference]
+            if "xp" in inspect.signature(function).parameters:
+                result = self._outputs(reference, function, self.pristine, xp=cupy)
+            else:
+                if reference not in self.expected:
+                    self.expected[reference] = self._outputs(reference, function, self.host)
+                result = self.expected[reference]
+            self.expected_on_gpu = (reference, {k: cupy.asarray(v, dtype=cupy.float64)
+                                                for k, v in result.items()})
+        return self.expected_on_gpu[1]
+
+    def _outputs(self, reference: str, function: Callable, inputs: Mapping,
+                 **xp: ModuleType) -> dict:
+        """The reference function's outputs, checked to be a dict of output buffers."""
+        try:
+            result = function(inputs, dict(self.job.params), **xp)
+        except Exception as exc:
+            raise VariantFailed(f"reference {reference}() raised "
+                                f"{type(exc).__name__}: {exc}{read_only_hint(exc)}") from None
+        unknown = set(result) - set(self.device_buffers) if isinstance(result, dict) else {}
+        if not isinstance(result, dict) or unknown:
+            raise VariantFailed(f"reference {reference}() must return a dict of output "
+                                f"buffer names to arrays (unknown: {sorted(unknown)})")
+        return result if xp else {k: np.asarray(v, dtype=np.float64) for k, v in result.items()}
 
     def _flush_l2(self) -> None:
         self.flush_kernel((self.flush_grid,), (256,),
@@ -445,6 +497,16 @@ def _missing_module_note(exc: ImportError) -> str:
     return f"needs {package} ({exc})" if package else f"cannot import: {exc}"
 
 
+def _imports_torch(module: Path) -> bool:
+    """Whether a python variant's file imports PyTorch or Triton, anywhere in it."""
+    return re.search(r"^\s*(import|from)\s+(torch|triton)\b", module.read_text(),
+                     re.MULTILINE) is not None
+
+
+def _build_key(variant: VariantJob) -> tuple:
+    return variant.source, tuple(variant.options), variant.compiler
+
+
 def _raise_if_context_lost() -> None:
     """A sticky CUDA error (an illegal address, a failed launch) breaks every later call in
     this context, whichever call happened to report it first: then the worker must exit
@@ -467,22 +529,6 @@ def _guarded(run: Callable[[], None], stream: cupy.cuda.Stream) -> None:
 def _poison(dtype: np.dtype) -> float | int:
     dtype = np.dtype(dtype)
     return math.nan if dtype.kind == "f" else np.iinfo(dtype).max
-
-
-def _compare(name: str, output: np.ndarray, expected: np.ndarray) -> OutputCheck:
-    output = output.astype(np.float64).reshape(expected.shape)
-    nonfinite = int(np.count_nonzero(~np.isfinite(output)))
-    diff = np.abs(np.nan_to_num(output, nan=0.0, posinf=0.0, neginf=0.0) - expected)
-    reference_norm = float(np.linalg.norm(expected))
-    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
-    max_abs = float(diff.max()) if diff.size else 0.0
-    return OutputCheck(
-        buffer=name,
-        rel_l2=float(np.linalg.norm(diff)) / (reference_norm or 1.0),
-        max_abs=max_abs,
-        max_rel=max_abs / (scale or 1.0),
-        nonfinite=nonfinite,
-    )
 
 
 def _failure_message(failed: list[OutputCheck], tolerance: float) -> str:
