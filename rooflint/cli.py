@@ -105,9 +105,13 @@ def run(
                                       "works, else model bytes; ncu: require them; off."),
     timings: bool = typer.Option(False, "--timings", help="Say where the run's seconds went "
                                  "(start-up, inputs, compile, check, timing, counters...)."),
+    devices: Optional[str] = typer.Option(None, help="Spread the families over these GPUs: "
+                                          "all, or indices such as 0,2 (of those "
+                                          "CUDA_VISIBLE_DEVICES leaves visible)."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.report import RunDisplay
+    from rooflint.measure.devices import parse_devices, visible_devices
     from rooflint.run import RunOptions, parse_sizes, run as run_families
 
     to_stdout = json_path == STDOUT
@@ -115,7 +119,8 @@ def run(
     screen = errors if to_stdout else console
     options = RunOptions(targets=[target] if target else [], variants=variants or [],
                          sizes=parse_sizes(size), gpu=gpu, cache=cache.value, timeout_s=timeout,
-                         json_path=None if to_stdout else json_path, counters=counters.value)
+                         json_path=None if to_stdout else json_path, counters=counters.value,
+                         devices=parse_devices(devices, visible_devices()) if devices else None)
     display = RunDisplay(screen, tables=True)
     try:
         with display:

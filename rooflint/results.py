@@ -115,6 +115,7 @@ class FamilyResult:
     baseline: str | None
     variants: list[VariantResult]
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase (rooflint.phases)
+    device: str | None = None           # the CUDA_VISIBLE_DEVICES entry it ran on (--devices)
 
 
 @dataclass

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, replace
+import threading
+from collections import deque
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -30,6 +32,7 @@ from rooflint.gpus import DeviceInfo
 from rooflint.measure.protocol import Measurement, TimingJob, VariantJob, flush_bytes
 from rooflint.counters import Counters
 from rooflint.measure.ncu import CountersUnavailable
+from rooflint.measure.devices import VISIBLE
 from rooflint.measure.runner import Progress, WorkerPool, profile
 from rooflint.phases import Stopwatch
 from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
@@ -47,6 +50,7 @@ class RunOptions:
     timeout_s: float = 120.0
     json_path: Path | None = None
     counters: str = "auto"       # auto: ncu when it works; ncu: required; off
+    devices: list[str] | None = None   # CUDA_VISIBLE_DEVICES entries to spread families over
 
 
 def parse_sizes(items: list[str]) -> dict[str, Number]:
@@ -113,58 +117,168 @@ class Listener:
     warn: Callable[[str], None] = _silent
 
 
+@dataclass
+class Lane:
+    """One GPU's worker: every family it takes is measured and profiled there."""
+
+    pool: WorkerPool
+    visible: str | None = None        # its CUDA_VISIBLE_DEVICES entry; None: the default GPU
+    device: DeviceInfo | None = None
+    failure: str = ""                 # why its worker did not start
+
+
+@dataclass
+class _Shared:
+    """What the lanes share while they work: the run's result, its order, its listener."""
+
+    options: RunOptions
+    spec: GpuSpec
+    calibration: calibrations.Calibration | None
+    result: RunResult
+    listener: Listener
+    watch: Stopwatch
+    order: list[str]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
 def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
-    """Measure every family, telling ``listener`` as each step is done."""
+    """Measure every family, telling ``listener`` as each step is done. With several
+    devices, each GPU's worker takes the next family as it finishes one."""
     listener = listener or Listener()
     specs = load_specs()
     manifests = load_targets(options)
-    pool = WorkerPool()
+    lanes = [Lane(WorkerPool(env={VISIBLE: d} if d is not None else None), d)
+             for d in (options.devices or [None])]
     watch = Stopwatch()
     try:
         with watch.phase("startup"):
-            device = pool.start()
+            lanes = start_lanes(lanes, listener.warn)
+        device = lanes[0].device
         spec = device_spec(device, options.gpu, specs)
         calibration = calibrations.find(spec.id, device.driver)
-        timing = TimingJob(cache=options.cache)
         result = RunResult(gpu=device, spec_id=spec.id,
                            settings={"cache": options.cache, "counters": options.counters,
                                      "calibration": calibration.created if calibration else None,
                                      "l2_bandwidth": calibration.l2.value
                                      if calibration and calibration.l2 else None,
                                      "git_revision": git_revision(str(manifests[0].directory))})
+        if options.devices:
+            result.settings["devices"] = [lane.visible for lane in lanes]
         check_precisions(manifests, spec)
         listener.started(result)
-        for manifest in manifests:
-            sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
-            family = resolve(manifest, sizes, {"num_sms": device.sms}, timing,
-                             options.variants or None)
-            check_fits(family, device)
-            pool.phases = family_watch = Stopwatch()
-            measurements = list(pool.measure(
-                family.job, options.timeout_s,
-                listener.progress(manifest.name, "timing", len(family.job.variants))))
-            with family_watch.phase("counters"):
-                counters = family_counters(
-                    family, measurements, options, result.settings,
-                    listener.progress(manifest.name, "counters",
-                                      len(profiled_variants(family, measurements))),
-                    listener.warn, family_watch)
-            with family_watch.phase("analysis"):
-                measured = family_result(family, measurements, counters, spec, device,
-                                         calibration)
-            measured.timings = family_watch.seconds
-            result.families.append(measured)
-            result.timings = phases.totals([f.timings for f in result.families], watch.seconds)
-            if options.json_path:
-                write_result(result, options.json_path)
-            listener.finished(result, result.families[-1])
+        shared = _Shared(options, spec, calibration, result, listener, watch,
+                         [m.name for m in manifests])
+        pending = deque(manifests)
+        if len(lanes) == 1:
+            _work(lanes[0], pending, shared)
+        else:
+            _work_in_parallel(lanes, pending, shared)
         return result
     except KeyboardInterrupt:
-        if pool.worker:  # a busy worker reads the end of its input only after its family
-            pool.worker.kill()
+        for lane in lanes:  # a busy worker reads the end of its input only after its family
+            if lane.pool.worker:
+                lane.pool.worker.kill()
         raise
     finally:
-        pool.close()
+        for lane in lanes:
+            lane.pool.close()
+
+
+def start_lanes(lanes: list[Lane], warn: Callable[[str], None]) -> list[Lane]:
+    """Start every lane's worker (together: each pays CuPy's start-up); a GPU that does
+    not start is left out with a warning, and so is one of another model than the first
+    (a result judges every family against one GPU's roofline)."""
+    if len(lanes) == 1:
+        lanes[0].device = lanes[0].pool.start()   # its error is the run's
+        return lanes
+
+    def start(lane: Lane) -> None:
+        try:
+            lane.device = lane.pool.start()
+        except RooflintError as exc:
+            lane.failure = str(exc)
+
+    threads = [threading.Thread(target=start, args=(lane,)) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    working = [lane for lane in lanes if lane.device is not None]
+    if not working:
+        raise RooflintError(f"no GPU of --devices started: {lanes[0].failure}")
+    for lane in lanes:
+        if lane.device is None:
+            warn(f"GPU {lane.visible} left out: {lane.failure}")
+        elif lane.device.name != working[0].device.name:
+            warn(f"GPU {lane.visible} left out: it is a {lane.device.name}, GPU "
+                 f"{working[0].visible} a {working[0].device.name} (run each model separately)")
+    return [lane for lane in working if lane.device.name == working[0].device.name]
+
+
+def _work_in_parallel(lanes: list[Lane], pending: deque, shared: _Shared) -> None:
+    """A thread per lane; the first error (or interrupt) stops the others' next families
+    and is raised here, in the caller's thread."""
+    errors: list[BaseException] = []
+
+    def work(lane: Lane) -> None:
+        try:
+            _work(lane, pending, shared)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            errors.append(exc)
+            pending.clear()
+
+    threads = [threading.Thread(target=work, args=(lane,), daemon=True) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(timeout=0.5)   # wakes for Ctrl-C
+    if errors:
+        raise errors[0]
+
+
+def _work(lane: Lane, pending: deque, shared: _Shared) -> None:
+    """Take families until none is left, each measured, profiled and analysed on this
+    lane's GPU, and added to the result in the order they were asked for."""
+    while True:
+        try:
+            manifest = pending.popleft()
+        except IndexError:
+            return
+        measured = measure_family(lane, manifest, shared)
+        with shared.lock:
+            families = [*shared.result.families, measured]
+            shared.result.families = sorted(families, key=lambda f: shared.order.index(f.name))
+            shared.result.timings = phases.totals([f.timings for f in families],
+                                                  shared.watch.seconds)
+            if shared.options.json_path:
+                write_result(shared.result, shared.options.json_path)
+            shared.listener.finished(shared.result, measured)
+
+
+def measure_family(lane: Lane, manifest: Manifest, shared: _Shared) -> FamilyResult:
+    """One family on one lane: timing, the counter pass, analysis; its phases timed."""
+    options, listener, device = shared.options, shared.listener, lane.device
+    sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
+    family = resolve(manifest, sizes, {"num_sms": device.sms}, TimingJob(cache=options.cache),
+                     options.variants or None)
+    check_fits(family, device)
+    lane.pool.phases = watch = Stopwatch()
+    measurements = list(lane.pool.measure(
+        family.job, options.timeout_s,
+        listener.progress(manifest.name, "timing", len(family.job.variants))))
+    with watch.phase("counters"):
+        counters = family_counters(
+            family, measurements, options, shared.result.settings,
+            listener.progress(manifest.name, "counters",
+                              len(profiled_variants(family, measurements))),
+            listener.warn, watch, lane.pool.env)
+    with watch.phase("analysis"):
+        measured = family_result(family, measurements, counters, shared.spec, device,
+                                 shared.calibration)
+    measured.timings = watch.seconds
+    measured.device = lane.visible
+    return measured
 
 
 def check_fits(family: ResolvedFamily, device: DeviceInfo) -> None:
@@ -200,15 +314,15 @@ def check_precisions(manifests: list[Manifest], spec: GpuSpec) -> None:
 
 def family_counters(family: ResolvedFamily, measurements: list[Measurement],
                     options: RunOptions, settings: dict, progress: Progress,
-                    warn: Callable[[str], None], watch: Stopwatch | None = None
-                    ) -> dict[str, Counters]:
+                    warn: Callable[[str], None], watch: Stopwatch | None = None,
+                    env: dict[str, str] | None = None) -> dict[str, Counters]:
     """The profile pass for the variants that passed; falls back to model bytes if it can't."""
     variants = profiled_variants(family, measurements)
     if settings["counters"] == "off" or not variants:
         return {}
     try:
         return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress,
-                       watch)
+                       watch, env)
     except CountersUnavailable as exc:
         if options.counters == "ncu":
             raise RooflintError(f"--counters ncu: {exc}") from None

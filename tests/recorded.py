@@ -26,7 +26,9 @@ class RecordedPool:
     ``on_start(family, variant)`` runs as each variant starts (where a test looks at what
     the screen shows at that moment, or interrupts)."""
 
-    def __init__(self, on_start: Callable[[str, str], None] = lambda family, variant: None):
+    def __init__(self, on_start: Callable[[str, str], None] = lambda family, variant: None,
+                 env: dict[str, str] | None = None):
+        self.env = env
         self.log: list[tuple[str, str]] = []
         self.on_start = on_start
         self.worker = None

@@ -153,7 +153,7 @@ def test_each_family_is_reported_before_the_next_is_measured(monkeypatch, tmp_pa
     from recorded import RecordedPool
     from rooflint import run as run_module
     pool = RecordedPool()
-    monkeypatch.setattr(run_module, "WorkerPool", lambda: pool)
+    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: pool)
     path = tmp_path / "result.json"
 
     def finished(result, family):
@@ -188,7 +188,7 @@ def test_an_interrupt_kills_a_busy_worker(monkeypatch):
     from rooflint.measure.runner import WorkerPool
     pools = []
 
-    def busy_pool():
+    def busy_pool(env=None):
         pools.append(WorkerPool(prefix=[sys.executable, "-c", FAKE_WORKER % asdict(H200)]))
         return pools[-1]
 

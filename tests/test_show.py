@@ -189,7 +189,7 @@ def recording(monkeypatch):
     return RecordingProgress.shown
 
 
-def fake_profile(job, timeout, progress, watch=None):
+def fake_profile(job, timeout, progress, watch=None, env=None):
     """Nsight Compute's pass, as run sees it: progress per variant, then no counters."""
     for variant in job.variants:
         progress("start", variant.name)
@@ -205,7 +205,7 @@ def test_run_prints_each_table_as_its_family_finishes(monkeypatch, recording):
     def look(family, variant):
         seen[family, variant] = (console.file.getvalue(), [t.description for t in display.bar.tasks])
     pool = RecordedPool(look)
-    monkeypatch.setattr(run_module, "WorkerPool", lambda: pool)
+    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: pool)
     monkeypatch.setattr(run_module, "profile", fake_profile)
     with display:
         run_module.run(run_module.RunOptions(targets=["stream", "gemm_fp32"], variants=[],
@@ -223,7 +223,7 @@ def test_run_prints_each_table_as_its_family_finishes(monkeypatch, recording):
 
 def invoke_run(monkeypatch, tmp_path, *args, pool=None):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run_module, "WorkerPool", lambda: pool or RecordedPool())
+    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: pool or RecordedPool())
     outcome = runner.invoke(app, ["run", *args])
     return Outcome(outcome.exit_code, outcome.stdout, outcome.stderr)
 
@@ -287,7 +287,7 @@ def test_ctrl_c_says_what_the_result_file_keeps(monkeypatch, tmp_path, interrupt
 
 
 def test_gate_shows_which_variant_it_measures(monkeypatch, tmp_path, recording):
-    monkeypatch.setattr(run_module, "WorkerPool", lambda: RecordedPool())
+    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: RecordedPool())
     outcome = runner.invoke(app, ["gate", "--baseline", str(tmp_path / "base.json"), "--update",
                                   "gemm_fp32", "--counters", "off"])
     assert outcome.exit_code == 0, outcome.output

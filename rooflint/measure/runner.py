@@ -31,11 +31,12 @@ Progress = Callable[[str, str], None]  # (event, variant name)
 class Worker:
     """One ``python -m rooflint.measure.worker`` process and its line protocol."""
 
-    def __init__(self, prefix: list[str] | None = None, args: tuple[str, ...] = ()) -> None:
+    def __init__(self, prefix: list[str] | None = None, args: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
             [*(prefix or []), sys.executable, "-m", "rooflint.measure.worker", *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, bufsize=1, env=os.environ.copy())
+            text=True, bufsize=1, env={**os.environ, **(env or {})})
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=20)
         threading.Thread(target=self._pump_stdout, daemon=True).start()
@@ -108,16 +109,18 @@ class WorkerPool:
 
     START_TIMEOUT = 120.0
 
-    def __init__(self, prefix: list[str] | None = None, restart: bool = True) -> None:
+    def __init__(self, prefix: list[str] | None = None, restart: bool = True,
+                 env: dict[str, str] | None = None) -> None:
         self.prefix = prefix
         self.restart = restart
+        self.env = env              # CUDA_VISIBLE_DEVICES for a worker pinned to one GPU
         self.worker: Worker | None = None
         self.device: DeviceInfo | None = None
         self.phases = Stopwatch()   # the workers' own phases, as each family reports them
 
     def start(self) -> DeviceInfo:
         if self.worker is None or self.worker.process.poll() is not None:
-            self.worker = Worker(self.prefix)
+            self.worker = Worker(self.prefix, env=self.env)
             self.device = self.worker.hello(self.START_TIMEOUT)
         return self.device
 
@@ -185,7 +188,8 @@ class WorkerPool:
 
 
 def profile(job: FamilyJob, timeout: float, progress: Progress,
-            watch: Stopwatch | None = None) -> dict[str, ncu.Counters]:
+            watch: Stopwatch | None = None, env: dict[str, str] | None = None
+            ) -> dict[str, ncu.Counters]:
     """Counters for the job's variants from one worker run under Nsight Compute.
 
     One ncu process per family, no restarts (a second one would overwrite the log); a
@@ -194,7 +198,8 @@ def profile(job: FamilyJob, timeout: float, progress: Progress,
     """
     with tempfile.TemporaryDirectory(prefix="rooflint-ncu-") as directory:
         log = Path(directory) / "ncu.csv"
-        pool = WorkerPool(prefix=ncu.command(str(log), job.timing.cache), restart=False)
+        pool = WorkerPool(prefix=ncu.command(str(log), job.timing.cache), restart=False,
+                          env=env)
         profiled = replace(job, mode="profile")
         try:
             pool.start()

@@ -1,0 +1,54 @@
+"""Which GPUs a run spreads its families over (``rooflint run --devices all|0,2``).
+
+Each GPU gets its own worker, pinned with ``CUDA_VISIBLE_DEVICES`` to one entry of the
+GPUs this process may use: those ``CUDA_VISIBLE_DEVICES`` already names (indices or
+UUIDs, respected as given), else every GPU NVML counts. ``--devices`` indices count within
+that visible set, as CUDA's own device numbers do.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rooflint.errors import RooflintError
+
+VISIBLE = "CUDA_VISIBLE_DEVICES"
+
+
+def visible_devices() -> list[str]:
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries."""
+    named = os.environ.get(VISIBLE)
+    if named is not None:
+        return [entry.strip() for entry in named.split(",") if entry.strip()]
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception as exc:  # no driver, no NVML
+        raise RooflintError(f"--devices: cannot count the GPUs through NVML ({exc}); "
+                            f"name them, e.g. --devices 0,1") from None
+
+
+def parse_devices(text: str, visible: list[str]) -> list[str]:
+    """``all`` or comma-separated indices into ``visible`` -> the entries to pin workers to."""
+    if text.strip() == "all":
+        chosen = visible
+    else:
+        try:
+            indices = [int(item) for item in text.split(",")]
+        except ValueError:
+            raise RooflintError(f"--devices {text!r}: expected 'all' or GPU indices such as "
+                                f"0,2") from None
+        wrong = [i for i in indices if not 0 <= i < len(visible)]
+        if wrong:
+            raise RooflintError(f"--devices {text}: no GPU {wrong[0]} (this process sees "
+                                f"{len(visible)}: indices 0 to {len(visible) - 1})")
+        if len(set(indices)) != len(indices):
+            raise RooflintError(f"--devices {text}: a GPU is named twice")
+        chosen = [visible[i] for i in indices]
+    if not chosen:
+        raise RooflintError("--devices: this process sees no GPU")
+    return chosen
