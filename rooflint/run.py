@@ -147,12 +147,12 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
     listener = listener or Listener()
     specs = load_specs()
     manifests = load_targets(options)
-    lanes = [Lane(WorkerPool(env={VISIBLE: d} if d is not None else None), d)
-             for d in (options.devices or [None])]
+    every_lane = [Lane(WorkerPool(env={VISIBLE: d} if d is not None else None), d)
+                  for d in (options.devices or [None])]
     watch = Stopwatch()
     try:
         with watch.phase("startup"):
-            lanes = start_lanes(lanes, listener.warn)
+            lanes = start_lanes(every_lane, listener.warn)
         device = lanes[0].device
         spec = device_spec(device, options.gpu, specs)
         calibration = calibrations.find(spec.id, device.driver)
@@ -175,12 +175,12 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
             _work_in_parallel(lanes, pending, shared)
         return result
     except KeyboardInterrupt:
-        for lane in lanes:  # a busy worker reads the end of its input only after its family
+        for lane in every_lane:  # a busy worker reads the end of its input only after its family
             if lane.pool.worker:
                 lane.pool.worker.kill()
         raise
     finally:
-        for lane in lanes:
+        for lane in every_lane:   # those left out too: a GPU of another model has a worker
             lane.pool.close()
 
 

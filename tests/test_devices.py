@@ -102,10 +102,13 @@ def test_no_gpu_starting_is_one_error(monkeypatch):
         run_on(monkeypatch, Lanes(broken={"0", "1"}), ["0", "1"])
 
 
-def test_a_gpu_of_another_model_is_left_out(monkeypatch):
-    warnings = []
-    result = run_on(monkeypatch, Lanes({"1": "NVIDIA H100 80GB HBM3"}), ["0", "1"], warnings)
+def test_a_gpu_of_another_model_is_left_out_and_its_worker_closed(monkeypatch):
+    warnings, closed = [], []
+    lanes = Lanes({"1": "NVIDIA H100 80GB HBM3"})
+    monkeypatch.setattr(RecordedPool, "close", lambda pool: closed.append(pool.env))
+    result = run_on(monkeypatch, lanes, ["0", "1"], warnings)
     assert {f.device for f in result.families} == {"0"}
+    assert sorted(env["CUDA_VISIBLE_DEVICES"] for env in closed) == ["0", "1"]
     assert warnings == ["GPU 1 left out: it is a NVIDIA H100 80GB HBM3, GPU 0 a NVIDIA H200 "
                         "(run each model separately)"]
 
