@@ -297,8 +297,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     from rooflint.measure.ncu import parse_rows
     from rooflint.run import device_spec
 
-    passes.ncu_executable()                 # no ncu: say so before anything else
-    models = kernel_models.load(Path(options.model)) if options.model else []
+    models = kernel_models.load(Path(options.model)) if options.model else []  # mistakes first
+    passes.ncu_executable()                 # no ncu: say so before any program runs
     filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
     logs = Path(options.logs) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")

@@ -120,7 +120,8 @@ def run(
     options = RunOptions(targets=[target] if target else [], variants=variants or [],
                          sizes=parse_sizes(size), gpu=gpu, cache=cache.value, timeout_s=timeout,
                          json_path=None if to_stdout else json_path, counters=counters.value,
-                         devices=parse_devices(devices, visible_devices()) if devices else None)
+                         devices=parse_devices(devices, visible_devices())
+                         if devices is not None else None)
     display = RunDisplay(screen, tables=True)
     try:
         with display:

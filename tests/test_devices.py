@@ -140,6 +140,7 @@ def test_a_worker_is_pinned_to_its_gpu():
 @pytest.mark.parametrize("devices, fragment", [
     ("0,5", "--devices 0,5: no GPU 5 (this process sees 2: indices 0 to 1)"),
     ("first", "--devices 'first': expected 'all' or GPU indices"),
+    ("", "--devices '': expected 'all' or GPU indices"),       # not silently one GPU
 ])
 def test_the_cli_refuses_impossible_devices_in_one_line(devices, fragment):
     from edges import assert_one_line_error, rooflint

@@ -73,3 +73,11 @@ def test_a_mistake_in_the_file_is_named(tmp_path, text, fragments):
     assert str(path) in message and "\n" not in message
     for fragment in fragments:
         assert fragment in message, (fragment, message)
+
+
+def test_a_missing_model_file_is_named_before_anything_runs(tmp_path):
+    """The user's mistake is reported first, even on a machine without ncu or a GPU."""
+    from edges import assert_one_line_error, rooflint
+    missing = tmp_path / "models.yaml"
+    outcome = rooflint("profile", "--model", str(missing), "--", "true", timeout=30)
+    assert_one_line_error(outcome, 2, str(missing), "No such file")

@@ -40,7 +40,7 @@ def load_kernels(variant: VariantJob, directory: Path, arch: str) -> Kernels:
     if variant.compiler == "nvcc":
         loaded = _with_nvcc(variant, source, arch)
     elif variant.compiler == "nvrtc":
-        loaded = _with_nvrtc(variant, source, directory)
+        loaded = _with_nvrtc(variant, source, directory, arch)
     else:
         loaded = _nvrtc_else_nvcc(variant, source, directory, arch)
     most: dict[str, int] = {}      # the largest dynamic shared memory each entry launches with
@@ -56,7 +56,7 @@ def _nvrtc_else_nvcc(variant: VariantJob, source: Path, directory: Path, arch: s
     """NVRTC's build, else nvcc's when NVRTC cannot build the source at all (a wrong entry
     name is the manifest's mistake, whichever compiler is used)."""
     try:
-        return _with_nvrtc(variant, source, directory)
+        return _with_nvrtc(variant, source, directory, arch)
     except MissingEntry:
         raise
     except BuildError:
@@ -69,7 +69,7 @@ def _entries(variant: VariantJob) -> list[str]:
     return list(dict.fromkeys(l.entry for l in variant.launches))
 
 
-def _with_nvrtc(variant: VariantJob, source: Path, directory: Path) -> Kernels:
+def _with_nvrtc(variant: VariantJob, source: Path, directory: Path, arch: str) -> Kernels:
     """NVRTC's build of the source, from rooflint's cache when it is there. CuPy's own
     disk cache is skipped whenever name expressions are given (it does not keep their
     lowered names), which would recompile every family on every run, in both passes."""
@@ -77,8 +77,7 @@ def _with_nvrtc(variant: VariantJob, source: Path, directory: Path) -> Kernels:
     code = _with_header_digest(source, [directory, *build.include_dirs(variant.options)])
     options = ("-std=c++17", f"-I{directory}", *variant.options)
     version = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
-    key = hashlib.sha256(json.dumps([code, options, entries, version,
-                                     cupy.cuda.Device().compute_capability]).encode())
+    key = hashlib.sha256(json.dumps([code, options, entries, version, arch]).encode())
     binary = paths.cache_dir() / "nvrtc" / f"{source.stem}-{key.hexdigest()[:20]}.bin"
     lowered = binary.with_suffix(".json")
     try:

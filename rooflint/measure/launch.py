@@ -1,14 +1,14 @@
 """Compile, launch, check and time one family's variants with CuPy.
 
-Inputs are created once per family on the host (seeded, non-zero), so every variant
-and the reference see the same values; outputs are poisoned before each checked run so
+Inputs are drawn once per family on the GPU (seeded, non-zero) and kept there pristine,
+so every variant and the reference see the same values; outputs are poisoned before each checked run so
 an unwritten element cannot pass. Timing uses CUDA events on a non-blocking stream and
 keeps every sample; in cold-cache mode a read-only sweep over twice the L2 size runs
 before each sample (reads leave no dirty lines whose write-back would be billed to the
 kernel).
 
-A python variant's function runs on the same timed stream; when PyTorch is installed it
-runs inside ``torch.cuda.stream`` of that stream, so PyTorch ops and Triton kernels (which
+A python variant's function runs on the same timed stream; when its file imports PyTorch
+or Triton it runs inside ``torch.cuda.stream`` of that stream, so PyTorch ops and Triton kernels (which
 launch on PyTorch's current stream) are timed, checked and profiled like CUDA launches.
 """
 
