@@ -108,6 +108,8 @@ def run(
     devices: Optional[str] = typer.Option(None, help="Spread the families over these GPUs: "
                                           "all, or indices such as 0,2 (of those "
                                           "CUDA_VISIBLE_DEVICES leaves visible)."),
+    gpm: bool = typer.Option(False, "--gpm", help="Sample NVML GPM utilizations (SM, DRAM, "
+                             "pipes) for each variant too: 0.2 s each, shown as evidence."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.report import RunDisplay
@@ -121,13 +123,13 @@ def run(
                          sizes=parse_sizes(size), gpu=gpu, cache=cache.value, timeout_s=timeout,
                          json_path=None if to_stdout else json_path, counters=counters.value,
                          devices=parse_devices(devices, visible_devices())
-                         if devices is not None else None)
+                         if devices is not None else None, gpm=gpm)
     display = RunDisplay(screen, tables=True)
     try:
         with display:
             result = run_families(options, display.listener())
     except KeyboardInterrupt:
-        fail(interrupted_run(display.done, options.json_path), 130)
+        fail(interrupted_run(display.done, display.timed, options.json_path), 130)
     if timings:
         from rooflint.report import render_timings
         render_timings(screen, result)
@@ -208,10 +210,14 @@ def check_outputs(*paths: Optional[Path], picture: Optional[Path] = None) -> Non
         output_format(picture)
 
 
-def interrupted_run(done: list[str], json_path: Optional[Path]) -> str:
-    """What an interrupted run leaves: the families already in the result file, if any."""
-    if json_path and done:
-        return f"interrupted; {json_path} keeps {', '.join(done)}"
+def interrupted_run(done: list[str], timed: list[str], json_path: Optional[Path]) -> str:
+    """What an interrupted run leaves: the families already in the result file, if any
+    (those timed but not yet profiled, with their timings and model bytes)."""
+    if json_path and timed:
+        partial = [name for name in timed if name not in done]
+        kept = [", ".join(done)] if done else []
+        kept += [f"{', '.join(partial)} timed only (counters not taken)"] if partial else []
+        return f"interrupted; {json_path} keeps {'; '.join(kept)}"
     if json_path:
         return f"interrupted before a family finished; {json_path} not written"
     return "interrupted; nothing written"

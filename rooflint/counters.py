@@ -20,6 +20,7 @@ from rooflint.units import format_bytes
 FLOP_MISMATCH = 0.25      # counted vs model FLOPs differing by more than this is reported
 CACHE_REUSE = 0.90        # measured DRAM bytes under this fraction of compulsory: L2 reuse
 UNDECLARED_TENSOR = 0.50  # tensor ops above this share of counted FLOPs, precision not tensor
+TENSOR_PIPE_BUSY = 1.0    # % of active cycles: above this, the tensor cores did real work
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Counters:
     grid_size: int                          # blocks of the largest launch
     stalls: dict[str, float] = field(default_factory=dict)  # cycles per issued instruction
     xu_pipe_pct: float = 0.0                # special-function pipe, % of its peak (0: not read)
+    tensor_pipe_pct: float = 0.0            # tensor pipe busy, % of active cycles (0: not read)
 
     @property
     def dram_bytes(self) -> float:
@@ -92,4 +94,10 @@ def _flop_notes(counters: Counters, model_flops: float, precision: str) -> list[
         main = max((k for k in counters.flops if k.endswith("-tensor")), key=counters.flops.get)
         notes.append(f"{tensor / counted:.0%} of counted FLOPs ran on tensor cores ({main}) but "
                      f"the manifest declares {precision}: judge it against the {main} roof")
+    elif (not tensor and counters.tensor_pipe_pct > TENSOR_PIPE_BUSY
+          and not precision.endswith("-tensor")):
+        notes.append(f"the tensor pipe was busy {counters.tensor_pipe_pct:.0f} % of active cycles "
+                     f"but the manifest declares {precision}, so its operations were not counted: "
+                     f"declare the tensor precision (fp16-tensor, bf16-tensor...) to count them "
+                     f"and judge the variant against that roof")
     return notes

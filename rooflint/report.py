@@ -296,13 +296,15 @@ class RunDisplay:
     tiled 3/6"); it appears with the phase's first variant (so a phase that does not run,
     such as counters with ``--counters off``, never shows) and goes when the phase or the
     family ends. With ``tables`` (run), the header is printed once the device is known and
-    each family's table as soon as that family is done.
+    each family's table as soon as that family is done: with counters, once every family
+    is timed and profiled (Nsight Compute gives its counters when its session ends).
     """
 
     def __init__(self, console: Console, tables: bool) -> None:
         self.console = console
         self.tables = tables
-        self.done: list[str] = []          # families finished (and written, with --json)
+        self.timed: list[str] = []         # families in the result (written, with --json)
+        self.done: list[str] = []          # of those, the complete ones (counters taken)
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
                             TimeElapsedColumn(), console=console, transient=True)
         self._task: TaskID | None = None
@@ -316,8 +318,8 @@ class RunDisplay:
         self.bar.stop()
 
     def listener(self) -> Listener:
-        return Listener(started=self.started, progress=self.progress, finished=self.finished,
-                        warn=self.warn)
+        return Listener(started=self.started, progress=self.progress, timed=self.timed_family,
+                        finished=self.finished, warn=self.warn)
 
     def started(self, result: RunResult) -> None:
         if self.tables:
@@ -346,6 +348,11 @@ class RunDisplay:
         if self._task is not None:
             self.bar.remove_task(self._task)
         self._task = self._phase = None
+
+    def timed_family(self, result: RunResult, family: FamilyResult) -> None:
+        self._end_phase()
+        if family.name not in self.timed:
+            self.timed.append(family.name)
 
     def finished(self, result: RunResult, family: FamilyResult) -> None:
         self._end_phase()

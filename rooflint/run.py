@@ -29,11 +29,14 @@ from rooflint.manifest import (
     select_variants,
 )
 from rooflint.gpus import DeviceInfo
-from rooflint.measure.protocol import Measurement, TimingJob, VariantJob, flush_bytes
+from rooflint.measure.protocol import (
+    TORCH_MODULES, Measurement, TimingJob, VariantJob, flush_bytes, uses_torch,
+)
 from rooflint.counters import Counters
+from rooflint.measure import ncu
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.devices import VISIBLE
-from rooflint.measure.runner import Progress, WorkerPool, profile
+from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile
 from rooflint.phases import Stopwatch
 from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
 from rooflint.observation import Model, Observation, analyse
@@ -51,6 +54,7 @@ class RunOptions:
     json_path: Path | None = None
     counters: str = "auto"       # auto: ncu when it works; ncu: required; off
     devices: list[str] | None = None   # CUDA_VISIBLE_DEVICES entries to spread families over
+    gpm: bool = False            # sample NVML GPM utilizations (0.2 s a variant) as evidence
 
 
 def parse_sizes(items: list[str]) -> dict[str, Number]:
@@ -107,22 +111,27 @@ class Listener:
     ``progress(family, phase, total)``: the (event, variant) callback for one phase of a
     family ("timing" over all its variants, "counters" over those that passed); a phase
     that does not run (``--counters off``) never calls it back.
-    ``finished``: a family is measured, appended to the result and, with a json path,
-    written. ``warn``: once, why counters are off if they are.
+    ``timed``: a family's timing is in the result (and, with a json path, written), judged
+    on model bytes until its counters come. ``finished``: a family is complete, counters
+    included. Without counters the two come together. ``warn``: once, why counters are
+    off if they are.
     """
 
     started: Callable[[RunResult], None] = _silent
     progress: Callable[[str, str, int], Progress] = _no_progress
+    timed: Callable[[RunResult, FamilyResult], None] = _silent
     finished: Callable[[RunResult, FamilyResult], None] = _silent
     warn: Callable[[str], None] = _silent
 
 
 @dataclass
 class Lane:
-    """One GPU's worker: every family it takes is measured and profiled there."""
+    """One GPU: its timing worker, and its profiler (a worker under ncu) for the families
+    that lane times; counters are taken once the lane has no family left to time."""
 
     pool: WorkerPool
     visible: str | None = None        # its CUDA_VISIBLE_DEVICES entry; None: the default GPU
+    profiler: Profiler | None = None  # None with counters off
     device: DeviceInfo | None = None
     failure: str = ""                 # why its worker did not start
 
@@ -141,14 +150,32 @@ class _Shared:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+@dataclass
+class _Timed:
+    """A family whose timing is done, waiting for its counters."""
+
+    family: ResolvedFamily
+    measurements: list[Measurement]
+    watch: Stopwatch
+    ticket: int | None = None         # the profiler's, once it is profiled
+
+
 def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
     """Measure every family, telling ``listener`` as each step is done. With several
     devices, each GPU's worker takes the next family as it finishes one."""
     listener = listener or Listener()
     specs = load_specs()
     manifests = load_targets(options)
-    every_lane = [Lane(WorkerPool(env={VISIBLE: d} if d is not None else None), d)
-                  for d in (options.devices or [None])]
+    unavailable = counters_unavailable(options)
+    metrics = ncu.metrics_for(v.precision for m in manifests for v in m.variants)
+    preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
+                                   for m in manifests for v in m.variants) else ()
+    every_lane = []
+    for visible in options.devices or [None]:
+        env = {VISIBLE: visible} if visible is not None else None
+        profiler = (Profiler(options.cache, metrics, env, preload)
+                    if options.counters != "off" and not unavailable else None)
+        every_lane.append(Lane(WorkerPool(env=env), visible, profiler))
     watch = Stopwatch()
     try:
         with watch.phase("startup"):
@@ -166,6 +193,8 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
             result.settings["devices"] = [lane.visible for lane in lanes]
         check_precisions(manifests, spec)
         listener.started(result)
+        if unavailable:
+            counters_off(result.settings, unavailable, listener.warn)
         shared = _Shared(options, spec, calibration, result, listener, watch,
                          [m.name for m in manifests])
         pending = deque(manifests)
@@ -182,19 +211,41 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
     finally:
         for lane in every_lane:   # those left out too: a GPU of another model has a worker
             lane.pool.close()
+            if lane.profiler:
+                lane.profiler.kill()
+
+
+def counters_unavailable(options: RunOptions) -> str | None:
+    """Why counters cannot be taken at all (no ncu), before anything starts: an error
+    with ``--counters ncu``, the reason to warn of with ``auto``."""
+    if options.counters == "off":
+        return None
+    try:
+        ncu.ncu_path()
+    except CountersUnavailable as exc:
+        if options.counters == "ncu":
+            raise RooflintError(f"--counters ncu: {exc}") from None
+        return str(exc)
+    return None
+
+
+def counters_off(settings: dict, reason: str, warn: Callable[[str], None]) -> None:
+    settings["counters"] = "off"
+    settings["counters_unavailable"] = reason
+    warn(f"counters unavailable: {reason}; continuing with the manifests' model bytes")
 
 
 def start_lanes(lanes: list[Lane], warn: Callable[[str], None]) -> list[Lane]:
-    """Start every lane's worker (together: each pays CuPy's start-up); a GPU that does
-    not start is left out with a warning, and so is one of another model than the first
-    (a result judges every family against one GPU's roofline)."""
+    """Start every lane's workers (together: each pays CuPy's start-up, a profiler ncu's
+    too); a GPU that does not start is left out with a warning, and so is one of another
+    model than the first (a result judges every family against one GPU's roofline)."""
     if len(lanes) == 1:
-        lanes[0].device = lanes[0].pool.start()   # its error is the run's
+        start_lane(lanes[0])   # its error is the run's
         return lanes
 
     def start(lane: Lane) -> None:
         try:
-            lane.device = lane.pool.start()
+            start_lane(lane)
         except RooflintError as exc:
             lane.failure = str(exc)
 
@@ -213,6 +264,15 @@ def start_lanes(lanes: list[Lane], warn: Callable[[str], None]) -> list[Lane]:
             warn(f"GPU {lane.visible} left out: it is a {lane.device.name}, GPU "
                  f"{working[0].visible} a {working[0].device.name} (run each model separately)")
     return [lane for lane in working if lane.device.name == working[0].device.name]
+
+
+def start_lane(lane: Lane) -> None:
+    """The profiler is started first and not waited for: ncu's start-up (about 2 s on an
+    H100) runs while this lane's kernels are timed, its worker opening the GPU only when
+    the timing is done."""
+    if lane.profiler:
+        lane.profiler.start()
+    lane.device = lane.pool.start()
 
 
 def _work_in_parallel(lanes: list[Lane], pending: deque, shared: _Shared) -> None:
@@ -238,47 +298,86 @@ def _work_in_parallel(lanes: list[Lane], pending: deque, shared: _Shared) -> Non
 
 
 def _work(lane: Lane, pending: deque, shared: _Shared) -> None:
-    """Take families until none is left, each measured, profiled and analysed on this
-    lane's GPU, and added to the result in the order they were asked for."""
+    """Time families until none is left, each added to the result as it is timed; then
+    take the counters of all of them in one profiler session and complete each."""
+    timed: list[_Timed] = []
     while True:
         try:
             manifest = pending.popleft()
         except IndexError:
-            return
-        measured = measure_family(lane, manifest, shared)
-        with shared.lock:
-            families = [*shared.result.families, measured]
-            shared.result.families = sorted(families, key=lambda f: shared.order.index(f.name))
-            shared.result.timings = phases.totals([f.timings for f in families],
-                                                  shared.watch.seconds)
-            if shared.options.json_path:
-                write_result(shared.result, shared.options.json_path)
-            shared.listener.finished(shared.result, measured)
+            break
+        done = time_family(lane, manifest, shared)
+        final = lane.profiler is None or shared.result.settings["counters"] == "off"
+        _publish(shared, done, {}, lane, final)
+        if not final:
+            timed.append(done)
+    if timed:
+        if lane.pool.worker:   # it has freed its families' memory; its exit is not waited for
+            lane.pool.worker.end_input()
+        for done in timed:
+            profile_family(lane, done, shared)
+        counters = close_profiler(lane, shared)
+        for done in timed:
+            _publish(shared, done, counters.get(done.ticket, {}), lane, final=True)
 
 
-def measure_family(lane: Lane, manifest: Manifest, shared: _Shared) -> FamilyResult:
-    """One family on one lane: timing, the counter pass, analysis; its phases timed."""
-    options, listener, device = shared.options, shared.listener, lane.device
+def time_family(lane: Lane, manifest: Manifest, shared: _Shared) -> _Timed:
+    """One family's variants checked and timed on this lane's GPU."""
+    options, device = shared.options, lane.device
     sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
-    family = resolve(manifest, sizes, {"num_sms": device.sms}, TimingJob(cache=options.cache),
-                     options.variants or None)
+    family = resolve(manifest, sizes, {"num_sms": device.sms},
+                     TimingJob(cache=options.cache, gpm=options.gpm), options.variants or None)
     check_fits(family, device)
     lane.pool.phases = watch = Stopwatch()
     measurements = list(lane.pool.measure(
         family.job, options.timeout_s,
-        listener.progress(manifest.name, "timing", len(family.job.variants))))
-    with watch.phase("counters"):
-        counters = family_counters(
-            family, measurements, options, shared.result.settings,
-            listener.progress(manifest.name, "counters",
-                              len(profiled_variants(family, measurements))),
-            listener.warn, watch, lane.pool.env)
-    with watch.phase("analysis"):
-        measured = family_result(family, measurements, counters, shared.spec, device,
-                                 shared.calibration)
-    measured.timings = watch.seconds
+        shared.listener.progress(manifest.name, "timing", len(family.job.variants))))
+    return _Timed(family, measurements, watch)
+
+
+def profile_family(lane: Lane, done: _Timed, shared: _Shared) -> None:
+    """The variants that passed, each run once under the lane's profiler."""
+    variants = profiled_variants(done.family, done.measurements)
+    if not variants:
+        return
+    progress = shared.listener.progress(done.family.manifest.name, "counters", len(variants))
+    with done.watch.phase("counters"):
+        done.ticket = lane.profiler.profile(replace(done.family.job, variants=variants),
+                                            5 * shared.options.timeout_s, progress, done.watch)
+
+
+def close_profiler(lane: Lane, shared: _Shared) -> dict[int, dict[str, Counters]]:
+    """End the lane's ncu session and read its counters (ncu prints them only then)."""
+    try:
+        with shared.watch.phase("counters"):
+            return lane.profiler.close()
+    except CountersUnavailable as exc:
+        if shared.options.counters == "ncu":
+            raise RooflintError(f"--counters ncu: {exc}") from None
+        with shared.lock:
+            counters_off(shared.result.settings, str(exc), shared.listener.warn)
+        return {}
+
+
+def _publish(shared: _Shared, done: _Timed, counters: dict[str, Counters], lane: Lane,
+             final: bool) -> None:
+    """Analyse the family and put it in the result, in the order asked for (a timed
+    family is replaced by its complete self); write the file; tell the listener."""
+    with done.watch.phase("analysis"):
+        measured = family_result(done.family, done.measurements, counters, shared.spec,
+                                 lane.device, shared.calibration)
+    measured.timings = dict(done.watch.seconds)
     measured.device = lane.visible
-    return measured
+    with shared.lock:
+        families = [f for f in shared.result.families if f.name != measured.name] + [measured]
+        shared.result.families = sorted(families, key=lambda f: shared.order.index(f.name))
+        shared.result.timings = phases.totals([f.timings for f in families],
+                                              shared.watch.seconds)
+        if shared.options.json_path:
+            write_result(shared.result, shared.options.json_path)
+        shared.listener.timed(shared.result, measured)
+        if final:
+            shared.listener.finished(shared.result, measured)
 
 
 def check_fits(family: ResolvedFamily, device: DeviceInfo) -> None:
@@ -314,21 +413,19 @@ def check_precisions(manifests: list[Manifest], spec: GpuSpec) -> None:
 
 def family_counters(family: ResolvedFamily, measurements: list[Measurement],
                     options: RunOptions, settings: dict, progress: Progress,
-                    warn: Callable[[str], None], watch: Stopwatch | None = None,
-                    env: dict[str, str] | None = None) -> dict[str, Counters]:
-    """The profile pass for the variants that passed; falls back to model bytes if it can't."""
+                    warn: Callable[[str], None]) -> dict[str, Counters]:
+    """One family's counters in a profiler session of its own (`compare`'s sides); falls
+    back to model bytes if it can't."""
     variants = profiled_variants(family, measurements)
     if settings["counters"] == "off" or not variants:
         return {}
     try:
         return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress,
-                       watch, env)
+                       ncu.metrics_for(v.precision for v in family.manifest.variants))
     except CountersUnavailable as exc:
         if options.counters == "ncu":
             raise RooflintError(f"--counters ncu: {exc}") from None
-        settings["counters"] = "off"
-        settings["counters_unavailable"] = str(exc)
-        warn(f"counters unavailable: {exc}; continuing with the manifests' model bytes")
+        counters_off(settings, str(exc), warn)
         return {}
 
 

@@ -15,6 +15,8 @@ RECORDED = read_result(RESULT)
 MEASURED = {(f.name, v.name): Measurement(v.name, v.status, v.message, v.checks, v.samples_s,
                                           v.clocks, v.gpm)
             for f in RECORDED.families for v in f.variants}
+COUNTED = {(f.name, v.name): v.counters for f in RECORDED.families for v in f.variants
+           if v.counters}
 
 
 # What a worker reports per variant, in seconds (its "done" event carries their sum).
@@ -47,4 +49,39 @@ class RecordedPool:
             yield MEASURED[job.family, variant.name]
 
     def close(self) -> None:
+        pass
+
+
+class RecordedProfiler:
+    """Stands in for run's Profiler: each job's variants reported as profiled, and at
+    ``close`` the counters the recorded run had for them. ``log`` gets ("profile", family)
+    per job and ("close", "") at the end; ``on_start`` runs as each variant starts."""
+
+    def __init__(self, cache: str = "cold", metrics: list[str] | None = None,
+                 env: dict[str, str] | None = None, preload: tuple[str, ...] = (),
+                 on_start: Callable[[str, str], None] = lambda family, variant: None):
+        self.env = env
+        self.log: list[tuple[str, str]] = []
+        self.on_start = on_start
+        self.jobs: list[FamilyJob] = []
+
+    def start(self) -> None:
+        self.log.append(("start", ""))
+
+    def profile(self, job: FamilyJob, timeout: float, progress, watch=None) -> int:
+        self.log.append(("profile", job.family))
+        for variant in job.variants:
+            progress("start", variant.name)
+            self.on_start(job.family, variant.name)
+            progress("measured", variant.name)
+        self.jobs.append(job)
+        return len(self.jobs) - 1
+
+    def close(self) -> dict:
+        self.log.append(("close", ""))
+        return {ticket: {v.name: COUNTED[job.family, v.name] for v in job.variants
+                         if (job.family, v.name) in COUNTED}
+                for ticket, job in enumerate(self.jobs)}
+
+    def kill(self) -> None:
         pass

@@ -7,7 +7,7 @@ import pytest
 from rooflint import run as run_module
 from rooflint.errors import RooflintError
 from rooflint.manifest import load_manifest, resolve
-from rooflint.measure import runner
+from rooflint.measure import ncu, runner
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.protocol import Measurement, TimingJob
 
@@ -35,7 +35,8 @@ def stream():
 
 def test_profile_reports_the_permission_error(fake_ncu, stream):
     with pytest.raises(CountersUnavailable, match="ERR_NVGPUCTRPERM") as info:
-        runner.profile(stream.job, timeout=30, progress=lambda event, variant: None)
+        runner.profile(stream.job, timeout=30, progress=lambda event, variant: None,
+                       metrics=ncu.BASE_METRICS)
     assert "run as root" in str(info.value)
 
 

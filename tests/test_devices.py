@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from recorded import RECORDED, RecordedPool
+from recorded import COUNTED, RECORDED, RecordedPool, RecordedProfiler
 from rooflint import run as run_module
 from rooflint.errors import RooflintError
 from rooflint.measure.devices import parse_devices, visible_devices
@@ -49,6 +49,7 @@ class Lanes:
 
     def __init__(self, device_names=None, broken=()):
         self.pools: list[RecordedPool] = []
+        self.profilers: list[RecordedProfiler] = []
         self.device_names = device_names or {}
         self.broken = broken
 
@@ -65,10 +66,15 @@ class Lanes:
         self.pools.append(pool)
         return pool
 
+    def profiler(self, cache, metrics, env=None, preload=()):
+        self.profilers.append(RecordedProfiler(cache, metrics, env))
+        return self.profilers[-1]
+
 
 def run_on(monkeypatch, lanes, devices, warnings=None, tmp_path=None):
     monkeypatch.setattr(run_module, "WorkerPool", lanes)
-    monkeypatch.setattr(run_module, "profile", lambda *args: {})
+    monkeypatch.setattr(run_module, "Profiler", lanes.profiler)
+    monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
     listener = run_module.Listener(warn=warnings.append if warnings is not None else print)
     options = run_module.RunOptions(targets=FAMILIES, variants=[], sizes={}, devices=devices,
                                     json_path=tmp_path / "out.json" if tmp_path else None)
@@ -87,6 +93,12 @@ def test_families_are_spread_over_the_gpus_and_merged_in_order(monkeypatch, tmp_
         assert family.device == pool.env["CUDA_VISIBLE_DEVICES"]
     assert result.settings["devices"] == ["0", "1"]
     assert read_result(tmp_path / "out.json") == result          # the merged document
+    for pool, profiler in zip(lanes.pools, lanes.profilers):     # each GPU profiles its own
+        assert profiler.env == pool.env
+        assert [f for _, f in profiler.log if f] == [f for _, f in pool.log]
+        assert profiler.log[-1] == ("close", "")
+    copy = next(v for f in result.families for v in f.variants if v.name == "copy_float4")
+    assert copy.counters == COUNTED["stream", "copy_float4"]     # counters came back
 
 
 def test_a_gpu_that_does_not_start_is_left_out(monkeypatch):
@@ -108,7 +120,7 @@ def test_a_gpu_of_another_model_is_left_out_and_its_worker_closed(monkeypatch):
     monkeypatch.setattr(RecordedPool, "close", lambda pool: closed.append(pool.env))
     result = run_on(monkeypatch, lanes, ["0", "1"], warnings)
     assert {f.device for f in result.families} == {"0"}
-    assert sorted(env["CUDA_VISIBLE_DEVICES"] for env in closed) == ["0", "1"]
+    assert {env["CUDA_VISIBLE_DEVICES"] for env in closed} == {"0", "1"}
     assert warnings == ["GPU 1 left out: it is a NVIDIA H100 80GB HBM3, GPU 0 a NVIDIA H200 "
                         "(run each model separately)"]
 

@@ -79,10 +79,11 @@ def test_multi_launch_variants_sum_and_weight():
 
 
 def test_every_metric_asked_for_is_in_the_recorded_csv():
-    """The log was recorded before rooflint read the XU pipe; every other metric is in it."""
+    """The log was recorded before rooflint read the XU and tensor pipes' activity; every
+    other metric is in it."""
     header = next(l for l in FIXTURE.read_text().splitlines() if l.startswith('"ID"'))
     for metric in ncu.METRICS:
-        assert (f'"{metric}"' in header) is (metric != ncu.XU_PIPE)
+        assert (f'"{metric}"' in header) is (metric not in (ncu.XU_PIPE, ncu.TENSOR_PIPE))
 
 
 def test_a_log_without_the_xu_pipe_reads_as_zero():
@@ -104,7 +105,7 @@ def test_failure_reasons(log, fragment):
 def test_missing_ncu(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ncu.CountersUnavailable, match="not on PATH"):
-        ncu.command("/tmp/log.csv", "cold")
+        ncu.command("/tmp/log.csv", "cold", ncu.BASE_METRICS)
 
 
 def test_a_two_launch_variant_sums_its_launches(counters):
@@ -115,3 +116,35 @@ def test_a_two_launch_variant_sums_its_launches(counters):
     assert split.dram_write < 2**28 and whole.dram_write < 2**28
     assert split.duration_s == pytest.approx(whole.duration_s, rel=0.1)
     assert split.grid_size == 528
+
+
+def test_a_run_reads_only_the_tensor_flops_it_declares():
+    """Each tensor precision's FLOP counter costs replay passes (11 passes for all six
+    against 6 without, on an H100): a run reads those its variants declare."""
+    assert ncu.metrics_for(["fp32", "fp16"]) == ncu.BASE_METRICS
+    assert ncu.metrics_for(["fp32", "bf16-tensor", "bf16-tensor"]) == \
+        [*ncu.BASE_METRICS, ncu.TENSOR_FLOPS["bf16-tensor"]]
+    assert set(ncu.METRICS) - set(ncu.BASE_METRICS) == set(ncu.TENSOR_FLOPS.values())
+    assert ncu.TENSOR_PIPE in ncu.BASE_METRICS     # tensor work is seen in every run
+
+
+def without_columns(text: str, dropped: set[str]) -> str:
+    """The recorded log as if those metrics had not been asked for."""
+    import csv
+    import io
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    keep = [i for i, name in enumerate(rows[0]) if name not in dropped]
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(
+        [[row[i] for i in keep] for row in rows])
+    return "\n".join(lines[:start]) + "\n" + out.getvalue()
+
+
+def test_a_log_without_tensor_flop_columns_counts_the_cuda_cores_only():
+    text = without_columns(FIXTURE.read_text(), set(ncu.TENSOR_FLOPS.values()))
+    counters = ncu.counters_by_variant(text, NAMES)
+    assert "fp16-tensor" not in counters["hgemm"].flops
+    assert counters["sgemm"].flops["fp32"] == pytest.approx(2 * 1024**3, rel=1e-3)
+    assert counters["hgemm"].tensor_pipe_pct == 0.0           # not in this log either

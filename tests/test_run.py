@@ -201,3 +201,16 @@ def test_an_interrupt_kills_a_busy_worker(monkeypatch):
                                              counters="off"),
                        run_module.Listener(progress=lambda family, phase, total: interrupt))
     assert pools[0].worker.process.returncode == -signal.SIGKILL
+
+
+def test_a_busy_tensor_pipe_under_a_cuda_core_precision_is_noted():
+    """A run reads tensor FLOPs only for the tensor precisions it declares; the tensor
+    pipe's activity still shows work the manifest did not declare."""
+    from dataclasses import replace
+    from rooflint.counters import traffic
+    busy = replace(counters_with(1e6, 1e6), flops={"fp32": 1e6}, tensor_pipe_pct=97.0)
+    notes = traffic(busy, 2e9, 2e6, 1e6, "fp32").notes
+    assert any("tensor pipe was busy 97 % of active cycles" in n and "fp32" in n for n in notes)
+    assert not any("tensor pipe" in n for n in traffic(busy, 2e9, 2e6, 1e6, "fp16-tensor").notes)
+    idle = replace(busy, tensor_pipe_pct=0.5)
+    assert not any("tensor pipe" in n for n in traffic(idle, 2e9, 2e6, 1e6, "fp32").notes)

@@ -13,7 +13,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from edges import REPO, Outcome, assert_intact, assert_one_line_error, rooflint, snapshot
-from recorded import RecordedPool
+from recorded import RecordedPool, RecordedProfiler
 from rooflint import baseline as baselines
 from rooflint import report
 from rooflint import run as run_module
@@ -189,15 +189,9 @@ def recording(monkeypatch):
     return RecordingProgress.shown
 
 
-def fake_profile(job, timeout, progress, watch=None, env=None):
-    """Nsight Compute's pass, as run sees it: progress per variant, then no counters."""
-    for variant in job.variants:
-        progress("start", variant.name)
-        progress("measured", variant.name)
-    return {}
-
-
 def test_run_prints_each_table_as_its_family_finishes(monkeypatch, recording):
+    """Without counters a family is complete once timed: its table is out before the next
+    family's timing starts."""
     console = Console(file=io.StringIO(), width=100)
     display = RunDisplay(console, tables=True)
     seen = {}
@@ -206,19 +200,45 @@ def test_run_prints_each_table_as_its_family_finishes(monkeypatch, recording):
         seen[family, variant] = (console.file.getvalue(), [t.description for t in display.bar.tasks])
     pool = RecordedPool(look)
     monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: pool)
-    monkeypatch.setattr(run_module, "profile", fake_profile)
     with display:
         run_module.run(run_module.RunOptions(targets=["stream", "gemm_fp32"], variants=[],
-                                             sizes={}), display.listener())
+                                             sizes={}, counters="off"), display.listener())
     screen, tasks = seen["gemm_fp32", "naive"]
     assert screen.startswith("NVIDIA H200 (spec h200)")
-    assert "DRAM bytes from ncu counters" in screen        # the source it tries, said first
     assert {"copy_float4", "strided_read"} <= row_names(screen)       # stream's table is out
     assert "gemm_fp32 (" not in screen
     assert tasks == ["gemm_fp32: timing naive 1/6"]                   # stream's tasks are gone
     assert seen["stream", "triad"][1] == ["stream: timing triad 3/5"]
-    assert "stream: counters strided_read 4/5" in recording
     assert display.done == ["stream", "gemm_fp32"]
+
+
+def test_with_counters_the_tables_come_once_the_profiler_is_done(monkeypatch, recording):
+    """Nsight Compute prints its counters when its session ends: every family is timed,
+    then profiled in one session, then each table is printed, judged on counters."""
+    console = Console(file=io.StringIO(), width=100)
+    display = RunDisplay(console, tables=True)
+    seen = {}
+
+    def look(phase):
+        def at(family, variant):
+            seen[phase, family, variant] = (console.file.getvalue(), list(display.timed),
+                                            list(display.done))
+        return at
+    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: RecordedPool(look("timing")))
+    monkeypatch.setattr(run_module, "Profiler", lambda cache, metrics, env=None, preload=():
+                        RecordedProfiler(on_start=look("counters")))
+    monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
+    with display:
+        run_module.run(run_module.RunOptions(targets=["stream", "gemm_fp32"], variants=[],
+                                             sizes={}), display.listener())
+    screen, timed, done = seen["timing", "gemm_fp32", "naive"]
+    assert "DRAM bytes from ncu counters" in screen and "copy_float4" not in row_names(screen)
+    assert (timed, done) == (["stream"], [])
+    screen, timed, done = seen["counters", "stream", "strided_read"]
+    assert (timed, done) == (["stream", "gemm_fp32"], [])
+    assert "stream: counters strided_read 4/5" in recording
+    final = console.file.getvalue()
+    assert {"copy_float4", "naive"} <= row_names(final) and display.done == ["stream", "gemm_fp32"]
 
 
 def invoke_run(monkeypatch, tmp_path, *args, pool=None):
@@ -229,7 +249,7 @@ def invoke_run(monkeypatch, tmp_path, *args, pool=None):
 
 
 def test_counters_off_shows_no_counters_progress(monkeypatch, tmp_path, recording):
-    monkeypatch.setattr(run_module, "profile", lambda *args: pytest.fail("profiled"))
+    monkeypatch.setattr(run_module, "Profiler", lambda *args: pytest.fail("profiled"))
     outcome = invoke_run(monkeypatch, tmp_path, "stream", "--counters", "off")
     assert outcome.code == 0, outcome.stderr
     assert "stream: timing copy_few_blocks 5/5" in recording
@@ -284,6 +304,20 @@ def test_ctrl_c_says_what_the_result_file_keeps(monkeypatch, tmp_path, interrupt
     assert_one_line_error(outcome, 130, fragment)
     path = tmp_path / "out.json"
     assert ([f.name for f in read_result(path).families] if path.exists() else None) == kept
+
+
+def test_ctrl_c_while_profiling_keeps_the_timed_families(monkeypatch, tmp_path):
+    def interrupt(family, variant):
+        if variant == "triad":
+            raise KeyboardInterrupt
+    monkeypatch.setattr(run_module, "Profiler", lambda cache, metrics, env=None, preload=():
+                        RecordedProfiler(on_start=interrupt))
+    monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
+    outcome = invoke_run(monkeypatch, tmp_path, "stream", "--json", "out.json")
+    assert_one_line_error(outcome, 130, "interrupted; out.json keeps stream timed only "
+                                        "(counters not taken)")
+    kept = read_result(tmp_path / "out.json")
+    assert all(v.counters is None for f in kept.families for v in f.variants)
 
 
 def test_gate_shows_which_variant_it_measures(monkeypatch, tmp_path, recording):

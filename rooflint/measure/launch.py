@@ -14,10 +14,10 @@ launch on PyTorch's current stream) are timed, checked and profiled like CUDA la
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import inspect
 import math
-import re
 import sys
 import time
 from collections.abc import Mapping
@@ -37,7 +37,7 @@ from rooflint.measure.kernels import Kernels, load_kernels
 from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
 from rooflint.measure.protocol import (
     REFERENCE_FILE, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob,
-    Measurement, OutputCheck, TimingJob, VariantJob,
+    Measurement, OutputCheck, TimingJob, VariantJob, uses_torch,
 )
 from rooflint.phases import Stopwatch
 
@@ -127,13 +127,11 @@ class FamilySession:
             self.stream.synchronize()
         self.expected_on_gpu: tuple[str, dict[str, cupy.ndarray]] = ("", {})
         self.expected: dict[str, dict[str, np.ndarray]] = {}   # host references' outputs
-        flush_floats = flush_bytes(device.l2_bytes) // 4
-        self.flush_buffer = cupy.zeros(flush_floats, dtype=cupy.float32)
-        self.flush_sink = cupy.zeros(1, dtype=cupy.float32)
-        self.flush_kernel = cupy.RawKernel(_FLUSH_SOURCE, "rooflint_l2_flush")
+        self.l2_bytes = device.l2_bytes
         self.flush_grid = device.sms * 8
         self.marker = cupy.RawKernel(_MARKER_SOURCE, "rooflint_marker")
-        self.gpm_supported = bool(nvml and job.mode == "measure" and nvml.gpm_supported())
+        self.sample_gpm = bool(nvml and job.mode == "measure" and job.timing.gpm
+                                  and nvml.gpm_supported())
 
     def _prepared_inputs(self, job: FamilyJob, inputs: HostCopies) -> dict[str, np.ndarray]:
         """Inputs derived by reference.py (quantized weights, scales) from the random ones;
@@ -260,7 +258,7 @@ class FamilySession:
         module = self._module(variant.module)
         call = _function(module, variant.python, Path(variant.module))
         params = dict(self.job.params)
-        torch_stream = self.torch_stream if _imports_torch(Path(variant.module)) else None
+        torch_stream = self.torch_stream if uses_torch(Path(variant.module)) else None
         if torch_stream is None:
             return lambda: call(cupy, self.device_buffers, params)
         import torch
@@ -342,10 +340,17 @@ class FamilySession:
                                 f"buffer names to arrays (unknown: {sorted(unknown)})")
         return result if xp else {k: np.asarray(v, dtype=np.float64) for k, v in result.items()}
 
+    @cached_property
+    def _flush(self) -> tuple[cupy.RawKernel, cupy.ndarray, cupy.ndarray]:
+        """The L2 sweep's kernel, buffer and sink, made at the first cold sample (never in
+        a profile run: Nsight Compute flushes, and would save every allocation each pass)."""
+        return (cupy.RawKernel(_FLUSH_SOURCE, "rooflint_l2_flush"),
+                cupy.zeros(flush_bytes(self.l2_bytes) // 4, dtype=cupy.float32),
+                cupy.zeros(1, dtype=cupy.float32))
+
     def _flush_l2(self) -> None:
-        self.flush_kernel((self.flush_grid,), (256,),
-                          (self.flush_buffer, np.uint64(self.flush_buffer.size // 4),
-                           self.flush_sink))
+        kernel, buffer, sink = self._flush
+        kernel((self.flush_grid,), (256,), (buffer, np.uint64(buffer.size // 4), sink))
 
     def batch(self, run: Callable[[], None], cold: bool, count: int, clocks: Clocks) -> list[float]:
         """``count`` event-timed samples enqueued back to back; clocks read while they run."""
@@ -397,7 +402,7 @@ class FamilySession:
         The GPU is kept busy for another 100 ms before the first sample: on the H200 here,
         a window opened on an idle GPU read a copy's DRAM utilization as 34 % instead of 85 %.
         """
-        if not self.gpm_supported:
+        if not self.sample_gpm:
             return {}
         with self.stream:
             self._run_for(run, GPM_MIN_INTERVAL_S)
@@ -470,6 +475,15 @@ def measure_pair(first: tuple[FamilySession, VariantJob], second: tuple[FamilySe
 
 # -- helpers ---------------------------------------------------------------------------
 
+def free_memory() -> None:
+    """Hand the blocks CuPy's pool keeps back to CUDA between families: the next family
+    may need them, and under Nsight Compute every allocation a kernel could reach is saved
+    and restored on each replay pass (4 GB more cost 70 ms per kernel on an H100)."""
+    gc.collect()   # a session's runners refer back to it: only the collector frees them
+    cupy.get_default_memory_pool().free_all_blocks()
+    cupy.get_default_pinned_memory_pool().free_all_blocks()
+
+
 def _load_module(path: Path) -> ModuleType | None:
     """A family's reference.py (or a python variant's module), None if there is none."""
     if not path.exists():
@@ -495,12 +509,6 @@ def _missing_module_note(exc: ImportError) -> str:
     to install, then Python's own words (which name the submodule or symbol missing)."""
     package = (exc.name or "").split(".")[0]
     return f"needs {package} ({exc})" if package else f"cannot import: {exc}"
-
-
-def _imports_torch(module: Path) -> bool:
-    """Whether a python variant's file imports PyTorch or Triton, anywhere in it."""
-    return re.search(r"^\s*(import|from)\s+(torch|triton)\b", module.read_text(),
-                     re.MULTILINE) is not None
 
 
 def _build_key(variant: VariantJob) -> tuple:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+from collections.abc import Iterable
 
 from rooflint.counters import Counters
 from rooflint.errors import RooflintError
@@ -47,6 +48,9 @@ OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
 # The special-function unit (exp2, sin, rsqrt...): its instructions queue in MIO, so a busy
 # XU shows as mio_throttle stalls, the same reason shared memory gives.
 XU_PIPE = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
+# Whether (and how hard) the tensor cores worked, at no extra replay pass: the FLOPs of a
+# tensor precision cost 1 to 3 passes each, so a run reads only those it declares.
+TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 WAVES, REGISTERS = "launch__waves_per_multiprocessor", "launch__registers_per_thread"
 GRID_SIZE, BLOCK_SIZE = "launch__grid_size", "launch__block_size"
 
@@ -59,10 +63,14 @@ def _stall(reason: str) -> str:
     return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
 
 
-METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
-           *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
-           *TENSOR_FLOPS.values(), OCCUPANCY, XU_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
-           *[_stall(r) for r in STALL_REASONS]]
+# Bytes at each level, CUDA-core FLOPs, the tensor pipe's activity, occupancy, launch shape
+# and stalls: six replay passes of each kernel on an H100. The six tensor-path FLOP counters
+# take five more (11 in all, each kernel's profile then costing about 1.5x as long).
+BASE_METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
+                *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
+                OCCUPANCY, XU_PIPE, TENSOR_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
+                *[_stall(r) for r in STALL_REASONS]]
+METRICS = [*BASE_METRICS, *TENSOR_FLOPS.values()]   # for programs whose precisions are unknown
 
 
 class CountersUnavailable(RooflintError):
@@ -82,11 +90,18 @@ def ncu_path() -> str:
 BASE_OPTIONS = ("--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base")
 
 
-def command(log_path: str, cache: str) -> list[str]:
+def metrics_for(precisions: Iterable[str]) -> list[str]:
+    """What a run reads: the base set, and the tensor-path FLOPs of the tensor precisions
+    its variants declare (a tensor pipe busy under another precision shows in TENSOR_PIPE)."""
+    declared = set(precisions)
+    return [*BASE_METRICS, *[m for p, m in TENSOR_FLOPS.items() if p in declared]]
+
+
+def command(log_path: str, cache: str, metrics: list[str]) -> list[str]:
     """The ncu prefix for a worker: our launches only, clocks untouched, CSV to a file."""
     return [ncu_path(), *BASE_OPTIONS, "--profile-from-start", "off",
             "--cache-control", "all" if cache == "cold" else "none",
-            "--metrics", ",".join(METRICS), "--log-file", log_path]
+            "--metrics", ",".join(metrics), "--log-file", log_path]
 
 
 def failure_reason(text: str) -> str:
@@ -146,11 +161,15 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         return float(sum(r[metric] for r in rows))
 
     def weighted(metric: str) -> float:
+        """0 where the log has no such column (not asked for, or recorded before it was)."""
+        if not all(metric in r for r in rows):
+            return 0.0
         return float(sum(r[metric] * r[DURATION] for r in rows) / total_time)
 
     flops = {precision: total(_sass(add)) + total(_sass(mul)) + 2 * total(_sass(fma))
              for precision, (add, mul, fma) in SASS_FLOPS.items()}
-    flops |= {precision: total(metric) for precision, metric in TENSOR_FLOPS.items()}
+    flops |= {precision: total(metric) for precision, metric in TENSOR_FLOPS.items()
+              if all(metric in r for r in rows)}
     largest = max(rows, key=lambda r: r[GRID_SIZE])
     return Counters(
         kernels=[str(r["Kernel Name"]) for r in rows],
@@ -166,8 +185,8 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         registers_per_thread=int(max(r[REGISTERS] for r in rows)),
         grid_size=int(largest[GRID_SIZE]),
         stalls={reason: weighted(_stall(reason)) for reason in STALL_REASONS},
-        # logs recorded before rooflint read the XU pipe have no such column
-        xu_pipe_pct=weighted(XU_PIPE) if all(XU_PIPE in r for r in rows) else 0.0,
+        xu_pipe_pct=weighted(XU_PIPE),
+        tensor_pipe_pct=weighted(TENSOR_PIPE),
     )
 
 

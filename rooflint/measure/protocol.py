@@ -8,7 +8,9 @@ already delivered every finished variant.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rooflint.gpus import DeviceInfo  # noqa: F401 - part of the worker protocol
@@ -43,6 +45,18 @@ class LaunchJob:
 
 
 REFERENCE_FILE = "reference.py"   # beside the manifest: references, prepare, python variants
+# The worker's argument when Nsight Compute runs it, followed by modules to import ahead.
+PROFILER_ARG = "--profiler"
+# Libraries a python variant may launch through: they launch on PyTorch's current stream, so
+# the worker runs such a variant inside torch.cuda.stream, and the profiler imports them
+# while it waits for its first job (PyTorch takes 3 s to import under Nsight Compute).
+TORCH_MODULES = ("torch", "triton")
+
+
+def uses_torch(module: Path) -> bool:
+    """Whether a python variant's file imports PyTorch or Triton, anywhere in it."""
+    pattern = rf"^\s*(import|from)\s+({'|'.join(TORCH_MODULES)})\b"
+    return re.search(pattern, module.read_text(), re.MULTILINE) is not None
 
 
 @dataclass
@@ -72,6 +86,7 @@ class TimingJob:
     min_samples: int = 10
     max_samples: int = 200
     target_spread: float = 0.02   # stop early once IQR / median is below this
+    gpm: bool = False             # NVML GPM utilizations too (supporting evidence, 0.2 s each)
 
 
 @dataclass

@@ -11,18 +11,19 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 from collections import deque
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
 from rooflint.errors import RooflintError
 from rooflint.measure import ncu
-from rooflint.measure.protocol import DeviceInfo, FamilyJob, Measurement
+from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, FamilyJob, Measurement
 from rooflint.phases import COUNTER_PASS_PREFIX, Stopwatch
 
 Progress = Callable[[str, str], None]  # (event, variant name)
@@ -72,7 +73,8 @@ class Worker:
         self.process.stdin.write(json.dumps(message) + "\n")
         self.process.stdin.flush()
 
-    def hello(self, timeout: float) -> DeviceInfo:
+    def hello(self, timeout: float) -> DeviceInfo | None:
+        """The worker's greeting: its GPU (None from a profiler, which opens it later)."""
         try:
             message = self.receive(timeout)
         except TimeoutError:
@@ -84,7 +86,7 @@ class Worker:
             raise RooflintError(f"{message['message']} (without a GPU, `explain` and `specs` "
                                 "work, and so do `show`, `plot`, `compare` and `gate --current` "
                                 "on result files)")
-        return DeviceInfo(**message["device"])
+        return DeviceInfo(**message["device"]) if message["device"] else None
 
     def last_error(self) -> str:
         lines = [l for l in self.stderr_tail if l.strip()]
@@ -95,9 +97,14 @@ class Worker:
             self.process.kill()
         self.process.wait()
 
+    def end_input(self) -> None:
+        """No more jobs: the worker exits once it has answered the last one."""
+        if not self.process.stdin.closed:
+            self.process.stdin.close()
+
     def close(self, timeout: float = 10.0) -> None:
         if self.process.poll() is None:
-            self.process.stdin.close()
+            self.end_input()
             try:
                 self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -110,18 +117,29 @@ class WorkerPool:
     START_TIMEOUT = 120.0
 
     def __init__(self, prefix: list[str] | None = None, restart: bool = True,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> None:
         self.prefix = prefix
         self.restart = restart
         self.env = env              # CUDA_VISIBLE_DEVICES for a worker pinned to one GPU
+        self.args = args
         self.worker: Worker | None = None
+        self.greeted = False        # the worker's hello has been read
         self.device: DeviceInfo | None = None
         self.phases = Stopwatch()   # the workers' own phases, as each family reports them
 
-    def start(self) -> DeviceInfo:
-        if self.worker is None or self.worker.process.poll() is not None:
-            self.worker = Worker(self.prefix, env=self.env)
+    def spawn(self) -> None:
+        """Start a worker process, not waiting for its hello; one that exited after its
+        hello is replaced (one that exited before it is left for ``start`` to report)."""
+        if self.worker is None or (self.greeted and self.worker.process.poll() is not None):
+            self.worker = Worker(self.prefix, self.args, env=self.env)
+            self.greeted = False
+
+    def start(self) -> DeviceInfo | None:
+        """A worker that has said hello: its device (None for a profiler)."""
+        self.spawn()
+        if not self.greeted:
             self.device = self.worker.hello(self.START_TIMEOUT)
+            self.greeted = True
         return self.device
 
     def measure(self, job: FamilyJob, timeout: float, progress: Progress) -> Iterator[Measurement]:
@@ -187,36 +205,113 @@ class WorkerPool:
             self.worker.close(timeout)
 
 
-def profile(job: FamilyJob, timeout: float, progress: Progress,
-            watch: Stopwatch | None = None, env: dict[str, str] | None = None
-            ) -> dict[str, ncu.Counters]:
-    """Counters for the job's variants from one worker run under Nsight Compute.
+@dataclass
+class _Session:
+    """One ncu process and its log; ``entries`` names the variant behind each marker, in
+    the order the worker numbered them (one count across the session's jobs)."""
 
-    One ncu process per family, no restarts (a second one would overwrite the log); a
-    variant whose run fails there simply has no counters. CountersUnavailable says why
-    when ncu yields nothing at all. The worker's phases go into ``watch``, prefixed.
+    pool: WorkerPool
+    log: Path
+    entries: list[tuple[int, str]] = field(default_factory=list)   # (ticket, variant)
+    refused: bool = False                                           # ncu did not start it
+
+
+class Profiler:
+    """One worker under Nsight Compute for a whole run on one GPU.
+
+    ncu prints its CSV only when its session ends (an H100 showed nothing in the log while
+    the profiled process lived), so every family's counters come at ``close``; one session
+    per run rather than per family saves ncu's start-up, about 3 s, for each family after
+    the first. A worker that dies (a fault) ends its session: the next family starts a new
+    one, in a new log. Each ``profile`` call returns a ticket; ``close`` returns the
+    counters of each ticket's variants.
     """
-    with tempfile.TemporaryDirectory(prefix="rooflint-ncu-") as directory:
-        log = Path(directory) / "ncu.csv"
-        pool = WorkerPool(prefix=ncu.command(str(log), job.timing.cache), restart=False,
-                          env=env)
-        profiled = replace(job, mode="profile")
+
+    def __init__(self, cache: str, metrics: list[str], env: dict[str, str] | None = None,
+                 preload: tuple[str, ...] = ()):
+        self.cache, self.metrics, self.env, self.preload = cache, metrics, env, preload
+        self.directory = Path(tempfile.mkdtemp(prefix="rooflint-ncu-"))
+        self.sessions: list[_Session] = []
+        self.tickets = 0
+
+    def start(self) -> None:
+        """Start a session, not waiting for it, unless one is alive (or ncu refused one:
+        it would again). Its worker touches the GPU only at its first job, so it may
+        start while kernels are being timed."""
+        if self.sessions and (self.sessions[-1].refused or not self._ended(self.sessions[-1])):
+            return
+        log = self.directory / f"ncu-{len(self.sessions)}.csv"
+        pool = WorkerPool(prefix=ncu.command(str(log), self.cache, self.metrics),
+                          restart=False, env=self.env, args=(PROFILER_ARG, *self.preload))
+        self.sessions.append(_Session(pool, log))
+        pool.spawn()
+
+    @staticmethod
+    def _ended(session: _Session) -> bool:
+        """Its worker exited after its hello (a fault): the next job needs a new session."""
+        worker = session.pool.worker
+        return session.pool.greeted and (worker is None or worker.process.poll() is not None)
+
+    def profile(self, job: FamilyJob, timeout: float, progress: Progress,
+                watch: Stopwatch | None = None) -> int:
+        """Profile the job's variants (each once, after its marker); the worker's phases
+        go into ``watch``, prefixed. Returns the ticket ``close`` keys its counters by."""
+        ticket, self.tickets = self.tickets, self.tickets + 1
+        self.start()
+        session = self.sessions[-1]
         try:
-            pool.start()
-            for _ in pool.measure(profiled, timeout, progress):
-                pass
+            session.pool.start()
         except RooflintError:
-            pass  # ncu refused to start the worker: the log and stderr say why
+            session.refused = True   # ncu did not run the worker: its log and output say why
+        if session.refused:
+            return ticket
+        session.entries += [(ticket, v.name) for v in job.variants]
+        session.pool.phases = Stopwatch()
+        for _ in session.pool.measure(replace(job, mode="profile"), timeout, progress):
+            pass
+        if watch is not None:
+            watch.add(session.pool.phases.seconds, COUNTER_PASS_PREFIX)
+        return ticket
+
+    def close(self, timeout: float = 120.0) -> dict[int, dict[str, ncu.Counters]]:
+        """End the sessions and read their logs. CountersUnavailable says why when ncu
+        gave nothing at all; a variant whose run failed simply has no counters."""
+        try:
+            counters: dict[int, dict[str, ncu.Counters]] = {}
+            texts = []
+            for session in self.sessions:
+                session.pool.close(timeout=timeout)
+                text = session.log.read_text() if session.log.exists() else ""
+                worker = session.pool.worker
+                texts.append(text + "\n" + "\n".join(worker.stderr_tail if worker else []))
+                for index, rows in ncu.split_by_marker(ncu.parse_rows(text)).items():
+                    if rows and index < len(session.entries):
+                        ticket, name = session.entries[index]
+                        counters.setdefault(ticket, {})[name] = ncu.summarize(rows)
+            asked = any(session.entries or session.refused for session in self.sessions)
+            if asked and not counters:
+                raise ncu.CountersUnavailable(ncu.failure_reason("\n".join(texts)))
+            return counters
         finally:
-            pool.close(timeout=120.0)
-            if watch is not None:
-                watch.add(pool.phases.seconds, COUNTER_PASS_PREFIX)
-        text = log.read_text() if log.exists() else ""
-        counters = ncu.counters_by_variant(text, [v.name for v in job.variants])
-        if not counters:
-            stderr = "\n".join(pool.worker.stderr_tail) if pool.worker else ""
-            raise ncu.CountersUnavailable(ncu.failure_reason(text + "\n" + stderr))
-        return counters
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def kill(self) -> None:
+        for session in self.sessions:
+            if session.pool.worker:
+                session.pool.worker.kill()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def profile(job: FamilyJob, timeout: float, progress: Progress, metrics: list[str],
+            watch: Stopwatch | None = None) -> dict[str, ncu.Counters]:
+    """Counters for one job's variants, in a session of its own (`compare`'s sides)."""
+    profiler = Profiler(job.timing.cache, metrics)
+    try:
+        ticket = profiler.profile(job, timeout, progress, watch)
+    except BaseException:
+        profiler.kill()
+        raise
+    return profiler.close().get(ticket, {})
 
 
 def calibrate(progress: Callable[[str, int], None]) -> tuple[DeviceInfo, list[dict], dict[str, str]]:

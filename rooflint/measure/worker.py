@@ -7,12 +7,17 @@ read from stdin, ``{"event": "start", "variant": name}`` and ``{"event": "measur
 context is unusable, so the worker reports the variant and exits with FAULT_EXIT; the
 parent starts a fresh worker for the variants that remain.
 
+Run by Nsight Compute with ``--profiler [MODULE...]``, the worker imports those modules,
+says hello with no device and opens the GPU only at its first job: its start-up (ncu's
+with it) runs while the timing worker has the GPU to itself.
+
 Anything else that prints (CuPy warnings, user reference code) goes to stderr, so the
 protocol stream stays clean.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -21,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rooflint.measure.nvml import Nvml
-from rooflint.measure.protocol import DeviceInfo
+from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo
 
 FAULT_EXIT = 3
 NO_GPU_EXIT = 4
@@ -42,13 +47,10 @@ def protocol_stream() -> IO[str]:
 
 def main() -> int:
     out = protocol_stream()
-    device_id = 0  # the first visible device; choose another with CUDA_VISIBLE_DEVICES
+    args = sys.argv[1:]
     try:
-        import cupy
-        from rooflint.measure import launch
-        cupy.cuda.Device(device_id).use()
-        nvml = launch.open_nvml(device_id)
-        device = launch.device_info(device_id, nvml)
+        import cupy  # noqa: F401 - its absence is the first thing to report
+        device, nvml = (None, None) if PROFILER_ARG in args else open_device()
     except ImportError as exc:
         send(out, "fatal", message=f"CuPy is not installed ({exc}); install it with "
                                    "pip install -e '.[cuda13]' (or .[cuda12])")
@@ -56,11 +58,35 @@ def main() -> int:
     except Exception as exc:  # no driver, no device, CUDA too old
         send(out, "fatal", message=no_gpu_message(exc))
         return NO_GPU_EXIT
+    if PROFILER_ARG in args:
+        preload(args[args.index(PROFILER_ARG) + 1:])
+        send(out, "hello", device=None)
+        return serve_jobs(out, None, None)
     send(out, "hello", device=asdict(device))
-    if "--calibrate" in sys.argv[1:]:
+    if "--calibrate" in args:
         from rooflint.measure.calibrate import calibrate
         return calibrate(out, device, nvml)
     return serve_jobs(out, device, nvml)
+
+
+def open_device() -> tuple[DeviceInfo, Nvml | None]:
+    """The first visible GPU (choose another with CUDA_VISIBLE_DEVICES), made current."""
+    import cupy
+    from rooflint.measure import launch
+    cupy.cuda.Device(0).use()
+    nvml = launch.open_nvml(0)
+    return launch.device_info(0, nvml), nvml
+
+
+def preload(modules: list[str]) -> None:
+    """Import what the profiler's jobs will need while it waits for its first (CPU work
+    only: the GPU is the timing worker's until then); one not installed is reported when
+    a variant needs it."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
 
 
 def no_gpu_message(exc: Exception) -> str:
@@ -73,14 +99,22 @@ def no_gpu_message(exc: Exception) -> str:
     return f"no usable CUDA GPU: {reason}"
 
 
-def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
-    """Measure (or profile) each family job read from stdin until stdin closes."""
+def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> int:
+    """Measure (or profile) each family job read from stdin until stdin closes; without a
+    device yet (the profiler), the GPU is opened at the first job."""
     from rooflint.measure import launch
     from rooflint.measure.protocol import FamilyJob
 
+    profiled = 0   # variants profiled so far: markers count on across a profiler's jobs
     for line in sys.stdin:
         if not line.strip():
             continue
+        if device is None:   # the profiler's first job: now the GPU is its own
+            try:
+                device, nvml = open_device()
+            except Exception as exc:
+                send(out, "family_error", message=no_gpu_message(exc))
+                return NO_GPU_EXIT
         message = json.loads(line)
         if "pair" in message:
             code = serve_pair([FamilyJob.from_json(j) for j in message["pair"]], out, device, nvml)
@@ -98,7 +132,7 @@ def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
                                                f"{type(exc).__name__}: {exc}"
                                                f"{launch.read_only_hint(exc)}")
             continue
-        for index, variant in enumerate(job.variants):
+        for index, variant in enumerate(job.variants, start=profiled):
             send(out, "start", variant=variant.name)
             try:
                 measurement = (session.profile(variant, index) if job.mode == "profile"
@@ -109,6 +143,10 @@ def serve_jobs(out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
                 return FAULT_EXIT
             send(out, "measured", measurement=asdict(measurement))
         send(out, "done", phases=session.watch.seconds)
+        if job.mode == "profile":
+            profiled += len(job.variants)
+        del session
+        launch.free_memory()
     return 0
 
 

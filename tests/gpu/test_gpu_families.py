@@ -22,7 +22,7 @@ QUIET = Listener(warn=no_warnings)
 def bundled(tmp_path_factory):
     path = tmp_path_factory.mktemp("run") / "result.json"
     result = run(RunOptions(targets=["stream", "gemm_fp32"], variants=[], sizes={},
-                            json_path=path, counters="ncu"), QUIET)
+                            json_path=path, counters="ncu", gpm=True), QUIET)
     assert read_result(path) == result
     return {f.name: {v.name: v for v in f.variants} for f in result.families}
 

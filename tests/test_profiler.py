@@ -1,0 +1,125 @@
+"""The profiler session of `rooflint run`: one ncu process for all of a GPU's families, its
+log read when it ends, a new session after a worker dies; on a stand-in for ncu and the
+worker (no GPU). The stand-in writes its CSV at exit, as ncu does."""
+
+import sys
+import textwrap
+from dataclasses import asdict
+
+import pytest
+
+from recorded import RECORDED
+
+from rooflint.manifest import load_manifest, resolve
+from rooflint.measure import ncu, runner
+from rooflint.measure.protocol import TimingJob
+
+# Runs as "ncu LOG -- python -m rooflint.measure.worker": answers the worker protocol and
+# logs a marker (grid = its number in the session, counted across jobs) and one kernel per
+# variant whose DRAM bytes read are the variant's position in its job, plus 1000 per job.
+STAND_IN = textwrap.dedent('''
+    import csv, json, sys
+    log, rows, profiled = sys.argv[1], [], 0
+    metrics = %r
+    def row(name, grid, dram):
+        values = {m: 1.0 for m in metrics} | {"%s": grid, "%s": dram}
+        rows.append({"ID": len(rows), "Kernel Name": name, **values})
+    def write_log():
+        with open(log, "w") as f:
+            print("==PROF== Disconnected from process 1", file=f)
+            out = csv.DictWriter(f, ["ID", "Kernel Name", *metrics], quoting=csv.QUOTE_ALL)
+            out.writeheader()
+            out.writerows(rows)
+    open(log + ".argv", "w").write(" ".join(sys.argv[sys.argv.index("--") + 1:]))
+    profiler = "--profiler" in sys.argv           # says hello with no device
+    print(json.dumps({"event": "hello", "device": None if profiler else %r}), flush=True)
+    for jobs, line in enumerate(sys.stdin):
+        job = json.loads(line)
+        for position, variant in enumerate(job["variants"]):
+            print(json.dumps({"event": "start", "variant": variant["name"]}), flush=True)
+            if variant["name"] == "copy_few_blocks":      # a fault: the process ends here
+                write_log()
+                sys.exit(3)
+            row("%s", profiled + 1, 0)
+            row("kernel", 1, 1000 * jobs + position)
+            profiled += 1
+            print(json.dumps({"event": "measured", "measurement": {
+                "variant": variant["name"], "status": "ok", "message": "profiled", "checks": [],
+                "samples_s": [], "clocks": {}, "gpm": {}, "graph_samples_s": []}}), flush=True)
+        print(json.dumps({"event": "done", "phases": {"profiled": 0.5}}), flush=True)
+    write_log()
+''') % (ncu.BASE_METRICS, ncu.GRID_SIZE, ncu.DRAM_READ, asdict(RECORDED.gpu),
+       ncu.MARKER_KERNEL)
+
+
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    starts = []
+
+    def command(log, cache, metrics):
+        starts.append(log)
+        return [sys.executable, str(script), log, "--"]
+    monkeypatch.setattr(runner.ncu, "command", command)
+    return starts
+
+
+def job(*variants):
+    return resolve(load_manifest("stream"), {"N": 1024}, {"num_sms": 132}, TimingJob(),
+                   list(variants)).job
+
+
+def quiet(event, variant):
+    pass
+
+
+def test_one_session_profiles_every_family_and_keys_counters_by_ticket(stand_in):
+    profiler = runner.Profiler("cold", ncu.BASE_METRICS)
+    profiler.start()
+    first = profiler.profile(job("copy_scalar", "copy_float4"), 30, quiet)
+    second = profiler.profile(job("triad"), 30, quiet)
+    counters = profiler.close()
+    assert len(stand_in) == 1                                     # one ncu for both jobs
+    assert {name: c.dram_read for name, c in counters[first].items()} == \
+        {"copy_scalar": 0, "copy_float4": 1}
+    assert {name: c.dram_read for name, c in counters[second].items()} == {"triad": 1000}
+
+
+def test_a_worker_that_dies_ends_its_session_and_the_next_job_gets_a_new_one(stand_in):
+    profiler = runner.Profiler("cold", ncu.BASE_METRICS)
+    seen = []
+    broken = profiler.profile(job("copy_scalar", "copy_few_blocks", "triad"), 30,
+                              lambda event, variant: seen.append((event, variant)))
+    after = profiler.profile(job("copy_float4"), 30, quiet)
+    counters = profiler.close()
+    assert len(stand_in) == 2
+    assert list(counters[broken]) == ["copy_scalar"]              # triad was never run
+    assert ("start", "triad") not in seen
+    assert {name: c.dram_read for name, c in counters[after].items()} == {"copy_float4": 0}
+
+
+def test_phases_of_each_job_go_to_its_own_stopwatch(stand_in):
+    from rooflint.phases import Stopwatch
+    profiler = runner.Profiler("cold", ncu.BASE_METRICS)
+    watches = [Stopwatch(), Stopwatch()]
+    profiler.profile(job("copy_scalar"), 30, quiet, watches[0])
+    profiler.profile(job("triad"), 30, quiet, watches[1])
+    profiler.close()
+    assert [w.seconds for w in watches] == [{"counters/profiled": 0.5}] * 2
+
+
+def test_the_worker_runs_as_a_profiler_importing_ahead_what_it_will_need(stand_in):
+    from pathlib import Path
+    profiler = runner.Profiler("cold", ncu.BASE_METRICS, preload=("torch", "triton"))
+    profiler.start()
+    argv = Path(stand_in[0] + ".argv")
+    profiler.profile(job("copy_scalar"), 30, quiet)
+    assert argv.read_text().endswith("rooflint.measure.worker --profiler torch triton")
+    profiler.close()
+
+
+def test_a_profiler_given_nothing_to_profile_is_no_failure(stand_in):
+    profiler = runner.Profiler("cold", ncu.BASE_METRICS)
+    profiler.start()                   # started with the run; every variant then failed
+    assert profiler.close() == {}
