@@ -1,15 +1,20 @@
-"""Issue 13's figures in one GPU call: ``python3 benchmarks/time_to_verdict.py OUT_DIR``.
+"""Issue 13's figures in one GPU call:
+``python3 benchmarks/time_to_verdict.py OUT_DIR [--full-set FILE]``.
 
 Each figure is the wall time of a whole `rooflint run` command (after a first run that
 fills the build caches), and each family's run with counters stands beside Nsight
-Compute's full set on the same launches (benchmarks/full_set.py), as a ratio. With more
-than one GPU visible, all bundled families also run on all of them with ``--devices all``
-against one. Writes OUT_DIR/<gpu>-time-to-verdict.json (figures, targets, whether each is
-met) and .md (the same as a table), plus each run's output and result document.
+Compute's full set on the same launches (benchmarks/full_set.py), as a ratio. The full
+set takes three times as long as everything else here and does not change with rooflint:
+``--full-set`` reuses the figures an earlier run on the same GPU model wrote to
+OUT_DIR/ncu-full-set.json. With more than one GPU visible, all bundled families also run
+on all of them with ``--devices all`` against one. Writes OUT_DIR/time-to-verdict.json
+(figures, targets, whether each is met) and .md (the same as a table), plus each run's
+output and result document.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -48,51 +53,70 @@ def gpus() -> list[str]:
     return [line for line in listing.splitlines() if line.startswith("GPU ")]
 
 
-def main(out: Path) -> None:
+def full_set(out: Path, family: str, earlier: dict | None) -> float:
+    if earlier:
+        return earlier["families"][family]
+    return timed(out, f"full-set-{family}", [sys.executable, "benchmarks/full_set.py", family])
+
+
+def main(out: Path, earlier_full_set: Path | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     devices = gpus()
-    tag = devices[0].split(":")[1].split("(")[0].strip().replace(" ", "-")
+    earlier = json.loads(earlier_full_set.read_text()) if earlier_full_set else None
+    if earlier and earlier["gpu"].split("(")[0] != devices[0].split("(")[0]:
+        sys.exit(f"{earlier_full_set} was measured on {earlier['gpu']}, not {devices[0]}")
     timed(out, "fill-caches", [*RUN, "--counters", "off"])
     figures = {
         "one variant, counters off (s)":
             timed(out, "one-off", [*RUN, "stream", "copy_float4", "--counters", "off"]),
         "one variant, counters on (s)":
-            timed(out, "one-on", [*RUN, "stream", "copy_float4", "--counters", "ncu"]),
+            timed(out, "one-on", [*RUN, "stream", "copy_float4", "--counters", "ncu",
+                                      "--timings"]),
         "stream family, counters on (s)":
-            timed(out, "stream-on", [*RUN, "stream", "--counters", "ncu"]),
+            timed(out, "stream-on", [*RUN, "stream", "--counters", "ncu", "--timings"]),
         "all bundled families, counters on (s)":
             timed(out, "all-on", [*RUN, "--counters", "ncu", "--timings", "--json",
-                                  str(out / f"{tag}-all.json")]),
+                                  str(out / "all.json")]),
     }
     families = {}
     for manifest in bundled_manifests():
         name = manifest.parent.name
         ours = timed(out, f"family-{name}", [*RUN, name, "--counters", "ncu", "--timings"])
-        theirs = timed(out, f"full-set-{name}",
-                       [sys.executable, "benchmarks/full_set.py", name])
+        theirs = full_set(out, name, earlier)
         families[name] = {"rooflint_s": round(ours, 2), "ncu_full_set_s": round(theirs, 2),
                           "ratio": round(ours / theirs, 2)}
     figures["each family vs ncu --set full (worst ratio)"] = max(
         f["ratio"] for f in families.values())
-    if len(devices) > 1:
+    if not earlier:
+        (out / "ncu-full-set.json").write_text(json.dumps(
+            {"gpu": devices[0], "families": {k: f["ncu_full_set_s"] for k, f in families.items()}},
+            indent=1) + "\n")
+    report = {"gpu": devices[0], "gpus": len(devices),
+              "ncu_full_set": str(earlier_full_set) if earlier else "measured in this run",
+              "figures": {}, "families": families}
+    write_report(out, report, figures)
+    if len(devices) > 1:     # the figures above stay written if this run fails
         many = timed(out, f"all-on-{len(devices)}-gpus",
                      [*RUN, "--counters", "ncu", "--devices", "all", "--timings", "--json",
-                      str(out / f"{tag}-all-{len(devices)}-gpus.json")])
+                      str(out / f"all-{len(devices)}-gpus.json")])
         figures[f"all families on {len(devices)} GPUs vs 1 (speed-up)"] = \
             figures["all bundled families, counters on (s)"] / many
-    report = {"gpu": devices[0], "gpus": len(devices),
-              "figures": {name: {"value": round(value, 2), "target": TARGETS[name][0],
-                                 "met": value <= TARGETS[name][0] if TARGETS[name][1] == "max"
-                                 else value >= TARGETS[name][0]}
-                          for name, value in figures.items()},
-              "families": families}
-    (out / f"{tag}-time-to-verdict.json").write_text(json.dumps(report, indent=1) + "\n")
-    (out / f"{tag}-time-to-verdict.md").write_text(markdown(report))
+        write_report(out, report, figures)
     print(markdown(report))
 
 
+def write_report(out: Path, report: dict, figures: dict[str, float]) -> None:
+    report["figures"] = {name: {"value": round(value, 2), "target": TARGETS[name][0],
+                                "met": value <= TARGETS[name][0] if TARGETS[name][1] == "max"
+                                else value >= TARGETS[name][0]}
+                         for name, value in figures.items()}
+    (out / "time-to-verdict.json").write_text(json.dumps(report, indent=1) + "\n")
+    (out / "time-to-verdict.md").write_text(markdown(report))
+
+
 def markdown(report: dict) -> str:
-    lines = [f"{report['gpu']} ({report['gpus']} visible)", "",
+    lines = [f"{report['gpu']} ({report['gpus']} visible); ncu --set full figures: "
+             f"{report['ncu_full_set']}", "",
              "| figure | measured | target | met |", "|---|---|---|---|"]
     lines += [f"| {name} | {f['value']} | {f['target']} | {'yes' if f['met'] else 'NO'} |"
               for name, f in report["figures"].items()]
@@ -104,4 +128,8 @@ def markdown(report: dict) -> str:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--full-set", type=Path, help="ncu-full-set.json of an earlier run")
+    arguments = parser.parse_args()
+    main(arguments.out, arguments.full_set)
