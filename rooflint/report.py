@@ -7,6 +7,7 @@ the JSON result, so the screen and the file never disagree.
 from __future__ import annotations
 
 import statistics
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -292,12 +293,13 @@ def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:
 class RunDisplay:
     """What `run` and `gate` show while they measure.
 
-    One progress line names the family, the phase and the variant ("gemm_fp32: timing
-    tiled 3/6"); it appears with the phase's first variant (so a phase that does not run,
-    such as counters with ``--counters off``, never shows) and goes when the phase or the
-    family ends. With ``tables`` (run), the header is printed once the device is known and
-    each family's table as soon as that family is done: with counters, once every family
-    is timed and profiled (Nsight Compute gives its counters when its session ends).
+    One progress line per family at work names it, the phase and the variant ("gemm_fp32:
+    timing tiled 3/6"); it appears with the phase's first variant (so a phase that does
+    not run, such as counters with ``--counters off``, never shows) and goes when the
+    phase's last variant is done. With ``--devices`` each GPU's family has its own line.
+    With ``tables`` (run), the header is printed once the device is known and each
+    family's table as soon as that family is done: with counters, once every family is
+    timed and profiled (Nsight Compute gives its counters when its session ends).
     """
 
     def __init__(self, console: Console, tables: bool) -> None:
@@ -307,8 +309,8 @@ class RunDisplay:
         self.done: list[str] = []          # of those, the complete ones (counters taken)
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
                             TimeElapsedColumn(), console=console, transient=True)
-        self._task: TaskID | None = None
-        self._phase: tuple[str, str] | None = None
+        self._lines: dict[str, tuple[str, TaskID]] = {}   # family -> (phase, its line)
+        self._lock = threading.Lock()      # lanes report from their own threads
 
     def __enter__(self) -> "RunDisplay":
         self.bar.start()
@@ -326,36 +328,50 @@ class RunDisplay:
             render_run_header(self.console, result)
 
     def progress(self, family: str, phase: str, total: int) -> Callable[[str, str], None]:
-        begun = 0
+        begun = measured = 0
 
         def update(event: str, variant: str) -> None:
-            nonlocal begun
+            nonlocal begun, measured
             if event == "start":
                 begun += 1
-                self._show((family, phase), total, f"{family}: {phase} {variant} {begun}/{total}")
-            elif self._phase == (family, phase):
-                self.bar.advance(self._task)
+                self._show(family, phase, total, f"{family}: {phase} {variant} {begun}/{total}")
+            else:
+                measured += 1
+                self._advance(family, phase, last=measured >= total)
         return update
 
-    def _show(self, phase: tuple[str, str], total: int, description: str) -> None:
-        if phase != self._phase:
-            self._end_phase()
-            self._task, self._phase = self.bar.add_task(description, total=total), phase
-        else:
-            self.bar.update(self._task, description=description)
+    def _show(self, family: str, phase: str, total: int, description: str) -> None:
+        with self._lock:
+            line = self._lines.get(family)
+            if line and line[0] != phase:
+                self.bar.remove_task(line[1])
+                line = None
+            if line is None:
+                self._lines[family] = (phase, self.bar.add_task(description, total=total))
+            else:
+                self.bar.update(line[1], description=description)
 
-    def _end_phase(self) -> None:
-        if self._task is not None:
-            self.bar.remove_task(self._task)
-        self._task = self._phase = None
+    def _advance(self, family: str, phase: str, last: bool) -> None:
+        with self._lock:
+            line = self._lines.get(family)
+            if line and line[0] == phase:
+                self.bar.advance(line[1])
+        if last:
+            self._end(family)
+
+    def _end(self, family: str) -> None:
+        with self._lock:
+            line = self._lines.pop(family, None)
+            if line:
+                self.bar.remove_task(line[1])
 
     def timed_family(self, result: RunResult, family: FamilyResult) -> None:
-        self._end_phase()
+        self._end(family.name)
         if family.name not in self.timed:
             self.timed.append(family.name)
 
     def finished(self, result: RunResult, family: FamilyResult) -> None:
-        self._end_phase()
+        self._end(family.name)
         self.done.append(family.name)
         if self.tables:
             render_family(self.console, family)

@@ -1,9 +1,11 @@
 """`rooflint run`: manifests -> worker measurements -> points, verdicts, result document.
 
 The order is chosen so that mistakes surface before the GPU is touched: every manifest
-is loaded and every ``--size`` checked first, then the worker starts, the device is
-matched to a spec, and families are measured one after another. The result file is
-rewritten after each family, so an interrupted run keeps what it finished.
+is loaded and every ``--size`` checked first, then the workers start, the device is
+matched to a spec, and families are timed one after another; with counters, all of them
+are then profiled in one Nsight Compute session (per GPU), which gives its counters only
+when it ends. The result file is rewritten after each family is timed and again once it
+is complete, so an interrupted run keeps what it finished.
 """
 
 from __future__ import annotations

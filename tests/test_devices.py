@@ -159,3 +159,40 @@ def test_the_cli_refuses_impossible_devices_in_one_line(devices, fragment):
     outcome = rooflint("run", "stream", "--devices", devices,
                        env={"CUDA_VISIBLE_DEVICES": "0,1"}, timeout=30)
     assert_one_line_error(outcome, 2, fragment)
+
+
+def test_the_display_shows_one_line_per_gpu_at_work(monkeypatch):
+    """Two GPUs each timing a family: two progress lines, neither replacing the other."""
+    import io
+    import threading
+    from rich.console import Console
+    from rooflint.report import RunDisplay
+    display = RunDisplay(Console(file=io.StringIO(), width=100), tables=False)
+    first_variants, both_started, shown = [], threading.Event(), []
+
+    def at_start(family, variant):
+        if variant != RECORDED_FIRST[family]:
+            return
+        first_variants.append(family)
+        if len(first_variants) == 2:
+            shown.extend(sorted(t.description for t in display.bar.tasks))
+            both_started.set()
+        else:
+            both_started.wait(timeout=5)
+
+    class BothAtOnce(Lanes):
+        def __call__(self, env=None):
+            pool = super().__call__(env)
+            pool.on_start = at_start
+            return pool
+    lanes = BothAtOnce()
+    monkeypatch.setattr(run_module, "WorkerPool", lanes)
+    options = run_module.RunOptions(targets=["causes", "stream"], variants=[], sizes={},
+                                    devices=["0", "1"], counters="off")
+    with display:
+        run_module.run(options, display.listener())
+    assert [d.split(":")[0] for d in shown] == ["causes", "stream"]
+    assert display.bar.tasks == [] and sorted(display.done) == ["causes", "stream"]
+
+
+RECORDED_FIRST = {f.name: f.variants[0].name for f in RECORDED.families}

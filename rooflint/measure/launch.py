@@ -131,7 +131,7 @@ class FamilySession:
         self.flush_grid = device.sms * 8
         self.marker = cupy.RawKernel(_MARKER_SOURCE, "rooflint_marker")
         self.sample_gpm = bool(nvml and job.mode == "measure" and job.timing.gpm
-                                  and nvml.gpm_supported())
+                               and nvml.gpm_supported())
 
     def _prepared_inputs(self, job: FamilyJob, inputs: HostCopies) -> dict[str, np.ndarray]:
         """Inputs derived by reference.py (quantized weights, scales) from the random ones;
