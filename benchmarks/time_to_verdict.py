@@ -49,8 +49,15 @@ def timed(out: Path, name: str, command: list[str]) -> float:
 
 
 def gpus() -> list[str]:
-    listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
-    return [line for line in listing.splitlines() if line.startswith("GPU ")]
+    """The GPUs this machine shows (``nvidia-smi -L``); none is the script's error."""
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        listing = ""
+    found = [line for line in listing.splitlines() if line.startswith("GPU ")]
+    if not found:
+        sys.exit("no GPU: nvidia-smi -L lists none (this benchmark runs on the GPU machine)")
+    return found
 
 
 def full_set(out: Path, family: str, earlier: dict | None) -> float:
@@ -59,10 +66,23 @@ def full_set(out: Path, family: str, earlier: dict | None) -> float:
     return timed(out, f"full-set-{family}", [sys.executable, "benchmarks/full_set.py", family])
 
 
+def read_full_set(path: Path) -> dict:
+    """An earlier run's ncu-full-set.json: its GPU and each bundled family's seconds."""
+    try:
+        earlier = json.loads(path.read_text())
+        seconds = {k: v for k, v in earlier["families"].items() if isinstance(v, (int, float))}
+        missing = {m.parent.name for m in bundled_manifests()} - set(seconds)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        sys.exit(f"--full-set {path}: not an ncu-full-set.json written by this script ({exc})")
+    if missing:
+        sys.exit(f"--full-set {path}: no seconds for {', '.join(sorted(missing))}")
+    return earlier
+
+
 def main(out: Path, earlier_full_set: Path | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    earlier = read_full_set(earlier_full_set) if earlier_full_set else None
     devices = gpus()
-    earlier = json.loads(earlier_full_set.read_text()) if earlier_full_set else None
     if earlier and earlier["gpu"].split("(")[0] != devices[0].split("(")[0]:
         sys.exit(f"{earlier_full_set} was measured on {earlier['gpu']}, not {devices[0]}")
     timed(out, "fill-caches", [*RUN, "--counters", "off"])

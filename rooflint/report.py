@@ -31,7 +31,7 @@ from rooflint.gpus import GpuSpec
 from rooflint.measure.protocol import THROTTLING
 from rooflint.phases import PHASES
 from rooflint.results import FamilyResult, RunResult, VariantResult
-from rooflint.roofline import Point, Roofs
+from rooflint.roofline import Roofs
 from rooflint.run import Listener
 from rooflint.units import counted, format_bytes, format_rate, format_time
 

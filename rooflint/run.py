@@ -40,7 +40,7 @@ from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.devices import VISIBLE
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile
 from rooflint.phases import Stopwatch
-from rooflint.results import FamilyResult, RunResult, TimeStats, VariantResult, write_result
+from rooflint.results import FamilyResult, RunResult, VariantResult, write_result
 from rooflint.observation import Model, Observation, analyse
 from rooflint.units import format_bytes
 
@@ -218,17 +218,22 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
 
 
 def counters_unavailable(options: RunOptions) -> str | None:
-    """Why counters cannot be taken at all (no ncu), before anything starts: an error
-    with ``--counters ncu``, the reason to warn of with ``auto``."""
+    """Why counters cannot be taken at all (no ncu), found before anything starts."""
     if options.counters == "off":
         return None
     try:
         ncu.ncu_path()
     except CountersUnavailable as exc:
-        if options.counters == "ncu":
-            raise RooflintError(f"--counters ncu: {exc}") from None
-        return str(exc)
+        return without_counters(exc, options)
     return None
+
+
+def without_counters(exc: CountersUnavailable, options: RunOptions) -> str:
+    """The reason a run goes on with model bytes (``auto``); with ``--counters ncu`` the
+    run's error instead."""
+    if options.counters == "ncu":
+        raise RooflintError(f"--counters ncu: {exc}") from None
+    return str(exc)
 
 
 def counters_off(settings: dict, reason: str, warn: Callable[[str], None]) -> None:
@@ -354,10 +359,9 @@ def close_profiler(lane: Lane, shared: _Shared) -> dict[int, dict[str, Counters]
         with shared.watch.phase("counters"):
             return lane.profiler.close()
     except CountersUnavailable as exc:
-        if shared.options.counters == "ncu":
-            raise RooflintError(f"--counters ncu: {exc}") from None
+        reason = without_counters(exc, shared.options)
         with shared.lock:
-            counters_off(shared.result.settings, str(exc), shared.listener.warn)
+            counters_off(shared.result.settings, reason, shared.listener.warn)
         return {}
 
 
@@ -425,9 +429,7 @@ def family_counters(family: ResolvedFamily, measurements: list[Measurement],
         return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress,
                        ncu.metrics_for(v.precision for v in family.manifest.variants))
     except CountersUnavailable as exc:
-        if options.counters == "ncu":
-            raise RooflintError(f"--counters ncu: {exc}") from None
-        counters_off(settings, str(exc), warn)
+        counters_off(settings, without_counters(exc, options), warn)
         return {}
 
 

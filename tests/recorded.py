@@ -23,6 +23,13 @@ COUNTED = {(f.name, v.name): v.counters for f in RECORDED.families for v in f.va
 WORKER_PHASES_PER_VARIANT = {"compile": 0.25, "check": 0.5, "timing": 1.0}
 
 
+def report(job: FamilyJob, variant: str, progress, on_start: Callable[[str, str], None]) -> None:
+    """A variant's events as a worker sends them, with the test's hook between."""
+    progress("start", variant)
+    on_start(job.family, variant)
+    progress("measured", variant)
+
+
 class RecordedPool:
     """Stands in for run's WorkerPool. ``log`` gets ("measure", family) as a family starts;
     ``on_start(family, variant)`` runs as each variant starts (where a test looks at what
@@ -42,9 +49,7 @@ class RecordedPool:
     def measure(self, job: FamilyJob, timeout: float, progress) -> Iterator[Measurement]:
         self.log.append(("measure", job.family))
         for variant in job.variants:
-            progress("start", variant.name)
-            self.on_start(job.family, variant.name)
-            progress("measured", variant.name)
+            report(job, variant.name, progress, self.on_start)
             self.phases.add(WORKER_PHASES_PER_VARIANT)
             yield MEASURED[job.family, variant.name]
 
@@ -71,9 +76,7 @@ class RecordedProfiler:
     def profile(self, job: FamilyJob, timeout: float, progress, watch=None) -> int:
         self.log.append(("profile", job.family))
         for variant in job.variants:
-            progress("start", variant.name)
-            self.on_start(job.family, variant.name)
-            progress("measured", variant.name)
+            report(job, variant.name, progress, self.on_start)
         self.jobs.append(job)
         return len(self.jobs) - 1
 

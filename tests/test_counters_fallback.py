@@ -80,3 +80,45 @@ def test_failed_variants_are_not_profiled(stream):
     failed = Measurement("copy_float4", "fail", "out: relative error 1.0e+00 > tolerance 0.0e+00")
     assert run_module.family_counters(stream, [failed], options, {"counters": "auto"},
                                       lambda e, v: None, lambda m: None) == {}
+
+
+def test_no_ncu_on_path_is_known_before_any_gpu_work(monkeypatch, tmp_path):
+    """auto: one warning and model bytes, no profiler started; ncu: the run's one error."""
+    from recorded import RecordedPool
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: RecordedPool())
+    monkeypatch.setattr(run_module, "Profiler", lambda *args: pytest.fail("profiler started"))
+    warnings = []
+    result = run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={}),
+                            run_module.Listener(warn=warnings.append))
+    assert result.settings["counters"] == "off" and "not on PATH" in warnings[0]
+    with pytest.raises(RooflintError, match="--counters ncu: ncu .* is not on PATH"):
+        run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={},
+                                             counters="ncu"))
+
+
+@pytest.mark.parametrize("counters", ["auto", "ncu"])
+def test_a_profiler_that_gives_nothing_at_the_end(monkeypatch, counters):
+    """Counters come when ncu's session ends: a refusal found then falls back (auto), with
+    every family kept on model bytes, or is the run's error (ncu)."""
+    from recorded import RecordedPool, RecordedProfiler
+
+    class Refusing(RecordedProfiler):
+        def close(self):
+            raise CountersUnavailable("ERR_NVGPUCTRPERM: this user may not read GPU counters")
+    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: RecordedPool())
+    monkeypatch.setattr(run_module, "Profiler", lambda *args: Refusing())
+    monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
+    warnings, finished = [], []
+    listener = run_module.Listener(warn=warnings.append,
+                                   finished=lambda result, family: finished.append(family.name))
+    options = run_module.RunOptions(targets=["stream", "gemm_fp32"], variants=[], sizes={},
+                                    counters=counters)
+    if counters == "ncu":
+        with pytest.raises(RooflintError, match="--counters ncu: ERR_NVGPUCTRPERM"):
+            run_module.run(options, listener)
+        return
+    result = run_module.run(options, listener)
+    assert finished == ["stream", "gemm_fp32"] and len(warnings) == 1
+    assert result.settings["counters"] == "off"
+    assert all(v.counters is None for f in result.families for v in f.variants)

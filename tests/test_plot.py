@@ -3,7 +3,6 @@ its labels can be read, that several files stay apart, and that a bad output pat
 one line and no file."""
 
 import copy
-import json
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import replace
