@@ -112,24 +112,30 @@ def run(
                              "pipes) for each variant too: 0.2 s each, shown as evidence."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
-    from rooflint.report import RunDisplay
     from rooflint.measure.devices import parse_devices, visible_devices
-    from rooflint.run import RunOptions, parse_sizes, run as run_families
+    from rooflint.measure.runner import timing_pools
 
     to_stdout = json_path == STDOUT
     check_outputs(None if to_stdout else json_path, picture=svg)
-    screen = errors if to_stdout else console
-    options = RunOptions(targets=[target] if target else [], variants=variants or [],
-                         sizes=parse_sizes(size), gpu=gpu, cache=cache.value, timeout_s=timeout,
-                         json_path=None if to_stdout else json_path, counters=counters.value,
-                         devices=parse_devices(devices, visible_devices())
-                         if devices is not None else None, gpm=gpm)
-    display = RunDisplay(screen, tables=True)
+    chosen = parse_devices(devices, visible_devices()) if devices is not None else None
+    pools = timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
     try:
-        with display:
-            result = run_families(options, display.listener())
-    except KeyboardInterrupt:
-        fail(interrupted_run(display.done, display.timed, options.json_path), 130)
+        from rooflint.report import RunDisplay
+        from rooflint.run import RunOptions, parse_sizes, run as run_families
+        screen = errors if to_stdout else console
+        options = RunOptions(targets=[target] if target else [], variants=variants or [],
+                             sizes=parse_sizes(size), gpu=gpu, cache=cache.value,
+                             timeout_s=timeout, json_path=None if to_stdout else json_path,
+                             counters=counters.value, devices=chosen, gpm=gpm)
+        display = RunDisplay(screen, tables=True)
+        try:
+            with display:
+                result = run_families(options, display.listener(), pools)
+        except KeyboardInterrupt:
+            fail(interrupted_run(display.done, display.timed, options.json_path), 130)
+    finally:
+        for pool in pools:   # already closed by the run, unless it never began
+            pool.kill()
     if timings:
         from rooflint.report import render_timings
         render_timings(screen, result)

@@ -37,8 +37,7 @@ from rooflint.measure.protocol import (
 from rooflint.counters import Counters
 from rooflint.measure import ncu
 from rooflint.measure.ncu import CountersUnavailable
-from rooflint.measure.devices import VISIBLE
-from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile
+from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.phases import Stopwatch
 from rooflint.results import FamilyResult, RunResult, VariantResult, write_result
 from rooflint.observation import Model, Observation, analyse
@@ -162,9 +161,12 @@ class _Timed:
     ticket: int | None = None         # the profiler's, once it is profiled
 
 
-def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
+def run(options: RunOptions, listener: Listener | None = None,
+        pools: list[WorkerPool] | None = None) -> RunResult:
     """Measure every family, telling ``listener`` as each step is done. With several
-    devices, each GPU's worker takes the next family as it finishes one."""
+    devices, each GPU's worker takes the next family as it finishes one. ``pools`` are
+    the timing workers of ``timing_pools(options.devices)`` if the caller started them
+    early; the run closes them."""
     listener = listener or Listener()
     specs = load_specs()
     manifests = load_targets(options)
@@ -173,11 +175,10 @@ def run(options: RunOptions, listener: Listener | None = None) -> RunResult:
     preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
                                    for m in manifests for v in m.variants) else ()
     every_lane = []
-    for visible in options.devices or [None]:
-        env = {VISIBLE: visible} if visible is not None else None
-        profiler = (Profiler(options.cache, metrics, env, preload)
+    for visible, pool in zip(options.devices or [None], pools or timing_pools(options.devices)):
+        profiler = (Profiler(options.cache, metrics, pool.env, preload)
                     if options.counters != "off" and not unavailable else None)
-        every_lane.append(Lane(WorkerPool(env=env), visible, profiler))
+        every_lane.append(Lane(pool, visible, profiler))
     watch = Stopwatch()
     try:
         with watch.phase("startup"):

@@ -30,6 +30,20 @@ def report(job: FamilyJob, variant: str, progress, on_start: Callable[[str, str]
     progress("measured", variant)
 
 
+def use_stand_in_pools(monkeypatch, factory: Callable[..., object]) -> None:
+    """Timing workers made by ``factory(env=...)``, one for each device and pinned as the
+    real ones are (no process is started), wherever a run starts them: in ``run`` itself,
+    or early in the CLI."""
+    from rooflint import run as run_module
+    from rooflint.measure import runner
+
+    def timing_pools(devices: list[str] | None) -> list:
+        return [factory(env={"CUDA_VISIBLE_DEVICES": d} if d is not None else None)
+                for d in devices or [None]]
+    monkeypatch.setattr(run_module, "timing_pools", timing_pools)
+    monkeypatch.setattr(runner, "timing_pools", timing_pools)
+
+
 class RecordedPool:
     """Stands in for run's WorkerPool. ``log`` gets ("measure", family) as a family starts;
     ``on_start(family, variant)`` runs as each variant starts (where a test looks at what
@@ -54,6 +68,9 @@ class RecordedPool:
             yield MEASURED[job.family, variant.name]
 
     def close(self) -> None:
+        pass
+
+    def kill(self) -> None:
         pass
 
 

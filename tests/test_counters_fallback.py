@@ -4,6 +4,8 @@ import stat
 
 import pytest
 
+from recorded import use_stand_in_pools
+
 from rooflint import run as run_module
 from rooflint.errors import RooflintError
 from rooflint.manifest import load_manifest, resolve
@@ -86,7 +88,7 @@ def test_no_ncu_on_path_is_known_before_any_gpu_work(monkeypatch, tmp_path):
     """auto: one warning and model bytes, no profiler started; ncu: the run's one error."""
     from recorded import RecordedPool
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: RecordedPool())
+    use_stand_in_pools(monkeypatch, lambda env=None: RecordedPool())
     monkeypatch.setattr(run_module, "Profiler", lambda *args: pytest.fail("profiler started"))
     warnings = []
     result = run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={}),
@@ -106,7 +108,7 @@ def test_a_profiler_that_gives_nothing_at_the_end(monkeypatch, counters):
     class Refusing(RecordedProfiler):
         def close(self):
             raise CountersUnavailable("ERR_NVGPUCTRPERM: this user may not read GPU counters")
-    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: RecordedPool())
+    use_stand_in_pools(monkeypatch, lambda env=None: RecordedPool())
     monkeypatch.setattr(run_module, "Profiler", lambda *args: Refusing())
     monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
     warnings, finished = [], []

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from recorded import COUNTED, RECORDED, RecordedPool, RecordedProfiler
+from recorded import (COUNTED, RECORDED, RecordedPool, RecordedProfiler,
+                      use_stand_in_pools)
 from rooflint import run as run_module
 from rooflint.errors import RooflintError
 from rooflint.measure.devices import parse_devices, visible_devices
@@ -72,7 +73,7 @@ class Lanes:
 
 
 def run_on(monkeypatch, lanes, devices, warnings=None, tmp_path=None):
-    monkeypatch.setattr(run_module, "WorkerPool", lanes)
+    use_stand_in_pools(monkeypatch, lanes)
     monkeypatch.setattr(run_module, "Profiler", lanes.profiler)
     monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
     listener = run_module.Listener(warn=warnings.append if warnings is not None else print)
@@ -186,7 +187,7 @@ def test_the_display_shows_one_line_per_gpu_at_work(monkeypatch):
             pool.on_start = at_start
             return pool
     lanes = BothAtOnce()
-    monkeypatch.setattr(run_module, "WorkerPool", lanes)
+    use_stand_in_pools(monkeypatch, lanes)
     options = run_module.RunOptions(targets=["causes", "stream"], variants=[], sizes={},
                                     devices=["0", "1"], counters="off")
     with display:

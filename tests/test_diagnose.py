@@ -116,11 +116,11 @@ def test_async_copy_is_ruled_out_when_memory_is_not_the_top_stall(specs):
 
 
 def test_register_spills_from_the_recorded_spilling_kernel(specs):
-    log = (FIXTURES / "ncu" / "h200-probe-5-variants.csv").read_text()
+    log = (FIXTURES / "ncu" / "h100-probe-5-variants.csv").read_text()
     names = ["copy", "sgemm", "hgemm", "spill", "two_halves"]
     counters = ncu.counters_by_variant(log, names)["spill"]
     point = place(counters.duration_s, counters.counted_flops, counters.dram_bytes,
-                  counters.dram_bytes, roofs_for(find_spec("h200", specs), "fp32", None), "ncu")
+                  counters.dram_bytes, roofs_for(find_spec("h100-sxm", specs), "fp32", None), "ncu")
     facts = LaunchFacts(grid_blocks=132, threads_per_block=256, launches=1, sms=132,
                         precision="fp32")
     v = diagnose(point, facts, counters)
@@ -222,7 +222,7 @@ def test_the_same_stalls_without_the_xu_reading_are_shared_memory(specs):
     raw = next(x for x in fam["variants"] if x["name"] == "math_pipe_bound")["counters"]
     counters = Counters(**{**raw, "xu_pipe_pct": 0.0})
     point = place(counters.duration_s, counters.counted_flops, counters.dram_bytes,
-                  counters.dram_bytes, roofs_for(find_spec("h200", specs), "fp32", None), "ncu")
+                  counters.dram_bytes, roofs_for(find_spec("h100-sxm", specs), "fp32", None), "ncu")
     facts = LaunchFacts(grid_blocks=1056, threads_per_block=256, launches=1, sms=132,
                         precision="fp32")
     assert causes(diagnose(point, facts, counters)) == ["shared_memory_pipe"]

@@ -1,9 +1,10 @@
-"""The Nsight Compute CSV parser, on a log recorded on our H200 (2026-11-21).
+"""The Nsight Compute CSV parser, on a log recorded on our H100 (2026-11-22) with the
+command a run uses (``ncu.command`` with every metric).
 
-tests/fixtures/ncu/h200-probe-5-variants.py is the program that was profiled: five
-variants, each preceded by a marker kernel: a float4 copy of 256 MiB, cuBLAS SGEMM
-1024^3 (cupy.matmul), cuBLAS HGEMM 1024^3 (tensor cores), a kernel that spills, and the
-same copy made in two launches of one half each.
+tests/fixtures/ncu/probe-5-variants.py is the program that was profiled: five variants,
+each run inside its NVTX range: a float4 copy of 256 MiB, cuBLAS SGEMM 1024^3
+(cupy.matmul), cuBLAS HGEMM 1024^3 (tensor cores), a kernel that spills, and the same copy
+made in two launches of one half each.
 """
 
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from rooflint.measure import ncu
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ncu" / "h200-probe-5-variants.csv"
+FIXTURE = Path(__file__).parent / "fixtures" / "ncu" / "h100-probe-5-variants.csv"
 NAMES = ["copy", "sgemm", "hgemm", "spill", "two_halves"]
 
 
@@ -23,23 +24,32 @@ def counters():
 
 def test_rows_skip_profiler_messages_and_units():
     rows = ncu.parse_rows(FIXTURE.read_text())
-    assert [r["ID"] for r in rows] == [float(i) for i in range(11)]
-    assert rows[1]["Kernel Name"] == "copy4" and rows[1][ncu.DRAM_READ] == 268_454_912
+    assert [r["ID"] for r in rows] == [float(i) for i in range(6)]
+    assert rows[0]["Kernel Name"] == "copy4" and rows[0][ncu.DRAM_READ] == 268_457_728
 
 
-def test_markers_split_the_variants(counters):
+def test_nvtx_ranges_split_the_variants(counters):
     assert list(counters) == NAMES
     assert counters["copy"].kernels == ["copy4"]
     assert counters["sgemm"].kernels[0].startswith("sm80_xmma_gemm_f32f32")
+    assert counters["two_halves"].kernels == ["copy4", "copy4"]
+
+
+def test_launches_outside_every_variant_range_are_left_out():
+    inside = {"ID": 0.0, "Kernel Name": "k",
+              "thread Domain:Push/Pop_Range:PL_Type": '7  "<default domain>:step:none" '
+                                                      '"<default domain>:rooflint-variant/12:none"'}
+    outside = inside | {"thread Domain:Push/Pop_Range:PL_Type": '7  "<default domain>:step"'}
+    assert ncu.split_by_variant([outside, inside, outside]) == {12: [inside]}
 
 
 def test_copy_bytes_and_the_dirty_l2_writes(counters):
     copy = counters["copy"]
-    assert copy.dram_read == 268_454_912          # 256 MiB + 1 MB of other traffic
-    assert copy.dram_write == 246_615_296         # 21 MB short: dirty lines left in L2
-    assert copy.dram_bytes == 268_454_912 + 246_615_296
+    assert copy.dram_read == 268_457_728          # 256 MiB + 22 KB of other traffic
+    assert copy.dram_write == 250_018_304         # 17.6 MiB short: dirty lines left in L2
+    assert copy.dram_bytes == 268_457_728 + 250_018_304
     assert copy.counted_flops == 0
-    assert copy.duration_s == pytest.approx(130.56e-6)
+    assert copy.duration_s == pytest.approx(182.368e-6)   # 2.9 TB/s of 3.35
     assert copy.grid_size == 1056 and copy.waves == 1
 
 
@@ -52,14 +62,16 @@ def test_sgemm_flops_from_sass_counters(counters):
 
 def test_hgemm_flops_from_tensor_ops(counters):
     assert counters["hgemm"].flops == {"fp16-tensor": 2 * 1024**3}
+    assert counters["hgemm"].tensor_pipe_pct == pytest.approx(42.6)
+    assert counters["sgemm"].tensor_pipe_pct == 0.0
 
 
 def test_spills_and_stalls(counters):
     spill = counters["spill"]
     assert spill.local_bytes == 1_081_344_000 + 69_206_016
-    assert spill.stalls["long_scoreboard"] == pytest.approx(17.99)
+    assert spill.stalls["long_scoreboard"] == pytest.approx(20.51)
     assert spill.registers_per_thread == 23
-    assert spill.occupancy_pct == pytest.approx(12.06)
+    assert spill.occupancy_pct == pytest.approx(12.1)
 
 
 def test_multi_launch_variants_sum_and_weight():
@@ -79,15 +91,14 @@ def test_multi_launch_variants_sum_and_weight():
 
 
 def test_every_metric_asked_for_is_in_the_recorded_csv():
-    """The log was recorded before rooflint read the XU and tensor pipes' activity; every
-    other metric is in it."""
     header = next(l for l in FIXTURE.read_text().splitlines() if l.startswith('"ID"'))
-    for metric in ncu.METRICS:
-        assert (f'"{metric}"' in header) is (metric not in (ncu.XU_PIPE, ncu.TENSOR_PIPE))
+    assert all(f'"{metric}"' in header for metric in ncu.METRICS)
 
 
 def test_a_log_without_the_xu_pipe_reads_as_zero():
-    counters = ncu.counters_by_variant(FIXTURE.read_text(), ["copy"])["copy"]
+    """Logs recorded before rooflint read the XU pipe's activity have no such column."""
+    text = without_columns(FIXTURE.read_text(), {ncu.XU_PIPE})
+    counters = ncu.counters_by_variant(text, ["copy"])["copy"]
     assert counters.xu_pipe_pct == 0.0 and counters.dram_bytes > 0
 
 
@@ -100,6 +111,14 @@ def test_a_log_without_the_xu_pipe_reads_as_zero():
 ])
 def test_failure_reasons(log, fragment):
     assert fragment in ncu.failure_reason(log)
+
+
+def test_the_workers_own_reason_when_ncu_gives_none():
+    """A worker that could not make its profiled runs says why (e.g. a CuPy without NVTX);
+    an error of ncu's own still comes first."""
+    failures = ["copy: this CuPy has no NVTX"]
+    assert ncu.failure_reason("==PROF== Connected to process 1", failures) == failures[0]
+    assert "ERR_NVGPUCTRPERM" in ncu.failure_reason("==ERROR== ERR_NVGPUCTRPERM", failures)
 
 
 def test_missing_ncu(monkeypatch):
@@ -147,4 +166,4 @@ def test_a_log_without_tensor_flop_columns_counts_the_cuda_cores_only():
     counters = ncu.counters_by_variant(text, NAMES)
     assert "fp16-tensor" not in counters["hgemm"].flops
     assert counters["sgemm"].flops["fp32"] == pytest.approx(2 * 1024**3, rel=1e-3)
-    assert counters["hgemm"].tensor_pipe_pct == 0.0           # not in this log either
+    assert counters["hgemm"].tensor_pipe_pct == pytest.approx(42.6)   # read in every run

@@ -15,19 +15,23 @@ from rooflint.measure import ncu, runner
 from rooflint.measure.protocol import TimingJob
 
 # Runs as "ncu LOG -- python -m rooflint.measure.worker": answers the worker protocol and
-# logs a marker (grid = its number in the session, counted across jobs) and one kernel per
-# variant whose DRAM bytes read are the variant's position in its job, plus 1000 per job.
+# logs one kernel per variant, in the NVTX range numbered as the variant's place in the
+# session (counted across jobs), with DRAM bytes read = its position in its job + 1000 per job.
+# The range column is named and written as ncu writes it under --nvtx (seen on an H100).
 STAND_IN = textwrap.dedent('''
     import csv, json, sys
     log, rows, profiled = sys.argv[1], [], 0
     metrics = %r
-    def row(name, grid, dram):
-        values = {m: 1.0 for m in metrics} | {"%s": grid, "%s": dram}
-        rows.append({"ID": len(rows), "Kernel Name": name, **values})
+    stack = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+    def row(range_name, dram):
+        values = {m: 1.0 for m in metrics} | {"%s": dram}
+        ranges = '1  "<default domain>:%%s:none:none:none:none:none:none" ' %% range_name
+        rows.append({"ID": len(rows), stack: ranges, "Kernel Name": "kernel", **values})
     def write_log():
         with open(log, "w") as f:
             print("==PROF== Disconnected from process 1", file=f)
-            out = csv.DictWriter(f, ["ID", "Kernel Name", *metrics], quoting=csv.QUOTE_ALL)
+            out = csv.DictWriter(f, ["ID", stack, "Kernel Name", *metrics],
+                                 quoting=csv.QUOTE_ALL)
             out.writeheader()
             out.writerows(rows)
     open(log + ".argv", "w").write(" ".join(sys.argv[sys.argv.index("--") + 1:]))
@@ -40,16 +44,14 @@ STAND_IN = textwrap.dedent('''
             if variant["name"] == "copy_few_blocks":      # a fault: the process ends here
                 write_log()
                 sys.exit(3)
-            row("%s", profiled + 1, 0)
-            row("kernel", 1, 1000 * jobs + position)
+            row("%s/%%d" %% profiled, 1000 * jobs + position)
             profiled += 1
             print(json.dumps({"event": "measured", "measurement": {
                 "variant": variant["name"], "status": "ok", "message": "profiled", "checks": [],
                 "samples_s": [], "clocks": {}, "gpm": {}, "graph_samples_s": []}}), flush=True)
         print(json.dumps({"event": "done", "phases": {"profiled": 0.5}}), flush=True)
     write_log()
-''') % (ncu.BASE_METRICS, ncu.GRID_SIZE, ncu.DRAM_READ, asdict(RECORDED.gpu),
-       ncu.MARKER_KERNEL)
+''') % (ncu.BASE_METRICS, ncu.DRAM_READ, asdict(RECORDED.gpu), ncu.VARIANT_RANGE)
 
 
 @pytest.fixture

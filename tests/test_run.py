@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from recorded import use_stand_in_pools
+
 from rooflint.gpus import find_spec
 from rooflint.manifest import load_manifest, resolve
 from rooflint.measure.protocol import Clocks, DeviceInfo, Measurement, OutputCheck, TimingJob
@@ -17,6 +19,9 @@ from rooflint.run import family_result
 H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,
                   l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,
                   max_mem_clock_mhz=3201, driver="580.159.04", cuda_runtime="13020", cupy="14.2.0")
+H100 = DeviceInfo(name="NVIDIA H100 80GB HBM3", index=0, compute_capability="9.0", sms=132,
+                  l2_bytes=52428800, memory_bytes=85045477376, max_sm_clock_mhz=1980,
+                  max_mem_clock_mhz=2619, driver="580.159.04", cuda_runtime="13020", cupy="14.2.0")
 
 
 def measured(name, median_s, spread=0.005, status="ok", message=""):
@@ -90,22 +95,23 @@ def test_result_document_round_trip(gemm, tmp_path):
 
 
 def test_counters_replace_model_bytes(specs):
-    """The recorded ncu profile of a float4 copy of 2**26 floats, judged as stream's copy."""
+    """The recorded ncu profile of a float4 copy of 2**26 floats on an H100, judged as
+    stream's copy."""
     from pathlib import Path
     from rooflint.measure import ncu
-    log = (Path(__file__).parent / "fixtures" / "ncu" / "h200-probe-5-variants.csv").read_text()
+    log = (Path(__file__).parent / "fixtures" / "ncu" / "h100-probe-5-variants.csv").read_text()
     copy = ncu.counters_by_variant(log, ["copy_float4"])
     family = resolve(load_manifest("stream"), {"N": 2**26}, {"num_sms": 132}, TimingJob(),
                      ["copy_float4"])
-    result = family_result(family, [measured("copy_float4", 131.5e-6)], copy,
-                           find_spec("h200", specs), H200)
+    result = family_result(family, [measured("copy_float4", 182.4e-6)], copy,
+                           find_spec("h100-sxm", specs), H100)
     v = result.variants[0]
     assert v.point.bytes_source == "ncu"
-    # 268,454,912 read + 246,615,296 written + 21,820,160 still dirty in L2 = 2**28 + 2**28 + 1 MB
-    assert v.dram_bytes["ncu"] == 268_454_912 + 2**28
+    # 268,457,728 read + 250,018,304 written + 18,417,152 still dirty in L2 = 2**28 + 2**28 + 22 KB
+    assert v.dram_bytes["ncu"] == 268_457_728 + 2**28
     assert v.dram_bytes["model"] == 2**29
-    assert "20.8 MiB of output still in L2" in v.notes[0]
-    assert v.point.traffic_fraction == pytest.approx(2**29 / (268_454_912 + 2**28))
+    assert "17.6 MiB of output still in L2" in v.notes[0]
+    assert v.point.traffic_fraction == pytest.approx(2**29 / (268_457_728 + 2**28))
     assert v.counters.kernels == ["copy4"]
     assert v.verdict.bound == "bandwidth"
 
@@ -153,7 +159,7 @@ def test_each_family_is_reported_before_the_next_is_measured(monkeypatch, tmp_pa
     from recorded import RecordedPool
     from rooflint import run as run_module
     pool = RecordedPool()
-    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: pool)
+    use_stand_in_pools(monkeypatch, lambda env=None: pool)
     path = tmp_path / "result.json"
 
     def finished(result, family):
@@ -195,7 +201,7 @@ def test_an_interrupt_kills_a_busy_worker(monkeypatch):
     def interrupt(event, variant):
         if event == "start":
             raise KeyboardInterrupt
-    monkeypatch.setattr(run_module, "WorkerPool", busy_pool)
+    use_stand_in_pools(monkeypatch, busy_pool)
     with pytest.raises(KeyboardInterrupt):
         run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={},
                                              counters="off"),

@@ -13,7 +13,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from edges import REPO, Outcome, assert_intact, assert_one_line_error, rooflint, snapshot
-from recorded import RecordedPool, RecordedProfiler
+from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
 from rooflint import baseline as baselines
 from rooflint import report
 from rooflint import run as run_module
@@ -199,7 +199,7 @@ def test_run_prints_each_table_as_its_family_finishes(monkeypatch, recording):
     def look(family, variant):
         seen[family, variant] = (console.file.getvalue(), [t.description for t in display.bar.tasks])
     pool = RecordedPool(look)
-    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: pool)
+    use_stand_in_pools(monkeypatch, lambda env=None: pool)
     with display:
         run_module.run(run_module.RunOptions(targets=["stream", "gemm_fp32"], variants=[],
                                              sizes={}, counters="off"), display.listener())
@@ -224,7 +224,7 @@ def test_with_counters_the_tables_come_once_the_profiler_is_done(monkeypatch, re
             seen[phase, family, variant] = (console.file.getvalue(), list(display.timed),
                                             list(display.done))
         return at
-    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: RecordedPool(look("timing")))
+    use_stand_in_pools(monkeypatch, lambda env=None: RecordedPool(look("timing")))
     monkeypatch.setattr(run_module, "Profiler", lambda cache, metrics, env=None, preload=():
                         RecordedProfiler(on_start=look("counters")))
     monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
@@ -243,7 +243,7 @@ def test_with_counters_the_tables_come_once_the_profiler_is_done(monkeypatch, re
 
 def invoke_run(monkeypatch, tmp_path, *args, pool=None):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: pool or RecordedPool())
+    use_stand_in_pools(monkeypatch, lambda env=None: pool or RecordedPool())
     outcome = runner.invoke(app, ["run", *args])
     return Outcome(outcome.exit_code, outcome.stdout, outcome.stderr)
 
@@ -321,7 +321,7 @@ def test_ctrl_c_while_profiling_keeps_the_timed_families(monkeypatch, tmp_path):
 
 
 def test_gate_shows_which_variant_it_measures(monkeypatch, tmp_path, recording):
-    monkeypatch.setattr(run_module, "WorkerPool", lambda env=None: RecordedPool())
+    use_stand_in_pools(monkeypatch, lambda env=None: RecordedPool())
     outcome = runner.invoke(app, ["gate", "--baseline", str(tmp_path / "base.json"), "--update",
                                   "gemm_fp32", "--counters", "off"])
     assert outcome.exit_code == 0, outcome.output

@@ -30,6 +30,7 @@ from typing import Any, Callable
 import cupy
 import numpy as np
 
+from rooflint.measure import ncu
 from rooflint.measure.build import BuildError
 from rooflint.measure.checks import compare
 from rooflint.measure.inputs import HostCopies, RandomInputs, read_only, read_only_hint
@@ -43,9 +44,10 @@ from rooflint.phases import Stopwatch
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
             "f32": np.float32, "f64": np.float64}
+NO_NVTX = ("this CuPy has no NVTX (cupy.cuda.nvtx.available is False), which the counter "
+           "pass needs to tell variants apart; install a CuPy wheel, or run with --counters off")
 SHORT_KERNEL_S = 50e-6   # below this median, graph replay is timed too (launch-overhead evidence)
 NOISY_SAMPLES_FACTOR = 5  # still above the target spread at max_samples: up to 5x as many samples
-_MARKER_SOURCE = r"""extern "C" __global__ void rooflint_marker() {}"""
 _FLUSH_SOURCE = r"""
 extern "C" __global__ void rooflint_l2_flush(const float4* p, size_t n, float* sink) {
     float acc = 0.f;
@@ -129,7 +131,6 @@ class FamilySession:
         self.expected: dict[str, dict[str, np.ndarray]] = {}   # host references' outputs
         self.l2_bytes = device.l2_bytes
         self.flush_grid = device.sms * 8
-        self.marker = cupy.RawKernel(_MARKER_SOURCE, "rooflint_marker")
         self.sample_gpm = bool(nvml and job.mode == "measure" and job.timing.gpm
                                and nvml.gpm_supported())
 
@@ -199,11 +200,14 @@ class FamilySession:
                            graph_samples, self.compilers.get(variant.name, ""))
 
     def profile(self, variant: VariantJob, index: int) -> Measurement:
-        """One run with the profiler on, after a marker whose grid size is index + 1.
+        """One run with the profiler on, inside the NVTX range that names its position.
 
         A first, unprofiled run loads the module and lets libraries create their
         handles, so only the variant's own kernels are counted.
         """
+        from cupy.cuda import nvtx   # only the counter pass needs it
+        if not nvtx.available:
+            return Measurement(variant.name, "error", NO_NVTX)
         try:
             with self.watch.phase("compile"):
                 run = self._runner(variant)
@@ -213,9 +217,12 @@ class FamilySession:
             self._reset_buffers()
             _guarded(run, self.stream)
             cupy.cuda.runtime.profilerStart()
-            self.marker((index + 1,), (32,), ())
-            _guarded(run, self.stream)
-            cupy.cuda.runtime.profilerStop()
+            nvtx.RangePush(ncu.variant_range(index))
+            try:
+                _guarded(run, self.stream)
+            finally:
+                nvtx.RangePop()
+                cupy.cuda.runtime.profilerStop()
         return Measurement(variant.name, "ok", "profiled")
 
     def _runner(self, variant: VariantJob) -> Callable[[], None]:

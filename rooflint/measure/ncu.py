@@ -1,11 +1,12 @@
 """Nsight Compute: the command that profiles a worker, and the parser of its CSV.
 
 The profile pass runs the measurement worker under ``ncu`` with profiling off at start;
-the worker turns it on around exactly one run of each variant, preceded by a tiny
-marker kernel whose grid size is the variant's position in the job. Everything else
-(input set-up, the warm-up run, L2 flushes) is never profiled, so a variant costs only
-its own kernels' replay passes, and the rows between two markers are that variant's
-launches, however many a library call makes.
+the worker turns it on around exactly one run of each variant, inside an NVTX range named
+after the variant's position in the session. Everything else (input set-up, the warm-up
+run, L2 flushes) is never profiled, so a variant costs only its own kernels' replay
+passes, and every launch inside its range is that variant's, however many a library call
+makes. (A marker kernel did this job before: replayed like any kernel, it cost 0.16 s
+per variant on an H100; ``--nvtx`` writes each launch's range stack in a column instead.)
 
 This module imports no CuPy: the parser is tested on CSVs recorded on our H200.
 """
@@ -14,13 +15,16 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import shutil
 from collections.abc import Iterable
 
 from rooflint.counters import Counters
 from rooflint.errors import RooflintError
 
-MARKER_KERNEL = "rooflint_marker"
+VARIANT_RANGE = "rooflint-variant"    # the NVTX range around a variant's profiled run
+_RANGE_INDEX = re.compile(rf"{VARIANT_RANGE}/(\d+)")
+NVTX_STACK = "Push/Pop_Range"   # in the name of the column holding each launch's ranges
 
 # FLOPs per precision: add + mul + 2 x fma, from SASS thread-instruction counters.
 SASS_FLOPS = {
@@ -98,14 +102,16 @@ def metrics_for(precisions: Iterable[str]) -> list[str]:
 
 
 def command(log_path: str, cache: str, metrics: list[str]) -> list[str]:
-    """The ncu prefix for a worker: our launches only, clocks untouched, CSV to a file."""
-    return [ncu_path(), *BASE_OPTIONS, "--profile-from-start", "off",
+    """The ncu prefix for a worker: our launches only, each with its NVTX ranges, clocks
+    untouched, CSV to a file."""
+    return [ncu_path(), *BASE_OPTIONS, "--profile-from-start", "off", "--nvtx",
             "--cache-control", "all" if cache == "cold" else "none",
             "--metrics", ",".join(metrics), "--log-file", log_path]
 
 
-def failure_reason(text: str) -> str:
-    """One line saying why ncu produced nothing, with what to do for the known causes."""
+def failure_reason(text: str, failures: Iterable[str] = ()) -> str:
+    """One line saying why ncu produced nothing, with what to do for the known causes;
+    ``failures`` are the worker's own reasons for the runs it could not make."""
     errors = [l.removeprefix("==ERROR==").strip() for l in text.splitlines()
               if l.startswith("==ERROR==")]
     joined = " ".join(errors)
@@ -118,7 +124,7 @@ def failure_reason(text: str) -> str:
                 "sandboxed containers such as gVisor)")
     if errors:
         return errors[0]
-    return "ncu recorded no kernels"
+    return next(iter(failures), "ncu recorded no kernels")
 
 
 def _number(text: str) -> float | str:
@@ -140,17 +146,26 @@ def parse_rows(text: str) -> list[dict[str, float | str]]:
             for row in reader if row.get("ID") not in (None, "")]
 
 
-def split_by_marker(rows: list[dict[str, float | str]]) -> dict[int, list[dict]]:
-    """Launches grouped by the marker before them; the key is the variant's job index."""
+def variant_range(index: int) -> str:
+    """The NVTX range name of the session's ``index``-th profiled variant."""
+    return f"{VARIANT_RANGE}/{index}"
+
+
+def split_by_variant(rows: list[dict[str, float | str]]) -> dict[int, list[dict]]:
+    """Launches grouped by the variant range they ran in; the key is the variant's index
+    in the session. Launches outside every variant range (none are profiled) are left out."""
     groups: dict[int, list[dict]] = {}
-    current = None
     for row in rows:
-        if row["Kernel Name"] == MARKER_KERNEL:
-            current = int(row[GRID_SIZE]) - 1
-            groups[current] = []
-        elif current is not None:
-            groups[current].append(row)
+        index = _variant_index(row)
+        if index is not None:
+            groups.setdefault(index, []).append(row)
     return groups
+
+
+def _variant_index(row: dict[str, float | str]) -> int | None:
+    stack = next((str(value) for key, value in row.items() if NVTX_STACK in key), "")
+    found = _RANGE_INDEX.search(stack)
+    return int(found.group(1)) if found else None
 
 
 def summarize(rows: list[dict[str, float | str]]) -> Counters:
@@ -192,7 +207,7 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
 
 def counters_by_variant(text: str, names: list[str]) -> dict[str, Counters]:
     """Counters for each variant of a profiled job, from the ncu log text."""
-    groups = split_by_marker(parse_rows(text))
+    groups = split_by_variant(parse_rows(text))
     return {names[index]: summarize(rows) for index, rows in groups.items()
             if rows and index < len(names)}
 

@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 
 from rooflint.errors import RooflintError
 from rooflint.measure import ncu
+from rooflint.measure.devices import VISIBLE
 from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, FamilyJob, Measurement
 from rooflint.phases import COUNTER_PASS_PREFIX, Stopwatch
 
@@ -204,16 +205,32 @@ class WorkerPool:
         if self.worker:
             self.worker.close(timeout)
 
+    def kill(self) -> None:
+        if self.worker:
+            self.worker.kill()
+
+
+def timing_pools(devices: list[str] | None) -> list[WorkerPool]:
+    """A timing worker for each of ``devices`` (the default GPU for None), started now and
+    not waited for: its start-up (CuPy's import and the GPU's context, about a second)
+    overlaps whatever the caller does before it needs it."""
+    pools = [WorkerPool(env={VISIBLE: d} if d is not None else None) for d in devices or [None]]
+    for pool in pools:
+        pool.spawn()
+    return pools
+
 
 @dataclass
 class _Session:
-    """One ncu process and its log; ``entries`` names the variant behind each marker, in
-    the order the worker numbered them (one count across the session's jobs)."""
+    """One ncu process and its log; ``entries`` names the variant behind each NVTX range
+    index, in the order the worker numbered them (one count across the session's jobs);
+    ``failures`` are the profiled runs the worker could not make, with its reason."""
 
     pool: WorkerPool
     log: Path
     entries: list[tuple[int, str]] = field(default_factory=list)   # (ticket, variant)
     refused: bool = False                                           # ncu did not start it
+    failures: list[str] = field(default_factory=list)
 
 
 class Profiler:
@@ -254,7 +271,7 @@ class Profiler:
 
     def profile(self, job: FamilyJob, timeout: float, progress: Progress,
                 watch: Stopwatch | None = None) -> int:
-        """Profile the job's variants (each once, after its marker); the worker's phases
+        """Profile the job's variants (each once, in its NVTX range); the worker's phases
         go into ``watch``, prefixed. Returns the ticket ``close`` keys its counters by."""
         ticket, self.tickets = self.tickets, self.tickets + 1
         self.start()
@@ -267,8 +284,9 @@ class Profiler:
             return ticket
         session.entries += [(ticket, v.name) for v in job.variants]
         session.pool.phases = Stopwatch()
-        for _ in session.pool.measure(replace(job, mode="profile"), timeout, progress):
-            pass
+        for measurement in session.pool.measure(replace(job, mode="profile"), timeout, progress):
+            if measurement.status != "ok":
+                session.failures.append(f"{measurement.variant}: {measurement.message}")
         if watch is not None:
             watch.add(session.pool.phases.seconds, COUNTER_PASS_PREFIX)
         return ticket
@@ -284,13 +302,14 @@ class Profiler:
                 text = session.log.read_text() if session.log.exists() else ""
                 worker = session.pool.worker
                 texts.append(text + "\n" + "\n".join(worker.stderr_tail if worker else []))
-                for index, rows in ncu.split_by_marker(ncu.parse_rows(text)).items():
+                for index, rows in ncu.split_by_variant(ncu.parse_rows(text)).items():
                     if rows and index < len(session.entries):
                         ticket, name = session.entries[index]
                         counters.setdefault(ticket, {})[name] = ncu.summarize(rows)
             asked = any(session.entries or session.refused for session in self.sessions)
             if asked and not counters:
-                raise ncu.CountersUnavailable(ncu.failure_reason("\n".join(texts)))
+                failures = [f for session in self.sessions for f in session.failures]
+                raise ncu.CountersUnavailable(ncu.failure_reason("\n".join(texts), failures))
             return counters
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)

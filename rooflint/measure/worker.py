@@ -105,7 +105,7 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
     from rooflint.measure import launch
     from rooflint.measure.protocol import FamilyJob
 
-    profiled = 0   # variants profiled so far: markers count on across a profiler's jobs
+    profiled = 0   # variants profiled so far: NVTX range indices count on across jobs
     for line in sys.stdin:
         if not line.strip():
             continue
