@@ -20,7 +20,7 @@ from typing import Any
 
 from rooflint.paths import cache_dir
 from rooflint.errors import RooflintError
-from rooflint.evidence import TENSOR_UPGRADE
+from rooflint.evidence import FP8_UPGRADE, TENSOR_UPGRADE
 from rooflint.gpus import GpuSpec
 from rooflint.jsonfile import read_document, write_atomic
 from rooflint.gpus import DeviceInfo
@@ -140,8 +140,16 @@ def roofs(spec: GpuSpec, precision: str, calibration: Calibration | None) -> Roo
 
 def tensor_roof(spec: GpuSpec, precision: str, calibration: Calibration | None) -> float | None:
     """The tensor-core roof a CUDA-core kernel of this precision could move to, if any."""
-    tensor = TENSOR_UPGRADE.get(precision)
-    return roofs(spec, tensor, calibration).compute if tensor in spec.peaks else None
+    return _roof_of(spec, TENSOR_UPGRADE.get(precision), calibration)
+
+
+def fp8_roof(spec: GpuSpec, precision: str, calibration: Calibration | None) -> float | None:
+    """The fp8 tensor roof a 16-bit tensor kernel could move to, where the GPU has one."""
+    return _roof_of(spec, FP8_UPGRADE.get(precision), calibration)
+
+
+def _roof_of(spec: GpuSpec, precision: str | None, calibration: Calibration | None) -> float | None:
+    return roofs(spec, precision, calibration).compute if precision in spec.peaks else None
 
 
 def fraction_of_datasheet_at_clock(spec: GpuSpec, precision: str, ceiling: Ceiling) -> float | None:

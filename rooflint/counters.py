@@ -42,6 +42,12 @@ class Counters:
     stalls: dict[str, float] = field(default_factory=dict)  # cycles per issued instruction
     xu_pipe_pct: float = 0.0                # special-function pipe, % of its peak (0: not read)
     tensor_pipe_pct: float = 0.0            # tensor pipe busy, % of active cycles (0: not read)
+    l1_pct: float = 0.0                     # L1/shared-memory throughput, % of its peak
+    shared_loads: float = 0.0               # shared-memory load instructions (per warp)
+    shared_wavefronts: float = 0.0          # shared-memory data-pipe wavefronts
+    bank_conflicts: float = 0.0             # of those, extra wavefronts from bank conflicts
+    hmma_instructions: float = 0.0          # mma.sync tensor instructions (per warp)
+    gmma_instructions: float = 0.0          # wgmma (Hopper warpgroup) tensor instructions
 
     @property
     def dram_bytes(self) -> float:

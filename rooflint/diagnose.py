@@ -1,8 +1,9 @@
 """Verdicts: what limits a kernel, why, and which moves help (and which tempting ones don't).
 
 The bound follows the kernel book's diagnostic tree (5.10, in evidence.classify). A
-chain-bound verdict is refined into named causes from the evidence, each with the numbers
-that triggered it; the moves and the ruled-out traps come from the catalog in moves.py.
+chain-bound verdict is refined into named causes from the evidence (the registry in
+causes.py, in its order), each with the numbers that triggered it; the moves and the
+ruled-out traps come from the catalog in moves.py.
 """
 
 from __future__ import annotations
@@ -10,27 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooflint import moves as catalog
+from rooflint.causes import CAUSES
 from rooflint.evidence import THRESHOLDS, Evidence, LaunchFacts, gather, pct
 from rooflint.counters import Counters
 from rooflint.roofline import Point
 from rooflint.units import format_rate
-
-# Evidence flag -> the cause it names when the kernel is chain-bound, in order of priority.
-CHAIN_CAUSES = (
-    ("grid_under_one_wave", "grid_under_one_wave"),
-    ("launch_overhead", "launch_overhead"),
-    ("barrier_stalls", "synchronization"),
-    ("fence_stalls", "memory_fences"),
-    ("memory_latency_stalls", "exposed_memory_latency"),
-    ("dependency_stalls", "dependency_chain"),
-    ("lsu_queue_stalls", "memory_instruction_queue"),
-    ("shared_memory_stalls", "shared_memory_pipe"),
-    ("math_pipe_stalls", "math_pipe"),
-    ("special_function_stalls", "math_pipe"),
-    ("register_spills", "register_spills"),
-    ("other_stalls", "other_stall_reason"),
-)
-
 
 @dataclass
 class Cause:
@@ -41,7 +26,7 @@ class Cause:
 @dataclass
 class Move:
     id: str
-    direction: str  # up | right | up+right | raise-the-roof
+    direction: str  # up | right | up+right | left | raise-the-roof
     action: str
     reason: str     # the evidence that selected it
     expect: str     # movement on the chart
@@ -64,7 +49,8 @@ def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     bound = evidence.bound
     causes = _chain_causes(point, evidence) if bound == "chain" else []
     selected, ruled_out = catalog.select(evidence)
-    summary = evidence.flags["l2_bound"] if evidence.has("l2_bound") else _summary(point, bound)
+    level = next((f for f in ("l1_bound", "l2_bound") if evidence.has(f)), None)
+    summary = evidence.flags[level] if level else _summary(point, bound)
     return Verdict(
         bound=bound, summary=summary, causes=causes,
         moves=[Move(rule.id, rule.direction, rule.action, reason, expect)
@@ -85,8 +71,8 @@ def _summary(point: Point, bound: str) -> str:
 
 
 def _chain_causes(point: Point, evidence: Evidence) -> list[Cause]:
-    causes = [Cause(name, evidence.flags[flag]) for flag, name in CHAIN_CAUSES
-              if evidence.has(flag)]
+    causes = [Cause(rule.cause, evidence.flags[rule.flag]) for rule in CAUSES
+              if evidence.has(rule.flag)]
     if causes:
         return causes
     if evidence.has("idle_math") and evidence.has("left_of_ridge"):

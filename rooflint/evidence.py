@@ -5,18 +5,14 @@ every printed cause or move can say exactly which measurement triggered it. Flag
 from the roofline point, the launch geometry, Nsight Compute counters (stall reasons,
 waves, spills) when present, and CUDA-graph replay timing for short kernels.
 
-Stall reasons are Nsight Compute's "warps stalled per issue" ratios: ``barrier`` is
-``__syncthreads``, ``membar`` a memory fence, ``long_scoreboard`` waiting on global/local memory, ``wait`` a
-fixed-latency dependency, ``lg_throttle`` a full global-memory instruction queue,
-``mio_throttle``/``short_scoreboard`` shared memory (or, when the XU pipe is busy, the
-special-function unit, whose instructions queue in the same MIO), ``math_pipe_throttle`` a
-busy math pipe.
+Stall reasons set the flags the cause registry (causes.py) gives them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rooflint.causes import OTHER_STALL_FLAG, STALL_FLAGS
 from rooflint.counters import Counters
 from rooflint.roofline import Point
 from rooflint.units import format_bytes, format_rate, format_time
@@ -31,6 +27,9 @@ IDLE_COMPUTE = 0.05             # compute under this fraction of its roof: math 
 STALL_SHARE = 0.35              # a stall reason with this share of all listed stalls is a cause
 STALL_MINIMUM = 1.0             # ... and at least this many warps stalled per issued instruction
 SPILL_SHARE = 0.01              # local-memory traffic above this share of L1 traffic: spills matter
+PIPE_SATURATED = 90.0           # % busy: a math pipe (tensor, XU) this busy has no room for more
+REGISTER_BLOCKED = 4.0          # FMA instructions per shared-memory load: operands live in registers
+BANK_CONFLICT_SHARE = 0.25      # extra wavefronts per shared-memory wavefront: conflicts matter
 THRESHOLDS = {
     "bound_at_fraction_of_roof": BOUND_THRESHOLD,
     "near_roof_fraction": NEAR_ROOF,
@@ -41,25 +40,15 @@ THRESHOLDS = {
     "stall_share": STALL_SHARE,
     "stall_minimum": STALL_MINIMUM,
     "spill_share": SPILL_SHARE,
+    "pipe_saturated_pct": PIPE_SATURATED,
+    "register_blocked_fmas_per_shared_load": REGISTER_BLOCKED,
+    "bank_conflict_share": BANK_CONFLICT_SHARE,
 }
 
 # CUDA-core precision -> the tensor-core roof a kernel of that type could move to.
 TENSOR_UPGRADE = {"fp32": "tf32-tensor", "fp16": "fp16-tensor", "fp64": "fp64-tensor"}
-
-STALL_FLAGS = {
-    "barrier": "barrier_stalls",
-    "membar": "fence_stalls",            # memory fences: __threadfence, ordered atomics
-    "long_scoreboard": "memory_latency_stalls",
-    "wait": "dependency_stalls",
-    "lg_throttle": "lsu_queue_stalls",
-    "mio_throttle": "shared_memory_stalls",
-    "short_scoreboard": "shared_memory_stalls",
-    "math_pipe_throttle": "math_pipe_stalls",
-}
-# Any other reason the profiler reports (a newer Nsight Compute, a hand-edited result) still
-# counts: it sets this flag, naming the reason, rather than being dropped or crashing.
-OTHER_STALL_FLAG = "other_stalls"
-
+# 16-bit tensor precision -> fp8 tensor cores (Hopper and newer), where the accuracy allows.
+FP8_UPGRADE = {"fp16-tensor": "fp8-tensor", "bf16-tensor": "fp8-tensor"}
 
 @dataclass(frozen=True)
 class LaunchFacts:
@@ -72,6 +61,8 @@ class LaunchFacts:
     precision: str
     tensor_roof: float | None = None   # FLOP/s of the tensor roof this type could move to
     l2_roof: float | None = None       # calibrated L2 bytes/s: the roof when data lives in L2
+    fp8_roof: float | None = None      # FLOP/s of fp8 tensor cores, for a 16-bit tensor type
+    compute_capability: str = ""       # "9.0": Hopper's instructions (wgmma) are there
 
 
 @dataclass
@@ -95,13 +86,13 @@ def pct(fraction: float) -> str:
     return f"{100 * fraction:.0f}%"
 
 
-def classify(point: Point, l2_fraction: float = 0.0) -> str:
+def classify(point: Point, l2_fraction: float = 0.0, l1_fraction: float = 0.0) -> str:
     """The book's diagnostic tree (5.10): memory roof first, then compute, else chain.
 
-    The memory roof is DRAM's, or L2's when the data lives in L2 (its traffic is then the
-    nearer roof): a kernel that streams a 16 MiB working set many times is bandwidth-bound
-    at 5 % of DRAM."""
-    memory = max(point.dram_fraction, l2_fraction)
+    The memory roof is the nearest of DRAM's, L2's (when the data lives in L2: a kernel
+    that streams a 16 MiB working set many times is bandwidth-bound at 5 % of DRAM) and
+    L1's (loads served from L1 and shared memory: a naive SGEMM at 1 % of DRAM)."""
+    memory = max(point.dram_fraction, l2_fraction, l1_fraction)
     if memory >= BOUND_THRESHOLD and memory >= point.compute_fraction:
         return "bandwidth"
     if point.compute_fraction >= BOUND_THRESHOLD:
@@ -112,7 +103,8 @@ def classify(point: Point, l2_fraction: float = 0.0) -> str:
 def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
            graph_time_s: float | None = None) -> Evidence:
     l2 = l2_fraction(point, facts, counters)
-    bound = classify(point, l2 or 0.0)
+    l1 = counters.l1_pct / 100 if counters else 0.0
+    bound = classify(point, l2 or 0.0, l1)
     e = Evidence(bound=bound, values={
         "dram_pct": 100 * point.dram_fraction, "compute_pct": 100 * point.compute_fraction,
         "dram_headroom": 1 / max(point.dram_fraction, 1e-9),
@@ -128,6 +120,11 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
                           f"({format_rate(counters.l2_bytes / point.time_s, 'B/s')} of "
                           f"{format_rate(facts.l2_roof, 'B/s')}), DRAM at "
                           f"{pct(point.dram_fraction)}: the data lives in L2")
+    if bound == "bandwidth" and l1 > max(point.dram_fraction, l2 or 0.0):
+        e.values["l1_pct"] = 100 * l1
+        e.set("l1_bound", f"L1 at {pct(l1)} of its peak, DRAM at {pct(point.dram_fraction)}"
+                          f"{f', L2 at {pct(l2)}' if l2 is not None else ''}: loads are "
+                          f"served from L1 and shared memory, and L1 is the ceiling")
     e.set(f"{bound}_bound", f"DRAM at {pct(point.dram_fraction)}, compute at "
                             f"{pct(point.compute_fraction)} of their roofs")
     e.set("left_of_ridge" if point.limiting_roof == "dram" else "right_of_ridge",
@@ -148,9 +145,14 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
               f"{facts.tensor_roof / 1e12:.0f} TFLOP/s")
     if facts.threads_per_block > 32:
         e.set("multi_warp_blocks", f"{facts.threads_per_block} threads per block")
+    if facts.fp8_roof and facts.fp8_roof > 1.5 * point.achieved_flops:
+        e.values["fp8_ratio"] = facts.fp8_roof / max(point.achieved_flops, 1.0)
+        e.set("fp8_roof_above", f"fp8 tensor roof {facts.fp8_roof / 1e12:.0f} TFLOP/s")
     if counters:
         e.set("counted", "Nsight Compute counters")
         _stalls(e, counters)
+        _pipes(e, counters, facts)
+        _shared_memory(e, counters)
         if counters.local_bytes > SPILL_SHARE * max(counters.l1_bytes, 1.0):
             e.set("register_spills", f"{format_bytes(counters.local_bytes)} of local-memory "
                                      f"traffic, {counters.registers_per_thread} registers")
@@ -231,3 +233,42 @@ def _stalls(e: Evidence, counters: Counters) -> None:
                 detail += (f", with the special-function (XU) pipe at "
                            f"{counters.xu_pipe_pct:.0f}% of its peak")
             e.set(flag, detail)
+
+
+def _pipes(e: Evidence, counters: Counters, facts: LaunchFacts) -> None:
+    """A saturated math pipe leaves no room for more parallelism; on Hopper, a saturated
+    tensor pipe running mma.sync (HMMA) has a higher roof in wgmma (HGMMA)."""
+    busiest = max(("tensor", counters.tensor_pipe_pct), ("special-function (XU)",
+                  counters.xu_pipe_pct), key=lambda kv: kv[1])
+    if busiest[1] >= PIPE_SATURATED:
+        e.set("pipe_saturated", f"the {busiest[0]} pipe busy {busiest[1]:.0f}% of active cycles")
+    if (counters.tensor_pipe_pct >= PIPE_SATURATED and counters.hmma_instructions
+            and not counters.gmma_instructions and facts.compute_capability.startswith("9.")):
+        e.set("mma_sync_on_hopper", f"{counters.hmma_instructions:.3g} mma.sync (HMMA) "
+                                    f"instructions, no wgmma, tensor pipe busy "
+                                    f"{counters.tensor_pipe_pct:.0f}%, on a "
+                                    f"compute-capability-{facts.compute_capability} GPU")
+
+
+def _shared_memory(e: Evidence, counters: Counters) -> None:
+    """Whether operands already come from registers (many FMAs per shared-memory load),
+    and whether a warp's shared-memory accesses collide in banks."""
+    if counters.shared_loads:
+        e.set("shared_memory_tiles", f"{counters.shared_loads:.3g} shared-memory load "
+                                     f"instructions: data is already staged on chip")
+        if e.has("l1_bound"):
+            e.set("shared_memory_bound", f"L1 at {counters.l1_pct:.0f}% of its peak with "
+                                         f"{counters.shared_loads:.3g} shared-memory loads: "
+                                         f"the shared-memory traffic is the ceiling")
+        fmas = counters.flops.get("fp32", 0.0) / 2 / 32    # thread FLOPs -> warp FMA instructions
+        per_load = fmas / counters.shared_loads
+        if per_load >= REGISTER_BLOCKED:
+            e.set("register_blocked", f"{per_load:.1f} FMA instructions per shared-memory "
+                                      f"load: operands are already held in registers")
+    if counters.shared_wavefronts and counters.bank_conflicts:
+        share = counters.bank_conflicts / counters.shared_wavefronts
+        if share >= BANK_CONFLICT_SHARE:
+            e.values["bank_conflict_ways"] = 1 / max(1 - share, 1e-9)
+            e.set("bank_conflicts", f"{pct(share)} of shared-memory wavefronts are bank "
+                                    f"conflicts ({counters.bank_conflicts:.3g} of "
+                                    f"{counters.shared_wavefronts:.3g})")

@@ -4,7 +4,10 @@ Each move names its direction on the roofline (``up``: more FLOP/s at the same i
 ``right``: fewer bytes for the same FLOPs; ``raise-the-roof``: a faster unit), the
 evidence flags that must all be present (``requires``), of which at least one must be
 present (``any_of``) and which must be absent (``excludes``), and the movement to expect.
-Its printed reason is the numbers behind the flags that selected it.
+The causes that enable a move come from the cause registry (causes.py): a move some cause
+enables needs one of them. Its printed reason is the numbers behind the flags that
+selected it. A kernel for which no move applies gets its bound's fallback (FALLBACK):
+every verdict has a move.
 
 The book's traps (5.14) are data too: each says why a tempting move does not apply here,
 and is printed beside the moves whenever its flags hold.
@@ -14,26 +17,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rooflint.causes import enabling_flags
 from rooflint.evidence import Evidence
 
 
 @dataclass(frozen=True)
 class MoveRule:
     id: str
-    direction: str                  # up | right | up+right | raise-the-roof
+    direction: str                  # up | right | up+right | left | raise-the-roof
     action: str
     expect: str                     # formatted with Evidence.values
     requires: tuple[str, ...] = ()
     any_of: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
 
+    @property
+    def either(self) -> tuple[str, ...]:
+        """Flags of which one must hold: the catalog's, and the causes that enable it."""
+        return (*self.any_of, *enabling_flags(self.id))
+
     def applies(self, evidence: Evidence) -> bool:
         return (all(evidence.has(f) for f in self.requires)
-                and (not self.any_of or any(evidence.has(f) for f in self.any_of))
+                and (not self.either or any(evidence.has(f) for f in self.either))
                 and not any(evidence.has(f) for f in self.excludes))
 
     def triggers(self, evidence: Evidence) -> list[str]:
-        return [f for f in (*self.requires, *self.any_of) if evidence.has(f)]
+        return [f for f in (*self.requires, *self.either) if evidence.has(f)]
 
 
 @dataclass(frozen=True)
@@ -50,32 +59,44 @@ class Trap:
 
 CATALOG: tuple[MoveRule, ...] = (
     MoveRule("launch_amortise", "up", "amortise launches: CUDA graphs, or fuse with the "
-             "neighbouring kernels", "up, same AI: toward the graph-replay time",
-             requires=("launch_overhead",)),
+             "neighbouring kernels", "up, same AI: toward the graph-replay time"),
     MoveRule("fill_the_gpu", "up", "more parallelism: more blocks or warps, or split the "
              "reduction across blocks or warps (split-K), so every SM has enough resident "
              "warps", "up, same AI: up to {grid_fill:.1f}x from the warps the GPU could hold",
-             requires=("grid_under_one_wave",)),
+             requires=("chain_bound",), excludes=("pipe_saturated",)),
     MoveRule("fix_spills", "up", "remove register spills: fewer live values, register arrays "
              "indexed only with constants, __launch_bounds__", "up, and right: local-memory "
-             "traffic leaves the caches", requires=("register_spills",)),
+             "traffic leaves the caches"),
     MoveRule("cut_redundant_traffic", "right", "make each byte cross DRAM once: coalesce "
              "accesses, tile for reuse, fuse", "right toward the algorithmic AI "
              "({algorithmic_ai:.3g} FLOP/B): up to {traffic_gap:.1f}x less time",
-             requires=("bandwidth_bound", "extra_traffic")),
+             requires=("bandwidth_bound", "extra_traffic"), excludes=("l1_bound", "l2_bound")),
+    MoveRule("cut_l1_traffic", "up", "cut L1 traffic per FLOP: make each warp's loads "
+             "contiguous (one 128-byte line per request) and stage the values it reuses in "
+             "shared memory or registers", "up at the same DRAM AI: L1 ({l1_pct:.0f}% of its "
+             "peak) is the ceiling", requires=("l1_bound",), excludes=("shared_memory_tiles",)),
     MoveRule("tile_for_reuse", "up+right", "tile for reuse: shared-memory and register tiles "
              "so each loaded value feeds many FMAs (fewer memory instructions, fewer DRAM bytes)",
              "up and right toward the algorithmic AI ({algorithmic_ai:.3g} FLOP/B)",
-             requires=("chain_bound", "extra_traffic"),
-             any_of=("lsu_queue_stalls", "memory_latency_stalls")),
+             requires=("chain_bound", "extra_traffic")),
     MoveRule("register_blocking", "up", "register-block: each thread computes several "
              "outputs from register-held operands, fewer shared-memory loads per FMA",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
-             requires=("shared_memory_stalls", "right_of_ridge")),
+             any_of=("shared_memory_bound",), excludes=("register_blocked",)),
+    MoveRule("bank_conflicts_off", "up", "remove shared-memory bank conflicts: pad each tile "
+             "row by one element or swizzle the index, so a warp's 32 accesses fall in 32 "
+             "banks", "up, same AI: {bank_conflict_ways:.1f} shared-memory wavefronts per "
+             "request become one", requires=("bank_conflicts",)),
+    MoveRule("warp_tiling", "up", "warp tiling: give each warp a 2-D tile of outputs and each "
+             "thread a few fragments of it, so shared-memory loads are broadcast or "
+             "conflict-free and more independent FMAs are in flight",
+             "up toward the compute roof ({compute_headroom:.1f}x away)",
+             requires=("register_blocked",), any_of=("shared_memory_bound",),
+             excludes=("bank_conflicts",)),
     MoveRule("fewer_bytes_per_element", "right", "fewer bytes per element: lower precision "
              "or quantize, or fuse with the kernel that produces or consumes the data",
              "right along the DRAM roof: time falls in proportion to the bytes cut",
-             requires=("bandwidth_bound",), excludes=("extra_traffic", "l2_bound")),
+             requires=("bandwidth_bound",), excludes=("extra_traffic", "l2_bound", "l1_bound")),
     MoveRule("reuse_on_chip", "up", "keep reused data on chip: share each loaded value "
              "across the threads or heads that need it (registers, shared memory), or fewer "
              "bytes per element, so fewer bytes cross from L2 to the SMs",
@@ -84,49 +105,59 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("sync_off_the_path", "up", "take the barrier off the per-iteration path: one "
              "sync instead of two (double-buffer the reduction scratch), or single-warp "
              "blocks with warp shuffles instead of __syncthreads",
-             "up, same AI: the chain loses a barrier per iteration",
-             requires=("chain_bound", "barrier_stalls")),
+             "up, same AI: the chain loses a barrier per iteration", requires=("chain_bound",)),
     MoveRule("fewer_fences", "up", "fewer memory fences: __threadfence, volatile accesses "
              "and ordered atomics only where the algorithm needs the ordering; batch the work "
              "between them", "up, same AI: the chain loses a fence per iteration",
-             requires=("chain_bound", "fence_stalls")),
+             requires=("chain_bound",)),
     MoveRule("hoist_loads", "up", "prefetch: issue the next loads before the barrier, so "
              "memory latency overlaps the synchronisation", "up, same AI",
-             requires=("chain_bound", "barrier_stalls", "memory_latency_stalls")),
+             requires=("chain_bound", "memory_latency_stalls")),
     MoveRule("vectorize_loads", "up", "vectorize: 16-byte loads, so a quarter of the memory "
-             "instructions carry the same bytes", "up, same AI",
-             requires=("lsu_queue_stalls",), excludes=("extra_traffic",)),
+             "instructions carry the same bytes", "up, same AI", excludes=("extra_traffic",)),
     MoveRule("bytes_in_flight", "up", "more bytes in flight: 16-byte loads, several "
              "independent loads per thread, enough resident warps",
              "up along the same AI toward the DRAM roof ({dram_headroom:.1f}x away)",
-             requires=("left_of_ridge", "dram_headroom"),
-             any_of=("memory_latency_stalls", "bandwidth_bound", "idle_math"),
-             excludes=("grid_under_one_wave", "launch_overhead", "barrier_stalls", "l2_bound")),
+             requires=("left_of_ridge", "dram_headroom"), any_of=("bandwidth_bound", "idle_math"),
+             excludes=("launch_overhead", "barrier_stalls", "l2_bound", "l1_bound")),
     MoveRule("more_ilp", "up", "more independent work per thread: several accumulators, "
              "unrolled loops (ILP), fewer dependent steps per iteration",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
-             any_of=("dependency_stalls", "math_pipe_stalls")),
+             excludes=("bandwidth_bound", "pipe_saturated")),
     MoveRule("fewer_special_functions", "up", "fewer special-function instructions: fold "
              "constants into one exp2 (log2(e) into the scale), reuse results, or evaluate "
              "some with FMA polynomials, so the FMA pipe takes the work",
-             "up: the XU pipe ({xu_pct:.0f}% busy) is the ceiling, not the FMA roof",
-             requires=("special_function_stalls",)),
+             "up: the XU pipe ({xu_pct:.0f}% busy) is the ceiling, not the FMA roof"),
+    MoveRule("warpgroup_mma", "raise-the-roof", "use warpgroup MMA (wgmma, Hopper's "
+             "asynchronous tensor-core instructions, as cuBLAS and CUTLASS 3 do) instead of "
+             "mma.sync: the tensor pipe is saturated by instructions that cannot reach its roof",
+             "a higher roof: toward the tensor roof ({compute_headroom:.1f}x away) at the "
+             "same AI", requires=("mma_sync_on_hopper",)),
     MoveRule("tensor_cores", "raise-the-roof", "use tensor cores (MMA) for the arithmetic",
              "a higher roof: up to {tensor_ratio:.1f}x the FLOP/s, if the precision allows",
              requires=("compute_bound", "cuda_cores_with_tensor_roof")),
+    MoveRule("fp8_tensor_cores", "raise-the-roof", "fp8 tensor cores (e4m3 inputs, fp32 "
+             "accumulation, per-tensor or per-block scales) where the accuracy allows",
+             "a higher roof: up to {fp8_ratio:.1f}x the FLOP/s, and half the operand bytes",
+             requires=("compute_bound", "fp8_roof_above")),
     MoveRule("compute_efficiency", "up", "more FMAs in flight: larger register tiles, fewer "
              "non-math instructions, no bank conflicts",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
-             requires=("compute_bound", "compute_headroom")),
+             requires=("compute_bound", "compute_headroom"), excludes=("pipe_saturated",)),
     MoveRule("shorten_the_chain", "up", "shorten the chain: fewer dependent steps, barriers "
              "or long-latency operations per iteration",
              "up, same AI: the nearest roof is {roof_headroom:.1f}x away",
-             requires=("chain_bound",),
-             excludes=("grid_under_one_wave", "launch_overhead", "barrier_stalls",
-                       "fence_stalls", "lsu_queue_stalls", "shared_memory_stalls", "dependency_stalls",
-                       "math_pipe_stalls", "special_function_stalls", "register_spills",
-                       "memory_latency_stalls", "idle_math")),
+             requires=("chain_bound",)),
+    MoveRule("fewer_flops", "left", "do less arithmetic: skip work whose result is known "
+             "(zeros, masked elements), reuse partial results, a cheaper algorithm",
+             "the time falls with the FLOPs cut, at the same FLOP/s",
+             requires=("compute_bound",)),
 )
+# The move a verdict gets when no other applies, so every verdict has one; the first two
+# are only ever that (beside a more specific move they would say nothing).
+FALLBACK = {"chain": "shorten_the_chain", "compute": "fewer_flops",
+            "bandwidth": "fewer_bytes_per_element"}
+FALLBACK_ONLY = ("shorten_the_chain", "fewer_flops")
 
 TRAPS: tuple[Trap, ...] = (
     Trap("not_fewer_bytes", "not fewer bytes (quantize, compress, fuse for traffic): DRAM "
@@ -135,6 +166,9 @@ TRAPS: tuple[Trap, ...] = (
     Trap("not_fewer_dram_bytes", "not fewer DRAM bytes (fusion or cache blocking for DRAM "
          "traffic): DRAM runs at {dram_pct:.0f}% of its roof; the data already lives in L2",
          requires=("l2_bound",)),
+    Trap("not_fewer_dram_bytes_l1", "not fewer DRAM bytes (fusion, quantization): DRAM runs "
+         "at {dram_pct:.0f}% of its roof; the loads are served from L1, which is the ceiling",
+         requires=("l1_bound",)),
     Trap("not_more_sms", "not split-K / more SMs: the grid already fills the GPU "
          "({waves:.3g} waves) and every SM would keep the same chain (the book's v4 trap)",
          requires=("chain_bound", "full_grid")),
@@ -156,9 +190,13 @@ def _format(template: str, evidence: Evidence) -> str:
 
 
 def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str]], list[str]]:
-    """The applicable moves as (rule, reason, expect) and the traps' texts, in catalog order."""
+    """The applicable moves as (rule, reason, expect) and the traps' texts, in catalog
+    order; the bound's fallback move when none applies."""
+    rules = [rule for rule in CATALOG
+             if rule.id not in FALLBACK_ONLY and rule.applies(evidence)]
+    if not rules:
+        rules = [rule for rule in CATALOG if rule.id == FALLBACK[evidence.bound]]
     moves = [(rule, "; ".join(evidence.flags[f] for f in rule.triggers(evidence)),
-              _format(rule.expect, evidence))
-             for rule in CATALOG if rule.applies(evidence)]
+              _format(rule.expect, evidence)) for rule in rules]
     traps = [_format(trap.text, evidence) for trap in TRAPS if trap.holds(evidence)]
     return moves, traps

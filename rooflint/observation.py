@@ -1,7 +1,7 @@
 """One kernel as measured, whatever measured it, and the one function that judges it.
 
-A manifest run (a variant timed in rooflint's worker, its counters from a marked ncu
-pass) and an application profile (a kernel's launch durations from a whole program, its
+A manifest run (a variant timed in rooflint's worker, its counters from its NVTX range in
+the ncu pass) and an application profile (a kernel's launch durations from a whole program, its
 counters from one profiled launch) both become an `Observation`; `analyse` turns either
 into roofs, a roofline point, the counters' reading and a verdict. So a verdict means the
 same thing wherever the kernel came from, and the result schema that `show`, `plot`,
@@ -84,7 +84,9 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
             grid_blocks=o.grid_blocks, threads_per_block=o.threads_per_block,
             launches=o.launches, sms=sms, precision=o.precision,
             tensor_roof=calibrations.tensor_roof(spec, o.precision, calibration),
-            l2_roof=calibration.l2.value if calibration and calibration.l2 else None)
+            l2_roof=calibration.l2.value if calibration and calibration.l2 else None,
+            fp8_roof=calibrations.fp8_roof(spec, o.precision, calibration),
+            compute_capability=spec.compute_capability)
         verdict = diagnose(point, facts, o.counters, graph_time.median_s if graph_time else None)
     return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes,
                     measured.notes if measured else [])

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from rooflint import __version__
-from rooflint.diagnose import Cause, Move, Verdict
+from rooflint.diagnose import Verdict
 from rooflint.jsonfile import read_document, write_atomic
 from rooflint.counters import Counters
 from rooflint.gpus import DeviceInfo

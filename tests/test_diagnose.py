@@ -243,11 +243,19 @@ def test_data_that_lives_in_l2_is_bandwidth_bound_at_the_l2_roof(specs):
     ("v4_split_k", "chain", "fill_the_gpu"),                # 0.48 waves
     ("v6a_more_warps", "chain", "bytes_in_flight"),         # 1.3 waves, long_scoreboard
     ("v6b_bytes_in_flight", "bandwidth", "reuse_on_chip"),  # L2 at the roof, DRAM at 47%
-    ("v6_gqa_group", "bandwidth", "fill_the_gpu"),          # DRAM 68%, as SDPA
+    ("v6_gqa_group", "bandwidth", "fewer_bytes_per_element"),  # DRAM 68%, as SDPA
 ])
 def test_each_v6_step_is_the_move_rooflint_named_for_the_one_before(specs, name, bound, first_move):
     v = bundled_verdict("decode_attention", name, specs, threads=128, l2_roof=L2_ROOF)
     assert v.bound == bound and moves(v)[0] == first_move
+
+
+def test_a_kernel_at_a_roof_is_not_told_to_add_parallelism(specs):
+    """v6 runs under one wave (0.5) but at 68 % of DRAM: more blocks would not raise a roof
+    it already presses; more bytes in flight per warp might."""
+    v = bundled_verdict("decode_attention", "v6_gqa_group", specs, threads=128, l2_roof=L2_ROOF)
+    assert "grid_under_one_wave" in v.evidence
+    assert "fill_the_gpu" not in moves(v) and "bytes_in_flight" in moves(v)
 
 
 # Every stall reason Nsight Compute can report, as named in its metric list

@@ -19,6 +19,7 @@ import re
 import shutil
 from collections.abc import Iterable
 
+from rooflint.causes import STALL_REASONS
 from rooflint.counters import Counters
 from rooflint.errors import RooflintError
 
@@ -41,8 +42,6 @@ TENSOR_FLOPS = {
     "int8-tensor": "sm__ops_path_tensor_src_int8.sum",
     "fp64-tensor": "sm__ops_path_tensor_src_fp64.sum",
 }
-STALL_REASONS = ("barrier", "long_scoreboard", "short_scoreboard", "wait", "mio_throttle",
-                 "math_pipe_throttle", "lg_throttle", "membar")
 DURATION = "gpu__time_duration.sum"
 DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 L2_BYTES, L1_BYTES = "lts__t_bytes.sum", "l1tex__t_bytes.sum"
@@ -55,6 +54,15 @@ XU_PIPE = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
 # Whether (and how hard) the tensor cores worked, at no extra replay pass: the FLOPs of a
 # tensor precision cost 1 to 3 passes each, so a run reads only those it declares.
 TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
+# L1 and shared memory: how busy against their peak, and whether a kernel's operands come
+# from registers (FMAs per shared load) and its shared accesses collide in banks.
+L1_THROUGHPUT = "l1tex__throughput.avg.pct_of_peak_sustained_active"
+SHARED_LOADS = "smsp__inst_executed_op_shared_ld.sum"
+SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+BANK_CONFLICTS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                  "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
+# Which tensor instructions ran: mma.sync (HMMA) or Hopper's warpgroup MMA (HGMMA and kin).
+HMMA, GMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum"
 WAVES, REGISTERS = "launch__waves_per_multiprocessor", "launch__registers_per_thread"
 GRID_SIZE, BLOCK_SIZE = "launch__grid_size", "launch__block_size"
 
@@ -73,8 +81,10 @@ def _stall(reason: str) -> str:
 BASE_METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
                 *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
                 OCCUPANCY, XU_PIPE, TENSOR_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
-                *[_stall(r) for r in STALL_REASONS]]
-METRICS = [*BASE_METRICS, *TENSOR_FLOPS.values()]   # for programs whose precisions are unknown
+                *[_stall(r) for r in STALL_REASONS],
+                L1_THROUGHPUT, SHARED_LOADS, SHARED_WAVEFRONTS, *BANK_CONFLICTS]
+TENSOR_INSTRUCTIONS = [HMMA, GMMA]   # read with any tensor precision
+METRICS = [*BASE_METRICS, *TENSOR_FLOPS.values(), *TENSOR_INSTRUCTIONS]   # precisions unknown
 
 
 class CountersUnavailable(RooflintError):
@@ -98,7 +108,8 @@ def metrics_for(precisions: Iterable[str]) -> list[str]:
     """What a run reads: the base set, and the tensor-path FLOPs of the tensor precisions
     its variants declare (a tensor pipe busy under another precision shows in TENSOR_PIPE)."""
     declared = set(precisions)
-    return [*BASE_METRICS, *[m for p, m in TENSOR_FLOPS.items() if p in declared]]
+    tensor = [m for p, m in TENSOR_FLOPS.items() if p in declared]
+    return [*BASE_METRICS, *tensor, *(TENSOR_INSTRUCTIONS if tensor else [])]
 
 
 def command(log_path: str, cache: str, metrics: list[str]) -> list[str]:
@@ -175,6 +186,10 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
     def total(metric: str) -> float:
         return float(sum(r[metric] for r in rows))
 
+    def optional(metric: str) -> float:
+        """A sum that is 0 where the log has no such column (not asked for)."""
+        return total(metric) if all(metric in r for r in rows) else 0.0
+
     def weighted(metric: str) -> float:
         """0 where the log has no such column (not asked for, or recorded before it was)."""
         if not all(metric in r for r in rows):
@@ -202,6 +217,12 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         stalls={reason: weighted(_stall(reason)) for reason in STALL_REASONS},
         xu_pipe_pct=weighted(XU_PIPE),
         tensor_pipe_pct=weighted(TENSOR_PIPE),
+        l1_pct=weighted(L1_THROUGHPUT),
+        shared_loads=optional(SHARED_LOADS),
+        shared_wavefronts=optional(SHARED_WAVEFRONTS),
+        bank_conflicts=sum(optional(m) for m in BANK_CONFLICTS),
+        hmma_instructions=optional(HMMA),
+        gmma_instructions=optional(GMMA),
     )
 
 

@@ -1,0 +1,191 @@
+"""A right move for every verdict: the cause registry, the catalog over the whole space of
+evidence flags, and the four cases issue 14 names, on recorded numbers.
+
+Recorded numbers: benchmarks/results/h100/all.json is the bundled run with counters on an
+H100 (2026-11-22); the other cases are the kernels of the unseen-kernel study (H100 and
+H200, 2026-11-21) as their Nsight Compute figures were reported there.
+"""
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from rooflint import causes as registry
+from rooflint import moves as catalog
+from rooflint.calibration import roofs as roofs_for
+from rooflint.counters import Counters
+from rooflint.diagnose import diagnose
+from rooflint.evidence import Evidence, LaunchFacts
+from rooflint.gpus import find_spec
+from rooflint.measure import ncu
+from rooflint.observation import Model, Observation, analyse
+from rooflint.roofline import place
+
+ROOT = Path(__file__).parent.parent
+H100_RUN = json.loads((ROOT / "benchmarks" / "results" / "h100" / "all.json").read_text())
+
+
+def moves(verdict):
+    return [m.id for m in verdict.moves]
+
+
+def recorded(family: str, variant: str, spec, threads: int, **changes):
+    """The H100 run's variant, analysed again by this code (``changes`` edit its counters)."""
+    v = next(v for f in H100_RUN["families"] if f["name"] == family
+             for v in f["variants"] if v["name"] == variant)
+    counters = Counters(**{**v["counters"], **changes})
+    observation = Observation(variant, v["precision"], v["samples_s"], counters,
+                              Model(v["flops"]["model"], v["dram_bytes"]["model"]),
+                              counters.grid_size, threads, 1)
+    return analyse(observation, spec, spec.sms, None).verdict
+
+
+# -- the registry is the one table the rest derives from --------------------------------
+
+def test_every_cause_enables_moves_that_exist():
+    ids = {rule.id for rule in catalog.CATALOG}
+    for rule in registry.CAUSES:
+        assert rule.enables and set(rule.enables) <= ids, rule
+
+
+def test_the_metric_list_and_the_flag_map_come_from_the_registry():
+    assert set(registry.STALL_FLAGS) == set(ncu.STALL_REASONS)
+    for reason in ncu.STALL_REASONS:
+        assert f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio" in \
+            ncu.BASE_METRICS
+    assert len(set(registry.CAUSE_FLAGS)) == len(registry.CAUSES)
+
+
+# -- the four cases ---------------------------------------------------------------------
+
+def test_a_saturated_mma_sync_kernel_is_told_wgmma_not_more_parallelism(specs):
+    """mma.sync (HMMA) at 85 % of the fp16 tensor roof, its pipe 97 % busy, 528 blocks on
+    132 SMs at 0.4 waves (occupancy): more warps cannot help a saturated pipe; on Hopper
+    warpgroup MMA raises the roof."""
+    h100 = find_spec("h100-sxm", specs)
+    roofs = roofs_for(h100, "fp16-tensor", None)
+    flops = 2 * 8192**3
+    point = place(flops / (0.85 * roofs.compute), flops, 3 * 2 * 8192**2, 3 * 2 * 8192**2,
+                  roofs, "ncu")
+    counters = Counters(kernels=["mma_sync_gemm"], duration_s=point.time_s, dram_read=4e8,
+                        dram_write=1e8, l2_bytes=4e9, l1_bytes=2e10, local_bytes=0,
+                        flops={"fp16-tensor": flops}, occupancy_pct=12.0, waves=0.4,
+                        registers_per_thread=232, grid_size=528,
+                        stalls={"math_pipe_throttle": 3.1, "short_scoreboard": 0.4},
+                        tensor_pipe_pct=97.0, hmma_instructions=4.2e9)
+    facts = LaunchFacts(grid_blocks=528, threads_per_block=256, launches=1, sms=132,
+                        precision="fp16-tensor", fp8_roof=h100.peaks["fp8-tensor"].flops_per_s,
+                        compute_capability="9.0")
+    v = diagnose(point, facts, counters)
+    assert v.bound == "compute"
+    assert moves(v)[0] == "warpgroup_mma"
+    assert "fill_the_gpu" not in moves(v) and "compute_efficiency" not in moves(v)
+    assert "97%" in v.evidence["pipe_saturated"]
+    # the same kernel already on wgmma is not told to switch
+    v = diagnose(point, facts, Counters(**{**counters.__dict__, "gmma_instructions": 1e8}))
+    assert "warpgroup_mma" not in moves(v)
+
+
+@pytest.mark.parametrize("spec_id", ["h100-sxm", "h200"])
+def test_a_shared_memory_bound_tile_is_register_blocked_on_either_side_of_the_ridge(
+        specs, spec_id):
+    """gemm_fp32/tiled on the H100 (mio_throttle 21.5 warps per issue, 59 % of stalls;
+    observed AI 16.2, left of the H100's ridge of 20) got no move at all; on the H200
+    (ridge 14) it got register-block. Which side of the DRAM ridge the dot falls does not
+    decide whether register blocking helps."""
+    v = recorded("gemm_fp32", "tiled", find_spec(spec_id, specs), threads=1024)
+    assert v.bound == "chain" and "shared_memory_pipe" in [c.name for c in v.causes]
+    assert moves(v)[0] == "register_blocking"
+
+
+def test_a_register_blocked_sgemm_is_not_told_to_register_block_again(specs):
+    """8x8 outputs per thread from float4 loads: 16 FMAs per shared-memory load,
+    short_scoreboard its top stall, 49 % of the fp32 roof; its shared loads collide in
+    banks. What helps is removing the conflicts, then warp tiling."""
+    h100 = find_spec("h100-sxm", specs)
+    roofs = roofs_for(h100, "fp32", None)
+    flops = 2 * 4096**3
+    point = place(flops / (0.49 * roofs.compute), flops, 3 * 4 * 4096**2, 3 * 4 * 4096**2,
+                  roofs, "ncu")
+    counters = Counters(kernels=["sgemm_8x8"], duration_s=point.time_s, dram_read=3e8,
+                        dram_write=7e7, l2_bytes=3e9, l1_bytes=3e9, local_bytes=0,
+                        flops={"fp32": flops}, occupancy_pct=24.0, waves=2.0,
+                        registers_per_thread=128, grid_size=1024,
+                        stalls={"short_scoreboard": 2.6, "mio_throttle": 0.9, "wait": 0.7},
+                        shared_loads=flops / 2 / 32 / 16, shared_wavefronts=2.4e8,
+                        bank_conflicts=1.2e8)
+    facts = LaunchFacts(grid_blocks=1024, threads_per_block=256, launches=1, sms=132,
+                        precision="fp32")
+    v = diagnose(point, facts, counters)
+    assert v.bound == "chain" and "register_blocked" in v.evidence
+    assert "register_blocking" not in moves(v)
+    assert moves(v)[0] == "bank_conflicts_off"
+    assert "2.0 shared-memory wavefronts per request" in v.moves[0].expect
+    conflict_free = Counters(**{**counters.__dict__, "bank_conflicts": 0.0})
+    assert moves(diagnose(point, facts, conflict_free))[0] == "warp_tiling"
+
+
+def test_a_naive_sgemm_is_bound_by_l1_not_a_chain(specs):
+    """Nsight Compute: memory throughput 98 % (L1), DRAM 1 %, L2 low. With the L1 level it
+    is bandwidth-bound at L1, and the move is to tile, not to cut DRAM bytes."""
+    v = recorded("gemm_fp32", "naive", find_spec("h100-sxm", specs), threads=1024, l1_pct=98.0)
+    assert v.bound == "bandwidth" and "l1_bound" in v.evidence
+    assert v.summary.startswith("L1 at 98% of its peak")
+    assert moves(v)[0] == "cut_l1_traffic"
+    assert "fewer_bytes_per_element" not in moves(v)
+    assert any("served from L1" in trap for trap in v.ruled_out)
+
+
+# -- the whole space of evidence flags ----------------------------------------------------
+
+MODIFIERS = ("left_of_ridge", "dram_headroom", "compute_headroom", "idle_math",
+             "extra_traffic", "pipe_saturated", "register_blocked", "bank_conflicts",
+             "shared_memory_tiles", "shared_memory_bound", "l1_bound", "l2_bound")
+# Every cause alone under every mix of the other flags, and every pair of causes under the
+# flags that interact with them: 5e4 consistent verdicts in two seconds.
+SINGLE_CAUSES = [()] + [(flag,) for flag in registry.CAUSE_FLAGS]
+CAUSE_PAIRS = list(itertools.combinations(registry.CAUSE_FLAGS, 2))
+PAIR_MODIFIERS = ("idle_math", "extra_traffic", "pipe_saturated", "register_blocked")
+PARALLELISM = {"fill_the_gpu"}
+BYTE_CUTS = {"cut_redundant_traffic", "fewer_bytes_per_element"}
+MORE_FLOPS = {"tensor_cores", "compute_efficiency", "more_ilp", "fp8_tensor_cores"}
+
+
+def evidence_space():
+    for bound in ("bandwidth", "compute", "chain"):
+        for causes, modifiers in [*((c, MODIFIERS) for c in SINGLE_CAUSES),
+                                  *((c, PAIR_MODIFIERS) for c in CAUSE_PAIRS)]:
+            for chosen in itertools.product((False, True), repeat=len(modifiers)):
+                flags = {f"{bound}_bound", *causes, *(m for m, on in zip(modifiers, chosen) if on)}
+                if bound != "bandwidth" and flags & {"l1_bound", "l2_bound"}:
+                    continue                       # a memory level binds only when it is the bound
+                if "shared_memory_bound" in flags and not {"l1_bound", "shared_memory_tiles"} <= flags:
+                    continue                       # L1-bound with shared-memory tiles, by definition
+                if "left_of_ridge" not in flags:
+                    flags.add("right_of_ridge")
+                yield bound, flags
+
+
+def test_every_verdict_gets_a_move_and_none_contradicts_its_evidence():
+    checked = 0
+    for bound, flags in evidence_space():
+        evidence = Evidence(bound=bound, flags={f: f for f in flags})
+        chosen = {rule.id for rule, _, _ in catalog.select(evidence)[0]}
+        where = (bound, sorted(flags))
+        assert chosen, where
+        if bound != "chain" or "pipe_saturated" in flags:
+            assert not chosen & PARALLELISM, where     # at a roof, or its pipe full
+        if "pipe_saturated" in flags:
+            assert not chosen & {"more_ilp", "compute_efficiency"}, where
+        if "register_blocked" in flags:
+            assert "register_blocking" not in chosen, where
+        if bound != "bandwidth":
+            assert not chosen & BYTE_CUTS, where       # the book's INT8-KV trap
+        if bound == "bandwidth":
+            assert not chosen & MORE_FLOPS, where      # the math units are not the limit
+        if flags & {"l1_bound", "l2_bound"}:
+            assert not chosen & {"cut_redundant_traffic"}, where
+        checked += 1
+    assert checked > 40_000
