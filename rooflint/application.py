@@ -20,7 +20,7 @@ from typing import Callable
 from rooflint import calibration as calibrations
 from rooflint import kernel_models
 from rooflint.counters import Counters
-from rooflint.evidence import NEAR_ROOF, LaunchFacts, l2_fraction
+from rooflint.evidence import NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
 from rooflint.gpus import DeviceInfo, GpuSpec
 from rooflint.measure.protocol import Clocks
 from rooflint.kernel_models import KernelModel, model_for
@@ -229,15 +229,15 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
 
 def best_fraction(point, counters: Counters | None, calibration, precision: str,
                   sms: int) -> float | None:
-    """The fraction of its nearest roof a kernel reaches: DRAM, L2 (when calibrated) or
-    compute. 1 - this is how much of its time a perfect fix could save."""
+    """The fraction of its nearest roof a kernel reaches: DRAM, L2 (when calibrated), L1
+    or compute. 1 - this is how much of its time a perfect fix could save."""
     if point is None:
         return None
     facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=sms,
                         precision=precision,
                         l2_roof=calibration.l2.value if calibration and calibration.l2 else None)
     l2 = l2_fraction(point, facts, counters) or 0.0
-    return max(point.dram_fraction, point.compute_fraction, l2)
+    return max(point.dram_fraction, point.compute_fraction, l2, l1_fraction(counters))
 
 
 def is_done(v: VariantResult) -> bool:

@@ -50,6 +50,7 @@ TENSOR_UPGRADE = {"fp32": "tf32-tensor", "fp16": "fp16-tensor", "fp64": "fp64-te
 # 16-bit tensor precision -> fp8 tensor cores (Hopper and newer), where the accuracy allows.
 FP8_UPGRADE = {"fp16-tensor": "fp8-tensor", "bf16-tensor": "fp8-tensor"}
 
+
 @dataclass(frozen=True)
 class LaunchFacts:
     """What the launch and the GPU's other roofs tell without counters."""
@@ -103,7 +104,7 @@ def classify(point: Point, l2_fraction: float = 0.0, l1_fraction: float = 0.0) -
 def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
            graph_time_s: float | None = None) -> Evidence:
     l2 = l2_fraction(point, facts, counters)
-    l1 = counters.l1_pct / 100 if counters else 0.0
+    l1 = l1_fraction(counters)
     bound = classify(point, l2 or 0.0, l1)
     e = Evidence(bound=bound, values={
         "dram_pct": 100 * point.dram_fraction, "compute_pct": 100 * point.compute_fraction,
@@ -157,6 +158,11 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
             e.set("register_spills", f"{format_bytes(counters.local_bytes)} of local-memory "
                                      f"traffic, {counters.registers_per_thread} registers")
     return e
+
+
+def l1_fraction(counters: Counters | None) -> float:
+    """L1/shared-memory throughput as a fraction of its peak (0 without counters)."""
+    return counters.l1_pct / 100 if counters else 0.0
 
 
 def l2_fraction(point: Point, facts: LaunchFacts, counters: Counters | None) -> float | None:

@@ -199,3 +199,14 @@ def test_every_verdict_gets_a_move_and_none_contradicts_its_evidence():
             assert not chosen & {"cut_redundant_traffic"}, where
         checked += 1
     assert checked > 40_000
+
+
+def test_profile_ranks_an_l1_bound_kernel_by_its_l1_roof(specs):
+    """`rooflint profile` ranks kernels by the time a fix could save, 1 - the fraction of
+    the nearest roof: for a naive SGEMM that is L1 (98 %), not DRAM (1 %)."""
+    from rooflint.application import best_fraction
+    h100 = find_spec("h100-sxm", specs)
+    point, counters = square_gemm(h100, "fp32", 4096, 4, 0.05, occupancy_pct=90.0, waves=8.0,
+                                  registers_per_thread=32, grid_size=16384, l1_pct=98.0)
+    assert point.dram_fraction < 0.1
+    assert best_fraction(point, counters, None, "fp32", 132) == pytest.approx(0.98)

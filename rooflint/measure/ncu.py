@@ -8,7 +8,7 @@ passes, and every launch inside its range is that variant's, however many a libr
 makes. (A marker kernel did this job before: replayed like any kernel, it cost 0.16 s
 per variant on an H100; ``--nvtx`` writes each launch's range stack in a column instead.)
 
-This module imports no CuPy: the parser is tested on CSVs recorded on our H200.
+This module imports no CuPy: the parser is tested on CSVs recorded on our H100 and H200.
 """
 
 from __future__ import annotations
