@@ -224,7 +224,7 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         graph_time=None, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
         counters=counters, notes=analysis.notes, roofs=analysis.roofs, point=analysis.point,
         verdict=analysis.verdict, expect={}, expectation_mismatch=None, versus=None,
-        speed_vs_baseline=None, share=share)
+        speed_vs_baseline=None, share=share, levels=analysis.levels)
 
 
 def best_fraction(point, counters: Counters | None, calibration, precision: str,

@@ -36,6 +36,7 @@ class Move:
 class Verdict:
     bound: str                      # bandwidth | compute | chain
     summary: str
+    level: str | None = None        # the memory level that binds a bandwidth-bound kernel
     causes: list[Cause] = field(default_factory=list)
     moves: list[Move] = field(default_factory=list)
     ruled_out: list[str] = field(default_factory=list)   # tempting moves that do not apply
@@ -51,8 +52,9 @@ def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     selected, ruled_out = catalog.select(evidence)
     level = next((f for f in ("l1_bound", "l2_bound") if evidence.has(f)), None)
     summary = evidence.flags[level] if level else _summary(point, bound)
+    binding = (level.removesuffix("_bound") if level else "dram") if bound == "bandwidth" else None
     return Verdict(
-        bound=bound, summary=summary, causes=causes,
+        bound=bound, summary=summary, level=binding, causes=causes,
         moves=[Move(rule.id, rule.direction, rule.action, reason, expect)
                for rule, reason, expect in selected],
         ruled_out=ruled_out, evidence=dict(evidence.flags))

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from rooflint import calibration as calibrations
 from rooflint.counters import traffic
 from rooflint.diagnose import Verdict, diagnose
-from rooflint.evidence import LaunchFacts
+from rooflint.evidence import LaunchFacts, l1_fraction
 from rooflint.gpus import GpuSpec
 from rooflint.counters import Counters
 from rooflint.results import TimeStats
-from rooflint.roofline import Point, Roofs, place
+from rooflint.roofline import Level, Point, Roofs, levels, place
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Analysis:
     flops: dict[str, float]         # by source: model, ncu
     dram_bytes: dict[str, float]
     notes: list[str]
+    levels: list[Level]             # DRAM, L2, L1: with counters only
 
 
 def analyse(o: Observation, spec: GpuSpec, sms: int,
@@ -74,6 +75,7 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
     dram_bytes = ({"model": model.bytes} if o.model else {}) | (
         {"ncu": measured.dram_bytes} if measured else {})
     point = verdict = None
+    hierarchy: list[Level] = []
     if time and (o.model or measured):
         point = place(o.point_time_s or time.median_s,
                       model.flops if o.model else measured.counted_flops,
@@ -88,5 +90,8 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
             fp8_roof=calibrations.fp8_roof(spec, o.precision, calibration),
             compute_capability=spec.compute_capability)
         verdict = diagnose(point, facts, o.counters, graph_time.median_s if graph_time else None)
+        if o.counters:
+            hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
+                               o.counters.l1_bytes, l1_fraction(o.counters))
     return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes,
-                    measured.notes if measured else [])
+                    measured.notes if measured else [], hierarchy)

@@ -168,6 +168,8 @@ def _notes(v: VariantResult, top_move: bool,
         notes.append(Text(f"noisy time: {v.time.noise}; its median is uncertain", "yellow"))
     if v.counters:
         notes.append(Text(_counter_summary(v), "dim"))
+    if v.levels:
+        notes.append(Text(_levels_line(v), "dim"))
     notes += [Text(note) for note in v.notes]
     if v.verdict:
         notes += [Text(f"{c.name}: {c.detail}") for c in v.verdict.causes]
@@ -207,6 +209,20 @@ def _counter_summary(v: VariantResult) -> str:
             + (f" (model {format_rate(v.flops['model'], 'FLOP')})" if "model" in v.flops else "")
             + f"; occupancy {c.occupancy_pct:.0f}%, "
             f"{c.registers_per_thread} registers, {c.waves:.3g} waves")
+
+
+def _levels_line(v: VariantResult) -> str:
+    """The hierarchical roofline in one line: each level's bandwidth, the intensity it
+    gives, and how close it ran to its roof; the binding level marked."""
+    binding = v.verdict.level if v.verdict else None
+
+    def one(level) -> str:
+        of_roof = (f" ({pct(level.fraction)} of {'its peak' if level.name == 'l1' else 'roof'})"
+                   if level.fraction is not None else "")
+        mark = " (binds)" if level.name == binding else ""
+        return (f"{level.name.upper()} {format_rate(level.bandwidth, 'B/s')}{of_roof}, "
+                f"AI {_ai(level.intensity)}{mark}")
+    return "levels: " + "; ".join(one(level) for level in v.levels)
 
 
 def render_run(console: Console, result: RunResult) -> None:

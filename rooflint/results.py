@@ -21,7 +21,7 @@ from rooflint.jsonfile import read_document, write_atomic
 from rooflint.counters import Counters
 from rooflint.gpus import DeviceInfo
 from rooflint.measure.protocol import Clocks, OutputCheck
-from rooflint.roofline import Point, Roofs
+from rooflint.roofline import Level, Point, Roofs
 
 SCHEMA = "rooflint.result/1"
 # IQR / median above this and the median itself is in doubt (the w4a16 cuBLAS baseline on
@@ -105,6 +105,7 @@ class VariantResult:
     gate: dict[str, float] = field(default_factory=dict)  # the manifest's `rooflint gate` thresholds
     share: KernelShare | None = None    # a kernel of a profiled program: its part of the GPU time
     compiler: str = ""                  # what built it ("nvcc 13.0.88"); "" for a Python call
+    levels: list[Level] = field(default_factory=list)  # DRAM, L2, L1 (hierarchical roofline)
 
 
 @dataclass

@@ -5,6 +5,10 @@ observed AI = FLOPs / measured DRAM bytes, algorithmic AI = FLOPs / compulsory b
 achieved = FLOPs / time, ridge = compute roof / DRAM roof, applicable roof =
 min(compute roof, AI x DRAM roof). Gaps are kept as fractions so that a kernel with no
 arithmetic (a copy: AI = 0) still has a well-defined place relative to its roof.
+
+With counters, the point has a level per memory level (Nsight Compute's hierarchical
+roofline): the bytes that crossed DRAM, L2 and L1, the intensity each gives, and how close
+each level ran to its own roof.
 """
 
 from __future__ import annotations
@@ -78,3 +82,29 @@ def place(time_s: float, flops: float, dram_bytes: float, algorithmic_bytes: flo
         traffic_fraction=algorithmic_bytes / dram_bytes if dram_bytes else 1.0,
         algorithmic_known=known,
     )
+
+
+@dataclass(frozen=True)
+class Level:
+    """One memory level of the hierarchical roofline. ``fraction`` is of the level's own
+    roof: DRAM's, the calibrated L2 bandwidth (None uncalibrated), and for L1 Nsight
+    Compute's L1 throughput against its peak (there is no L1 byte roof: ``roof`` None)."""
+
+    name: str                    # dram | l2 | l1
+    bytes: float
+    intensity: float             # FLOP/byte at this level
+    bandwidth: float             # bytes/s that crossed it
+    roof: float | None           # bytes/s
+    fraction: float | None
+
+
+def levels(point: Point, roofs: Roofs, l2_bytes: float, l2_roof: float | None,
+           l1_bytes: float, l1_fraction: float) -> list[Level]:
+    """DRAM, L2 and L1 for a point whose traffic was counted."""
+    def level(name: str, moved: float, roof: float | None, fraction: float | None) -> Level:
+        return Level(name, moved, point.flops / moved if moved else float("inf"),
+                     moved / point.time_s, roof, fraction)
+    return [level("dram", point.dram_bytes, roofs.dram_bandwidth, point.dram_fraction),
+            level("l2", l2_bytes, l2_roof,
+                  l2_bytes / point.time_s / l2_roof if l2_roof else None),
+            level("l1", l1_bytes, None, l1_fraction)]

@@ -210,3 +210,39 @@ def test_profile_ranks_an_l1_bound_kernel_by_its_l1_roof(specs):
                                   registers_per_thread=32, grid_size=16384, l1_pct=98.0)
     assert point.dram_fraction < 0.1
     assert best_fraction(point, counters, None, "fp32", 132) == pytest.approx(0.98)
+
+
+def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_path):
+    """The H100 run's naive SGEMM with its L1 reading, through a whole result document:
+    DRAM, L2 and L1 each with its intensity, L1 marked as binding in what `show` prints,
+    and the levels read back from the file."""
+    import io
+
+    from rich.console import Console
+
+    from rooflint.report import render_family
+    from rooflint.results import FamilyResult, RunResult, read_result, write_result
+    from rooflint.run import family_result
+    from rooflint.manifest import load_manifest, resolve
+    from rooflint.measure.protocol import Clocks, Measurement, TimingJob
+    from test_run import H100
+
+    v = next(v for f in H100_RUN["families"] if f["name"] == "gemm_fp32"
+             for v in f["variants"] if v["name"] == "naive")
+    family = resolve(load_manifest("gemm_fp32"), {}, {"num_sms": 132}, TimingJob(), ["naive"])
+    measured = Measurement("naive", "ok", "", [], v["samples_s"], Clocks(), {}, [])
+    counters = {"naive": Counters(**{**v["counters"], "l1_pct": 98.0})}
+    result: FamilyResult = family_result(family, [measured], counters,
+                                         find_spec("h100-sxm", specs), H100)
+    naive = result.variants[0]
+    assert naive.verdict.level == "l1"
+    assert [level.name for level in naive.levels] == ["dram", "l2", "l1"]
+    dram, l2, l1 = naive.levels
+    assert l1.intensity < l2.intensity < dram.intensity          # the traffic grows inward
+    assert l1.fraction == pytest.approx(0.98) and l2.fraction is None   # no L2 calibration
+    console = Console(file=io.StringIO(), width=100)
+    render_family(console, result)
+    assert "AI" in console.file.getvalue() and "(binds)" in console.file.getvalue()
+    path = tmp_path / "r.json"
+    write_result(RunResult(gpu=H100, spec_id="h100-sxm", settings={}, families=[result]), path)
+    assert read_result(path).families[0].variants[0].levels == naive.levels

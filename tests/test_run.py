@@ -60,7 +60,24 @@ def test_speed_against_the_baseline(gemm):
 
 
 def test_expectations_hold_for_the_walk(gemm):
+    """On model bytes the first steps read chain: their L1 binding is not seen without
+    counters, so their expected bandwidth bound is not called a miss."""
     assert [v.expectation_mismatch for v in gemm.variants] == [None] * 6
+    assert by_name(gemm)["naive"].verdict.bound == "chain"
+
+
+def test_a_bound_the_counters_contradict_is_a_missed_prediction(specs):
+    """With counters, naive's L1 at 1 % would make it chain-bound: a real miss."""
+    from rooflint.counters import Counters
+    family = resolve(load_manifest("gemm_fp32"), {}, {"num_sms": 132}, TimingJob(), ["naive"])
+    counters = Counters(kernels=["sgemm_naive"], duration_s=0.2759, dram_read=2e8,
+                        dram_write=6.7e7, l2_bytes=2e10, l1_bytes=5e11, local_bytes=0,
+                        flops={"fp32": 2 * 4096**3}, occupancy_pct=95, waves=15.5,
+                        registers_per_thread=32, grid_size=16384, l1_pct=1.0)
+    result = family_result(family, [measured("naive", 275.9e-3)], {"naive": counters},
+                           find_spec("h200", specs), H200)
+    assert result.variants[0].expectation_mismatch == \
+        "expected bandwidth-bound, measured chain-bound"
 
 
 def test_a_missed_prediction_is_reported(specs):
