@@ -106,7 +106,8 @@ def test_a_missing_library_skips_the_variant_with_a_note(kinds):
 
 def test_softmax_rows_runs_every_variant(tmp_path):
     """Each variant passes its check or is skipped with a note naming what is missing;
-    those that ran match the bound their manifest predicts."""
+    those that ran match what their manifest predicts (without counters, a bound that only
+    L1's counters show is not held against them)."""
     result = run(RunOptions(targets=["softmax_rows"], variants=[], sizes={}, counters="off",
                             json_path=tmp_path / "softmax.json"), QUIET)
     rows = {v.name: v for v in result.families[0].variants}
@@ -115,7 +116,7 @@ def test_softmax_rows_runs_every_variant(tmp_path):
         assert v.status in ("ok", "skipped"), f"{v.name}: {v.message}"
         if v.status == "skipped":
             assert v.message.startswith("needs "), v.message
-        elif v.expect.get("bound"):
-            assert v.verdict.bound == v.expect["bound"], f"{v.name}: {v.verdict.bound}"
+        else:
+            assert v.expectation_mismatch is None, f"{v.name}: {v.expectation_mismatch}"
     assert rows["block_per_row"].status == "ok"
     assert [v.name for v in rows.values() if v.baseline] == ["torch"]
