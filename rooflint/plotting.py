@@ -6,6 +6,10 @@ ridge points marked; the L2 roof when a calibration measured it; each variant a 
 observed intensity, coloured by verdict, joined by a dotted gap line to a hollow marker at
 its algorithmic intensity (where the dot would be if the kernel moved compulsory bytes
 only); optional trajectory arrows in the order given. The legend explains every mark.
+A variant measured with counters also has a mark per inner memory level, as in Nsight
+Compute's hierarchical roofline: a square at its L2 intensity (FLOPs per L2 byte) and a
+triangle at its L1 intensity, at the same FLOP/s, joined to the dot by a thin line; the
+L2 roof is read against the squares, so an L2-bound kernel's square sits on it.
 
 Labels never overlap one another, a marker or another text: each takes the free spot
 nearest its dot (as rendered by Agg), preferring spots that cross no line, and is joined
@@ -18,7 +22,8 @@ of one file share is written ``FAMILY/NAME``.
 Artists carry ids that survive into the SVG, so tests and scripts can find them:
 ``roof-PRECISION``, ``roof-PRECISION-datasheet``, ``roof-l2``, ``ridge-PRECISION``,
 ``trajectory-1``..., and per variant ``variant-KEY`` (the dot), ``algorithmic-KEY`` (the
-hollow marker), ``gap-KEY`` (the dotted line), ``label-KEY`` and ``leader-KEY``. KEY is the
+hollow marker), ``gap-KEY`` (the dotted line), ``level-l2-KEY`` and ``level-l1-KEY`` (the
+level marks), ``levels-KEY`` (their line), ``label-KEY`` and ``leader-KEY``. KEY is the
 variant's name (``FAMILY/NAME`` where shared), prefixed with ``K-`` when several files are
 drawn: ``variant-tiled`` for one file, ``variant-1-tiled`` and ``variant-2-tiled`` for two.
 The SVG is byte-for-byte reproducible for the same input (fixed hash salt, no date).
@@ -50,6 +55,8 @@ VERDICT_COLOURS = {"bandwidth": "#1f77b4", "compute": "#9467bd", "chain": "#ff7f
 FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
 TERA = 1e12                      # the y axis reads in TFLOP/s; a power of ten, so decades stay
 DOT_SIZE, HOLLOW_SIZE = 7, 6     # marker diameters, points
+LEVEL_MARKERS = {"l2": "s", "l1": "^"}   # inner memory levels: square, triangle
+LEVEL_SIZE = 5                   # their marker diameter, points
 SHARE_DOT_SIZE = 28      # marker diameter of a kernel that took all of a profiled program's time
 LABEL_SIZE = 8                   # label font size, points
 CLEARANCE = 2.0                  # points kept free around every label
@@ -127,7 +134,7 @@ def figure(results: list[RunResult], names: list[str] | None = None, trajectory:
     _draw_points(ax, placed)
     if trajectory:
         _draw_trajectory(ax, placed)
-    _legend(ax, results)
+    _legend(ax, results, placed)
     if skipped:
         ax.annotate(f"not placed (no FLOPs or no measurement): {', '.join(skipped)}", (0, 0),
                     xycoords="axes fraction", xytext=(0, -36), textcoords="offset points",
@@ -188,8 +195,15 @@ def _fit_title(ax, renderer: RendererBase, titles: list[str]) -> None:
 def _x_range(placed: list[Placed]) -> tuple[float, float]:
     xs = [p.variant.point.observed_ai for p in placed] + \
          [p.variant.point.algorithmic_ai for p in placed] + \
-         [p.variant.roofs.ridge for p in placed]
+         [p.variant.roofs.ridge for p in placed] + \
+         [level.intensity for p in placed for level in _inner_levels(p.variant)]
     return min(xs) / 4, max(xs) * 4
+
+
+def _inner_levels(v: VariantResult) -> list:
+    """L2 and L1 levels with a finite, positive intensity (log axes)."""
+    return [level for level in v.levels if level.name in LEVEL_MARKERS
+            and 0 < level.intensity < math.inf]
 
 
 def _roof_line(ax, x_low, x_high, bandwidth, compute, gid, style, colour, label):
@@ -245,12 +259,27 @@ def _draw_points(ax, placed: list[Placed]) -> None:
             hollow = ax.plot([point.algorithmic_ai], [point.achieved_flops], "o", mfc="none",
                              mec=colour, markersize=HOLLOW_SIZE)[0]
             hollow.set_gid(f"algorithmic-{p.key}")
+        _draw_levels(ax, p, colour)
         dot = ax.plot([point.observed_ai], [point.achieved_flops], "o", color=colour,
                       markersize=dot_size(p.variant))[0]
         dot.set_gid(f"variant-{p.key}")
         if bound not in seen:           # the legend's entry: a dot of the usual size
             ax.plot([], [], "o", color=colour, markersize=DOT_SIZE, label=f"{bound}-bound")
         seen.add(bound)
+
+
+def _draw_levels(ax, p: Placed, colour: str) -> None:
+    """The variant's L2 and L1 marks at its FLOP/s, joined to its dot."""
+    levels = _inner_levels(p.variant)
+    if not levels:
+        return
+    y = p.variant.point.achieved_flops
+    xs = sorted([p.variant.point.observed_ai, *(level.intensity for level in levels)])
+    ax.plot([xs[0], xs[-1]], [y, y], "-", color=colour, linewidth=0.6,
+            alpha=0.5)[0].set_gid(f"levels-{p.key}")
+    for level in levels:
+        ax.plot([level.intensity], [y], LEVEL_MARKERS[level.name], mfc="none", mec=colour,
+                markersize=LEVEL_SIZE)[0].set_gid(f"level-{level.name}-{p.key}")
 
 
 def _draw_trajectory(ax, placed: list[Placed]) -> None:
@@ -261,7 +290,7 @@ def _draw_trajectory(ax, placed: list[Placed]) -> None:
         arrow.arrow_patch.set_gid(f"trajectory-{index}")
 
 
-def _legend(ax, results: list[RunResult]) -> None:
+def _legend(ax, results: list[RunResult], placed: list[Placed]) -> None:
     """Roofs and verdict colours (labelled where drawn), the marks, and which run is which."""
     grey = "#666666"
     marks = [Line2D([], [], linestyle="none", marker="o", mfc="none", mec=grey,
@@ -270,6 +299,10 @@ def _legend(ax, results: list[RunResult]) -> None:
                           "with compulsory bytes only"),
              Line2D([], [], linestyle=":", color=grey, linewidth=1,
                     label="gap between observed and\nalgorithmic intensity")]
+    drawn = {level.name for p in placed for level in _inner_levels(p.variant)}
+    marks += [Line2D([], [], linestyle="none", marker=LEVEL_MARKERS[name], mfc="none", mec=grey,
+                     markersize=LEVEL_SIZE, label=f"the same kernel's FLOP per {name.upper()} byte")
+              for name in LEVEL_MARKERS if name in drawn]
     runs = [Line2D([], [], linestyle="none", label=f"({index}) run of {r.created}")
             for index, r in enumerate(results, start=1)] if len(results) > 1 else []
     handles, _ = ax.get_legend_handles_labels()
