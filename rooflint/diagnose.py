@@ -30,6 +30,8 @@ class Move:
     action: str
     reason: str     # the evidence that selected it
     expect: str     # movement on the chart
+    gain: float | None = None   # at most this many times faster (moves.gain)
+    gain_from: str = ""         # "evidence": its own numbers; "roof": the nearest roof's distance
 
 
 @dataclass
@@ -55,8 +57,9 @@ def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     binding = (level.removesuffix("_bound") if level else "dram") if bound == "bandwidth" else None
     return Verdict(
         bound=bound, summary=summary, level=binding, causes=causes,
-        moves=[Move(rule.id, rule.direction, rule.action, reason, expect)
-               for rule, reason, expect in selected],
+        moves=[Move(rule.id, rule.direction, rule.action, reason, expect, estimate.speedup,
+                    "evidence" if estimate.from_evidence else "roof")
+               for rule, reason, expect, estimate in selected],
         ruled_out=ruled_out, evidence=dict(evidence.flags))
 
 

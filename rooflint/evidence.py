@@ -213,6 +213,7 @@ def _grid(e: Evidence, facts: LaunchFacts, counters: Counters | None) -> None:
 
 def _launch_cost(e: Evidence, point: Point, facts: LaunchFacts, graph_time_s: float | None) -> None:
     if graph_time_s and point.time_s > GRAPH_SPEEDUP * graph_time_s:
+        e.values["launch_speedup"] = point.time_s / graph_time_s
         e.set("launch_overhead", f"eager {format_time(point.time_s)} vs CUDA-graph replay "
                                  f"{format_time(graph_time_s)}")
     elif point.time_s < SHORT_KERNEL_S * facts.launches:

@@ -30,6 +30,8 @@ class MoveRule:
     requires: tuple[str, ...] = ()
     any_of: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
+    gain: str = ""                  # Evidence.values key of its own speed-up estimate
+    changes_precision: bool = False  # trades accuracy for speed: ranked after the others
 
     @property
     def either(self) -> tuple[str, ...]:
@@ -59,18 +61,21 @@ class Trap:
 
 CATALOG: tuple[MoveRule, ...] = (
     MoveRule("launch_amortise", "up", "amortise launches: CUDA graphs, or fuse with the "
-             "neighbouring kernels", "up, same AI: toward the graph-replay time"),
+             "neighbouring kernels", "up, same AI: toward the graph-replay time",
+             gain="launch_speedup"),
     MoveRule("fill_the_gpu", "up", "more parallelism: more blocks or warps, or split the "
              "reduction across blocks or warps (split-K), so every SM has enough resident "
              "warps", "up, same AI: up to {grid_fill:.1f}x from the warps the GPU could hold",
-             requires=("chain_bound",), excludes=("pipe_saturated",)),
+             requires=("chain_bound",), excludes=("pipe_saturated",),
+             gain="grid_fill"),
     MoveRule("fix_spills", "up", "remove register spills: fewer live values, register arrays "
              "indexed only with constants, __launch_bounds__", "up, and right: local-memory "
              "traffic leaves the caches"),
     MoveRule("cut_redundant_traffic", "right", "make each byte cross DRAM once: coalesce "
              "accesses, tile for reuse, fuse", "right toward the algorithmic AI "
              "({algorithmic_ai:.3g} FLOP/B): up to {traffic_gap:.1f}x less time",
-             requires=("bandwidth_bound", "extra_traffic"), excludes=("l1_bound", "l2_bound")),
+             requires=("bandwidth_bound", "extra_traffic"), excludes=("l1_bound", "l2_bound"),
+             gain="traffic_gap"),
     MoveRule("cut_l1_traffic", "up", "cut L1 traffic per FLOP: make each warp's loads "
              "contiguous (one 128-byte line per request) and stage the values it reuses in "
              "shared memory or registers", "up at the same DRAM AI: L1 ({l1_pct:.0f}% of its "
@@ -86,7 +91,8 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("bank_conflicts_off", "up", "remove shared-memory bank conflicts: pad each tile "
              "row by one element or swizzle the index, so a warp's 32 accesses fall in 32 "
              "banks", "up, same AI: {bank_conflict_ways:.1f} shared-memory wavefronts per "
-             "request become one", requires=("bank_conflicts",)),
+             "request become one", requires=("bank_conflicts",),
+             gain="bank_conflict_ways"),
     MoveRule("warp_tiling", "up", "warp tiling: give each warp a 2-D tile of outputs and each "
              "thread a few fragments of it, so shared-memory loads are broadcast or "
              "conflict-free and more independent FMAs are in flight",
@@ -132,14 +138,16 @@ CATALOG: tuple[MoveRule, ...] = (
              "asynchronous tensor-core instructions, as cuBLAS and CUTLASS 3 do) instead of "
              "mma.sync: the tensor pipe is saturated by instructions that cannot reach its roof",
              "a higher roof: toward the tensor roof ({compute_headroom:.1f}x away) at the "
-             "same AI", requires=("mma_sync_on_hopper",)),
+             "same AI", requires=("mma_sync_on_hopper",), gain="compute_headroom"),
     MoveRule("tensor_cores", "raise-the-roof", "use tensor cores (MMA) for the arithmetic",
              "a higher roof: up to {tensor_ratio:.1f}x the FLOP/s, if the precision allows",
-             requires=("compute_bound", "cuda_cores_with_tensor_roof")),
+             requires=("compute_bound", "cuda_cores_with_tensor_roof"),
+             gain="tensor_ratio"),
     MoveRule("fp8_tensor_cores", "raise-the-roof", "fp8 tensor cores (e4m3 inputs, fp32 "
              "accumulation, per-tensor or per-block scales) where the accuracy allows",
              "a higher roof: up to {fp8_ratio:.1f}x the FLOP/s, and half the operand bytes",
-             requires=("compute_bound", "fp8_roof_above")),
+             requires=("compute_bound", "fp8_roof_above"),
+             gain="fp8_ratio", changes_precision=True),
     MoveRule("compute_efficiency", "up", "more FMAs in flight: larger register tiles, fewer "
              "non-math instructions, no bank conflicts",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
@@ -189,14 +197,49 @@ def _format(template: str, evidence: Evidence) -> str:
         return template.split("(")[0].strip()
 
 
-def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str]], list[str]]:
-    """The applicable moves as (rule, reason, expect) and the traps' texts, in catalog
-    order; the bound's fallback move when none applies."""
+WORTHWHILE_GAIN = 1.2   # an estimated speed-up under this ranks after the roof-bounded moves
+
+
+@dataclass(frozen=True)
+class Gain:
+    """How much faster a move could make the kernel, at most. From its own evidence (the
+    grid it could fill, the bytes it could cut, the faster roof it could reach), capped by
+    the roof it would then meet; else, for a move up, the nearest roof's distance; else
+    (a move right or left without a count of what it cuts) unknown."""
+
+    speedup: float | None
+    from_evidence: bool
+
+
+def gain(rule: MoveRule, evidence: Evidence) -> Gain:
+    own = evidence.values.get(rule.gain) if rule.gain else None
+    ceiling = {"up": "roof_headroom", "right": "compute_headroom",
+               "up+right": "compute_headroom"}.get(rule.direction)
+    cap = evidence.values.get(ceiling) if ceiling else None
+    if own is not None:
+        return Gain(min(own, cap) if cap else own, True)
+    return Gain(cap if rule.direction == "up" else None, False)
+
+
+def _rank(rule: MoveRule, estimate: Gain) -> tuple:
+    """Moves that keep the precision first; among them, those whose own evidence promises
+    a worthwhile gain, largest first; then those bounded only by the roof, in catalog
+    (cause) order; then those whose evidence promises little."""
+    promising = estimate.from_evidence and (estimate.speedup or 0.0) >= WORTHWHILE_GAIN
+    tier = 0 if promising else 2 if estimate.from_evidence else 1
+    return rule.changes_precision, tier, -(estimate.speedup or 0.0) if tier == 0 else 0.0
+
+
+def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str, Gain]], list[str]]:
+    """The applicable moves as (rule, reason, expect, gain), ranked; the bound's fallback
+    move when none applies; and the traps' texts."""
     rules = [rule for rule in CATALOG
              if rule.id not in FALLBACK_ONLY and rule.applies(evidence)]
     if not rules:
         rules = [rule for rule in CATALOG if rule.id == FALLBACK[evidence.bound]]
+    estimates = {rule.id: gain(rule, evidence) for rule in rules}
+    rules.sort(key=lambda rule: _rank(rule, estimates[rule.id]))
     moves = [(rule, "; ".join(evidence.flags[f] for f in rule.triggers(evidence)),
-              _format(rule.expect, evidence)) for rule in rules]
+              _format(rule.expect, evidence), estimates[rule.id]) for rule in rules]
     traps = [_format(trap.text, evidence) for trap in TRAPS if trap.holds(evidence)]
     return moves, traps

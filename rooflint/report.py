@@ -414,9 +414,17 @@ def render_verdict(console: Console, v: Verdict) -> None:
         console.print(f"    cause {cause.name}: {escape(cause.detail)}")
     for move in v.moves:
         console.print(f"    move {move.direction}: {escape(move.action)}")
-        console.print(f"      why: {escape(move.reason)}; expect: {escape(move.expect)}")
+        console.print(f"      why: {escape(move.reason)}; expect: {escape(move.expect)}"
+                      + _gain_text(move))
     for text in v.ruled_out:
         console.print(f"    {escape(text)}")
+
+
+def _gain_text(move) -> str:
+    if move.gain is None:
+        return ""
+    basis = "its evidence" if move.gain_from == "evidence" else "the nearest roof"
+    return f"; at most {move.gain:.2g}x faster (from {basis})"
 
 
 def render_specs(console: Console, specs: list[GpuSpec]) -> None:

@@ -182,7 +182,7 @@ def test_every_verdict_gets_a_move_and_none_contradicts_its_evidence():
     checked = 0
     for bound, flags in evidence_space():
         evidence = Evidence(bound=bound, flags={f: f for f in flags})
-        chosen = {rule.id for rule, _, _ in catalog.select(evidence)[0]}
+        chosen = {rule.id for rule, *_ in catalog.select(evidence)[0]}
         where = (bound, sorted(flags))
         assert chosen, where
         if bound != "chain" or "pipe_saturated" in flags:
@@ -246,3 +246,40 @@ def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_pat
     path = tmp_path / "r.json"
     write_result(RunResult(gpu=H100, spec_id="h100-sxm", settings={}, families=[result]), path)
     assert read_result(path).families[0].variants[0].levels == naive.levels
+
+
+# -- moves ranked by their estimated gain -----------------------------------------------
+
+def test_an_uncoalesced_read_is_told_first_the_move_its_wasted_bytes_price(specs):
+    """strided_read at 86 % of DRAM moves 8.5x its compulsory bytes: cutting them could make
+    it 8.5x faster (a move right is not capped by the DRAM roof it leaves behind), more
+    than the 1.2x left below that roof."""
+    v = recorded("stream", "strided_read", find_spec("h100-sxm", specs), threads=256)
+    first, second = v.moves[:2]
+    assert (first.id, first.gain_from) == ("cut_redundant_traffic", "evidence")
+    assert first.gain == pytest.approx(8.5, rel=0.02)
+    assert (second.id, second.gain_from) == ("bytes_in_flight", "roof")
+    assert second.gain < 1.25
+
+
+def test_a_grid_that_fills_its_wave_ranks_after_the_roof_bounded_moves(specs):
+    """w4a16 naive_3b on the H100: under one wave by a hair (grid fill 1.0x), 54x below the
+    DRAM roof: more parallelism promises nothing, more bytes in flight leads."""
+    v = recorded("w4a16_gemv", "naive_3b", find_spec("h100-sxm", specs), threads=256)
+    assert [m.id for m in v.moves] == ["bytes_in_flight", "fill_the_gpu"]
+    assert v.moves[1].gain == pytest.approx(1.0, abs=0.05)
+
+
+def test_precision_changing_moves_rank_last(specs):
+    """fp8 promises 2.4x to the mma.sync kernel, wgmma 1.2x: fp8 trades accuracy, so the
+    move that keeps the precision comes first."""
+    h100 = find_spec("h100-sxm", specs)
+    point, counters = square_gemm(h100, "fp16-tensor", 8192, 2, 0.85, occupancy_pct=12.0,
+                                  waves=0.4, registers_per_thread=232, grid_size=528,
+                                  tensor_pipe_pct=97.0, hmma_instructions=4.2e9)
+    facts = LaunchFacts(grid_blocks=528, threads_per_block=256, launches=1, sms=132,
+                        precision="fp16-tensor", fp8_roof=h100.peaks["fp8-tensor"].flops_per_s,
+                        compute_capability="9.0")
+    wgmma, fp8 = diagnose(point, facts, counters).moves
+    assert (wgmma.id, fp8.id) == ("warpgroup_mma", "fp8_tensor_cores")
+    assert fp8.gain > 2 > wgmma.gain
