@@ -22,7 +22,7 @@ from rich.text import Text
 
 from rooflint.calibration import Calibration, fraction_of_datasheet_at_clock
 from rooflint.comparison import Comparison, Figures, describe_movement
-from rooflint.diagnose import Verdict
+from rooflint.diagnose import Move, Verdict
 from rooflint.errors import RooflintError
 from rooflint.evidence import BOUND_THRESHOLD, pct
 from rooflint.gate import Report as GateReport
@@ -31,7 +31,7 @@ from rooflint.gpus import GpuSpec
 from rooflint.measure.protocol import THROTTLING
 from rooflint.phases import PHASES
 from rooflint.results import FamilyResult, RunResult, VariantResult
-from rooflint.roofline import Roofs
+from rooflint.roofline import Level, Roofs
 from rooflint.run import Listener
 from rooflint.units import counted, format_bytes, format_rate, format_time
 
@@ -216,7 +216,7 @@ def _levels_line(v: VariantResult) -> str:
     gives, and how close it ran to its roof; the binding level marked."""
     binding = v.verdict.level if v.verdict else None
 
-    def one(level) -> str:
+    def one(level: Level) -> str:
         of_roof = (f" ({pct(level.fraction)} of {'its peak' if level.name == 'l1' else 'roof'})"
                    if level.fraction is not None else "")
         mark = " (binds)" if level.name == binding else ""
@@ -420,11 +420,11 @@ def render_verdict(console: Console, v: Verdict) -> None:
         console.print(f"    {escape(text)}")
 
 
-def _gain_text(move) -> str:
+def _gain_text(move: Move) -> str:
     if move.gain is None:
         return ""
     basis = "its evidence" if move.gain_from == "evidence" else "the nearest roof"
-    return f"; at most {move.gain:.2g}x faster (from {basis})"
+    return f"; at most {move.gain:.3g}x faster (from {basis})"
 
 
 def render_specs(console: Console, specs: list[GpuSpec]) -> None:

@@ -208,8 +208,7 @@ def run(options: RunOptions, listener: Listener | None = None,
         return result
     except KeyboardInterrupt:
         for lane in every_lane:  # a busy worker reads the end of its input only after its family
-            if lane.pool.worker:
-                lane.pool.worker.kill()
+            lane.pool.kill()
         raise
     finally:
         for lane in every_lane:   # those left out too: a GPU of another model has a worker

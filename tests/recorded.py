@@ -105,3 +105,11 @@ class RecordedProfiler:
 
     def kill(self) -> None:
         pass
+
+
+def counters_of(log: str, names: list[str]) -> dict:
+    """A recorded ncu log's counters by variant name, for the first ``len(names)``
+    variants in their profiled order."""
+    from rooflint.measure import ncu
+    return {names[index]: counters for index, counters in ncu.counters_by_index(log).items()
+            if index < len(names)}

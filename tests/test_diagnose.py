@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from recorded import counters_of
+
 from rooflint.calibration import roofs as roofs_for
 from rooflint.counters import Counters
 from rooflint.diagnose import diagnose
@@ -118,7 +120,7 @@ def test_async_copy_is_ruled_out_when_memory_is_not_the_top_stall(specs):
 def test_register_spills_from_the_recorded_spilling_kernel(specs):
     log = (FIXTURES / "ncu" / "h100-probe-5-variants.csv").read_text()
     names = ["copy", "sgemm", "hgemm", "spill", "two_halves"]
-    counters = ncu.counters_by_variant(log, names)["spill"]
+    counters = counters_of(log, names)["spill"]
     point = place(counters.duration_s, counters.counted_flops, counters.dram_bytes,
                   counters.dram_bytes, roofs_for(find_spec("h100-sxm", specs), "fp32", None), "ncu")
     facts = LaunchFacts(grid_blocks=132, threads_per_block=256, launches=1, sms=132,

@@ -283,3 +283,17 @@ def test_precision_changing_moves_rank_last(specs):
     wgmma, fp8 = diagnose(point, facts, counters).moves
     assert (wgmma.id, fp8.id) == ("warpgroup_mma", "fp8_tensor_cores")
     assert fp8.gain > 2 > wgmma.gain
+
+
+def test_explain_prints_each_moves_gain_and_its_basis(specs):
+    import io
+
+    from rich.console import Console
+
+    from rooflint.report import render_verdict
+    console = Console(file=io.StringIO(), width=200)
+    render_verdict(console, recorded("stream", "strided_read", find_spec("h100-sxm", specs),
+                                     threads=256))
+    text = console.file.getvalue()
+    assert "at most 8.5x faster (from its evidence)" in text
+    assert "at most 1.19x faster (from the nearest roof)" in text   # 84 % of DRAM

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from recorded import counters_of
+
 from rooflint.measure import ncu
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ncu" / "h100-probe-5-variants.csv"
@@ -19,7 +21,7 @@ NAMES = ["copy", "sgemm", "hgemm", "spill", "two_halves"]
 
 @pytest.fixture(scope="module")
 def counters():
-    return ncu.counters_by_variant(FIXTURE.read_text(), NAMES)
+    return counters_of(FIXTURE.read_text(), NAMES)
 
 
 def test_rows_skip_profiler_messages_and_units():
@@ -98,7 +100,7 @@ def test_every_metric_asked_for_is_in_the_recorded_csv():
 def test_a_log_without_the_xu_pipe_reads_as_zero():
     """Logs recorded before rooflint read the XU pipe's activity have no such column."""
     text = without_columns(FIXTURE.read_text(), {ncu.XU_PIPE})
-    counters = ncu.counters_by_variant(text, ["copy"])["copy"]
+    counters = counters_of(text, ["copy"])["copy"]
     assert counters.xu_pipe_pct == 0.0 and counters.dram_bytes > 0
 
 
@@ -164,7 +166,7 @@ def without_columns(text: str, dropped: set[str]) -> str:
 
 def test_a_log_without_tensor_flop_columns_counts_the_cuda_cores_only():
     text = without_columns(FIXTURE.read_text(), set(ncu.TENSOR_FLOPS.values()))
-    counters = ncu.counters_by_variant(text, NAMES)
+    counters = counters_of(text, NAMES)
     assert "fp16-tensor" not in counters["hgemm"].flops
     assert counters["sgemm"].flops["fp32"] == pytest.approx(2 * 1024**3, rel=1e-3)
     assert counters["hgemm"].tensor_pipe_pct == pytest.approx(42.69)   # read in every run

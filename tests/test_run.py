@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from recorded import use_stand_in_pools
+from recorded import counters_of, use_stand_in_pools
 
 from rooflint.gpus import find_spec
 from rooflint.manifest import load_manifest, resolve
@@ -115,9 +115,8 @@ def test_counters_replace_model_bytes(specs):
     """The recorded ncu profile of a float4 copy of 2**26 floats on an H100, judged as
     stream's copy."""
     from pathlib import Path
-    from rooflint.measure import ncu
     log = (Path(__file__).parent / "fixtures" / "ncu" / "h100-probe-5-variants.csv").read_text()
-    copy = ncu.counters_by_variant(log, ["copy_float4"])
+    copy = counters_of(log, ["copy_float4"])
     family = resolve(load_manifest("stream"), {"N": 2**26}, {"num_sms": 132}, TimingJob(),
                      ["copy_float4"])
     result = family_result(family, [measured("copy_float4", 182.6e-6)], copy,

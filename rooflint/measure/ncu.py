@@ -226,9 +226,9 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
     )
 
 
-def counters_by_variant(text: str, names: list[str]) -> dict[str, Counters]:
-    """Counters for each variant of a profiled job, from the ncu log text."""
-    groups = split_by_variant(parse_rows(text))
-    return {names[index]: summarize(rows) for index, rows in groups.items()
-            if rows and index < len(names)}
+def counters_by_index(text: str) -> dict[int, Counters]:
+    """Counters for each profiled variant of a session's log, by its NVTX range index (a
+    variant whose run launched nothing has none)."""
+    return {index: summarize(rows)
+            for index, rows in split_by_variant(parse_rows(text)).items() if rows}
 

@@ -302,10 +302,10 @@ class Profiler:
                 text = session.log.read_text() if session.log.exists() else ""
                 worker = session.pool.worker
                 texts.append(text + "\n" + "\n".join(worker.stderr_tail if worker else []))
-                for index, rows in ncu.split_by_variant(ncu.parse_rows(text)).items():
-                    if rows and index < len(session.entries):
+                for index, variant in ncu.counters_by_index(text).items():
+                    if index < len(session.entries):
                         ticket, name = session.entries[index]
-                        counters.setdefault(ticket, {})[name] = ncu.summarize(rows)
+                        counters.setdefault(ticket, {})[name] = variant
             asked = any(session.entries or session.refused for session in self.sessions)
             if asked and not counters:
                 failures = [f for session in self.sessions for f in session.failures]
@@ -316,8 +316,7 @@ class Profiler:
 
     def kill(self) -> None:
         for session in self.sessions:
-            if session.pool.worker:
-                session.pool.worker.kill()
+            session.pool.kill()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
