@@ -267,7 +267,7 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
     settings = {**settings, "mode": "profile", "gpu_time_s": region,
                 "kernels": len(kernels), "other_kernels": len(rest),
                 "other_share": sum(k.total_s for k in rest) / region if region else 0.0,
-                "calibration": calibration.created if calibration else None}
+                **calibrations.settings(calibration)}
     result = RunResult(gpu=device, spec_id=spec.id, settings=settings)
     result.families.append(FamilyResult(name=program, directory=directory, params={},
                                         baseline=None, variants=by_upside(variants)))

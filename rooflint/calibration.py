@@ -27,11 +27,12 @@ from rooflint.gpus import DeviceInfo
 from rooflint.roofline import Roofs
 
 SCHEMA = "rooflint.calibration/1"
+MEMORY_CEILINGS = ("dram", "l2", "l1", "dram-sweep")   # the steps in bytes/s, not precisions
 
 
 @dataclass
 class Ceiling:
-    value: float                 # bytes/s for dram and l2, FLOP/s for a precision
+    value: float                 # bytes/s for dram, l2 and l1, FLOP/s for a precision
     method: str
     sm_clock_mhz: float | None   # NVML's reading while it ran
 
@@ -47,6 +48,7 @@ class Calibration:
     skipped: dict[str, str] = field(default_factory=dict)  # step or ceiling -> why not kept
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema: str = SCHEMA
+    l1: Ceiling | None = None    # the L1/shared data path (absent from older calibrations)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,15 +66,26 @@ def from_steps(device: DeviceInfo, spec: GpuSpec, steps: list[dict], skipped: di
     by_name = {s["ceiling"]: s for s in steps}
     if "dram" not in by_name:
         raise RooflintError(f"calibration measured no DRAM bandwidth ({skipped or 'no steps'})")
-    precisions = [name for name in by_name if name not in ("dram", "l2", "dram-sweep")]
+    precisions = [name for name in by_name if name not in MEMORY_CEILINGS]
     unjudged = {name: f"measured, but the {spec.id} spec has no {name} peak to judge against"
                 for name in precisions if name not in spec.peaks}
     return Calibration(
         gpu=device, spec_id=spec.id, dram=ceiling(by_name["dram"]),
         l2=ceiling(by_name["l2"]) if "l2" in by_name else None,
+        l1=ceiling(by_name["l1"]) if "l1" in by_name else None,
         compute={name: ceiling(by_name[name]) for name in precisions if name in spec.peaks},
         dram_sweep=[ceiling(s) for s in steps if s["ceiling"] == "dram-sweep"],
         skipped={**skipped, **unjudged})
+
+
+def settings(calibration: Calibration | None) -> dict[str, Any]:
+    """What a result records of the calibration it was judged with: when it was made, and
+    the L2 and L1 bandwidths, which the plot draws as roofs (None where not measured)."""
+    def value(ceiling: Ceiling | None) -> float | None:
+        return ceiling.value if ceiling else None
+    return {"calibration": calibration.created if calibration else None,
+            "l2_bandwidth": value(calibration.l2) if calibration else None,
+            "l1_bandwidth": value(calibration.l1) if calibration else None}
 
 
 def default_path(spec_id: str, driver: str) -> Path:
@@ -93,7 +106,7 @@ def load(path: Path) -> Calibration:
     """A calibration file, every field checked (see jsonfile.read_document); a ceiling that
     is not a positive finite number is refused, as it would put a roof at zero or infinity."""
     calibration = read_document(path, Calibration, SCHEMA, "calibration")
-    ceilings = {"dram": calibration.dram, "l2": calibration.l2, **{
+    ceilings = {"dram": calibration.dram, "l2": calibration.l2, "l1": calibration.l1, **{
         f"compute.{name}": c for name, c in calibration.compute.items()}, **{
         f"dram_sweep[{i}]": c for i, c in enumerate(calibration.dram_sweep)}}
     for name, ceiling in ceilings.items():

@@ -92,6 +92,8 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
         verdict = diagnose(point, facts, o.counters, graph_time.median_s if graph_time else None)
         if o.counters:
             hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
-                               o.counters.l1_bytes, l1_fraction(o.counters))
+                               o.counters.l1_bytes,
+                               calibration.l1.value if calibration and calibration.l1 else None,
+                               l1_fraction(o.counters))
     return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes,
                     measured.notes if measured else [], hierarchy)

@@ -2,14 +2,15 @@
 
 Log-log axes, x in FLOP per DRAM byte, y in FLOP/s labelled in TFLOP/s; the DRAM roof and
 one compute roof per precision present, calibrated ones solid and datasheet ones dashed;
-ridge points marked; the L2 roof when a calibration measured it; each variant a dot at its
+ridge points marked; the L2 and L1 roofs when a calibration measured them; each variant a dot at its
 observed intensity, coloured by verdict, joined by a dotted gap line to a hollow marker at
 its algorithmic intensity (where the dot would be if the kernel moved compulsory bytes
 only); optional trajectory arrows in the order given. The legend explains every mark.
 A variant measured with counters also has a mark per inner memory level, as in Nsight
 Compute's hierarchical roofline: a square at its L2 intensity (FLOPs per L2 byte) and a
 triangle at its L1 intensity, at the same FLOP/s, joined to the dot by a thin line; the
-L2 roof is read against the squares, so an L2-bound kernel's square sits on it.
+L2 roof is read against the squares and the L1 roof against the triangles, so an
+L2-bound kernel's square sits on the L2 roof.
 
 Labels never overlap one another, a marker or another text: each takes the free spot
 nearest its dot (as rendered by Agg), preferring spots that cross no line, and is joined
@@ -20,7 +21,7 @@ the order given (1, 2, ...), and the legend says which run K is. A name that two
 of one file share is written ``FAMILY/NAME``.
 
 Artists carry ids that survive into the SVG, so tests and scripts can find them:
-``roof-PRECISION``, ``roof-PRECISION-datasheet``, ``roof-l2``, ``ridge-PRECISION``,
+``roof-PRECISION``, ``roof-PRECISION-datasheet``, ``roof-l2``, ``roof-l1``, ``ridge-PRECISION``,
 ``trajectory-1``..., and per variant ``variant-KEY`` (the dot), ``algorithmic-KEY`` (the
 hollow marker), ``gap-KEY`` (the dotted line), ``level-l2-KEY`` and ``level-l1-KEY`` (the
 level marks), ``levels-KEY`` (their line), ``label-KEY`` and ``leader-KEY``. KEY is the
@@ -210,7 +211,7 @@ def _roof_line(ax, x_low, x_high, bandwidth, compute, gid, style, colour, label)
     ridge = compute / bandwidth
     xs = [x_low, ridge, x_high] if x_low < ridge < x_high else [x_low, x_high]
     ys = [min(compute, x * bandwidth) for x in xs]
-    (line,) = ax.plot(xs, ys, style, color=colour, linewidth=1.4, label=label)
+    (line,) = ax.plot(xs, ys, linestyle=style, color=colour, linewidth=1.4, label=label)
     line.set_gid(gid)
     return ridge
 
@@ -233,10 +234,12 @@ def _draw_roofs(ax, placed: list[Placed], result: RunResult, x_low: float, x_hig
         marker.set_gid(f"ridge-{precision}")
         ax.annotate(f"ridge {ridge:.3g}", (ridge, r.compute), textcoords="offset points",
                     xytext=(4, 4), fontsize=7, color="#333333")
-    l2 = result.settings.get("l2_bandwidth")
-    if l2:
-        top = max(r.compute for r in roofs.values())
-        _roof_line(ax, x_low, x_high, l2, top, "roof-l2", "-.", "#2ca02c", "L2 roof (calibrated)")
+    top = max(r.compute for r in roofs.values())
+    for level, style, colour in (("l2", "-.", "#2ca02c"), ("l1", (0, (1, 1)), "#9467bd")):
+        bandwidth = result.settings.get(f"{level}_bandwidth")
+        if bandwidth:
+            _roof_line(ax, x_low, x_high, bandwidth, top, f"roof-{level}", style, colour,
+                       f"{level.upper()} roof (calibrated)")
 
 
 def dot_size(v: VariantResult) -> float:

@@ -469,8 +469,8 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
                    "SM clock"):
         table.add_column(column, justify="left" if column == "ceiling" else "right")
     rows = [("dram", calibration.dram, spec.dram_bandwidth, "B/s")]
-    if calibration.l2:
-        rows.append(("l2", calibration.l2, None, "B/s"))
+    rows += [(name, ceiling, None, "B/s")
+             for name, ceiling in (("l2", calibration.l2), ("l1", calibration.l1)) if ceiling]
     rows += [(p, c, spec.peaks[p].flops_per_s if p in spec.peaks else None, "FLOP/s")
              for p, c in calibration.compute.items()]
     for name, ceiling, datasheet, unit in rows:

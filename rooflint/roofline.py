@@ -86,9 +86,13 @@ def place(time_s: float, flops: float, dram_bytes: float, algorithmic_bytes: flo
 
 @dataclass(frozen=True)
 class Level:
-    """One memory level of the hierarchical roofline. ``fraction`` is of the level's own
-    roof: DRAM's, the calibrated L2 bandwidth (None uncalibrated), and for L1 Nsight
-    Compute's L1 throughput against its peak (there is no L1 byte roof: ``roof`` None)."""
+    """One memory level of the hierarchical roofline. ``roof`` is the level's bandwidth:
+    DRAM's, and the calibrated L2 and L1/shared bandwidths (None uncalibrated).
+    ``fraction`` is of that roof for DRAM and L2; for L1 it is Nsight Compute's L1/shared
+    throughput against its peak, which counts shared-memory traffic too, while L1's bytes
+    (``l1tex__t_bytes``, as in Nsight Compute's hierarchical chart) are global and local
+    accesses only: a shared-memory tiled kernel's L1 mark sits low against the L1 roof
+    while its L1 fraction is high."""
 
     name: str                    # dram | l2 | l1
     bytes: float
@@ -99,7 +103,7 @@ class Level:
 
 
 def levels(point: Point, roofs: Roofs, l2_bytes: float, l2_roof: float | None,
-           l1_bytes: float, l1_fraction: float) -> list[Level]:
+           l1_bytes: float, l1_roof: float | None, l1_fraction: float) -> list[Level]:
     """DRAM, L2 and L1 for a point whose traffic was counted."""
     def level(name: str, moved: float, roof: float | None, fraction: float | None) -> Level:
         return Level(name, moved, point.flops / moved if moved else float("inf"),
@@ -107,4 +111,4 @@ def levels(point: Point, roofs: Roofs, l2_bytes: float, l2_roof: float | None,
     return [level("dram", point.dram_bytes, roofs.dram_bandwidth, point.dram_fraction),
             level("l2", l2_bytes, l2_roof,
                   l2_bytes / point.time_s / l2_roof if l2_roof else None),
-            level("l1", l1_bytes, None, l1_fraction)]
+            level("l1", l1_bytes, l1_roof, l1_fraction)]

@@ -188,9 +188,7 @@ def run(options: RunOptions, listener: Listener | None = None,
         calibration = calibrations.find(spec.id, device.driver)
         result = RunResult(gpu=device, spec_id=spec.id,
                            settings={"cache": options.cache, "counters": options.counters,
-                                     "calibration": calibration.created if calibration else None,
-                                     "l2_bandwidth": calibration.l2.value
-                                     if calibration and calibration.l2 else None,
+                                     **calibrations.settings(calibration),
                                      "git_revision": git_revision(str(manifests[0].directory))})
         if options.devices:
             result.settings["devices"] = [lane.visible for lane in lanes]

@@ -149,8 +149,7 @@ def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, count
                                              progress_for(families[0], "timing"))
         finally:
             pool.close()
-        settings = {"cache": "cold", "counters": counters, "calibration":
-                    calibration.created if calibration else None}
+        settings = {"cache": "cold", "counters": counters, **calibrations.settings(calibration)}
         sides = []
         for family, measurement, label in zip(families, measurements, labels):
             found = family_counters(family, [measurement], options, settings,

@@ -26,6 +26,8 @@ STEPS = [
      "(torch._scaled_mm) 8192^3 (random data)", "value": 1.45e15, "sm_clock_mhz": 1710.0},
     {"ceiling": "int8-tensor", "method": "cuBLAS GEMM int8 -> int32 (torch._int_mm) 8192^3 "
      "(random data)", "value": 1.2e15, "sm_clock_mhz": 1740.0},
+    {"ceiling": "l1", "method": "shared-memory read float4, 1056 blocks of 256",
+     "value": 31e12, "sm_clock_mhz": 1980.0},
 ]
 SKIPPED = {"TF32 tensor GEMM": "AttributeError: no TF32"}
 
@@ -37,6 +39,7 @@ def calibration(specs):
 
 def test_steps_become_ceilings(calibration):
     assert calibration.dram.value == 4.3e12 and calibration.l2.value == 11e12
+    assert calibration.l1.value == 31e12
     assert set(calibration.compute) == {"fp32", "fp16-tensor", "bf16-tensor", "fp8-tensor",
                                         "int8-tensor"}
     assert calibration.compute["fp8-tensor"].method.startswith("cuBLAS GEMM float8_e4m3fn")
@@ -113,6 +116,22 @@ def test_the_calibration_table_shows_the_tensor_roofs_and_what_was_not_calibrate
     bf16 = next(line for line in lines if line.startswith("bf16-tensor"))
     assert bf16.split()[1:6] == ["830", "TFLOP/s", "989", "TFLOP/s", "84%"]  # of the datasheet
     assert "not calibrated: TF32 tensor GEMM: AttributeError: no TF32" in lines
+    assert next(line for line in lines if line.startswith("l1")).split()[1:3] == ["31", "TB/s"]
+
+
+def test_a_result_records_the_l2_and_l1_roofs_its_plot_draws(calibration):
+    assert cal.settings(calibration) == {"calibration": calibration.created,
+                                         "l2_bandwidth": 11e12, "l1_bandwidth": 31e12}
+    assert cal.settings(None) == {"calibration": None, "l2_bandwidth": None,
+                                  "l1_bandwidth": None}
+
+
+def test_a_calibration_from_before_the_l1_step_still_loads(calibration, tmp_path):
+    document = calibration.to_json()
+    del document["l1"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(document))
+    assert cal.load(path).l1 is None and cal.load(path).l2.value == 11e12
 
 
 def test_fraction_of_the_datasheet_at_the_clock_seen(calibration, specs):

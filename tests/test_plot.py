@@ -335,25 +335,27 @@ def test_a_bad_output_path_is_one_line_and_no_file_lost(case, tmp_path):
 
 def with_levels(result, l2_bandwidth_share: float):
     """The gemm walk of the recorded run with levels added to each variant, as a run with
-    counters now gives them: L2 traffic 3x and L1 traffic 10x the DRAM bytes, and a
-    calibrated L2 roof ``1 / l2_bandwidth_share`` times tiled's L2 bandwidth."""
+    counters now gives them: L2 traffic 3x and L1 traffic 10x the DRAM bytes, and
+    calibrated L2 and L1 roofs ``1 / l2_bandwidth_share`` times tiled's L2 and L1
+    bandwidths."""
     from rooflint.roofline import levels
     result = copy.deepcopy(result)
     gemm = next(f for f in result.families if f.name == "gemm_fp32")
     tiled = next(v for v in gemm.variants if v.name == "tiled")
     l2_roof = 3 * tiled.point.dram_bytes / tiled.point.time_s / l2_bandwidth_share
-    result.settings["l2_bandwidth"] = l2_roof
+    l1_roof = 10 / 3 * l2_roof
+    result.settings |= {"l2_bandwidth": l2_roof, "l1_bandwidth": l1_roof}
     for v in gemm.variants:
         if v.point:
             v.levels = levels(v.point, v.roofs, 3 * v.point.dram_bytes, l2_roof,
-                              10 * v.point.dram_bytes, 0.5)
+                              10 * v.point.dram_bytes, l1_roof, 0.5)
     return result
 
 
-def test_each_kernel_has_a_mark_per_memory_level_and_the_l2_roof_reads_against_l2(result):
-    """Hierarchical roofline: tiled moving exactly its L2 roof's bandwidth has its L2
-    square on the L2 roof line, at its L2 intensity (a third of its DRAM one), and its
-    L1 triangle at a tenth, all at its FLOP/s."""
+def test_each_kernel_has_a_mark_per_memory_level_on_that_levels_roof(result):
+    """Hierarchical roofline: tiled moving exactly its L2 and L1 roofs' bandwidths has its
+    L2 square on the L2 roof line, at its L2 intensity (a third of its DRAM one), and its
+    L1 triangle on the L1 roof line at a tenth, all at its FLOP/s."""
     fig = figure([with_levels(result, 1.0)], names=WALK)
     ax, _ = drawn(fig)
     marks = {line.get_gid(): line for line in ax.lines if line.get_gid()}
@@ -362,9 +364,10 @@ def test_each_kernel_has_a_mark_per_memory_level_and_the_l2_roof_reads_against_l
     triangle = marks["level-l1-tiled"].get_xydata()[0]
     assert square == pytest.approx([dot[0] / 3, dot[1]]) and triangle == pytest.approx(
         [dot[0] / 10, dot[1]])
-    roof = marks["roof-l2"].get_xydata()
-    on_roof = np.interp(np.log(square[0]), np.log(roof[:, 0]), np.log(roof[:, 1]))
-    assert np.exp(on_roof) == pytest.approx(square[1], rel=1e-6)
+    for level, mark in (("l2", square), ("l1", triangle)):
+        roof = marks[f"roof-{level}"].get_xydata()
+        on_roof = np.interp(np.log(mark[0]), np.log(roof[:, 0]), np.log(roof[:, 1]))
+        assert np.exp(on_roof) == pytest.approx(mark[1], rel=1e-6), level
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "the same kernel's FLOP per L2 byte" in legend
     assert {f"level-l1-{name}" for name in WALK} <= set(marks)

@@ -135,13 +135,16 @@ def test_h100_sgemm_is_compute(specs):
 
 def test_each_memory_level_has_its_intensity_and_its_fraction_of_its_roof():
     """Hand-computed: 1 GFLOP in 1 ms over 100 MB of DRAM, 400 MB of L2 and 2 GB of L1
-    traffic, on a 2 TB/s DRAM roof and an 8 TB/s calibrated L2 roof, L1 at 70 % of its peak."""
+    traffic, on a 2 TB/s DRAM roof, an 8 TB/s calibrated L2 roof and a 25 TB/s L1 roof, L1
+    at 70 % of its peak (ncu's throughput, shared memory included, not bytes / roof)."""
     from rooflint.roofline import levels
     roofs = Roofs("fp32", 50e12, 2e12, "datasheet", 50e12, 2e12)
     point = place(1e-3, 1e9, 1e8, 1e8, roofs, "ncu")
-    dram, l2, l1 = levels(point, roofs, l2_bytes=4e8, l2_roof=8e12, l1_bytes=2e9, l1_fraction=0.7)
+    dram, l2, l1 = levels(point, roofs, l2_bytes=4e8, l2_roof=8e12, l1_bytes=2e9,
+                          l1_roof=25e12, l1_fraction=0.7)
     assert (dram.name, dram.intensity, dram.bandwidth, dram.fraction) == ("dram", 10.0, 1e11, 0.05)
     assert (l2.intensity, l2.bandwidth, l2.fraction) == (2.5, 4e11, 0.05)
-    assert (l1.intensity, l1.roof, l1.fraction) == (0.5, None, 0.7)
-    uncalibrated = levels(point, roofs, 4e8, None, 2e9, 0.7)[1]
-    assert uncalibrated.roof is None and uncalibrated.fraction is None
+    assert (l1.intensity, l1.bandwidth, l1.roof, l1.fraction) == (0.5, 2e12, 25e12, 0.7)
+    _, uncalibrated_l2, uncalibrated_l1 = levels(point, roofs, 4e8, None, 2e9, None, 0.7)
+    assert uncalibrated_l2.roof is None and uncalibrated_l2.fraction is None
+    assert uncalibrated_l1.roof is None and uncalibrated_l1.fraction == 0.7

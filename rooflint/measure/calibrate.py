@@ -3,7 +3,9 @@
 In the spirit of the Empirical Roofline Toolkit: the DRAM roof is the best of a sweep
 over read, write and copy kernels, two vector widths and several grid sizes on a
 working set 16x the L2; the L2 roof is a read sweep over a buffer a quarter of the L2,
-repeated inside the kernel with L1-bypassing loads; the FP32 and FP64 roofs are FMA kernels with 16
+repeated inside the kernel with L1-bypassing loads; the L1 roof (the L1/shared-memory data
+path, 128 bytes a clock per SM on Hopper) is the best of a read sweep over a buffer small
+enough that each SM's share stays in its L1, and a shared-memory read sweep; the FP32 and FP64 roofs are FMA kernels with 16
 independent chains per thread at full occupancy; tensor roofs are cuBLAS GEMMs on random
 data (never zeros, which run faster): fp16, tf32 and fp64 through CuPy, and bf16, fp8 and
 int8 through PyTorch (CuPy has no GEMM of those types), on the same stream and timed the
@@ -27,7 +29,8 @@ from rooflint.measure.nvml import Nvml
 from rooflint.measure.protocol import DeviceInfo
 from rooflint.measure.worker import send
 
-_SOURCE = r"""
+_SHARED_FLOAT4S = 1024           # 16 KiB of shared memory per block
+_SOURCE = f"#define SHARED_FLOAT4S {_SHARED_FLOAT4S}\n" + r"""
 template <typename V> __device__ float total(V v);
 template <> __device__ float total<float>(float v) { return v; }
 template <> __device__ float total<float4>(float4 v) { return v.x + v.y + v.z + v.w; }
@@ -61,6 +64,20 @@ __global__ void copy_kernel(const V* __restrict__ x, V* __restrict__ y, size_t n
         y[i] = x[i];
 }
 
+// Every block reads its own 16 KiB tile of shared memory, conflict-free (a warp's float4s
+// are 512 contiguous bytes), starting one warp's width further on each pass so no load can
+// be hoisted out of the loop.
+__global__ void shared_read_kernel(int reps, float* sink) {
+    __shared__ float4 tile[SHARED_FLOAT4S];
+    for (int i = threadIdx.x; i < SHARED_FLOAT4S; i += blockDim.x) tile[i] = filled<float4>(i);
+    __syncthreads();
+    float acc = 0.f;
+    for (int r = 0; r < reps; ++r)
+        for (int i = threadIdx.x; i < SHARED_FLOAT4S; i += blockDim.x)
+            acc += total(tile[(i + 32 * r) % SHARED_FLOAT4S]);
+    if (acc == 1234.5f) sink[0] = acc;
+}
+
 // 16 independent FMA chains per thread: enough to hide the FMA latency at full occupancy.
 template <typename T>
 __global__ void fma_kernel(T* out, int iterations, T b, T c) {
@@ -81,7 +98,7 @@ __global__ void fma_kernel(T* out, int iterations, T b, T c) {
 _MEMORY_ENTRIES = {"read": "read_kernel<{v}, false>", "l2_read": "read_kernel<{v}, true>",
                    "write": "write_kernel<{v}>", "copy": "copy_kernel<{v}>"}
 _ENTRIES = [e.format(v=v) for e in _MEMORY_ENTRIES.values() for v in ("float", "float4")] + [
-    "fma_kernel<float>", "fma_kernel<double>"]
+    "fma_kernel<float>", "fma_kernel<double>", "shared_read_kernel"]
 _REPETITIONS = 5
 _FMA_ITERATIONS = 4096
 _GEMM_N = 8192
@@ -98,9 +115,9 @@ class Unavailable(Exception):
 class Step:
     """One calibrated figure: what was run, the rate, and the SM clock seen."""
 
-    ceiling: str        # dram | l2 | a precision (fp32, fp64, fp16-tensor, ...)
+    ceiling: str        # dram | l2 | l1 | a precision (fp32, fp64, fp16-tensor, ...)
     method: str
-    value: float        # bytes/s for dram and l2, FLOP/s otherwise
+    value: float        # bytes/s for dram, l2 and l1, FLOP/s otherwise
     sm_clock_mhz: float | None
 
 
@@ -128,7 +145,8 @@ class Calibrator:
             self.stream.synchronize()
         return min(cupy.cuda.get_elapsed_time(s, e) for s, e in pairs) * 1e-3, clock
 
-    def memory_sweep(self, elements4: int, reps: int, kinds: tuple[str, ...]) -> list[Step]:
+    def memory_sweep(self, elements4: int, reps: int, kinds: tuple[str, ...],
+                     blocks_per_sm: tuple[int, ...] = (2, 4, 8, 16, 32)) -> list[Step]:
         """Every kind x vector width x grid size over buffers of ``elements4`` float4s."""
         x = cupy.ones(elements4 * 4, dtype=cupy.float32)
         y = cupy.empty_like(x)
@@ -136,8 +154,8 @@ class Calibrator:
         for kind in kinds:
             for vector, n in (("float4", elements4), ("float", elements4 * 4)):
                 kernel = self.kernels[_MEMORY_ENTRIES[kind].format(v=vector)]
-                for blocks_per_sm in (2, 4, 8, 16, 32):
-                    grid = (self.device.sms * blocks_per_sm,)
+                for per_sm in blocks_per_sm:
+                    grid = (self.device.sms * per_sm,)
                     args = {"read": (x, np.uint64(n), np.int32(reps), self.sink),
                             "l2_read": (x, np.uint64(n), np.int32(reps), self.sink),
                             "write": (y, np.uint64(n), np.float32(1.5)),
@@ -158,6 +176,28 @@ class Calibrator:
         elements4 = self.device.l2_bytes // 4 // 16  # a quarter of the L2
         best = max(self.memory_sweep(elements4, 64, ("l2_read",)), key=lambda s: s.value)
         return Step("l2", best.method + ", 64 passes over L2/4", best.value, best.sm_clock_mhz)
+
+    def l1(self) -> Step:
+        """The L1/shared data path: the better of L1-hit global reads (64 KiB per SM, read
+        256 times, so every pass after the first hits in L1; smaller shares measured the
+        loop, not L1, on an H100) and shared-memory reads."""
+        elements4 = self.device.sms * 64 * 1024 // 16
+        cached = max(self.memory_sweep(elements4, 256, ("read",), blocks_per_sm=(2, 4, 8)),
+                     key=lambda s: s.value)
+        l1_hits = Step("l1", cached.method + ", 256 passes over 64 KiB per SM (L1 hits)",
+                       cached.value, cached.sm_clock_mhz)
+        return max([l1_hits, *self.shared_sweep(reps=1024)], key=lambda s: s.value)
+
+    def shared_sweep(self, reps: int) -> list[Step]:
+        kernel = self.kernels["shared_read_kernel"]
+        steps = []
+        for blocks_per_sm in (4, 8):
+            grid = (self.device.sms * blocks_per_sm,)
+            seconds, clock = self.best_time(
+                lambda: kernel(grid, (256,), (np.int32(reps), self.sink)))
+            steps.append(Step("l1", f"shared-memory read float4, {grid[0]} blocks of 256",
+                              grid[0] * _SHARED_FLOAT4S * 16 * reps / seconds, clock))
+        return steps
 
     def fma(self, dtype: type, precision: str) -> Step:
         threads = self.device.sms * 2048  # full occupancy: 2048 threads per SM
@@ -254,6 +294,7 @@ def steps(calibrator: Calibrator) -> list[tuple[str, Callable[[], list[Step]]]]:
     return [
         ("DRAM bandwidth sweep", dram),
         ("L2 bandwidth", lambda: [calibrator.l2()]),
+        ("L1/shared bandwidth", lambda: [calibrator.l1()]),
         ("FP32 FMA", lambda: [calibrator.fma(np.float32, "fp32")]),
         ("FP64 FMA", lambda: [calibrator.fma(np.float64, "fp64")]),
         ("FP16 tensor GEMM", lambda: [calibrator.gemm("float16", "fp16-tensor")]),
