@@ -110,12 +110,17 @@ def run(
                                           "CUDA_VISIBLE_DEVICES leaves visible)."),
     gpm: bool = typer.Option(False, "--gpm", help="Sample NVML GPM utilizations (SM, DRAM, "
                              "pipes) for each variant too: 0.2 s each, shown as evidence."),
+    source: bool = typer.Option(False, "--source", help="Profile each CUDA variant once more "
+                                "with Nsight Compute's source counters and print, under its "
+                                "top move, the lines of its .cu that move is about."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.measure.devices import parse_devices, visible_devices
     from rooflint.measure.runner import timing_pools
 
     to_stdout = json_path == STDOUT
+    if source and counters == Counters.off:
+        fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
     check_outputs(None if to_stdout else json_path, picture=svg)
     chosen = parse_devices(devices, visible_devices()) if devices is not None else None
     pools = timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
@@ -126,7 +131,8 @@ def run(
         options = RunOptions(targets=[target] if target else [], variants=variants or [],
                              sizes=parse_sizes(size), gpu=gpu, cache=cache.value,
                              timeout_s=timeout, json_path=None if to_stdout else json_path,
-                             counters=counters.value, devices=chosen, gpm=gpm)
+                             counters=counters.value, devices=chosen, gpm=gpm,
+                             source=source)
         display = RunDisplay(screen, tables=True)
         try:
             with display:

@@ -32,6 +32,8 @@ class MoveRule:
     excludes: tuple[str, ...] = ()
     gain: str = ""                  # Evidence.values key of its own speed-up estimate
     changes_precision: bool = False  # trades accuracy for speed: ranked after the others
+    lines: str = "stall_samples"    # the per-line measure that finds the code it changes
+    #                                 (sourcelines.MEASURES; run --source)
 
     @property
     def either(self) -> tuple[str, ...]:
@@ -75,11 +77,12 @@ CATALOG: tuple[MoveRule, ...] = (
              "accesses, tile for reuse, fuse", "right toward the algorithmic AI "
              "({algorithmic_ai:.3g} FLOP/B): up to {traffic_gap:.1f}x less time",
              requires=("bandwidth_bound", "extra_traffic"), excludes=("l1_bound", "l2_bound"),
-             gain="traffic_gap"),
+             gain="traffic_gap", lines="excessive_sectors"),
     MoveRule("cut_l1_traffic", "up", "cut L1 traffic per FLOP: make each warp's loads "
              "contiguous (one 128-byte line per request) and stage the values it reuses in "
              "shared memory or registers", "up at the same DRAM AI: L1 ({l1_pct:.0f}% of its "
-             "peak) is the ceiling", requires=("l1_bound",), excludes=("shared_memory_tiles",)),
+             "peak) is the ceiling", requires=("l1_bound",), excludes=("shared_memory_tiles",),
+             lines="excessive_sectors"),
     MoveRule("tile_for_reuse", "up+right", "tile for reuse: shared-memory and register tiles "
              "so each loaded value feeds many FMAs (fewer memory instructions, fewer DRAM bytes)",
              "up and right toward the algorithmic AI ({algorithmic_ai:.3g} FLOP/B)",
@@ -92,7 +95,7 @@ CATALOG: tuple[MoveRule, ...] = (
              "row by one element or swizzle the index, so a warp's 32 accesses fall in 32 "
              "banks", "up, same AI: {bank_conflict_ways:.1f} shared-memory wavefronts per "
              "request become one", requires=("bank_conflicts",),
-             gain="bank_conflict_ways"),
+             gain="bank_conflict_ways", lines="bank_conflicts"),
     MoveRule("warp_tiling", "up", "warp tiling: give each warp a 2-D tile of outputs and each "
              "thread a few fragments of it, so shared-memory loads are broadcast or "
              "conflict-free and more independent FMAs are in flight",
@@ -161,6 +164,11 @@ CATALOG: tuple[MoveRule, ...] = (
              "the time falls with the FLOPs cut, at the same FLOP/s",
              requires=("compute_bound",)),
 )
+def line_measure(move_id: str) -> str:
+    """The per-line measure that points at the code a move would change."""
+    return next(rule.lines for rule in CATALOG if rule.id == move_id)
+
+
 # The move a verdict gets when no other applies, so every verdict has one; the first two
 # are only ever that (beside a more specific move they would say nothing).
 FALLBACK = {"chain": "shorten_the_chain", "compute": "fewer_flops",

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 # In the order a run meets them; "counters" is the whole profile pass, whose worker's own
-# phases are kept too, prefixed "counters/".
+# phases are kept too, prefixed "counters/"; "source lines" the source pass (run --source).
 PHASES = ("startup", "inputs", "compile", "reference", "check", "timing", "graph", "gpm",
-          "counters", "analysis")
+          "counters", "source lines", "analysis")
 COUNTER_PASS_PREFIX = "counters/"
 
 

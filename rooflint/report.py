@@ -25,6 +25,7 @@ from rooflint.comparison import Comparison, Figures, describe_movement
 from rooflint.diagnose import Move, Verdict
 from rooflint.errors import RooflintError
 from rooflint.evidence import BOUND_THRESHOLD, pct
+from rooflint.moves import line_measure
 from rooflint.gate import Report as GateReport
 from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
@@ -32,6 +33,7 @@ from rooflint.measure.protocol import THROTTLING
 from rooflint.phases import PHASES
 from rooflint.results import FamilyResult, RunResult, VariantResult
 from rooflint.roofline import Level, Roofs
+from rooflint.sourcelines import supporting
 from rooflint.run import Listener
 from rooflint.units import counted, format_bytes, format_rate, format_time
 
@@ -178,6 +180,9 @@ def _notes(v: VariantResult, top_move: bool,
             lead = (f"move {top.direction}: {_short(top.action)}; why" if top_move
                     else f"why {top.direction}")
             notes.append(Text(f"{lead}: {top.reason}; expect {top.expect}"))
+            if v.source_lines:
+                notes += [Text(f"  {line}", "cyan") for line in
+                          supporting(v.source_lines, line_measure(top.id))]
         notes += [Text(text) for text in v.verdict.ruled_out]
     if v.gpm:
         shown = ", ".join(f"{k.removesuffix('_util').replace('_', ' ')} {x:.0f}%"

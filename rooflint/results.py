@@ -22,6 +22,7 @@ from rooflint.counters import Counters
 from rooflint.gpus import DeviceInfo
 from rooflint.measure.protocol import Clocks, OutputCheck
 from rooflint.roofline import Level, Point, Roofs
+from rooflint.sourcelines import SourceProfile
 
 SCHEMA = "rooflint.result/1"
 # IQR / median above this and the median itself is in doubt (the w4a16 cuBLAS baseline on
@@ -106,6 +107,7 @@ class VariantResult:
     share: KernelShare | None = None    # a kernel of a profiled program: its part of the GPU time
     compiler: str = ""                  # what built it ("nvcc 13.0.88"); "" for a Python call
     levels: list[Level] = field(default_factory=list)  # DRAM, L2, L1 (hierarchical roofline)
+    source_lines: SourceProfile | None = None   # the lines behind its moves (run --source)
 
 
 @dataclass

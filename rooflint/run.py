@@ -40,6 +40,7 @@ from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.phases import Stopwatch
 from rooflint.results import FamilyResult, RunResult, VariantResult, write_result
+from rooflint.sourcelines import SourceProfile
 from rooflint.observation import Model, Observation, analyse
 from rooflint.units import format_bytes
 
@@ -56,6 +57,7 @@ class RunOptions:
     counters: str = "auto"       # auto: ncu when it works; ncu: required; off
     devices: list[str] | None = None   # CUDA_VISIBLE_DEVICES entries to spread families over
     gpm: bool = False            # sample NVML GPM utilizations (0.2 s a variant) as evidence
+    source: bool = False         # a source pass: the source lines behind each move
 
 
 def parse_sizes(items: list[str]) -> dict[str, Number]:
@@ -133,6 +135,7 @@ class Lane:
     pool: WorkerPool
     visible: str | None = None        # its CUDA_VISIBLE_DEVICES entry; None: the default GPU
     profiler: Profiler | None = None  # None with counters off
+    sources: Profiler | None = None   # the source pass's (run --source)
     device: DeviceInfo | None = None
     failure: str = ""                 # why its worker did not start
 
@@ -159,6 +162,7 @@ class _Timed:
     measurements: list[Measurement]
     watch: Stopwatch
     ticket: int | None = None         # the profiler's, once it is profiled
+    source_ticket: int | None = None  # the source pass's
 
 
 def run(options: RunOptions, listener: Listener | None = None,
@@ -175,10 +179,13 @@ def run(options: RunOptions, listener: Listener | None = None,
     preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
                                    for m in manifests for v in m.variants) else ()
     every_lane = []
+    counting = options.counters != "off" and not unavailable
     for visible, pool in zip(options.devices or [None], pools or timing_pools(options.devices)):
-        profiler = (Profiler(options.cache, metrics, pool.env, preload)
-                    if options.counters != "off" and not unavailable else None)
-        every_lane.append(Lane(pool, visible, profiler))
+        profiler = (Profiler(options.cache, ncu.Counting(tuple(metrics)), pool.env, preload)
+                    if counting else None)
+        sources = (Profiler(options.cache, ncu.SourceCounting(), pool.env, preload)
+                   if counting and options.source else None)
+        every_lane.append(Lane(pool, visible, profiler, sources))
     watch = Stopwatch()
     try:
         with watch.phase("startup"):
@@ -211,8 +218,9 @@ def run(options: RunOptions, listener: Listener | None = None,
     finally:
         for lane in every_lane:   # those left out too: a GPU of another model has a worker
             lane.pool.close()
-            if lane.profiler:
-                lane.profiler.kill()
+            for profiler in (lane.profiler, lane.sources):
+                if profiler:
+                    profiler.kill()
 
 
 def counters_unavailable(options: RunOptions) -> str | None:
@@ -322,8 +330,10 @@ def _work(lane: Lane, pending: deque, shared: _Shared) -> None:
         for done in timed:
             profile_family(lane, done, shared)
         counters = close_profiler(lane, shared)
+        sources = take_source_lines(lane, timed, shared) if lane.sources else {}
         for done in timed:
-            _publish(shared, done, counters.get(done.ticket, {}), lane, final=True)
+            _publish(shared, done, counters.get(done.ticket, {}), lane, final=True,
+                     sources=sources.get(done.source_ticket, {}))
 
 
 def time_family(lane: Lane, manifest: Manifest, shared: _Shared) -> _Timed:
@@ -351,6 +361,29 @@ def profile_family(lane: Lane, done: _Timed, shared: _Shared) -> None:
                                             5 * shared.options.timeout_s, progress, done.watch)
 
 
+def take_source_lines(lane: Lane, timed: list[_Timed], shared: _Shared
+                      ) -> dict[int, dict[str, SourceProfile]]:
+    """The source pass: every CUDA variant that passed, run once more under ncu's source
+    counters, after the counter pass (its session must end first: one profiler a GPU)."""
+    if shared.result.settings["counters"] == "off":
+        return {}
+    for done in timed:
+        variants = [v for v in profiled_variants(done.family, done.measurements) if v.source]
+        if variants:
+            progress = shared.listener.progress(done.family.manifest.name, "source lines",
+                                                len(variants))
+            with done.watch.phase("source lines"):
+                done.source_ticket = lane.sources.profile(
+                    replace(done.family.job, variants=variants), 5 * shared.options.timeout_s,
+                    progress)
+    try:
+        with shared.watch.phase("source lines"):
+            return lane.sources.close()
+    except CountersUnavailable as exc:
+        shared.listener.warn(f"source lines unavailable: {exc}")
+        return {}
+
+
 def close_profiler(lane: Lane, shared: _Shared) -> dict[int, dict[str, Counters]]:
     """End the lane's ncu session and read its counters (ncu prints them only then)."""
     try:
@@ -364,12 +397,12 @@ def close_profiler(lane: Lane, shared: _Shared) -> dict[int, dict[str, Counters]
 
 
 def _publish(shared: _Shared, done: _Timed, counters: dict[str, Counters], lane: Lane,
-             final: bool) -> None:
+             final: bool, sources: dict[str, SourceProfile] | None = None) -> None:
     """Analyse the family and put it in the result, in the order asked for (a timed
     family is replaced by its complete self); write the file; tell the listener."""
     with done.watch.phase("analysis"):
         measured = family_result(done.family, done.measurements, counters, shared.spec,
-                                 lane.device, shared.calibration)
+                                 lane.device, shared.calibration, sources or {})
     measured.timings = dict(done.watch.seconds)
     measured.device = lane.visible
     with shared.lock:
@@ -439,10 +472,13 @@ def profiled_variants(family: ResolvedFamily, measurements: list[Measurement]) -
 
 def family_result(family: ResolvedFamily, measurements: list[Measurement],
                   counters: dict[str, Counters], spec: GpuSpec, device: DeviceInfo,
-                  calibration: calibrations.Calibration | None = None) -> FamilyResult:
+                  calibration: calibrations.Calibration | None = None,
+                  sources: dict[str, SourceProfile] | None = None) -> FamilyResult:
     variants = [variant_result(family, family.models[m.variant], m, counters.get(m.variant),
                                spec, device, calibration)
                 for m in measurements]
+    for v in variants:
+        v.source_lines = (sources or {}).get(v.name)
     baseline = next((v for v in variants if v.baseline and v.time), None)
     by_name = {v.name: v for v in variants}
     for v in variants:

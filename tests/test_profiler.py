@@ -77,7 +77,7 @@ def quiet(event, variant):
 
 
 def test_one_session_profiles_every_family_and_keys_counters_by_ticket(stand_in):
-    profiler = runner.Profiler("cold", ncu.BASE_METRICS)
+    profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)))
     profiler.start()
     first = profiler.profile(job("copy_scalar", "copy_float4"), 30, quiet)
     second = profiler.profile(job("triad"), 30, quiet)
@@ -89,7 +89,7 @@ def test_one_session_profiles_every_family_and_keys_counters_by_ticket(stand_in)
 
 
 def test_a_worker_that_dies_ends_its_session_and_the_next_job_gets_a_new_one(stand_in):
-    profiler = runner.Profiler("cold", ncu.BASE_METRICS)
+    profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)))
     seen = []
     broken = profiler.profile(job("copy_scalar", "copy_few_blocks", "triad"), 30,
                               lambda event, variant: seen.append((event, variant)))
@@ -103,7 +103,7 @@ def test_a_worker_that_dies_ends_its_session_and_the_next_job_gets_a_new_one(sta
 
 def test_phases_of_each_job_go_to_its_own_stopwatch(stand_in):
     from rooflint.phases import Stopwatch
-    profiler = runner.Profiler("cold", ncu.BASE_METRICS)
+    profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)))
     watches = [Stopwatch(), Stopwatch()]
     profiler.profile(job("copy_scalar"), 30, quiet, watches[0])
     profiler.profile(job("triad"), 30, quiet, watches[1])
@@ -113,7 +113,7 @@ def test_phases_of_each_job_go_to_its_own_stopwatch(stand_in):
 
 def test_the_worker_runs_as_a_profiler_importing_ahead_what_it_will_need(stand_in):
     from pathlib import Path
-    profiler = runner.Profiler("cold", ncu.BASE_METRICS, preload=("torch", "triton"))
+    profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)), preload=("torch", "triton"))
     profiler.start()
     argv = Path(stand_in[0] + ".argv")
     profiler.profile(job("copy_scalar"), 30, quiet)
@@ -122,6 +122,6 @@ def test_the_worker_runs_as_a_profiler_importing_ahead_what_it_will_need(stand_i
 
 
 def test_a_profiler_given_nothing_to_profile_is_no_failure(stand_in):
-    profiler = runner.Profiler("cold", ncu.BASE_METRICS)
+    profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)))
     profiler.start()                   # started with the run; every variant then failed
     assert profiler.close() == {}

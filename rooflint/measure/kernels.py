@@ -75,7 +75,7 @@ def _with_nvrtc(variant: VariantJob, source: Path, directory: Path, arch: str) -
     lowered names), which would recompile every family on every run, in both passes."""
     entries = _entries(variant)
     code = _with_header_digest(source, [directory, *build.include_dirs(variant.options)])
-    options = ("-std=c++17", f"-I{directory}", *variant.options)
+    options = ("-std=c++17", "-lineinfo", f"-I{directory}", *variant.options)
     version = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
     key = hashlib.sha256(json.dumps([code, options, entries, version, arch]).encode())
     binary = paths.cache_dir() / "nvrtc" / f"{source.stem}-{key.hexdigest()[:20]}.bin"
@@ -120,11 +120,15 @@ def _with_nvcc(variant: VariantJob, source: Path, arch: str) -> Kernels:
 def _with_header_digest(source: Path, include_dirs: list[Path]) -> str:
     """The source plus a digest of the headers it includes, nested ones too. CuPy's
     kernel cache keys on the source text alone, so without this an edited header would
-    reuse a stale binary."""
+    reuse a stale binary. A ``#line`` directive first names the file itself, so the line
+    information (``-lineinfo``) points at the user's .cu and Nsight Compute's source pass
+    can show its lines."""
     digest = hashlib.sha256()
     for header in sorted(build.included_files(source, include_dirs)):
         digest.update(str(header).encode() + header.read_bytes())
-    return f"{source.read_text()}\n// rooflint: local headers {digest.hexdigest()[:16]}\n"
+    name = str(source.resolve()).replace("\\", "\\\\").replace('"', '\\"')
+    return (f'#line 1 "{name}"\n{source.read_text()}\n'
+            f"// rooflint: local headers {digest.hexdigest()[:16]}\n")
 
 
 def _nvrtc_error(variant: VariantJob, source: Path, log: str) -> BuildError:

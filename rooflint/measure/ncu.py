@@ -8,7 +8,12 @@ passes, and every launch inside its range is that variant's, however many a libr
 makes. (A marker kernel did this job before: replayed like any kernel, it cost 0.16 s
 per variant on an H100; ``--nvtx`` writes each launch's range stack in a column instead.)
 
-This module imports no CuPy: the parser is tested on CSVs recorded on our H100 and H200.
+The source pass (``run --source``) profiles each variant once more with the SourceCounters
+section into a report, then reads it back: the raw page says which launches ran in which
+variant's range, and the source page of each launch (``--print-source cuda,sass``) gives
+its counters summed per line of the CUDA source, which NVRTC and nvcc builds carry.
+
+This module imports no CuPy: the parsers are tested on CSVs recorded on our H100 and H200.
 """
 
 from __future__ import annotations
@@ -17,11 +22,16 @@ import csv
 import io
 import re
 import shutil
+import subprocess
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
 
 from rooflint.causes import STALL_REASONS
 from rooflint.counters import Counters
 from rooflint.errors import RooflintError
+from rooflint.sourcelines import SourceLine, SourceProfile, profile_of
 
 VARIANT_RANGE = "rooflint-variant"    # the NVTX range around a variant's profiled run
 _RANGE_INDEX = re.compile(rf"{VARIANT_RANGE}/(\d+)")
@@ -118,6 +128,109 @@ def command(log_path: str, cache: str, metrics: list[str]) -> list[str]:
     return [ncu_path(), *BASE_OPTIONS, "--profile-from-start", "off", "--nvtx",
             "--cache-control", "all" if cache == "cold" else "none",
             "--metrics", ",".join(metrics), "--log-file", log_path]
+
+
+# The source pass: one section (per-instruction stall samples and memory counters, 12
+# replay passes on an H100), the CUDA sources copied into the report as it is written.
+SOURCE_SECTION = "SourceCounters"
+# Per-line columns of the source page -> the SourceLine measure each gives.
+LINE_COLUMNS = {"Warp Stall Sampling (All Samples)": "stall_samples",
+                "L2 Theoretical Sectors Global Excessive": "excessive_sectors",
+                "L1 Conflicts Shared N-Way": "bank_conflicts"}
+REPORT_SUFFIX = ".ncu-rep"
+IMPORT_TIMEOUT_S = 300
+IMPORTS_AT_ONCE = 8      # ncu -i reads one launch's page in about a second, on one core
+
+
+def source_command(report: Path, cache: str) -> list[str]:
+    """The ncu prefix for a worker in the source pass: as ``command``, but the
+    SourceCounters section into a report (``report`` + .ncu-rep) with the sources in it."""
+    return [ncu_path(), "--clock-control", "none", "--profile-from-start", "off", "--nvtx",
+            "--cache-control", "all" if cache == "cold" else "none",
+            "--section", SOURCE_SECTION, "--import-source", "yes", "-f", "-o", str(report)]
+
+
+def _imported(report: Path, *page: str) -> str:
+    """A page of a report, as CSV."""
+    done = subprocess.run([ncu_path(), "-i", str(report), "--csv", *page],
+                          capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S)
+    if done.returncode != 0:
+        said = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        raise CountersUnavailable(f"ncu could not read its report {report.name}: "
+                                  f"{said[-1] if said else f'exit code {done.returncode}'}")
+    return done.stdout
+
+
+def read_source_report(report: Path) -> dict[int, SourceProfile]:
+    """Each profiled variant's source lines, by its NVTX range index: the raw page says
+    which launches (by ID) ran in which range, each launch's source page gives its lines."""
+    rows = parse_rows(_imported(report, "--page", "raw"))
+    launches = {index: [int(row["ID"]) for row in group]
+                for index, group in split_by_variant(rows).items()}
+    ids = [launch for group in launches.values() for launch in group]
+    with ThreadPoolExecutor(IMPORTS_AT_ONCE) as pool:
+        pages = dict(zip(ids, pool.map(lambda launch: _imported(
+            report, "--page", "source", "--print-source", "cuda,sass",
+            "--launch-skip", str(launch), "--launch-count", "1"), ids)))
+    return {index: profile_of(line for launch in group for line in parse_source_page(pages[launch]))
+            for index, group in launches.items()}
+
+
+def parse_source_page(text: str) -> list[SourceLine]:
+    """The CUDA lines of a ``--page source --print-source cuda,sass --csv`` page: a block
+    per source file (``"File Path"``, ``"Function Name"``, the column names), in which a
+    row with a line number sums that line's instructions and the rows after it, with none,
+    are the instructions. ncu does not escape quotes inside a field (``extern "C"``), so
+    rows are split on the ``","`` between fields and any surplus is the line's text."""
+    lines, path, columns, width = [], "", {}, 0
+    for raw in text.splitlines():
+        fields = raw.strip().rstrip(",").removeprefix('"').removesuffix('"').split('","')
+        if fields[0] == "File Path" and len(fields) > 1:
+            path = fields[1]
+        elif fields[0] == "Line No":
+            width = len(fields)
+            columns = {LINE_COLUMNS[name]: i - width for i, name in enumerate(fields)
+                       if name in LINE_COLUMNS}
+        elif fields[0].isdigit() and width and len(fields) >= width:
+            text_fields = fields[1:len(fields) - width + 2]
+            lines.append(SourceLine(path, int(fields[0]), '","'.join(text_fields),
+                                    **{measure: _count(fields[at])
+                                       for measure, at in columns.items()}))
+    return lines
+
+
+def _count(text: str) -> float:
+    value = _number(text)
+    return value if isinstance(value, float) else 0.0
+
+
+@dataclass(frozen=True)
+class Counting:
+    """A profiler session's collection for the counter pass: the metrics, as CSV."""
+
+    metrics: tuple[str, ...]
+    suffix: str = ".csv"
+
+    def command(self, output: Path, cache: str) -> list[str]:
+        return command(str(output), cache, list(self.metrics))
+
+    def read(self, output: Path) -> tuple[dict[int, Counters], str]:
+        text = output.read_text() if output.exists() else ""
+        return counters_by_index(text), text
+
+
+@dataclass(frozen=True)
+class SourceCounting:
+    """A profiler session's collection for the source pass: a report, read by line."""
+
+    suffix: str = ""    # ncu adds REPORT_SUFFIX to the name it is given
+
+    def command(self, output: Path, cache: str) -> list[str]:
+        return source_command(output, cache)
+
+    def read(self, output: Path) -> tuple[dict[int, SourceProfile], str]:
+        report = output.with_name(output.name + REPORT_SUFFIX)
+        return (read_source_report(report) if report.exists() else {}), ""
 
 
 def failure_reason(text: str, failures: Iterable[str] = ()) -> str:

@@ -19,7 +19,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from rooflint.errors import RooflintError
 from rooflint.measure import ncu
@@ -220,14 +220,26 @@ def timing_pools(devices: list[str] | None) -> list[WorkerPool]:
     return pools
 
 
+class Collection(Protocol):
+    """What a profiler session collects (ncu.Counting, ncu.SourceCounting): the ncu
+    command that profiles a worker into ``output``, and the reading of it afterwards, by
+    NVTX range index, with the text ncu wrote there (which says why, if it is empty)."""
+
+    suffix: str
+
+    def command(self, output: Path, cache: str) -> list[str]: ...
+
+    def read(self, output: Path) -> tuple[dict[int, Any], str]: ...
+
+
 @dataclass
 class _Session:
-    """One ncu process and its log; ``entries`` names the variant behind each NVTX range
+    """One ncu process and its output; ``entries`` names the variant behind each NVTX range
     index, in the order the worker numbered them (one count across the session's jobs);
     ``failures`` are the profiled runs the worker could not make, with its reason."""
 
     pool: WorkerPool
-    log: Path
+    output: Path
     entries: list[tuple[int, str]] = field(default_factory=list)   # (ticket, variant)
     refused: bool = False                                           # ncu did not start it
     failures: list[str] = field(default_factory=list)
@@ -236,17 +248,17 @@ class _Session:
 class Profiler:
     """One worker under Nsight Compute for a whole run on one GPU.
 
-    ncu prints its CSV only when its session ends (an H100 showed nothing in the log while
-    the profiled process lived), so every family's counters come at ``close``; one session
-    per run rather than per family saves ncu's start-up, about 3 s, for each family after
-    the first. A worker that dies (a fault) ends its session: the next family starts a new
-    one, in a new log. Each ``profile`` call returns a ticket; ``close`` returns the
-    counters of each ticket's variants.
+    ncu prints its CSV (or writes its report) only when its session ends (an H100 showed
+    nothing in the log while the profiled process lived), so every family's counters come
+    at ``close``; one session per run rather than per family saves ncu's start-up, about
+    3 s, for each family after the first. A worker that dies (a fault) ends its session:
+    the next family starts a new one, in a new output. Each ``profile`` call returns a
+    ticket; ``close`` returns what the collection read for each ticket's variants.
     """
 
-    def __init__(self, cache: str, metrics: list[str], env: dict[str, str] | None = None,
+    def __init__(self, cache: str, collection: Collection, env: dict[str, str] | None = None,
                  preload: tuple[str, ...] = ()):
-        self.cache, self.metrics, self.env, self.preload = cache, metrics, env, preload
+        self.cache, self.collection, self.env, self.preload = cache, collection, env, preload
         self.directory = Path(tempfile.mkdtemp(prefix="rooflint-ncu-"))
         self.sessions: list[_Session] = []
         self.tickets = 0
@@ -257,10 +269,10 @@ class Profiler:
         start while kernels are being timed."""
         if self.sessions and (self.sessions[-1].refused or not self._ended(self.sessions[-1])):
             return
-        log = self.directory / f"ncu-{len(self.sessions)}.csv"
-        pool = WorkerPool(prefix=ncu.command(str(log), self.cache, self.metrics),
+        output = self.directory / f"ncu-{len(self.sessions)}{self.collection.suffix}"
+        pool = WorkerPool(prefix=self.collection.command(output, self.cache),
                           restart=False, env=self.env, args=(PROFILER_ARG, *self.preload))
-        self.sessions.append(_Session(pool, log))
+        self.sessions.append(_Session(pool, output))
         pool.spawn()
 
     @staticmethod
@@ -291,26 +303,26 @@ class Profiler:
             watch.add(session.pool.phases.seconds, COUNTER_PASS_PREFIX)
         return ticket
 
-    def close(self, timeout: float = 120.0) -> dict[int, dict[str, ncu.Counters]]:
-        """End the sessions and read their logs. CountersUnavailable says why when ncu
-        gave nothing at all; a variant whose run failed simply has no counters."""
+    def close(self, timeout: float = 120.0) -> dict[int, dict[str, Any]]:
+        """End the sessions and read what they collected. CountersUnavailable says why when
+        ncu gave nothing at all; a variant whose run failed simply has nothing."""
         try:
-            counters: dict[int, dict[str, ncu.Counters]] = {}
+            found: dict[int, dict[str, Any]] = {}
             texts = []
             for session in self.sessions:
                 session.pool.close(timeout=timeout)
-                text = session.log.read_text() if session.log.exists() else ""
+                by_index, text = self.collection.read(session.output)
                 worker = session.pool.worker
                 texts.append(text + "\n" + "\n".join(worker.stderr_tail if worker else []))
-                for index, variant in ncu.counters_by_index(text).items():
+                for index, value in by_index.items():
                     if index < len(session.entries):
                         ticket, name = session.entries[index]
-                        counters.setdefault(ticket, {})[name] = variant
+                        found.setdefault(ticket, {})[name] = value
             asked = any(session.entries or session.refused for session in self.sessions)
-            if asked and not counters:
+            if asked and not found:
                 failures = [f for session in self.sessions for f in session.failures]
                 raise ncu.CountersUnavailable(ncu.failure_reason("\n".join(texts), failures))
-            return counters
+            return found
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -323,7 +335,7 @@ class Profiler:
 def profile(job: FamilyJob, timeout: float, progress: Progress, metrics: list[str],
             watch: Stopwatch | None = None) -> dict[str, ncu.Counters]:
     """Counters for one job's variants, in a session of its own (`compare`'s sides)."""
-    profiler = Profiler(job.timing.cache, metrics)
+    profiler = Profiler(job.timing.cache, ncu.Counting(tuple(metrics)))
     try:
         ticket = profiler.profile(job, timeout, progress, watch)
     except BaseException:

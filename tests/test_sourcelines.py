@@ -1,0 +1,169 @@
+"""The source pass (`run --source`): ncu's source page parsed, lines ranked by the measure
+each move names, printed under the move, kept in the result; on a page recorded on an
+H100 (stream's strided_read twice: stride 32, then stride 1; tests/fixtures/ncu/
+probe-source.py made it, with its SASS rows cut to two per line)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from rooflint import run as run_module
+from rooflint.cli import app
+from rooflint.measure import ncu
+from rooflint.moves import CATALOG, line_measure
+from rooflint.report import RunDisplay
+from rooflint.results import read_result, write_result
+from rooflint.sourcelines import MEASURES, SourceLine, profile_of, supporting
+from tests.recorded import RecordedPool, RecordedProfiler, report, use_stand_in_pools
+from tests.test_cli import runner
+
+PAGE = (Path(__file__).parent / "fixtures" / "ncu" / "h100-source-strided-read.csv").read_text()
+STRIDED = "if (i < n) out[i] = x[(i % m) * stride + i / m];"
+
+
+def launches(page: str) -> list[str]:
+    """The recorded page split into its two launches' pages (each starts with its file)."""
+    at = page.index('"File Path"', 1)
+    return [page[:at], page[at:]]
+
+
+def test_the_source_page_gives_each_cuda_line_its_counts_and_text():
+    first = ncu.parse_source_page(launches(PAGE)[0])
+    assert [line.line for line in first] == [32, 34, 36, 37]
+    load = next(line for line in first if line.line == 36)
+    assert (load.stall_samples, load.excessive_sectors, load.bank_conflicts) == (46092, 14680064, 0)
+    assert load.text.strip() == STRIDED and load.file == "/work/main/kernels/stream/stream.cu"
+    signature = first[0].text  # ncu leaves the quotes of extern "C" unescaped
+    assert signature.startswith('extern "C" __global__ void strided_read(const float*')
+    assert signature.endswith("float* __restrict__ out,") and first[0].stall_samples == 38
+
+
+def test_a_line_holding_the_field_separator_keeps_its_text_and_its_counts():
+    header = '"Line No","Source","Address","Source","Warp Stall Sampling (All Samples)"'
+    row = '"7","printf("%d","x"); y = 1;","-","-","120"'
+    [line] = ncu.parse_source_page(f'"File Path","/k.cu"\n{header}\n{row}\n')
+    assert (line.text, line.stall_samples) == ('printf("%d","x"); y = 1;', 120)
+
+
+def test_a_variants_launches_add_up_by_line_and_each_measure_names_its_leaders():
+    """Both recorded launches as one variant: line 36 leads every measure; its share of
+    the excessive sectors is all of them (the stride-1 launch has none)."""
+    profile = profile_of(line for page in launches(PAGE) for line in ncu.parse_source_page(page))
+    samples = 38 + 1165 + 46092 + 4611 + 64 + 1466 + 6698 + 218
+    assert profile.totals == {"stall_samples": samples, "excessive_sectors": 14680064,
+                              "bank_conflicts": 0}
+    assert supporting(profile, "excessive_sectors") == [
+        f"stream.cu:36  100% of excessive L2 sectors  {STRIDED}"]
+    assert supporting(profile, "stall_samples")[0] == (
+        f"stream.cu:36  {(46092 + 6698) / samples:.0%} of stall samples  {STRIDED}")
+    assert len(supporting(profile, "stall_samples", count=9)) == 4   # lines 32, 34, 36, 37
+
+
+def test_a_measure_the_kernel_has_none_of_falls_back_to_stall_samples():
+    profile = profile_of(ncu.parse_source_page(launches(PAGE)[1]))
+    assert supporting(profile, "bank_conflicts")[0].startswith("stream.cu:36  ")
+    assert "of stall samples" in supporting(profile, "bank_conflicts")[0]
+    assert supporting(profile_of([]), "stall_samples") == []
+
+
+def test_every_move_names_a_measure_the_source_pass_reads():
+    assert {rule.lines for rule in CATALOG} <= set(MEASURES) == set(ncu.LINE_COLUMNS.values())
+    assert line_measure("cut_redundant_traffic") == "excessive_sectors"
+    assert line_measure("bank_conflicts_off") == "bank_conflicts"
+
+
+def test_a_report_is_read_launch_by_launch_into_its_variants(monkeypatch, tmp_path):
+    """The raw page maps launch IDs to variant ranges; each launch's source page is read
+    with --launch-skip ID."""
+    nvtx = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+    raw = (f'"ID","Process ID","{nvtx}","Kernel Name"\n'
+           '"0","9","9 ""<default domain>:rooflint-variant/0:none"" ","strided_read"\n'
+           '"1","9","9 ""<default domain>:rooflint-variant/1:none"" ","strided_read"\n')
+    asked = []
+
+    def imported(report, *page):
+        asked.append(page)
+        return raw if page[1] == "raw" else launches(PAGE)[int(page[page.index("--launch-skip") + 1])]
+    monkeypatch.setattr(ncu, "_imported", imported)
+    by_index = ncu.read_source_report(tmp_path / "ncu-0.ncu-rep")
+    assert by_index[0].totals["excessive_sectors"] == 14680064
+    assert by_index[1].totals["excessive_sectors"] == 0
+    assert sorted(page[-3] for page in asked if page[1] == "source") == ["0", "1"]
+
+
+class SourceProfiler(RecordedProfiler):
+    """Stands in for the source pass's profiler: every variant it is given gets the
+    recorded stride-32 launch's lines."""
+
+    def close(self) -> dict:
+        self.log.append(("close", ""))
+        lines = profile_of(ncu.parse_source_page(launches(PAGE)[0]))
+        return {ticket: {v.name: lines for v in job.variants} for ticket, job in enumerate(self.jobs)}
+
+
+@pytest.fixture
+def profilers(monkeypatch):
+    made = {}
+
+    def profiler(cache, collection, env=None, preload=()):
+        kind = SourceProfiler if isinstance(collection, ncu.SourceCounting) else RecordedProfiler
+        made[kind] = kind()
+        return made[kind]
+    monkeypatch.setattr(run_module, "Profiler", profiler)
+    monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
+    use_stand_in_pools(monkeypatch, lambda env=None: RecordedPool())
+    return made
+
+
+def test_run_source_prints_the_lines_under_the_move_and_keeps_them(profilers, tmp_path):
+    """The strided read's move (cut redundant traffic; the table names it, the notes say
+    why) is followed by its load line; the
+    cuBLAS baseline (a Python call) is not source-profiled; the result keeps the lines."""
+    console = Console(file=io.StringIO(), width=200)
+    display = RunDisplay(console, tables=True)
+    path = tmp_path / "run.json"
+    with display:
+        run_module.run(run_module.RunOptions(targets=["stream", "gemm_fp32"], variants=[],
+                                             sizes={}, json_path=path, source=True),
+                       display.listener())
+    screen = console.file.getvalue().splitlines()
+    move = next(i for i, line in enumerate(screen)
+                if line.lstrip().startswith("strided_read:") and "why right" in line)
+    assert screen[move + 1].split(":", 1)[1].strip() == (
+        f"stream.cu:36  100% of excessive L2 sectors  {STRIDED}")
+    sourced = [v.name for job in profilers[SourceProfiler].jobs for v in job.variants]
+    assert "strided_read" in sourced and "cublas" not in sourced
+    kept = read_result(path)
+    strided = next(v for f in kept.families for v in f.variants if v.name == "strided_read")
+    assert strided.source_lines.totals["excessive_sectors"] == 14680064
+    write_result(kept, tmp_path / "again.json")
+    assert read_result(tmp_path / "again.json") == kept
+
+
+def test_without_source_no_source_pass_runs(profilers):
+    result = run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={}))
+    assert SourceProfiler not in profilers
+    assert all(v.source_lines is None for f in result.families for v in f.variants)
+
+
+def test_source_with_counters_off_is_refused_in_one_line():
+    outcome = runner.invoke(app, ["run", "stream", "--source", "--counters", "off"])
+    assert outcome.exit_code == 2
+    assert outcome.stderr.strip().splitlines() == [
+        "rooflint: --source reads Nsight Compute's source counters: it cannot run with "
+        "--counters off"]
+
+
+def test_the_source_pass_profiles_into_a_report_with_the_sources_clocks_untouched(monkeypatch,
+                                                                                   tmp_path):
+    monkeypatch.setattr(ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
+    command = ncu.SourceCounting().command(tmp_path / "ncu-0", "cold")
+    joined = " ".join(command)
+    assert "--clock-control none" in joined and "--cache-control all" in joined
+    assert "--section SourceCounters --import-source yes" in joined
+    assert command[-2:] == ["-o", str(tmp_path / "ncu-0")] and "--nvtx" in command
+    assert ncu.SourceCounting().read(tmp_path / "ncu-0") == ({}, "")   # ncu wrote no report
