@@ -5,7 +5,8 @@
 #   examples/<tag>-calibration.json, <tag>-bundled.json, .txt (the terminal output at 100
 #   columns), .svg, and <tag>-bundled.timeline.txt: the same output with the seconds since
 #   the start in front of each line, which shows each family's table arriving as soon as
-#   that family is done.
+#   that family is done; and <tag>-source-stream.json and .txt, the stream family with
+#   --source (the lines of stream.cu under each move).
 set -euo pipefail
 tag=${1:?usage: examples/regenerate.sh TAG (h100, h200, ...)}
 cd "$(dirname "$0")/.."
@@ -17,4 +18,8 @@ python3 -m rooflint run --json "$out-bundled.json" --svg "$out-bundled.svg" 2>&1
   | while IFS= read -r line; do printf '%4ds %s\n' "$SECONDS" "$line"; done \
   > "$out-bundled.timeline.txt" || true
 sed -E 's/^ *[0-9]+s //' "$out-bundled.timeline.txt" > "$out-bundled.txt"
-echo "$tag: $(grep -c . "$out-bundled.txt") lines in ${SECONDS}s; longest line $(awk '{ if (length > n) n = length } END { print n }' "$out-bundled.txt")"
+bundled_seconds=$SECONDS
+python3 -m rooflint run stream --source --json "$out-source-stream.json" \
+  > "$out-source-stream.txt" 2>&1 || true
+longest=$(python3 -c "import sys; print(max(map(len, open(sys.argv[1], encoding='utf-8').read().splitlines())))" "$out-bundled.txt")
+echo "$tag: $(grep -c . "$out-bundled.txt") lines in ${bundled_seconds}s; longest line $longest characters"

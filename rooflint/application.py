@@ -5,8 +5,10 @@ each chosen kernel) to a result document in the common schema. Kernels are ranke
 total GPU time; the chosen ones are those that cover ``coverage`` of it (or the ``top`` N);
 each becomes an Observation judged by the same engine as a manifest variant, with no
 algorithmic intensity (nobody counted its compulsory bytes), and gets its share of the
-program's time and its upside: total time x (1 - the fraction of its nearest roof it
-reaches), the most a fix could save. A kernel at NEAR_ROOF or above is done.
+program's time and its upside: the time its best move could save, by the same arithmetic
+that ranks the moves (moves.gain): total time x (1 - 1 / the move's estimated speed-up),
+the nearest roof's distance where the move has no estimate. A kernel whose best move
+could save no more than 1 - NEAR_ROOF of its time is done.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from rooflint.counters import Counters
 from rooflint.evidence import NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
 from rooflint.gpus import DeviceInfo, GpuSpec
 from rooflint.measure.protocol import Clocks
+from rooflint.diagnose import Verdict
 from rooflint.kernel_models import KernelModel, model_for
+from rooflint.moves import rule_for
 from rooflint.observation import Model, Observation, analyse
 from rooflint.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.units import counted
@@ -214,8 +218,7 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
     share = KernelShare(
         kernel=time.kernel, library=library(time.kernel), launches=len(time.durations_s),
         total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,
-        best_fraction=best, upside_s=time.total_s * max(0.0, 1 - best) if best is not None
-        else None)
+        best_fraction=best, upside_s=upside(time.total_s, analysis.verdict, best))
     return VariantResult(
         name=name, description=time.kernel, status="ok",
         message="" if counters else "not profiled in pass 2 (no counters)",
@@ -240,10 +243,23 @@ def best_fraction(point, counters: Counters | None, calibration, precision: str,
     return max(point.dram_fraction, point.compute_fraction, l2, l1_fraction(counters))
 
 
+def upside(total_s: float, verdict: Verdict | None, best: float | None) -> float | None:
+    """The time the kernel's best move at its precision could save: total x (1 - 1/gain),
+    with the speed-up the move ranking estimated for it; the nearest roof's distance
+    (gain 1/best) where that move has none. A move that trades precision (fp8) is not
+    counted: the kernel is judged as written."""
+    if verdict is None or best is None:
+        return None
+    move = next((m for m in verdict.moves if not rule_for(m.id).changes_precision), None)
+    gain = move.gain if move and move.gain else 1 / max(best, 1e-9)
+    return total_s * max(0.0, 1 - 1 / gain)
+
+
 def is_done(v: VariantResult) -> bool:
-    """At NEAR_ROOF of its nearest roof: nothing worth fixing is left."""
-    return bool(v.share and v.share.best_fraction is not None
-                and v.share.best_fraction >= NEAR_ROOF)
+    """Its best move could save no more than 1 - NEAR_ROOF of its time (a kernel at
+    NEAR_ROOF of its nearest roof with no move promising more): nothing worth fixing."""
+    return bool(v.share and v.share.upside_s is not None
+                and v.share.upside_s <= (1 - NEAR_ROOF) * v.share.total_s)
 
 
 def by_upside(variants: list[VariantResult]) -> list[VariantResult]:

@@ -116,7 +116,7 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     })
     if l2 is not None:
         e.values["l2_pct"] = 100 * l2
-    if bound == "bandwidth" and l2 is not None and l2 > point.dram_fraction:
+    if bound == "bandwidth" and l2 is not None and l2 > point.dram_fraction and l2 >= l1:
         e.set("l2_bound", f"L2 at {pct(l2)} of its calibrated roof "
                           f"({format_rate(counters.l2_bytes / point.time_s, 'B/s')} of "
                           f"{format_rate(facts.l2_roof, 'B/s')}), DRAM at "

@@ -164,9 +164,9 @@ CATALOG: tuple[MoveRule, ...] = (
              "the time falls with the FLOPs cut, at the same FLOP/s",
              requires=("compute_bound",)),
 )
-def line_measure(move_id: str) -> str:
-    """The per-line measure that points at the code a move would change."""
-    return next(rule.lines for rule in CATALOG if rule.id == move_id)
+def rule_for(move_id: str) -> MoveRule:
+    """The catalog's rule behind a verdict's move."""
+    return next(rule for rule in CATALOG if rule.id == move_id)
 
 
 # The move a verdict gets when no other applies, so every verdict has one; the first two

@@ -25,7 +25,7 @@ from rooflint.comparison import Comparison, Figures, describe_movement
 from rooflint.diagnose import Move, Verdict
 from rooflint.errors import RooflintError
 from rooflint.evidence import BOUND_THRESHOLD, pct
-from rooflint.moves import line_measure
+from rooflint.moves import rule_for
 from rooflint.gate import Report as GateReport
 from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
@@ -182,7 +182,7 @@ def _notes(v: VariantResult, top_move: bool,
             notes.append(Text(f"{lead}: {top.reason}; expect {top.expect}"))
             if v.source_lines:
                 notes += [Text(f"  {line}", "cyan") for line in
-                          supporting(v.source_lines, line_measure(top.id))]
+                          supporting(v.source_lines, rule_for(top.id).lines)]
         notes += [Text(text) for text in v.verdict.ruled_out]
     if v.gpm:
         shown = ", ".join(f"{k.removesuffix('_util').replace('_', ' ')} {x:.0f}%"

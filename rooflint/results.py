@@ -39,8 +39,8 @@ class KernelShare:
     launches: int               # in the profiled region
     total_s: float              # GPU time of all those launches
     share: float                # of the region's GPU time
-    best_fraction: float | None  # of its nearest roof (DRAM, L2 or compute); None: no counters
-    upside_s: float | None      # total_s x (1 - best_fraction): the most a fix could save
+    best_fraction: float | None  # of its nearest roof (DRAM, L2, L1 or compute); None: no counters
+    upside_s: float | None      # what its best move could save (application.upside)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from rich.console import Console
 from rooflint import run as run_module
 from rooflint.cli import app
 from rooflint.measure import ncu
-from rooflint.moves import CATALOG, line_measure
+from rooflint.moves import CATALOG, rule_for
 from rooflint.report import RunDisplay
 from rooflint.results import read_result, write_result
 from rooflint.sourcelines import MEASURES, SourceLine, profile_of, supporting
@@ -72,8 +72,8 @@ def test_a_measure_the_kernel_has_none_of_falls_back_to_stall_samples():
 
 def test_every_move_names_a_measure_the_source_pass_reads():
     assert {rule.lines for rule in CATALOG} <= set(MEASURES) == set(ncu.LINE_COLUMNS.values())
-    assert line_measure("cut_redundant_traffic") == "excessive_sectors"
-    assert line_measure("bank_conflicts_off") == "bank_conflicts"
+    assert rule_for("cut_redundant_traffic").lines == "excessive_sectors"
+    assert rule_for("bank_conflicts_off").lines == "bank_conflicts"
 
 
 def test_a_report_is_read_launch_by_launch_into_its_variants(monkeypatch, tmp_path):

@@ -29,7 +29,7 @@ from rooflint.measure.nvml import Nvml
 from rooflint.measure.protocol import DeviceInfo
 from rooflint.measure.worker import send
 
-_SHARED_FLOAT4S = 1024           # 16 KiB of shared memory per block
+_SHARED_FLOAT4S = 1024           # 16 KiB of shared memory per block (a power of two)
 _SOURCE = f"#define SHARED_FLOAT4S {_SHARED_FLOAT4S}\n" + r"""
 template <typename V> __device__ float total(V v);
 template <> __device__ float total<float>(float v) { return v; }
@@ -72,9 +72,9 @@ __global__ void shared_read_kernel(int reps, float* sink) {
     for (int i = threadIdx.x; i < SHARED_FLOAT4S; i += blockDim.x) tile[i] = filled<float4>(i);
     __syncthreads();
     float acc = 0.f;
-    for (int r = 0; r < reps; ++r)
-        for (int i = threadIdx.x; i < SHARED_FLOAT4S; i += blockDim.x)
-            acc += total(tile[(i + 32 * r) % SHARED_FLOAT4S]);
+    for (unsigned r = 0; r < reps; ++r)   // unsigned: the wrap-around is one AND
+        for (unsigned i = threadIdx.x; i < SHARED_FLOAT4S; i += blockDim.x)
+            acc += total(tile[(i + 32 * r) & (SHARED_FLOAT4S - 1)]);
     if (acc == 1234.5f) sink[0] = acc;
 }
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.moves import line_measure
+from rooflint.moves import rule_for
 from rooflint.run import Listener, RunOptions, run
 from rooflint.sourcelines import supporting
 
@@ -20,7 +20,7 @@ def test_the_strided_reads_move_points_at_its_load_line():
     strided = next(v for v in result.families[0].variants if v.name == "strided_read")
     top = strided.verdict.moves[0]
     assert top.id == "cut_redundant_traffic", top
-    lines = supporting(strided.source_lines, line_measure(top.id))
+    lines = supporting(strided.source_lines, rule_for(top.id).lines)
     assert lines and lines[0].startswith(LOAD_LINE) and "excessive L2 sectors" in lines[0], lines
     assert "x[(i % m) * stride + i / m]" in lines[0]
 
