@@ -167,3 +167,37 @@ def test_the_source_pass_profiles_into_a_report_with_the_sources_clocks_untouche
     assert "--section SourceCounters --import-source yes" in joined
     assert command[-2:] == ["-o", str(tmp_path / "ncu-0")] and "--nvtx" in command
     assert ncu.SourceCounting().read(tmp_path / "ncu-0") == ({}, "")   # ncu wrote no report
+
+
+def test_a_report_ncu_cannot_read_is_a_one_line_reason(monkeypatch, tmp_path):
+    """A report ncu fails on, or takes too long over: the run goes on without lines and
+    says why (take_source_lines warns with this message)."""
+    import subprocess
+    monkeypatch.setattr(ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
+
+    def failing(command, **kwargs):
+        return subprocess.CompletedProcess(command, 1, "", "==ERROR== Failed to open report\n")
+    monkeypatch.setattr(ncu.subprocess, "run", failing)
+    with pytest.raises(ncu.CountersUnavailable, match="could not read its report ncu-0.ncu-rep: "
+                                                     "==ERROR== Failed to open report"):
+        ncu.read_source_report(tmp_path / "ncu-0.ncu-rep")
+
+    def hanging(command, **kwargs):
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"])
+    monkeypatch.setattr(ncu.subprocess, "run", hanging)
+    with pytest.raises(ncu.CountersUnavailable, match="took over 300 s"):
+        ncu.read_source_report(tmp_path / "ncu-0.ncu-rep")
+
+
+def test_a_source_pass_that_fails_warns_and_keeps_the_run(profilers, monkeypatch):
+    def refuse(self):
+        raise ncu.CountersUnavailable("ncu could not read its report ncu-0.ncu-rep: boom")
+    monkeypatch.setattr(SourceProfiler, "close", refuse)
+    warnings = []
+    result = run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={},
+                                                  source=True),
+                            run_module.Listener(warn=warnings.append))
+    assert warnings == ["source lines unavailable: ncu could not read its report "
+                        "ncu-0.ncu-rep: boom"]
+    strided = next(v for v in result.families[0].variants if v.name == "strided_read")
+    assert strided.counters is not None and strided.source_lines is None

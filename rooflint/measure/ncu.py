@@ -130,8 +130,8 @@ def command(log_path: str, cache: str, metrics: list[str]) -> list[str]:
             "--metrics", ",".join(metrics), "--log-file", log_path]
 
 
-# The source pass: one section (per-instruction stall samples and memory counters, 12
-# replay passes on an H100), the CUDA sources copied into the report as it is written.
+# The source pass: one section (per-instruction stall samples and memory counters), the
+# CUDA sources copied into the report as it is written.
 SOURCE_SECTION = "SourceCounters"
 # Per-line columns of the source page -> the SourceLine measure each gives.
 LINE_COLUMNS = {"Warp Stall Sampling (All Samples)": "stall_samples",
@@ -152,8 +152,12 @@ def source_command(report: Path, cache: str) -> list[str]:
 
 def _imported(report: Path, *page: str) -> str:
     """A page of a report, as CSV."""
-    done = subprocess.run([ncu_path(), "-i", str(report), "--csv", *page],
-                          capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S)
+    try:
+        done = subprocess.run([ncu_path(), "-i", str(report), "--csv", *page],
+                              capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise CountersUnavailable(f"ncu took over {IMPORT_TIMEOUT_S} s to read its report "
+                                  f"{report.name}") from None
     if done.returncode != 0:
         said = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
         raise CountersUnavailable(f"ncu could not read its report {report.name}: "
