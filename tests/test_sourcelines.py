@@ -17,9 +17,9 @@ from rooflint.measure import ncu
 from rooflint.moves import CATALOG, rule_for
 from rooflint.report import RunDisplay
 from rooflint.results import read_result, write_result
-from rooflint.sourcelines import MEASURES, SourceLine, profile_of, supporting
-from tests.recorded import RecordedPool, RecordedProfiler, report, use_stand_in_pools
-from tests.test_cli import runner
+from rooflint.sourcelines import MEASURES, profile_of, supporting
+from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
+from test_cli import runner
 
 PAGE = (Path(__file__).parent / "fixtures" / "ncu" / "h100-source-strided-read.csv").read_text()
 STRIDED = "if (i < n) out[i] = x[(i % m) * stride + i / m];"
