@@ -250,7 +250,8 @@ def upside(total_s: float, verdict: Verdict | None, best: float | None) -> float
     counted: the kernel is judged as written."""
     if verdict is None or best is None:
         return None
-    move = next((m for m in verdict.moves if not rule_for(m.id).changes_precision), None)
+    move = next((m for m in verdict.moves
+                 if not getattr(rule_for(m.id), "changes_precision", False)), None)
     gain = move.gain if move and move.gain else 1 / max(best, 1e-9)
     return total_s * max(0.0, 1 - 1 / gain)
 

@@ -164,9 +164,13 @@ CATALOG: tuple[MoveRule, ...] = (
              "the time falls with the FLOPs cut, at the same FLOP/s",
              requires=("compute_bound",)),
 )
-def rule_for(move_id: str) -> MoveRule:
-    """The catalog's rule behind a verdict's move."""
-    return next(rule for rule in CATALOG if rule.id == move_id)
+_RULES = {rule.id: rule for rule in CATALOG}
+
+
+def rule_for(move_id: str) -> MoveRule | None:
+    """The catalog's rule behind a verdict's move (None for a move that a result file from
+    another version of rooflint names)."""
+    return _RULES.get(move_id)
 
 
 # The move a verdict gets when no other applies, so every verdict has one; the first two

@@ -181,8 +181,9 @@ def _notes(v: VariantResult, top_move: bool,
                     else f"why {top.direction}")
             notes.append(Text(f"{lead}: {top.reason}; expect {top.expect}"))
             if v.source_lines:
-                notes += [Text(f"  {line}", "cyan") for line in
-                          supporting(v.source_lines, rule_for(top.id).lines)]
+                rule = rule_for(top.id)
+                notes += [Text(f"  {line}", "cyan") for line in supporting(
+                    v.source_lines, rule.lines if rule else "stall_samples")]
         notes += [Text(text) for text in v.verdict.ruled_out]
     if v.gpm:
         shown = ", ".join(f"{k.removesuffix('_util').replace('_', ' ')} {x:.0f}%"

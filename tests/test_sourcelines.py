@@ -201,3 +201,17 @@ def test_a_source_pass_that_fails_warns_and_keeps_the_run(profilers, monkeypatch
                         "ncu-0.ncu-rep: boom"]
     strided = next(v for v in result.families[0].variants if v.name == "strided_read")
     assert strided.counters is not None and strided.source_lines is None
+
+
+def test_a_result_naming_a_move_this_version_lacks_still_shows_its_lines(tmp_path):
+    """A result file from another rooflint names a move the catalog no longer has: its
+    lines are shown by stall samples."""
+    from rooflint.report import _notes
+    from rooflint.diagnose import Move, Verdict
+    profile = profile_of(ncu.parse_source_page(launches(PAGE)[0]))
+    result = read_result(Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json")
+    strided = next(v for f in result.families for v in f.variants if v.name == "strided_read")
+    strided.verdict = Verdict("bandwidth", "", moves=[Move("tile_for_l1", "up", "old", "", "")])
+    strided.source_lines = profile
+    texts = [note.plain for note in _notes(strided, top_move=True)]
+    assert f"  stream.cu:36  89% of stall samples  {STRIDED}" in texts   # 46092 of 51906
