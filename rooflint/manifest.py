@@ -38,6 +38,7 @@ from rooflint import yamlfile
 from rooflint.errors import RooflintError
 from rooflint.expressions import Number, evaluate
 from rooflint.gpus import PRECISIONS
+from rooflint.units import format_params
 from rooflint.measure.protocol import (
     REFERENCE_FILE, ArgJob, BufferJob, FamilyJob, LaunchJob, TimingJob, VariantJob,
 )
@@ -554,7 +555,7 @@ class _Resolver:
         return int(value)
 
     def _sizes(self) -> str:
-        shown = ", ".join(f"{k}={v:g}" for k, v in self.names.items())
+        shown = format_params(self.names)
         return f" (with {shown})" if shown else ""
 
 

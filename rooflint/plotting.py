@@ -51,6 +51,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from rooflint.errors import RooflintError  # noqa: E402
 from rooflint.jsonfile import require_directory, write_bytes  # noqa: E402
 from rooflint.results import FamilyResult, RunResult, VariantResult  # noqa: E402
+from rooflint.units import format_params  # noqa: E402
 
 VERDICT_COLOURS = {"bandwidth": "#1f77b4", "compute": "#9467bd", "chain": "#ff7f0e"}
 FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
@@ -178,11 +179,7 @@ def _titles(placed: list[Placed], gpu: str) -> list[str]:
 
 
 def _params(family: FamilyResult) -> str:
-    return ", ".join(f"{name}={_number(value)}" for name, value in family.params.items())
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+    return format_params(family.params)
 
 
 def _fit_title(ax, renderer: RendererBase, titles: list[str]) -> None:

@@ -35,7 +35,7 @@ from rooflint.results import FamilyResult, RunResult, VariantResult
 from rooflint.roofline import Level, Roofs
 from rooflint.sourcelines import supporting
 from rooflint.run import Listener
-from rooflint.units import counted, format_bytes, format_rate, format_time
+from rooflint.units import counted, format_bytes, format_params, format_rate, format_time
 
 # rich's SIMPLE_HEAD in ASCII: a header rule of "-", so a line of N characters is N bytes
 # and tools that count bytes (awk, cut, CI log viewers) agree that it fits the terminal.
@@ -89,8 +89,7 @@ UNBOUNDED = 10**6  # a width no table reaches: measures its natural (unwrapped) 
 
 
 def render_family(console: Console, family: FamilyResult) -> None:
-    params = ", ".join(f"{k}={int(v) if float(v).is_integer() else v}" for k, v in family.params.items())
-    console.print(Text(f"{family.name} ({params})", "table.title"))
+    console.print(Text(f"{family.name} ({format_params(family.params)})", "table.title"))
     wide = _family_table(family, WIDE)
     compact = console.measure(wide, options=console.options.update_width(UNBOUNDED)).maximum \
         > console.width

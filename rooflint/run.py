@@ -42,7 +42,7 @@ from rooflint.phases import Stopwatch
 from rooflint.results import FamilyResult, RunResult, VariantResult, write_result
 from rooflint.sourcelines import SourceProfile
 from rooflint.observation import Model, Observation, analyse
-from rooflint.units import format_bytes
+from rooflint.units import format_bytes, format_params
 
 
 @dataclass
@@ -428,7 +428,7 @@ def check_fits(family: ResolvedFamily, device: DeviceInfo) -> None:
         needed += elements * np.dtype(b.dtype).itemsize if b.role != "out" else 0
         needed += elements * 8 if b.role != "in" else 0
     if needed > device.memory_bytes:
-        sizes = ", ".join(f"{k}={v:g}" for k, v in family.params.items())
+        sizes = format_params(family.params)
         raise RooflintError(f"{family.manifest.path}: with {sizes} the family needs "
                             f"{format_bytes(needed)} of GPU memory (buffers, a pristine copy "
                             f"of each input, float64 expected outputs), more than the "

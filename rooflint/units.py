@@ -89,3 +89,10 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``1 kernel``, ``3 kernels``, ``1 launch``, ``6 launches``: a count with its noun in
     the right number."""
     return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
+
+
+def format_params(params: dict[str, float]) -> str:
+    """``N=134217728, STRIDE=32``: whole numbers in full (a size read as 1.34218e+08 is
+    no use to someone choosing --size values), others as short as they read."""
+    return ", ".join(f"{name}={int(value) if float(value).is_integer() else f'{value:g}'}"
+                     for name, value in params.items())

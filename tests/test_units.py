@@ -39,3 +39,9 @@ def test_formatting():
     assert format_time(2.5) == "2.5 s"
     assert format_rate(3.88e12, "B/s") == "3.88 TB/s"
     assert format_rate(50.9e12, "FLOP/s") == "50.9 TFLOP/s"
+
+
+def test_parameters_print_whole_numbers_in_full():
+    from rooflint.units import format_params
+    assert format_params({"N": 2.0**27, "STRIDE": 32, "EPS": 1e-5, "SCALE": 0.125}) == \
+        "N=134217728, STRIDE=32, EPS=1e-05, SCALE=0.125"
