@@ -215,3 +215,12 @@ def test_a_result_naming_a_move_this_version_lacks_still_shows_its_lines(tmp_pat
     strided.source_lines = profile
     texts = [note.plain for note in _notes(strided, top_move=True)]
     assert f"  stream.cu:36  89% of stall samples  {STRIDED}" in texts   # 46092 of 51906
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_committed_source_example_shows_the_strided_reads_load_line(gpu):
+    """examples/<gpu>-source-stream.json, as the README quotes it, read back by `show`."""
+    path = Path(__file__).parent.parent / "examples" / f"{gpu}-source-stream.json"
+    outcome = runner.invoke(app, ["show", str(path), "strided_read"], env={"COLUMNS": "200"})
+    assert outcome.exit_code == 0, outcome.output
+    assert f"stream.cu:36  100% of excessive L2 sectors  {STRIDED}" in outcome.stdout
