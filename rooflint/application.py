@@ -27,7 +27,7 @@ from rooflint.gpus import DeviceInfo, GpuSpec
 from rooflint.measure.protocol import Clocks
 from rooflint.diagnose import Verdict
 from rooflint.kernel_models import KernelModel, model_for
-from rooflint.moves import rule_for
+from rooflint.moves import keeps_precision
 from rooflint.observation import Model, Observation, analyse
 from rooflint.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.units import counted
@@ -238,7 +238,7 @@ def best_fraction(point, counters: Counters | None, calibration, precision: str,
         return None
     facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=sms,
                         precision=precision,
-                        l2_roof=calibration.l2.value if calibration and calibration.l2 else None)
+                        l2_roof=calibrations.bandwidth(calibration, "l2"))
     l2 = l2_fraction(point, facts, counters) or 0.0
     return max(point.dram_fraction, point.compute_fraction, l2, l1_fraction(counters))
 
@@ -250,8 +250,7 @@ def upside(total_s: float, verdict: Verdict | None, best: float | None) -> float
     counted: the kernel is judged as written."""
     if verdict is None or best is None:
         return None
-    move = next((m for m in verdict.moves
-                 if not getattr(rule_for(m.id), "changes_precision", False)), None)
+    move = next((m for m in verdict.moves if keeps_precision(m.id)), None)
     gain = move.gain if move and move.gain else 1 / max(best, 1e-9)
     return total_s * max(0.0, 1 - 1 / gain)
 

@@ -78,14 +78,18 @@ def from_steps(device: DeviceInfo, spec: GpuSpec, steps: list[dict], skipped: di
         skipped={**skipped, **unjudged})
 
 
+def bandwidth(calibration: Calibration | None, level: str) -> float | None:
+    """The calibrated bandwidth of a memory level ("l2", "l1"); None where not measured."""
+    ceiling = getattr(calibration, level) if calibration else None
+    return ceiling.value if ceiling else None
+
+
 def settings(calibration: Calibration | None) -> dict[str, Any]:
     """What a result records of the calibration it was judged with: when it was made, and
     the L2 and L1 bandwidths, which the plot draws as roofs (None where not measured)."""
-    def value(ceiling: Ceiling | None) -> float | None:
-        return ceiling.value if ceiling else None
     return {"calibration": calibration.created if calibration else None,
-            "l2_bandwidth": value(calibration.l2) if calibration else None,
-            "l1_bandwidth": value(calibration.l1) if calibration else None}
+            "l2_bandwidth": bandwidth(calibration, "l2"),
+            "l1_bandwidth": bandwidth(calibration, "l1")}
 
 
 def default_path(spec_id: str, driver: str) -> Path:

@@ -173,6 +173,12 @@ def rule_for(move_id: str) -> MoveRule | None:
     return _RULES.get(move_id)
 
 
+def keeps_precision(move_id: str) -> bool:
+    """The move keeps the kernel's precision (an unknown move is taken to)."""
+    rule = rule_for(move_id)
+    return rule is None or not rule.changes_precision
+
+
 # The move a verdict gets when no other applies, so every verdict has one; the first two
 # are only ever that (beside a more specific move they would say nothing).
 FALLBACK = {"chain": "shorten_the_chain", "compute": "fewer_flops",

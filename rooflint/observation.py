@@ -86,14 +86,13 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
             grid_blocks=o.grid_blocks, threads_per_block=o.threads_per_block,
             launches=o.launches, sms=sms, precision=o.precision,
             tensor_roof=calibrations.tensor_roof(spec, o.precision, calibration),
-            l2_roof=calibration.l2.value if calibration and calibration.l2 else None,
+            l2_roof=calibrations.bandwidth(calibration, "l2"),
             fp8_roof=calibrations.fp8_roof(spec, o.precision, calibration),
             compute_capability=spec.compute_capability)
         verdict = diagnose(point, facts, o.counters, graph_time.median_s if graph_time else None)
         if o.counters:
             hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
-                               o.counters.l1_bytes,
-                               calibration.l1.value if calibration and calibration.l1 else None,
+                               o.counters.l1_bytes, calibrations.bandwidth(calibration, "l1"),
                                l1_fraction(o.counters))
     return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes,
                     measured.notes if measured else [], hierarchy)

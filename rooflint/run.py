@@ -203,6 +203,8 @@ def run(options: RunOptions, listener: Listener | None = None,
         listener.started(result)
         if unavailable:
             counters_off(result.settings, unavailable, listener.warn)
+            if options.source:
+                listener.warn(NO_SOURCE_LINES)
         shared = _Shared(options, spec, calibration, result, listener, watch,
                          [m.name for m in manifests])
         pending = deque(manifests)
@@ -361,11 +363,15 @@ def profile_family(lane: Lane, done: _Timed, shared: _Shared) -> None:
                                             5 * shared.options.timeout_s, progress, done.watch)
 
 
+NO_SOURCE_LINES = "no source lines: the source pass (--source) needs the counters that are off"
+
+
 def take_source_lines(lane: Lane, timed: list[_Timed], shared: _Shared
                       ) -> dict[int, dict[str, SourceProfile]]:
     """The source pass: every CUDA variant that passed, run once more under ncu's source
     counters, after the counter pass (its session must end first: one profiler a GPU)."""
     if shared.result.settings["counters"] == "off":
+        shared.listener.warn(NO_SOURCE_LINES)
         return {}
     for done in timed:
         variants = [v for v in profiled_variants(done.family, done.measurements) if v.source]

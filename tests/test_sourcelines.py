@@ -224,3 +224,29 @@ def test_the_committed_source_example_shows_the_strided_reads_load_line(gpu):
     outcome = runner.invoke(app, ["show", str(path), "strided_read"], env={"COLUMNS": "200"})
     assert outcome.exit_code == 0, outcome.output
     assert f"stream.cu:36  100% of excessive L2 sectors  {STRIDED}" in outcome.stdout
+
+
+def test_source_without_ncu_says_there_will_be_no_lines(monkeypatch):
+    """ncu missing: the run goes on with model bytes, and says --source gave nothing."""
+    def missing():
+        raise ncu.CountersUnavailable("ncu (Nsight Compute) is not on PATH")
+    monkeypatch.setattr(run_module.ncu, "ncu_path", missing)
+    monkeypatch.setattr(run_module, "Profiler", lambda *args: pytest.fail("profiled"))
+    use_stand_in_pools(monkeypatch, lambda env=None: RecordedPool())
+    warnings = []
+    result = run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={},
+                                                  source=True),
+                            run_module.Listener(warn=warnings.append))
+    assert warnings[-1] == run_module.NO_SOURCE_LINES and len(warnings) == 2
+    assert all(v.source_lines is None for v in result.families[0].variants)
+
+
+def test_counters_lost_at_the_end_skip_the_source_pass_and_say_so(profilers, monkeypatch):
+    def refuse(self):
+        raise ncu.CountersUnavailable("ERR_NVGPUCTRPERM")
+    monkeypatch.setattr(RecordedProfiler, "close", refuse)
+    warnings = []
+    run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={}, source=True),
+                   run_module.Listener(warn=warnings.append))
+    assert warnings[-1] == run_module.NO_SOURCE_LINES
+    assert SourceProfiler in profilers and not profilers[SourceProfiler].jobs

@@ -111,7 +111,8 @@ def ncu_path() -> str:
 
 # Every ncu run of rooflint's: clocks as the GPU sets them (never locked on a shared
 # machine), one CSV row per launch with every metric, in base units.
-BASE_OPTIONS = ("--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base")
+CLOCKS_UNTOUCHED = ("--clock-control", "none")
+BASE_OPTIONS = (*CLOCKS_UNTOUCHED, "--csv", "--page", "raw", "--print-units", "base")
 
 
 def metrics_for(precisions: Iterable[str]) -> list[str]:
@@ -125,9 +126,15 @@ def metrics_for(precisions: Iterable[str]) -> list[str]:
 def command(log_path: str, cache: str, metrics: list[str]) -> list[str]:
     """The ncu prefix for a worker: our launches only, each with its NVTX ranges, clocks
     untouched, CSV to a file."""
-    return [ncu_path(), *BASE_OPTIONS, "--profile-from-start", "off", "--nvtx",
-            "--cache-control", "all" if cache == "cold" else "none",
+    return [ncu_path(), *BASE_OPTIONS, *_variant_ranges(cache),
             "--metrics", ",".join(metrics), "--log-file", log_path]
+
+
+def _variant_ranges(cache: str) -> list[str]:
+    """A worker's profiling session: off except around each variant's run, which the
+    worker wraps in its NVTX range; caches flushed before each launch for a cold run."""
+    return ["--profile-from-start", "off", "--nvtx",
+            "--cache-control", "all" if cache == "cold" else "none"]
 
 
 # The source pass: one section (per-instruction stall samples and memory counters), the
@@ -145,8 +152,7 @@ IMPORTS_AT_ONCE = 8      # ncu -i reads one launch's page in about a second, on 
 def source_command(report: Path, cache: str) -> list[str]:
     """The ncu prefix for a worker in the source pass: as ``command``, but the
     SourceCounters section into a report (``report`` + .ncu-rep) with the sources in it."""
-    return [ncu_path(), "--clock-control", "none", "--profile-from-start", "off", "--nvtx",
-            "--cache-control", "all" if cache == "cold" else "none",
+    return [ncu_path(), *CLOCKS_UNTOUCHED, *_variant_ranges(cache),
             "--section", SOURCE_SECTION, "--import-source", "yes", "-f", "-o", str(report)]
 
 
