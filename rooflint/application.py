@@ -29,6 +29,7 @@ from rooflint.diagnose import Verdict
 from rooflint.kernel_models import KernelModel, model_for
 from rooflint.moves import keeps_precision
 from rooflint.observation import Model, Observation, analyse
+from rooflint.paths import portable_path
 from rooflint.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.units import counted
 
@@ -345,8 +346,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
                 "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
                 "pass2_launches": [first_launch, last_launch], "model": options.model,
                 "pass2_started_early": second.attached}
-    return profile_result(program_name(options.command), str(Path.cwd()), kernels, chosen,
-                          counters, spec, device, calibration, settings, models)
+    return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
+                          chosen, counters, spec, device, calibration, settings, models)
 
 
 def program_name(command: list[str]) -> str:

@@ -6,8 +6,10 @@ no GPU). Errors are one line on stderr, never a traceback.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
@@ -33,14 +35,62 @@ errors = Console(stderr=True)
 def _print_version(value: bool) -> None:
     if value:
         from rooflint import __version__
-        typer.echo(f"rooflint {__version__}")
+        try:
+            emit(f"rooflint {__version__}")
+        except RooflintError as exc:    # eager: before any command's one_line_errors
+            fail(str(exc))
         raise typer.Exit()
+
+
+SIGPIPE_STATUS = 141    # 128 + SIGPIPE, as a shell reports `yes | head`
+
+
+class GuardedOutput:
+    """Standard output whose failure is a RooflintError, so `rooflint specs > /dev/full` is
+    one line and exit 2 like any other unwritable output. A reader that stopped reading
+    (`rooflint show r.json | head`) is not an error: rooflint stops quietly with the
+    status a shell gives a program ended by SIGPIPE. Once it has failed, the descriptor
+    is pointed at /dev/null: the interpreter's last flush of what is still buffered then
+    has nowhere to fail."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush)
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except OSError as exc:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), self._stream.fileno())
+            if exc.errno == errno.EPIPE:
+                raise typer.Exit(SIGPIPE_STATUS) from None
+            raise RooflintError(f"cannot write to standard output: "
+                                f"{exc.strerror or exc}") from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def emit(text: str) -> None:
+    """A line of plain output (JSON, the version) on standard output, flushed now so a
+    full disk or a closed pipe is reported by GuardedOutput, not lost at exit."""
+    out = sys.stdout if isinstance(sys.stdout, GuardedOutput) else GuardedOutput(sys.stdout)
+    out.write(text + "\n")
+    out.flush()
 
 
 @app.callback()
 def main(version: bool = typer.Option(False, "--version", callback=_print_version,
                                       is_eager=True, help="Print the version and exit.")) -> None:
     """Roofline profiler and kernel diagnostician for NVIDIA GPUs."""
+    if not isinstance(sys.stdout, GuardedOutput):
+        sys.stdout = GuardedOutput(sys.stdout)
 
 
 class Cache(str, Enum):
@@ -146,7 +196,7 @@ def run(
         from rooflint.report import render_timings
         render_timings(screen, result)
     if to_stdout:
-        typer.echo(json.dumps(result.to_json(), indent=1))
+        emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
         screen.print(f"result written to {json_path}", markup=False)
     if svg:
@@ -271,12 +321,16 @@ def explain(
     if precision not in PRECISIONS:
         fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
     spec = find_spec(gpu, load_specs())
+    compulsory = parse_bytes(algorithmic_bytes) if algorithmic_bytes else None
+    if compulsory == 0:
+        fail(f"--algorithmic-bytes {algorithmic_bytes}: a kernel's compulsory bytes are more "
+             f"than 0 (it reads its inputs and writes its outputs); leave the option out to "
+             f"take --bytes")
     calibration = None if datasheet else calibrations.find(spec.id)
-    explanation = explain_point(
-        spec, parse_time(time), parse_count(flops), parse_bytes(bytes_),
-        parse_bytes(algorithmic_bytes) if algorithmic_bytes else None, precision, calibration)
+    explanation = explain_point(spec, parse_time(time), parse_count(flops), parse_bytes(bytes_),
+                                compulsory, precision, calibration)
     if as_json:
-        typer.echo(json.dumps(explanation.to_json(), indent=1))
+        emit(json.dumps(explanation.to_json(), indent=1))
     else:
         render_explanation(console, explanation)
 
@@ -460,7 +514,7 @@ def compare(
                    for x, y in pairs]
     vanished, new = unmatched(a, b) if b is not None else ([], [])
     if as_json:
-        typer.echo(json.dumps({"warning": warning, "vanished": vanished, "new": new,
+        emit(json.dumps({"warning": warning, "vanished": vanished, "new": new,
                                "comparisons": [
             {**asdict(c), "sentence": c.sentence,
              "attribution": c.attribution and {**asdict(c.attribution),

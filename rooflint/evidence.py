@@ -180,6 +180,10 @@ def _traffic(e: Evidence, point: Point) -> None:
         e.set("no_algorithmic_model", "no count of the compulsory bytes: how much of the "
                                       "traffic is avoidable is not known")
         return
+    if not point.algorithmic_bytes:     # a model of 0 bytes gives no ratio to judge by
+        e.set("no_algorithmic_model", "the model's compulsory bytes are 0: how much of the "
+                                      "traffic is avoidable is not known")
+        return
     if point.traffic_fraction < EXTRA_TRAFFIC:
         intensities = (f" (observed AI {point.observed_ai:.3g} vs algorithmic "
                        f"{point.algorithmic_ai:.3g})" if point.flops else "")

@@ -9,7 +9,10 @@ parentheses, and the functions min, max, ceil, floor, cdiv.
 What an expression can cost is bounded too: every value, intermediate ones included, must
 be finite and at most MAX_MAGNITUDE (far above any real size or FLOP count), and a power
 whose result would pass that is refused before it is computed, so ``((2**64)**64)**64``
-is one error, not a minute of big-integer arithmetic.
+is one error, not a minute of big-integer arithmetic. So is its text: at most MAX_LENGTH
+characters and MAX_DEPTH levels of nesting (Python's own parser runs out of stack on a few
+thousand ``1+1+...`` terms and of memory on 200,000 unary minus signs; no size or FLOP
+formula comes near either bound).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ _FUNCTIONS = {
     "cdiv": lambda a, b: -(-a // b),
 }
 MAX_MAGNITUDE = 1e24   # 10^24: a yotta-FLOP; no size, count or byte total comes near
+MAX_LENGTH = 500       # characters; the bundled manifests' longest expression has 11
+MAX_DEPTH = 100        # nested operations, calls and parentheses
 
 
 def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
@@ -43,14 +48,37 @@ def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
         raise RooflintError(f"expected a number or expression, got {expression!r}")
     if isinstance(expression, (int, float)):
         return expression
+    text = str(expression).strip()
+    if len(text) > MAX_LENGTH:
+        raise RooflintError(f"expression {text[:40]!r}... is {len(text)} characters long; "
+                            f"expressions may have at most {MAX_LENGTH}")
     try:
-        tree = ast.parse(str(expression).strip(), mode="eval")
+        tree = ast.parse(text, mode="eval")
+    except (RecursionError, MemoryError):
+        raise _too_deep(text) from None
     except SyntaxError as exc:
         hint = ""
         if str(expression).count("(") != str(expression).count(")"):
             hint = " (in YAML, quote expressions with commas: inside {...} or [...] a comma splits them)"
         raise RooflintError(f"cannot parse expression {expression!r}: {exc.msg}{hint}") from None
-    return _walk(tree.body, names, str(expression))
+    if _depth(tree.body) > MAX_DEPTH:
+        raise _too_deep(text)
+    return _walk(tree.body, names, text)
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deeply ``tree`` nests, found without recursion (the walk that follows recurses)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _too_deep(text: str) -> RooflintError:
+    return RooflintError(f"expression {text[:40]!r}... nests more than {MAX_DEPTH} levels "
+                         f"deep; write it with fewer nested operations")
 
 
 def _walk(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:

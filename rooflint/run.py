@@ -38,6 +38,7 @@ from rooflint.counters import Counters
 from rooflint.measure import ncu
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
+from rooflint.paths import portable_path
 from rooflint.phases import Stopwatch
 from rooflint.results import FamilyResult, RunResult, VariantResult, write_result
 from rooflint.sourcelines import SourceProfile
@@ -484,7 +485,7 @@ def family_result(family: ResolvedFamily, measurements: list[Measurement],
                                spec, device, calibration)
                 for m in measurements]
     for v in variants:
-        v.source_lines = (sources or {}).get(v.name)
+        v.source_lines = portable_files((sources or {}).get(v.name))
     baseline = next((v for v in variants if v.baseline and v.time), None)
     by_name = {v.name: v for v in variants}
     for v in variants:
@@ -493,7 +494,8 @@ def family_result(family: ResolvedFamily, measurements: list[Measurement],
         v.expectation_mismatch = expectation_mismatch(v, by_name)
         other = by_name.get(v.expect.get("faster_than") or "")
         v.versus = reconcile(v, other) if other else None
-    return FamilyResult(name=family.manifest.name, directory=str(family.manifest.directory),
+    return FamilyResult(name=family.manifest.name,
+                        directory=portable_path(family.manifest.directory),
                         params=family.params, baseline=baseline.name if baseline else None,
                         variants=variants)
 
@@ -520,6 +522,14 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
                 "move": model.expect.move},
         expectation_mismatch=None, versus=None, speed_vs_baseline=None, gate=model.gate,
         compiler=m.compiler, levels=analysis.levels)
+
+
+def portable_files(profile: SourceProfile | None) -> SourceProfile | None:
+    """The source lines with their files as a result records paths (see portable_path)."""
+    if profile is None:
+        return None
+    lines = [replace(line, file=portable_path(Path(line.file))) for line in profile.lines]
+    return replace(profile, lines=lines)
 
 
 def expectation_mismatch(v: VariantResult, by_name: dict[str, VariantResult]) -> str | None:

@@ -24,6 +24,7 @@ from rooflint.gpus import load_specs
 from rooflint.manifest import load_manifest, resolve
 from rooflint.measure.protocol import TimingJob
 from rooflint.measure.runner import Progress, WorkerPool
+from rooflint.paths import locate_family
 from rooflint.results import RunResult, VariantResult, read_result
 from rooflint.run import (
     RunOptions, check_fits, check_precisions, device_spec, family_counters, family_result,
@@ -185,7 +186,7 @@ def remeasure_against(baseline: Baseline, result: RunResult
     if not revision or (baseline.git_revision or "").endswith("-dirty"):
         raise RooflintError("--recheck needs the baseline's git revision of clean code; this "
                             "baseline has none (re-run `rooflint gate --update` from a commit)")
-    directories = {f.name: f.directory for f in result.families}
+    directories = {f.name: locate_family(f.directory) for f in result.families}
 
     def remeasure(family: str, variant: str) -> tuple[list[float], list[float]]:
         [(then, now)] = measured_pair(f"{directories[family]}:{variant}", None, revision, None,

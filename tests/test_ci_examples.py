@@ -37,7 +37,7 @@ def test_a_job_given_another_models_results_stops_instead_of_passing(model, othe
 
 @pytest.mark.parametrize("model, source", [
     ("h100", CI.parent / "h100-bundled.json"),
-    ("h200", CI.parent.parent / "tests" / "fixtures" / "results" / "h200-bundled.json"),
+    ("h200", CI.parent / "h200-bundled.json"),
 ])
 def test_a_job_on_its_own_model_passes_on_the_results_its_baseline_came_from(model, source):
     outcome = rooflint("gate", "--baseline", str(CI / f"{model}-baseline.json"),

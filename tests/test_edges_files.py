@@ -22,7 +22,7 @@ from rooflint.errors import RooflintError
 from rooflint.jsonfile import write_atomic
 
 RESULT = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"
-BASELINE = REPO / "examples" / "ci" / "h200-baseline.json"        # made from RESULT's run
+BASELINE = REPO / "tests" / "fixtures" / "results" / "h200-bundled-baseline.json"  # made from RESULT
 CALIBRATION = REPO / "examples" / "h200-calibration.json"
 READERS = {results.SCHEMA: results.read_result, baselines.SCHEMA: baselines.read,
            calibrations.SCHEMA: calibrations.load}
