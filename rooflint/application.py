@@ -20,37 +20,50 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from rooflint import calibration as calibrations
-from rooflint import kernel_models
+from rooflint import caller_moves as library_moves, kernel_models
 from rooflint.counters import Counters
-from rooflint.evidence import NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
+from rooflint.evidence import AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
 from rooflint.gpus import DeviceInfo, GpuSpec
+from rooflint.measure.ncu import parse_rows, summarize
 from rooflint.measure.protocol import Clocks
-from rooflint.diagnose import Verdict
+from rooflint.diagnose import Move, Verdict
+from rooflint.errors import RooflintError
 from rooflint.kernel_models import KernelModel, model_for
 from rooflint.moves import keeps_precision
 from rooflint.observation import Model, Observation, analyse
 from rooflint.paths import portable_path
 from rooflint.results import FamilyResult, KernelShare, RunResult, VariantResult
+from rooflint.trace_events import Launch, Origin, launches as trace_launches, origins
 from rooflint.units import counted
 
 DEFAULT_COVERAGE = 0.90
+ORIGINS_KEPT = 3                 # a kernel's most frequent origins a result keeps
 # What pass 2 costs a profiled launch: rooflint's counter list takes 11 replay passes (H200).
 PASS2_S_PER_LAUNCH = 0.5
 NAME = "Kernel Name"
+GRID = "Grid Size"
+BLOCK = "Block Size"
 DURATION = "gpu__time_duration.sum"
 
-# Who wrote a kernel, from its name: (pattern, plain words). First match wins.
+# Who wrote a kernel, from its name: (pattern, plain words). First match wins, so the
+# specific patterns come before PyTorch's generic element-wise kernels that wrap them.
 LIBRARIES = (
-    (r"^triton_", "Triton (torch.compile)"),
-    (r"^nvjet_|gemm|cutlass|xmma|cublas", "cuBLAS GEMM"),
-    (r"fmha|flash|sdpa|attention", "attention (cuDNN / flash)"),
-    (r"layer_norm|layernorm|rms_norm", "normalisation (PyTorch)"),
-    (r"Gelu|gelu", "GELU (PyTorch element-wise)"),
-    (r"softmax", "softmax"),
-    (r"vectorized_elementwise_kernel|elementwise_kernel|unrolled_elementwise", "PyTorch element-wise"),
-    (r"reduce_kernel", "PyTorch reduction"),
-    (r"distribution_|normal_kernel|curand", "random numbers (PyTorch)"),
-    (r"cupy_", "CuPy kernel"),
+    (r"^triton_", library_moves.INDUCTOR),
+    (r"nccl", library_moves.NCCL),
+    (r"^nvjet_|gemm|cutlass|xmma|cublas", library_moves.GEMM),
+    (r"fmha|flash|sdpa|attention", library_moves.ATTENTION),
+    (r"layer_norm|layernorm|rms_norm|GammaBeta", library_moves.NORM),
+    (r"Gelu|gelu", library_moves.GELU),
+    (r"SoftMax|softmax_warp|log_softmax|nll_loss|cross_entropy", library_moves.SOFTMAX),
+    (r"multi_tensor_apply|lpnorm", library_moves.OPTIMIZER),
+    (r"copy_kernel|direct_copy|CatArrayBatchedCopy", library_moves.CAST),
+    (r"FillFunctor", library_moves.FILL),
+    (r"embedding|indexSelect|index_select", library_moves.EMBEDDING),
+    (r"distribution_|normal_kernel|curand", library_moves.RANDOM),
+    (r"vectorized_elementwise_kernel|elementwise_kernel|unrolled_elementwise",
+     library_moves.ELEMENTWISE),
+    (r"reduce_kernel", library_moves.REDUCTION),
+    (r"cupy_", library_moves.CUPY),
 )
 
 
@@ -63,7 +76,12 @@ class KernelTime:
     kernel: str                     # the demangled name
     grid: str                       # "(1056, 1, 1)"
     durations_s: list[float] = field(default_factory=list)
-    positions: list[int] = field(default_factory=list)   # in pass 1's launch order
+    block: str = ""                 # "(256, 1, 1)"
+    origins: list[Origin] = field(default_factory=list)   # from the profiler's trace
+
+    @property
+    def identity(self) -> Identity:
+        return name_key(self.kernel), self.grid, self.block
 
     @property
     def total_s(self) -> float:
@@ -74,50 +92,136 @@ class KernelTime:
         return math.prod(int(n) for n in re.findall(r"\d+", self.grid)) if self.grid else 0
 
 
+# What a launch is, whichever run of the program it came from: its name's key (see
+# name_key), the grid and the block. Pass 2's launches are matched to pass 1's kernels by
+# it, never by position, since two runs of one program need not launch in the same order.
+Identity = tuple[str, str, str]
+
+# Words two demanglers place differently or only one writes (ncu: "lambda instance 1",
+# "(T1 *, ...)"; the C++ runtime's: "lambda #1", "(float const*, ...)").
+_DEMANGLER_WORDS = {"const", "volatile", "void", "unsigned", "signed", "struct", "class",
+                    "instance", "anonymous", "namespace", "unnamed"}
+
+
+def name_key(name: str) -> str:
+    """A demangled kernel name reduced to what any demangler writes alike, so that pass 1's
+    names (PyTorch's profiler, from the C++ runtime's demangler) and pass 2's (Nsight
+    Compute's own) meet: the parameter list, namespaces, integer suffixes (``32u``), casts
+    of enum constants (``(NormType)1``) and the words in _DEMANGLER_WORDS are dropped,
+    ``false``/``true`` read as 0/1; what is left are the function's and its template
+    arguments' own names and numbers, in order."""
+    head = _without_parameters(name)
+    head = re.sub(r"\((?:[A-Za-z_][\w:]*)\)(?=-?\d)", "", head)         # (NormType)1 -> 1
+    words = re.findall(r"[A-Za-z_]\w*(?:::)?|\d+", head)
+    kept = [{"false": "0", "true": "1"}.get(w, w) for w in words
+            if not w.endswith("::") and w not in _DEMANGLER_WORDS
+            and not re.fullmatch(r"u|ul|ull|l|ll", w)]
+    return " ".join(kept)
+
+
+def _without_parameters(name: str) -> str:
+    """``void k<T>(float*, int)`` -> ``void k<T>``: the last top-level parenthesis group."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i]
+    return name
+
+
+def identity(row: dict) -> Identity:
+    return name_key(str(row[NAME])), str(row.get(GRID, "")), str(row.get(BLOCK, ""))
+
+
 def kernel_times(rows: list[dict]) -> list[KernelTime]:
-    """Every distinct kernel and grid with its launch durations, the most GPU time first."""
-    kernels: dict[tuple[str, str], KernelTime] = {}
-    for position, row in enumerate(rows):
-        key = (str(row[NAME]), str(row.get("Grid Size", "")))
-        k = kernels.setdefault(key, KernelTime(*key))
+    """Every distinct kernel, grid and block with its launch durations, the most GPU time
+    first."""
+    kernels: dict[Identity, KernelTime] = {}
+    for row in rows:
+        k = kernels.setdefault(identity(row), KernelTime(str(row[NAME]), str(row.get(GRID, "")),
+                                                        block=str(row.get(BLOCK, ""))))
         k.durations_s.append(float(row[DURATION]) * 1e-9)
-        k.positions.append(position)
     return sorted(kernels.values(), key=lambda k: k.total_s, reverse=True)
 
 
-def window(chosen: list[KernelTime]) -> tuple[int, int]:
-    """The shortest run of consecutive launches (first, last position) that holds at least
-    one launch of every chosen kernel: what pass 2 profiles."""
-    launches = sorted((p, i) for i, k in enumerate(chosen) for p in k.positions)
-    need, held, best = len(chosen), Tally(), (launches[0][0], launches[-1][0])
-    start = 0
-    for end, (position, kernel) in enumerate(launches):
-        held[kernel] += 1
-        while len(held) == need:
-            first = launches[start][0]
-            if position - first < best[1] - best[0]:
-                best = (first, position)
-            held[launches[start][1]] -= 1
-            if not held[launches[start][1]]:
-                del held[launches[start][1]]
-            start += 1
-    return best
+def kernel_times_from_trace(launches: list[Launch]) -> list[KernelTime]:
+    """kernel_times for the launches of PyTorch's profiler trace, each kernel with the
+    operators and Python lines its launches came from."""
+    groups: dict[Identity, list[Launch]] = {}
+    for launch in launches:
+        groups.setdefault((name_key(launch.name), launch.grid, launch.block), []).append(launch)
+    kernels = [KernelTime(mine[0].name, mine[0].grid, [x.duration_s for x in mine],
+                          block=mine[0].block, origins=origins(mine))
+               for mine in groups.values()]
+    return sorted(kernels, key=lambda k: k.total_s, reverse=True)
 
 
-def counters_in_window(chosen: list[KernelTime], rows: list[dict], first: int
-                       ) -> dict[tuple[str, str], Counters]:
-    """Each chosen kernel's counters from pass 2, whose rows are launches first, first+1, ...
-    of pass 1's order: its launches inside the window (names checked), averaged per launch,
-    so a kernel run at two sizes in one step counts both, and two profiles whose windows
-    hold different numbers of its launches still compare (in `compare` and `gate`)."""
-    from rooflint.measure.ncu import summarize
+def selected(launches: list[Launch], nvtx: str | None, kernel: str | None,
+             skip: int) -> list[Launch]:
+    """The trace's launches that pass the same filters Nsight Compute applies to pass 2:
+    inside the range ``nvtx``, a name matching ``kernel``, after the first ``skip``."""
+    kept = [x for x in launches if (not nvtx or nvtx in x.ranges)
+            and (not kernel or re.search(kernel, x.name))]
+    return kept[skip:]
+
+
+def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
+                         timed: list[KernelTime] | None = None) -> dict[Identity, Counters]:
+    """Each chosen kernel's counters from pass 2's rows, found by identity wherever they
+    sit in pass 2's launch order, averaged per launch, so two profiles that caught
+    different numbers of its launches still compare (in `compare` and `gate`). A name the
+    two demanglers still write apart (a lambda's enclosing template: ``T1`` for
+    ``CUDAGeneratorImpl``) is matched on its function's name, grid and block when exactly
+    one of pass 2's kernels and none other of pass 1's (``timed``) has those."""
+    launches: dict[Identity, list[dict]] = {}
+    for row in rows:
+        launches.setdefault(identity(row), []).append(row)
+    known = {k.identity for k in timed or chosen}
+    loose: dict[Identity, list[Identity]] = {}
+    for key in launches:
+        if key not in known:
+            loose.setdefault(_loosely(key), []).append(key)
+    taken = {_loosely(k.identity) for k in timed or chosen if k.identity in launches}
     found = {}
     for k in chosen:
-        mine = [rows[p - first] for p in k.positions
-                if 0 <= p - first < len(rows) and str(rows[p - first][NAME]) == k.kernel]
+        mine = launches.get(k.identity)
+        if not mine and _loosely(k.identity) not in taken:
+            candidates = loose.get(_loosely(k.identity), [])
+            mine = launches[candidates[0]] if len(candidates) == 1 else None
         if mine:
-            found[(k.kernel, k.grid)] = per_launch(summarize(mine), len(mine))
+            found[k.identity] = per_launch(summarize(mine), len(mine))
     return found
+
+
+def function_name(kernel: str) -> str:
+    """The kernel's function, without namespaces, template arguments or parameters:
+    what pass 2 selects its launches by."""
+    return name_key(kernel).split(" ", 1)[0]
+
+
+def _loosely(key: Identity) -> Identity:
+    """An identity with only the function's name of its name key."""
+    name, grid, block = key
+    return name.split(" ", 1)[0], grid, block
+
+
+NO_COUNTERS = "no counters: not among pass 2's profiled launches"
+
+
+def why_no_counters(k: KernelTime, rows: list[dict]) -> str:
+    """The reason a chosen kernel's row has no counters, from what pass 2 did see."""
+    shapes = sorted({f"grid {grid}, block {block}" for key, grid, block in map(identity, rows)
+                     if key == k.identity[0]})
+    if shapes:
+        return (f"no counters: pass 2 saw this kernel only at other launch shapes "
+                f"({'; '.join(shapes[:3])}), not at grid {k.grid}, block {k.block}")
+    twins = sorted({str(row[NAME]) for row in rows if identity(row)[1:] == k.identity[1:]})
+    if twins:
+        return (f"no counters: pass 2 profiles one launch of each launch configuration, and "
+                f"{short_name(twins[0])} took this one's (grid {k.grid}, block {k.block})")
+    return NO_COUNTERS
 
 
 def per_launch(c: Counters, launches: int) -> Counters:
@@ -160,17 +264,17 @@ def short_name(kernel: str) -> str:
     return f"{function}<{named[0]}>" if named else function
 
 
-def unique_names(kernels: list[KernelTime]) -> dict[tuple[str, str], str]:
-    """(kernel, grid) -> a short name no other of the program's kernels shares: the grid's
+def unique_names(kernels: list[KernelTime]) -> dict[Identity, str]:
+    """Identity -> a short name no other of the program's kernels shares: the grid's
     block count added where one kernel runs at several grids (``nvjet_..._TNT@1536``), then
     #2, #3 for whatever still collides."""
     grids = Tally(k.kernel for k in kernels)
-    names: dict[tuple[str, str], str] = {}
+    names: dict[Identity, str] = {}
     seen: Tally = Tally()
     for k in kernels:
         name = short_name(k.kernel) + (f"@{k.blocks}" if grids[k.kernel] > 1 else "")
         seen[name] += 1
-        names[(k.kernel, k.grid)] = name if seen[name] == 1 else f"{name}#{seen[name]}"
+        names[k.identity] = name if seen[name] == 1 else f"{name}#{seen[name]}"
     return names
 
 
@@ -206,9 +310,11 @@ def dominant_precision(counters: Counters | None, spec: GpuSpec) -> str:
 def kernel_result(time: KernelTime, name: str, counters: Counters | None, region_s: float,
                   spec: GpuSpec, device: DeviceInfo,
                   calibration: calibrations.Calibration | None,
-                  model: Model | None = None) -> VariantResult:
+                  model: Model | None = None, missing: str = "") -> VariantResult:
     """One kernel judged as any variant is, with its share and upside; with the user's
-    ``model`` of it (see kernel_models), its algorithmic intensity too."""
+    ``model`` of it (see kernel_models), its algorithmic intensity too; without counters,
+    ``missing`` says why. A library kernel's verdict leads with its caller's moves
+    (caller_moves.py); its upside stays the kernel-level arithmetic."""
     precision = dominant_precision(counters, spec)
     analysis = analyse(Observation(
         name=name, precision=precision, samples_s=time.durations_s, counters=counters,
@@ -216,18 +322,21 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         threads_per_block=0, launches=1,
         point_time_s=counters.duration_s if counters else None), spec, device.sms, calibration)
     best = best_fraction(analysis.point, counters, calibration, precision, device.sms)
+    owner = library(time.kernel)
     share = KernelShare(
-        kernel=time.kernel, library=library(time.kernel), launches=len(time.durations_s),
+        kernel=time.kernel, library=owner, launches=len(time.durations_s),
         total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,
-        best_fraction=best, upside_s=upside(time.total_s, analysis.verdict, best))
+        best_fraction=best, upside_s=upside(time.total_s, analysis.verdict, best),
+        origins=time.origins[:ORIGINS_KEPT])
     return VariantResult(
         name=name, description=time.kernel, status="ok",
-        message="" if counters else "not profiled in pass 2 (no counters)",
+        message="" if counters else missing,
         baseline=False, source_sha256=None, precision=precision, tolerance=0.0, checks=[],
         samples_s=time.durations_s, time=analysis.time, clocks=Clocks(), gpm={},
         graph_time=None, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
         counters=counters, notes=analysis.notes, roofs=analysis.roofs, point=analysis.point,
-        verdict=analysis.verdict, expect={}, expectation_mismatch=None, versus=None,
+        verdict=analysis.verdict and library_moves.with_caller_moves(analysis.verdict, owner),
+        expect={}, expectation_mismatch=None, versus=None,
         speed_vs_baseline=None, share=share, levels=analysis.levels)
 
 
@@ -251,16 +360,28 @@ def upside(total_s: float, verdict: Verdict | None, best: float | None) -> float
     counted: the kernel is judged as written."""
     if verdict is None or best is None:
         return None
-    move = next((m for m in verdict.moves if keeps_precision(m.id)), None)
+    move = best_move(verdict)
     gain = move.gain if move and move.gain else 1 / max(best, 1e-9)
     return total_s * max(0.0, 1 - 1 / gain)
 
 
+def best_move(verdict: Verdict) -> Move | None:
+    """The first kernel-level move that keeps the kernel's precision (the moves are ranked
+    by gain; a caller's move has no estimate of its own)."""
+    return next((m for m in verdict.moves
+                 if keeps_precision(m.id) and m.gain_from != library_moves.CALLER), None)
+
+
 def is_done(v: VariantResult) -> bool:
-    """Its best move could save no more than 1 - NEAR_ROOF of its time (a kernel at
-    NEAR_ROOF of its nearest roof with no move promising more): nothing worth fixing."""
-    return bool(v.share and v.share.upside_s is not None
-                and v.share.upside_s <= (1 - NEAR_ROOF) * v.share.total_s)
+    """Nothing worth fixing: its best move could save no more than 1 - NEAR_ROOF of its
+    time, or it is at AT_ROOF of its nearest roof (compute, or any memory level) and no
+    evidence of its own (wasted bytes, idle SMs...) promises more than that roof's distance."""
+    if not (v.share and v.share.upside_s is not None and v.verdict):
+        return False
+    move = best_move(v.verdict)
+    wasteful = move is not None and move.gain_from == "evidence"
+    at_roof = (v.share.best_fraction or 0.0) >= AT_ROOF and not wasteful
+    return at_roof or v.share.upside_s <= (1 - NEAR_ROOF) * v.share.total_s
 
 
 def by_upside(variants: list[VariantResult]) -> list[VariantResult]:
@@ -269,17 +390,21 @@ def by_upside(variants: list[VariantResult]) -> list[VariantResult]:
 
 
 def profile_result(program: str, directory: str, kernels: list[KernelTime],
-                   chosen: list[KernelTime], counters: dict[tuple[str, str], Counters],
+                   chosen: list[KernelTime], counters: dict[Identity, Counters],
                    spec: GpuSpec,
                    device: DeviceInfo, calibration: calibrations.Calibration | None,
-                   settings: dict, models: list[KernelModel] | None = None) -> RunResult:
+                   settings: dict, models: list[KernelModel] | None = None,
+                   missing: dict[Identity, str] | None = None) -> RunResult:
     """The result document of a profile: one family (the program), one variant per chosen
-    kernel; the rest of the GPU time is summarised in the settings."""
+    kernel (those without counters with the reason in ``missing``); the rest of the GPU
+    time is summarised in the settings."""
     region = sum(k.total_s for k in kernels)
     names = unique_names(chosen)
-    variants = [kernel_result(k, names[key], counters.get(key), region, spec, device,
-                              calibration, model_for((k.kernel, names[key]), models or []))
-                for k in chosen for key in [(k.kernel, k.grid)]]
+    variants = [kernel_result(k, names[k.identity], counters.get(k.identity), region, spec,
+                              device, calibration,
+                              model_for((k.kernel, names[k.identity]), models or []),
+                              (missing or {}).get(k.identity, NO_COUNTERS))
+                for k in chosen]
     rest = kernels[len(chosen):]
     settings = {**settings, "mode": "profile", "gpu_time_s": region,
                 "kernels": len(kernels), "other_kernels": len(rest),
@@ -311,43 +436,92 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
 
     from rooflint.gpus import load_specs
     from rooflint.measure import application as passes
-    from rooflint.measure.ncu import parse_rows
-    from rooflint.run import device_spec
+    from rooflint.run import check_gpu_option, device_spec
 
     models = kernel_models.load(Path(options.model)) if options.model else []  # mistakes first
+    check_program(options.command)
+    check_gpu_option(options.gpu)
     passes.ncu_executable()                 # no ncu: say so before any program runs
     filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
     logs = Path(options.logs) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
 
-    def plan(first: passes.Pass) -> tuple[int, int]:
-        """Pass 2's window from pass 1's log, said before pass 2 starts."""
-        kernels = kernel_times(parse_rows(first.log))
+    timed: dict[int, list[KernelTime]] = {}      # pass 1's kernels, parsed once per pass
+
+    def kernels_of(first: passes.Pass) -> list[KernelTime]:
+        if id(first) not in timed:
+            timed[id(first)] = timed_kernels(first, filters)
+        return timed[id(first)]
+
+    def plan(first: passes.Pass) -> list[str]:
+        """The function names of the kernels pass 2 profiles, said before it starts."""
+        kernels = kernels_of(first)
         chosen = choose(kernels, options.coverage, options.top)
-        begin, end = window(chosen)
         covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
-        say(f"pass 2: counters on {len(chosen)} of {counted(len(kernels), 'kernel')} "
-            f"({covered:.0%} of GPU time), {counted(end - begin + 1, 'launch', 'launches')}: "
-            f"about {PASS2_S_PER_LAUNCH * (end - begin + 1):.0f} s and the rest of the program")
-        return begin, end - begin + 1
+        say(f"pass 1 ({TIMERS[first.timer]}): {counted(len(kernels), 'kernel')} in "
+            f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
+            f"({covered:.0%} of GPU time), the first launch of each kernel shape: about "
+            f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
+        return sorted({function_name(k.kernel) for k in chosen})
 
     first, second = passes.two_passes(options.command, filters, logs, plan, say)
-    rows = parse_rows(first.log)
-    kernels = kernel_times(rows)
+    kernels = kernels_of(first)
     chosen = choose(kernels, options.coverage, options.top)
-    first_launch, last_launch = window(chosen)
-    counters = counters_in_window(chosen, parse_rows(second.log), first_launch)
-    device = device_from(rows, passes.driver_version())
+    profiled = parse_rows(second.log)
+    counters = counters_by_identity(chosen, profiled, kernels)
+    missing = {k.identity: why_no_counters(k, profiled) for k in chosen
+               if k.identity not in counters}
+    device = device_from(profiled, passes.driver_version())
     specs = load_specs()
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
     settings = {"cache": "cold", "counters": "ncu", "command": options.command,
                 "nvtx": options.nvtx, "kernel_filter": options.kernel, "skip": options.skip,
+                "pass1_timer": first.timer.value,
                 "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
-                "pass2_launches": [first_launch, last_launch], "model": options.model,
+                "pass2_profiled_launches": len(profiled), "model": options.model,
+                "pass2_kernels": sorted({function_name(k.kernel) for k in chosen}),
                 "pass2_started_early": second.attached}
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
-                          chosen, counters, spec, device, calibration, settings, models)
+                          chosen, counters, spec, device, calibration, settings, models,
+                          missing)
+
+
+def check_program(command: list[str]) -> None:
+    """The program to profile exists and can be run (said before ncu is looked for): a
+    path that is an executable file, or a name found on PATH, as ncu will look for it."""
+    import shutil
+    from pathlib import Path
+
+    program = command[0]
+    if shutil.which(program):
+        return
+    if "/" not in program:
+        raise RooflintError(f"profile: no program {program!r} on PATH")
+    path = Path(program)
+    if not path.exists():
+        raise RooflintError(f"profile: {program}: no such file")
+    if not path.is_file():
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise RooflintError(f"profile: {program} is {kind}, not a program")
+    raise RooflintError(f"profile: {program} is not executable; chmod +x it, or name its "
+                        f"interpreter first (rooflint profile -- python {program})")
+
+
+TIMERS = {"torch": "PyTorch's profiler", "ncu": "Nsight Compute"}
+
+
+def timed_kernels(first, filters) -> list[KernelTime]:
+    """Pass 1's kernels, from whichever timer took them (measure.application.Timer); the
+    profiler's trace is filtered here as ncu filtered its own launches."""
+    if first.timer == "torch":
+        found = selected(trace_launches(first.trace or {}), filters.nvtx, filters.kernel,
+                         filters.skip)
+        if not found:
+            raise RooflintError("no kernel launch in PyTorch's profiler trace passed --nvtx, "
+                                "--kernel and --skip")
+        return kernel_times_from_trace(found)
+    return kernel_times(parse_rows(first.log))
 
 
 def program_name(command: list[str]) -> str:

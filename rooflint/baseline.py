@@ -14,9 +14,12 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Annotated
 
+from rooflint.diagnose import Bound
 from rooflint.jsonfile import read_document, write_atomic
-from rooflint.results import RunResult, VariantResult
+from rooflint.results import RunResult, Status, VariantResult
+from rooflint.sense import Amount, Count, Seconds, Sense, SpecId, unique
 
 SCHEMA = "rooflint.baseline/1"
 
@@ -25,28 +28,44 @@ SCHEMA = "rooflint.baseline/1"
 class Entry:
     family: str
     variant: str
-    status: str
-    samples_s: list[float]
-    dram_bytes: float | None          # measured (ncu) DRAM bytes, when counters ran
-    counted_flops: float | None
-    registers: int | None
-    spill_bytes: float | None
-    bound: str | None
-    gate: dict[str, float] = field(default_factory=dict)   # the manifest's thresholds
+    status: Status
+    samples_s: list[Seconds]
+    dram_bytes: Amount | None         # measured (ncu) DRAM bytes, when counters ran
+    counted_flops: Amount | None
+    registers: Count | None
+    spill_bytes: Amount | None
+    bound: Bound | None
+    gate: dict[str, Amount] = field(default_factory=dict)   # the manifest's thresholds
 
     @property
     def key(self) -> tuple[str, str]:
         return self.family, self.variant
 
 
+def _untimed(entry: Entry) -> str | None:
+    return "is ok, but has no timing samples" if entry.status == "ok" and not entry.samples_s \
+        else None
+
+
+def _empty(entries: list[Entry]) -> str | None:
+    return ("is empty: a baseline with no variants judges nothing (make one with "
+            "`rooflint gate --update`)") if not entries else None
+
+
+# A gate judges each variant against one entry: none leaves every variant "new" (a pass
+# that judged nothing); two leave it to chance which one.
+Entries = Annotated[list[Annotated[Entry, Sense(_untimed)]], Sense(_empty),
+                    unique(lambda e: e.key)]
+
+
 @dataclass
 class Baseline:
     gpu: str
-    spec_id: str
+    spec_id: SpecId
     driver: str
-    sm_clock_mhz: float | None
+    sm_clock_mhz: Amount | None
     git_revision: str | None
-    entries: list[Entry]
+    entries: Entries
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema: str = SCHEMA
 

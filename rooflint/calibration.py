@@ -12,7 +12,6 @@ Files live in rooflint's cache directory (`rooflint.paths.cache_dir`) under
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +24,7 @@ from rooflint.gpus import GpuSpec
 from rooflint.jsonfile import read_document, write_atomic
 from rooflint.gpus import DeviceInfo
 from rooflint.roofline import Roofs
+from rooflint.sense import Amount, Positive, SpecId
 
 SCHEMA = "rooflint.calibration/1"
 MEMORY_CEILINGS = ("dram", "l2", "l1", "dram-sweep")   # the steps in bytes/s, not precisions
@@ -32,15 +32,15 @@ MEMORY_CEILINGS = ("dram", "l2", "l1", "dram-sweep")   # the steps in bytes/s, n
 
 @dataclass
 class Ceiling:
-    value: float                 # bytes/s for dram, l2 and l1, FLOP/s for a precision
+    value: Positive              # bytes/s for dram, l2 and l1, FLOP/s for a precision
     method: str
-    sm_clock_mhz: float | None   # NVML's reading while it ran
+    sm_clock_mhz: Amount | None  # NVML's reading while it ran
 
 
 @dataclass
 class Calibration:
     gpu: DeviceInfo
-    spec_id: str
+    spec_id: SpecId
     dram: Ceiling
     l2: Ceiling | None
     compute: dict[str, Ceiling]                       # by precision
@@ -107,24 +107,17 @@ def _in_cache(path: Path) -> bool:
 
 
 def load(path: Path) -> Calibration:
-    """A calibration file, every field checked (see jsonfile.read_document); a ceiling that
-    is not a positive finite number is refused, as it would put a roof at zero or infinity."""
-    calibration = read_document(path, Calibration, SCHEMA, "calibration")
-    ceilings = {"dram": calibration.dram, "l2": calibration.l2, "l1": calibration.l1, **{
-        f"compute.{name}": c for name, c in calibration.compute.items()}, **{
-        f"dram_sweep[{i}]": c for i, c in enumerate(calibration.dram_sweep)}}
-    for name, ceiling in ceilings.items():
-        if ceiling and not (math.isfinite(ceiling.value) and ceiling.value > 0):
-            raise RooflintError(f"{path}: field '{name}.value' is {ceiling.value}, "
-                                "expected a positive number")
-    return calibration
+    """A calibration file, every field checked (see jsonfile.read_document): a ceiling is a
+    positive finite number, as anything else would put a roof at zero or infinity."""
+    return read_document(path, Calibration, SCHEMA, "calibration")
 
 
 def find(spec_id: str, driver: str | None = None) -> Calibration | None:
     """The cached calibration for this GPU (and driver, when known); the newest otherwise.
 
-    A damaged cached file (cut short by a full disk, edited by hand) is reported with the
-    way out, since the user never named it."""
+    A damaged cached file (cut short by a full disk, edited by hand), or one holding
+    another GPU's or driver's ceilings than its name says (copied over by hand), is
+    reported with the way out, since the user never named it."""
     directory = cache_dir() / "calibration"
     if driver:
         exact = default_path(spec_id, driver)
@@ -133,12 +126,21 @@ def find(spec_id: str, driver: str | None = None) -> Calibration | None:
     return _load_cached(candidates[-1]) if candidates else None
 
 
+WAY_OUT = "run `rooflint calibrate` again or delete it (explain --datasheet ignores it)"
+
+
 def _load_cached(path: Path) -> Calibration:
+    """The calibration at ``path``, which must be where `calibrate` saves its own: the
+    name is what find looks it up by."""
     try:
-        return load(path)
+        calibration = load(path)
     except RooflintError as exc:
-        raise RooflintError(f"{exc}; the cached calibration is damaged: run `rooflint calibrate` "
-                            "again or delete it (explain --datasheet ignores it)") from None
+        raise RooflintError(f"{exc}; the cached calibration is damaged: {WAY_OUT}") from None
+    if default_path(calibration.spec_id, calibration.gpu.driver).name != path.name:
+        raise RooflintError(
+            f"{path} holds the calibration of {calibration.spec_id} ({calibration.gpu.name}, "
+            f"driver {calibration.gpu.driver}), not the one its name says: {WAY_OUT}")
+    return calibration
 
 
 def roofs(spec: GpuSpec, precision: str, calibration: Calibration | None) -> Roofs:

@@ -9,22 +9,30 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shlex
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 import functools
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rooflint.errors import RooflintError
 from rooflint.gpus import PRECISIONS, find_spec, load_specs
 
+try:                       # typer carries its own copy of click since 0.2x
+    from typer._click.exceptions import NoSuchOption
+except ImportError:        # pragma: no cover - older typer, on click itself
+    from click.exceptions import NoSuchOption
+
 if TYPE_CHECKING:
     from rooflint.gate import Report
+    from rooflint.outputs import Named, Output
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
@@ -105,8 +113,12 @@ class Counters(str, Enum):
 
 
 def say(message: str) -> None:
-    """One line on stderr, as every rooflint error is printed."""
-    errors.print(f"rooflint: {message}", markup=False, highlight=False, soft_wrap=True)
+    """One line on stderr, as every rooflint error is printed: the one door for errors, so
+    the names from files that messages quote are made printable here (an escape sequence
+    in a variant's name would otherwise drive the terminal, a newline split the line)."""
+    from rooflint.printable import printable
+    errors.print(f"rooflint: {printable(message)}", markup=False, highlight=False,
+                 soft_wrap=True)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -165,28 +177,30 @@ def run(
                                 "top move, the lines of its .cu that move is about."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
-    from rooflint.measure.devices import parse_devices, visible_devices
+    from rooflint.measure.devices import device_indices, parse_devices, visible_devices
     from rooflint.measure.runner import timing_pools
+    from rooflint.run import RunOptions, check_inputs, parse_sizes, run as run_families
 
     to_stdout = json_path == STDOUT
     if source and counters == Counters.off:
         fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
     check_outputs(None if to_stdout else json_path, picture=svg)
+    if devices is not None:
+        device_indices(devices)    # nonsense is refused before any GPU is counted
     chosen = parse_devices(devices, visible_devices()) if devices is not None else None
+    options = RunOptions(targets=[target] if target else [], variants=variants or [],
+                         sizes=parse_sizes(size), gpu=gpu, cache=cache.value,
+                         timeout_s=timeout, json_path=None if to_stdout else json_path,
+                         counters=counters.value, devices=chosen, gpm=gpm, source=source)
+    manifests = check_inputs(options)   # every input mistake, before any worker starts
     pools = timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
     try:
         from rooflint.report import RunDisplay
-        from rooflint.run import RunOptions, parse_sizes, run as run_families
         screen = errors if to_stdout else console
-        options = RunOptions(targets=[target] if target else [], variants=variants or [],
-                             sizes=parse_sizes(size), gpu=gpu, cache=cache.value,
-                             timeout_s=timeout, json_path=None if to_stdout else json_path,
-                             counters=counters.value, devices=chosen, gpm=gpm,
-                             source=source)
         display = RunDisplay(screen, tables=True)
         try:
             with display:
-                result = run_families(options, display.listener(), pools)
+                result = run_families(options, display.listener(), pools, manifests)
         except KeyboardInterrupt:
             fail(interrupted_run(display.done, display.timed, options.json_path), 130)
     finally:
@@ -207,7 +221,36 @@ def run(
         raise typer.Exit(1)
 
 
-@app.command()
+class ProgramCommand(TyperCommand):
+    """`profile`'s parser. Without ``--``, the profiled program's own options
+    (``python -c``) reach rooflint's parser, which alone would say only "No such option:
+    -c"; an unknown option there is answered with where ``--`` goes."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        typed = list(args)          # the parser consumes ``args``
+        try:
+            return super().parse_args(ctx, args)
+        except NoSuchOption as exc:
+            start = self._program_start(ctx, typed)
+            if "--" in typed or exc.option_name in typed[:start]:
+                raise               # before the program: a misspelt rooflint option
+            fail(f"no such option {exc.option_name} for {ctx.command_path}; if it is the "
+                 f"program's, put -- before the program: {ctx.command_path} "
+                 f"{shlex.join([*typed[:start], '--', *typed[start:]])}")
+
+    def _program_start(self, ctx, args: list[str]) -> int:
+        """Where the program begins in ``args``: the first word that is neither one of
+        rooflint's options nor an option's value."""
+        valued = {name for param in self.get_params(ctx)
+                  if param.param_type_name == "option" and not param.is_flag
+                  for name in param.opts}
+        start = 0
+        while start < len(args) and args[start].startswith("-"):
+            start += 2 if args[start] in valued else 1
+        return start
+
+
+@app.command(cls=ProgramCommand)
 @one_line_errors
 def profile(
     command: List[str] = typer.Argument(..., help="The program to profile, after --: "
@@ -249,7 +292,7 @@ def profile(
                                             nvtx=nvtx, kernel=kernel, skip=skip, gpu=gpu,
                                             logs=str(logs) if logs else None,
                                             model=str(model) if model else None),
-                             lambda line: errors.print(f"rooflint: {line}", markup=False))
+                             say)
     render_run(console, result)
     if json_path:
         from rooflint.results import write_result
@@ -261,15 +304,27 @@ def profile(
         console.print(f"roofline drawn to {svg}", markup=False)
 
 
-def check_outputs(*paths: Optional[Path], picture: Optional[Path] = None) -> None:
-    """Refuse an output path that cannot be written before minutes of measuring, not after."""
-    from rooflint.jsonfile import require_directory
-    for path in paths:
-        if path:
-            require_directory(path)
-    if picture:
-        from rooflint.plotting import output_format
-        output_format(picture)
+def check_outputs(json_path: Optional[Path], picture: Optional[Path] = None) -> None:
+    """`run`'s and `profile`'s outputs, checked before minutes of measuring, not after:
+    --json replaces only a rooflint result, --svg only a picture of its format, and
+    both can be written (see rooflint.outputs)."""
+    from rooflint import outputs
+    asked = ([outputs.Output("--json", json_path, outputs.RESULT)] if json_path else []) + \
+        ([outputs.Output("--svg", picture, outputs.PICTURE)] if picture else [])
+    guard_outputs(asked)
+
+
+def guard_outputs(asked: Sequence[Output], inputs: Sequence[Named] = (),
+                  writable: bool = True) -> None:
+    """The guard every command runs first: nothing the user named is overwritten unless it
+    is the output asked for, of its kind (rooflint.outputs); with ``writable``, each
+    replaced output can be written, too (jsonfile.require_writable)."""
+    from rooflint.jsonfile import require_writable
+    from rooflint.outputs import refuse_overwrites
+    refuse_overwrites(asked, inputs)
+    for output in asked if writable else ():
+        if output.kind is not None:
+            require_writable(output.path)
 
 
 def interrupted_run(done: list[str], timed: list[str], json_path: Optional[Path]) -> str:
@@ -347,9 +402,9 @@ def gate(
     targets: Optional[List[str]] = typer.Argument(None, help="Families to measure now (default: all bundled)."),
     current: Optional[Path] = typer.Option(None, help="Judge this result file instead of measuring."),
     update: bool = typer.Option(False, help="Write the baseline from this run instead of judging."),
-    max_slowdown: Optional[str] = typer.Option(None, help="Time threshold, e.g. 5% (default 5%, or the manifest's)."),
-    max_bytes_growth: Optional[str] = typer.Option(None, help="DRAM-bytes threshold (default 2%)."),
-    max_flops_growth: Optional[str] = typer.Option(None, help="Counted-FLOPs threshold (default 2%)."),
+    max_slowdown: Optional[str] = typer.Option(None, help="Time threshold, a percentage: 5% (the default, or the manifest's)."),
+    max_bytes_growth: Optional[str] = typer.Option(None, help="DRAM-bytes threshold, a percentage (default 2%)."),
+    max_flops_growth: Optional[str] = typer.Option(None, help="Counted-FLOPs threshold, a percentage (default 2%)."),
     gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch.error, help="A baseline from another GPU: error or warn."),
     markdown: Optional[Path] = typer.Option(None, help="Also write a Markdown summary here."),
     junit: Optional[Path] = typer.Option(None, help="Also write JUnit XML here."),
@@ -363,17 +418,24 @@ def gate(
 
     from rooflint import baseline as baselines
     from rooflint.gate import evaluate, recheck as gate_recheck
+    from rooflint.printable import printable
     from rooflint.sides import remeasure_against
-    from rooflint.manifest import parse_fraction
     from rooflint.report import RunDisplay, render_gate
     from rooflint.results import read_result
     from rooflint.run import RunOptions, run as run_families
 
-    overrides = {k: parse_fraction(v) for k, v in (("max_slowdown", max_slowdown),
-                 ("max_bytes_growth", max_bytes_growth), ("max_flops_growth", max_flops_growth))
-                 if v is not None}
-    if current is None:     # measuring takes minutes: a report path must work first
-        check_outputs(baseline_path if update else None, markdown, junit)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    summary_path = Path(step_summary) if step_summary else None
+    guard_gate_files(baseline_path, current, update, markdown, junit, summary_path)
+    if current and targets:
+        fail(f"--current {current} is judged instead of measuring, so TARGET "
+             f"{' '.join(targets)} would be ignored: drop the targets, or drop --current")
+    unjudged = [option for option, path in (("--markdown", markdown), ("--junit", junit)) if path]
+    if update and unjudged:
+        fail(f"--update writes the baseline and judges nothing: drop {' and '.join(unjudged)}")
+    overrides = {key: threshold(f"--{key.replace('_', '-')}", value) for key, value in (
+        ("max_slowdown", max_slowdown), ("max_bytes_growth", max_bytes_growth),
+        ("max_flops_growth", max_flops_growth)) if value is not None}
     if current is None and not update and not baseline_path.exists():
         fail(f"no baseline at {baseline_path}; make one with: rooflint gate --update "
              f"--baseline {baseline_path}")
@@ -387,20 +449,47 @@ def gate(
     if update:
         baselines.write(measured, baseline_path)
         console.print(f"baseline written to {baseline_path}: {len(measured.entries)} variants "
-                      f"on {measured.gpu}, driver {measured.driver}", markup=False)
+                      f"on {printable(measured.gpu)}, driver {printable(measured.driver)}",
+                      markup=False)
         return
     reference = baselines.read(baseline_path)
     report = evaluate(reference, measured, overrides, gpu_mismatch.value)
     if recheck:
         report = gate_recheck(report, remeasure_against(reference, result))
     render_gate(console, report)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    written = write_gate_reports(report, markdown, junit,
-                                 Path(step_summary) if step_summary else None)
+    written = write_gate_reports(report, markdown, junit, summary_path)
     if not report.passed:
         raise typer.Exit(1)
     if not written:
         raise typer.Exit(2)
+
+
+def guard_gate_files(baseline: Path, current: Path | None, update: bool, markdown: Path | None,
+                     junit: Path | None, step_summary: Path | None) -> None:
+    """The gate's files, guarded: with --update it writes the baseline (from --current, if
+    given); otherwise it reads the baseline (and --current) and writes the reports. With
+    --current, a report that cannot be written is said after the verdict; measuring takes
+    minutes, so then every path must work first."""
+    from rooflint import outputs
+    read = [outputs.Named("--current", current)] if current else []
+    if update:
+        written = [outputs.Output("--baseline", baseline, outputs.BASELINE)]
+    else:
+        read.append(outputs.Named("--baseline", baseline))
+        written = [outputs.Output(option, path, kind) for option, path, kind in (
+            ("--markdown", markdown, outputs.GATE_SUMMARY), ("--junit", junit, outputs.JUNIT),
+            ("GITHUB_STEP_SUMMARY", step_summary, None)) if path]
+    guard_outputs(written, read, writable=current is None)
+
+
+def threshold(option: str, value: str) -> float:
+    """A gate threshold typed on the command line (``--max-slowdown 5%``) as a fraction;
+    an error names the option."""
+    from rooflint.manifest import parse_fraction
+    try:
+        return parse_fraction(value)
+    except RooflintError as exc:
+        raise RooflintError(f"{option} {exc}") from None
 
 
 def write_gate_reports(report: Report, markdown: Path | None, junit: Path | None,
@@ -438,7 +527,11 @@ def calibrate(
     from rooflint.report import render_calibration
     from rooflint.run import device_spec
 
-    check_outputs(output)
+    if gpu:
+        find_spec(gpu, load_specs())     # a typo is said now, not after the measuring
+    if output:
+        from rooflint.outputs import CALIBRATION, Output
+        guard_outputs([Output("--output", output, CALIBRATION)])
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("calibrating", total=None)
@@ -472,9 +565,11 @@ def plot(
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
     from rooflint import plotting
+    from rooflint.outputs import PICTURE, Named, Output
     from rooflint.results import read_result
 
-    plotting.output_format(output)              # a bad path fails before any file is read
+    # a bad or precious path fails before any file is read
+    guard_outputs([Output("--output", output, PICTURE)], [Named("RESULT", p) for p in results])
     plotting.save(plotting.figure([read_result(p) for p in results], variant or None,
                                   trajectory), output)
     console.print(f"roofline drawn to {output}", markup=False)
@@ -499,11 +594,13 @@ def compare(
     from dataclasses import asdict
 
     from rooflint.comparison import compare as compare_variants
-    from rooflint.manifest import parse_fraction
+    from rooflint.printable import printable
     from rooflint.report import render_comparison
     from rooflint.sides import gpu_warning, resolve_pairs, split_side, unmatched
 
-    gap = parse_fraction(max_slowdown) if max_slowdown is not None else None
+    gap = threshold("--max-slowdown", max_slowdown) if max_slowdown is not None else None
+    if gpu:
+        find_spec(gpu, load_specs())     # an unknown id is an error, whatever the sides are
 
     with Progress(TextColumn("{task.description}"), console=console, transient=True) as bar:
         bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
@@ -522,12 +619,12 @@ def compare(
             for c in comparisons]}, indent=1))
         return
     if warning:
-        errors.print(f"rooflint: {warning}", style="bold yellow", markup=False)
+        errors.print(f"rooflint: {printable(warning)}", style="bold yellow", markup=False)
     for comparison in comparisons:
         render_comparison(console, comparison)
     for what, names in (("only in A (vanished in B)", vanished), ("only in B (new)", new)):
         if names:
-            console.print(f"{what}: {', '.join(names)}", markup=False)
+            console.print(f"{what}: {printable(', '.join(names))}", markup=False)
 
 
 @app.command()

@@ -19,6 +19,7 @@ variant's stated expectation held.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -224,8 +225,12 @@ def attribution(a: VariantResult, b: VariantResult) -> Attribution:
 
 
 def _ratio(after: float, before: float) -> float | None:
-    """after / before; None when there was nothing before (a side that moved no bytes)."""
-    return after / before if before else None
+    """after / before; None when a side has none of it (a copy does no arithmetic, a side
+    may move no DRAM bytes) or an unbounded amount (the intensity of a side that moved no
+    DRAM bytes): no proportion between the two to state."""
+    if not (after and before) or math.isinf(after) or math.isinf(before):
+        return None
+    return after / before
 
 
 def applied_roof(v: VariantResult) -> str:
@@ -239,11 +244,9 @@ def applied_roof(v: VariantResult) -> str:
 def movement(a: VariantResult, b: VariantResult) -> dict[str, float | str | None]:
     """How the dot moved from A to B: right (intensity), up (FLOP/s), roof, verdict."""
     pa, pb = a.point, b.point
-    right = pb.observed_ai / pa.observed_ai if pa.observed_ai else None
-    up = pb.achieved_flops / pa.achieved_flops if pa.achieved_flops else None
     return {
-        "right": right,                                    # x in observed AI
-        "up": up,                                          # x in achieved FLOP/s
+        "right": _ratio(pb.observed_ai, pa.observed_ai),   # x in observed AI
+        "up": _ratio(pb.achieved_flops, pa.achieved_flops),  # x in achieved FLOP/s
         "bandwidth": _ratio(pb.achieved_bandwidth, pa.achieved_bandwidth),
         "roof_before": applied_roof(a), "roof_after": applied_roof(b),
         "verdict_before": a.verdict.bound, "verdict_after": b.verdict.bound,
@@ -336,9 +339,10 @@ def reconcile(v: VariantResult, other: VariantResult) -> str | None:
     how bytes, intensity and time moved, and whether a byte cut paid, with the reason."""
     if not (v.point and other.point):
         return None
-    intensity = (f", observed AI {v.point.observed_ai / other.point.observed_ai:.2f}x"
-                 if other.point.observed_ai else "")
-    text = (f"vs {other.name}: DRAM bytes {v.point.dram_bytes / other.point.dram_bytes:.2f}x"
-            f"{intensity}, time {v.time.median_s / other.time.median_s:.2f}x")
+    ratios = {"DRAM bytes": _ratio(v.point.dram_bytes, other.point.dram_bytes),
+              "observed AI": _ratio(v.point.observed_ai, other.point.observed_ai),
+              "time": _ratio(v.time.median_s, other.time.median_s)}
+    text = f"vs {other.name}: " + ", ".join(f"{what} {ratio:.2f}x"
+                                             for what, ratio in ratios.items() if ratio)
     verdict = byte_cut(v, other)
     return f"{text}; {verdict}" if verdict else text

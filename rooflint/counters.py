@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rooflint.sense import Amount, Count
 from rooflint.units import format_bytes
 
 FLOP_MISMATCH = 0.25      # counted vs model FLOPs differing by more than this is reported
@@ -28,26 +29,26 @@ class Counters:
     """One variant's launches, summed (bytes, FLOPs, time) or duration-weighted (ratios)."""
 
     kernels: list[str]
-    duration_s: float
-    dram_read: float
-    dram_write: float
-    l2_bytes: float
-    l1_bytes: float
-    local_bytes: float                      # spill traffic through L1 (local loads + stores)
-    flops: dict[str, float]                 # counted, per precision; zero entries left out
-    occupancy_pct: float                    # achieved: active warps / maximum, %
-    waves: float                            # of the largest launch
-    registers_per_thread: int               # the most any launch uses
-    grid_size: int                          # blocks of the largest launch
-    stalls: dict[str, float] = field(default_factory=dict)  # cycles per issued instruction
-    xu_pipe_pct: float = 0.0                # special-function pipe, % of its peak (0: not read)
-    tensor_pipe_pct: float = 0.0            # tensor pipe busy, % of active cycles (0: not read)
-    l1_pct: float = 0.0                     # L1/shared-memory throughput, % of its peak
-    shared_loads: float = 0.0               # shared-memory load instructions (per warp)
-    shared_wavefronts: float = 0.0          # shared-memory data-pipe wavefronts
-    bank_conflicts: float = 0.0             # of those, extra wavefronts from bank conflicts
-    hmma_instructions: float = 0.0          # mma.sync tensor instructions (per warp)
-    gmma_instructions: float = 0.0          # wgmma (Hopper warpgroup) tensor instructions
+    duration_s: Amount
+    dram_read: Amount
+    dram_write: Amount
+    l2_bytes: Amount
+    l1_bytes: Amount
+    local_bytes: Amount                     # spill traffic through L1 (local loads + stores)
+    flops: dict[str, Amount]                # counted, per precision; zero entries left out
+    occupancy_pct: Amount                   # achieved: active warps / maximum, %
+    waves: Amount                           # of the largest launch
+    registers_per_thread: Count             # the most any launch uses
+    grid_size: Count                        # blocks of the largest launch
+    stalls: dict[str, Amount] = field(default_factory=dict)  # cycles per issued instruction
+    xu_pipe_pct: Amount = 0.0               # special-function pipe, % of its peak (0: not read)
+    tensor_pipe_pct: Amount = 0.0           # tensor pipe busy, % of active cycles (0: not read)
+    l1_pct: Amount = 0.0                    # L1/shared-memory throughput, % of its peak
+    shared_loads: Amount = 0.0              # shared-memory load instructions (per warp)
+    shared_wavefronts: Amount = 0.0         # shared-memory data-pipe wavefronts
+    bank_conflicts: Amount = 0.0            # of those, extra wavefronts from bank conflicts
+    hmma_instructions: Amount = 0.0         # mma.sync tensor instructions (per warp)
+    gmma_instructions: Amount = 0.0         # wgmma (Hopper warpgroup) tensor instructions
 
     @property
     def dram_bytes(self) -> float:

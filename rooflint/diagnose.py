@@ -9,13 +9,18 @@ ruled-out traps come from the catalog in moves.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from rooflint import moves as catalog
 from rooflint.causes import CAUSES
-from rooflint.evidence import THRESHOLDS, Evidence, LaunchFacts, gather, pct
+from rooflint.evidence import BOUNDS, THRESHOLDS, Evidence, LaunchFacts, gather, pct
 from rooflint.counters import Counters
-from rooflint.roofline import Point
+from rooflint.roofline import LEVELS, Point
+from rooflint.sense import Amount, one_of
 from rooflint.units import format_rate
+
+Bound = Annotated[str, one_of(BOUNDS)]
+
 
 @dataclass
 class Cause:
@@ -30,15 +35,15 @@ class Move:
     action: str
     reason: str     # the evidence that selected it
     expect: str     # movement on the chart
-    gain: float | None = None   # at most this many times faster (moves.gain)
+    gain: Amount | None = None  # at most this many times faster (moves.gain)
     gain_from: str = ""         # "evidence": its own numbers; "roof": the nearest roof's distance
 
 
 @dataclass
 class Verdict:
-    bound: str                      # bandwidth | compute | chain
+    bound: Bound
     summary: str
-    level: str | None = None        # the memory level that binds a bandwidth-bound kernel
+    level: Annotated[str, one_of(LEVELS)] | None = None   # binds a bandwidth-bound kernel
     causes: list[Cause] = field(default_factory=list)
     moves: list[Move] = field(default_factory=list)
     ruled_out: list[str] = field(default_factory=list)   # tempting moves that do not apply

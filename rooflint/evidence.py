@@ -17,8 +17,10 @@ from rooflint.counters import Counters
 from rooflint.roofline import Point
 from rooflint.units import format_bytes, format_rate, format_time
 
+BOUNDS = ("bandwidth", "compute", "chain")     # what classify can answer
 BOUND_THRESHOLD = 0.60          # fraction of a roof that counts as "at" it (Nsight Compute's)
 NEAR_ROOF = 0.90                # above this, little headroom is left on that roof
+AT_ROOF = 0.80                  # a roof this near is reached: compute here is the bound
 EXTRA_TRAFFIC = 0.80            # compulsory/measured bytes under this: traffic worth cutting
 CACHE_REUSE = 1 / 0.90          # compulsory/measured bytes above this: served from cache
 SHORT_KERNEL_S = 10e-6          # a few eager launches (~4 us each from CuPy) long
@@ -33,6 +35,7 @@ BANK_CONFLICT_SHARE = 0.25      # extra wavefronts per shared-memory wavefront: 
 THRESHOLDS = {
     "bound_at_fraction_of_roof": BOUND_THRESHOLD,
     "near_roof_fraction": NEAR_ROOF,
+    "at_roof_fraction": AT_ROOF,
     "extra_traffic_below_fraction": EXTRA_TRAFFIC,
     "short_kernel_s": SHORT_KERNEL_S,
     "graph_speedup": GRAPH_SPEEDUP,
@@ -92,7 +95,12 @@ def classify(point: Point, l2_fraction: float = 0.0, l1_fraction: float = 0.0) -
 
     The memory roof is the nearest of DRAM's, L2's (when the data lives in L2: a kernel
     that streams a 16 MiB working set many times is bandwidth-bound at 5 % of DRAM) and
-    L1's (loads served from L1 and shared memory: a naive SGEMM at 1 % of DRAM)."""
+    L1's (loads served from L1 and shared memory: a naive SGEMM at 1 % of DRAM). A kernel
+    within AT_ROOF of its compute roof is compute-bound even where a memory level
+    is as near its own (a cuBLAS GEMM at 85 % of the bf16 roof with L2 at 90 %): its data
+    already moves as fast as its math needs, and no byte cut would make it faster."""
+    if point.compute_fraction >= AT_ROOF:
+        return "compute"
     memory = max(point.dram_fraction, l2_fraction, l1_fraction)
     if memory >= BOUND_THRESHOLD and memory >= point.compute_fraction:
         return "bandwidth"

@@ -10,7 +10,9 @@ deterministic signals are tight: measured DRAM bytes and counted FLOPs may grow 
 2 %, registers per thread and spill bytes not at all. A wrong result always regresses. A
 variant that leaves its roof (bandwidth-bound becoming chain-bound) is reported even when
 its time is within the threshold. Variants only in the current run are ``new``; ones only
-in the baseline are ``missing`` and fail the gate (a vanished kernel hides whatever it did).
+in the baseline, or skipped in this run, are ``missing`` and fail the gate (a vanished
+kernel hides whatever it did). A baseline or result the gate could not judge by (NaN
+samples, no entries, an unknown status) never reaches it: reading refuses it (exit 2).
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ def _decide(base: Entry, cur: Entry, t: dict[str, float]) -> Row:
     if cur.status in ("fail", "error"):
         row.outcome = "regressed"
         row.reasons.append(f"correctness: {cur.status.upper()}")
+        return row
+    if base.status == "ok" and cur.status == "skipped":
+        row.outcome = "missing"         # not measured now: as unjudged as a vanished kernel
+        row.reasons.append("skipped in this run: not measured (the result says why)")
         return row
     if cur.status != "ok" or base.status != "ok":
         row.warnings.append(f"not compared: baseline {base.status}, now {cur.status}")

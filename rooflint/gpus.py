@@ -7,13 +7,17 @@ runs at is often lower and a peak at the wrong clock misplaces every roof.
 
 from __future__ import annotations
 
+import difflib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 from rooflint import yamlfile
 from rooflint.errors import RooflintError
 from rooflint.paths import SPECS_DIR
+from rooflint.sense import PLAIN_ID, Amount, Count, Size, one_of
 
 SPEC_KEYS = ("id", "name", "nvml_names", "architecture", "compute_capability", "sms",
              "boost_clock_mhz", "memory", "l2_mib", "peaks", "source", "notes")
@@ -24,6 +28,7 @@ PRECISIONS = (
     "fp64", "fp64-tensor", "fp32", "fp16",
     "tf32-tensor", "fp16-tensor", "bf16-tensor", "fp8-tensor", "int8-tensor",
 )
+Precision = Annotated[str, one_of(PRECISIONS)]     # a roof a kernel is judged against
 
 
 @dataclass(frozen=True)
@@ -66,13 +71,13 @@ class GpuSpec:
 @dataclass
 class DeviceInfo:
     name: str
-    index: int
+    index: Count
     compute_capability: str
-    sms: int
-    l2_bytes: int
-    memory_bytes: int
-    max_sm_clock_mhz: float | None
-    max_mem_clock_mhz: float | None
+    sms: Size
+    l2_bytes: Size
+    memory_bytes: Size
+    max_sm_clock_mhz: Amount | None
+    max_mem_clock_mhz: Amount | None
     driver: str
     cuda_runtime: str
     cupy: str
@@ -93,10 +98,19 @@ def _require(data: dict, key: str, path: Path, where: str = "") -> object:
 
 
 def _number(data: dict, key: str, path: Path, where: str = "") -> float:
+    """A positive finite number (YAML's .nan and .inf are numbers too)."""
     value = _require(data, key, path, where)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not (math.isfinite(value) and value > 0):
         raise RooflintError(f"{path}: field '{where}{key}' must be a positive number, got {value!r}")
     return float(value)
+
+
+def _whole(data: dict, key: str, path: Path) -> int:
+    value = _number(data, key, path)
+    if not value.is_integer():
+        raise RooflintError(f"{path}: field '{key}' must be a whole number, got {value!r}")
+    return int(value)
 
 
 def _parse_peaks(raw: object, path: Path) -> dict[str, Peak]:
@@ -135,6 +149,8 @@ def load_spec(path: Path) -> GpuSpec:
     if not isinstance(nvml_names, list) or not nvml_names:
         raise RooflintError(f"{path}: field 'nvml_names' must be a non-empty list")
     spec_id = str(_require(data, "id", path))
+    if problem := PLAIN_ID.problem(spec_id):
+        raise RooflintError(f"{path}: field 'id' {problem}")
     if spec_id != path.stem:
         raise RooflintError(f"{path}: field 'id' is {spec_id!r} but the file is named {path.name}")
     return GpuSpec(
@@ -143,7 +159,7 @@ def load_spec(path: Path) -> GpuSpec:
         nvml_names=tuple(str(n) for n in nvml_names),
         architecture=str(_require(data, "architecture", path)),
         compute_capability=str(_require(data, "compute_capability", path)),
-        sms=int(_number(data, "sms", path)),
+        sms=_whole(data, "sms", path),
         boost_clock_mhz=_number(data, "boost_clock_mhz", path),
         memory_type=str(_require(memory, "type", path, "memory.")),
         memory_gb=_number(memory, "size_gb", path, "memory."),
@@ -171,7 +187,22 @@ def find_spec(spec_id: str, specs: list[GpuSpec]) -> GpuSpec:
     matched = match_device(spec_id, specs)
     if matched:
         return matched
-    raise RooflintError(f"unknown GPU {spec_id!r}; known: {', '.join(s.id for s in specs)}")
+    near = _near(spec_id, specs)
+    guess = f"did you mean {' or '.join(near)}? " if near else ""
+    raise RooflintError(f"unknown GPU {spec_id!r}; {guess}known: {', '.join(s.id for s in specs)}")
+
+
+def _near(text: str, specs: list[GpuSpec]) -> list[str]:
+    """The ids ``text`` may have meant: those it starts or is part of (``h100``: h100-sxm,
+    h100-pcie), of a GPU whose name holds it or whose family it names (``hopper``), else
+    one spelt alike."""
+    wanted = normalize_name(text)
+    if not wanted:
+        return []
+    near = [s.id for s in specs
+            if wanted in normalize_name(s.id) or wanted in normalize_name(s.name)
+            or wanted == normalize_name(s.architecture)]
+    return near or difflib.get_close_matches(text.lower(), [s.id for s in specs], n=2)
 
 
 def match_device(device_name: str, specs: list[GpuSpec]) -> GpuSpec | None:

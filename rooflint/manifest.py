@@ -26,21 +26,31 @@ measurement worker runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
+import ast
+import contextlib
+import importlib.util
 import math
+import re
+import sys
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
-from rooflint import yamlfile
+from rooflint import compile_options, yamlfile
 from rooflint.errors import RooflintError
+from rooflint.evidence import BOUNDS
+from rooflint.jsonfile import not_a_file
 from rooflint.expressions import Number, evaluate
 from rooflint.gpus import PRECISIONS
+from rooflint.measure import build
 from rooflint.units import format_params
 from rooflint.measure.protocol import (
     REFERENCE_FILE, ArgJob, BufferJob, FamilyJob, LaunchJob, TimingJob, VariantJob,
+    uses_torch,
 )
 
 MANIFEST_NAME = "kernel.yaml"
@@ -48,7 +58,6 @@ ROLES = ("in", "out", "inout")
 SCALAR_TYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
           "uint32", "uint16", "uint8")
-BOUNDS = ("bandwidth", "compute", "chain")
 MOVES = ("up", "right")
 COMPILERS = ("auto", "nvrtc", "nvcc")   # auto: NVRTC, and nvcc for what NVRTC cannot build
 GATE_KEYS = ("max_slowdown", "max_bytes_growth", "max_flops_growth")
@@ -65,6 +74,10 @@ VARIANT_KEYS = ("description", "source", "python", "baseline", "launches", "opti
 LAUNCH_KEYS = ("entry", "grid", "block", "shared_mem", "args")
 EXPECT_KEYS = ("bound", "faster_than", "move")
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
+# A kernel's name, qualified or a template expression (``ns::k``, ``sgemm<64, (unsigned)8>``):
+# one line of C++ that rooflint writes into the unit it compiles, so nothing that could end
+# that line or statement (newlines, ``;``, braces, ``#``, quotes).
+ENTRY = re.compile(r"[\w:<>,()*&+\-./ ]+")
 
 
 @dataclass
@@ -100,6 +113,7 @@ class PythonCall:
 
     module: Path                   # reference.py or the module.py the manifest names
     function: str
+    field: str = "python"          # the manifest field naming it, for errors
 
 
 @dataclass
@@ -115,10 +129,11 @@ class Variant:
     reference: str
     tolerance: float
     precision: str
-    options: list[str]
+    options: list[str]             # as the compiler gets them: allowed ones, paths absolute
     compiler: str
     expect: Expectation
     gate: dict[str, float] = field(default_factory=dict)   # thresholds for `rooflint gate`
+    reference_field: str = "reference"   # where its reference was named: here or family-wide
 
 
 @dataclass
@@ -210,7 +225,7 @@ class _Reader:
 def find_manifest(target: str | Path) -> Path:
     """``kernels/gemm_fp32``, ``path/to/kernel.yaml`` or a bundled family name."""
     path = Path(target)
-    if path.is_dir():
+    if path.is_dir() and path.name != MANIFEST_NAME:   # a directory named so is a mistake to name
         path = path / MANIFEST_NAME
     elif not path.exists():
         from rooflint.paths import KERNELS_DIR
@@ -218,6 +233,9 @@ def find_manifest(target: str | Path) -> Path:
         if bundled.exists():
             return bundled
     if not path.is_file():
+        instead = not_a_file(path)
+        if instead:
+            raise RooflintError(f"{path} {instead}; a kernel manifest is a {MANIFEST_NAME} file")
         raise RooflintError(f"no kernel manifest at {target} (expected a directory with "
                             f"{MANIFEST_NAME}, a {MANIFEST_NAME} file, or a bundled family name)")
     if path.suffix in SOURCE_SUFFIXES:
@@ -269,22 +287,41 @@ def load_manifest(target: str | Path) -> Manifest:
         params=params,
         buffers=buffers,
         variants=variants,
-        prepare=data.get("prepare"),
+        prepare=(_function_name(r, data["prepare"], "prepare")
+                 if data.get("prepare") is not None else None),
     )
 
 
 def parse_fraction(value: Any) -> float:
-    """``5%`` or ``0.05`` -> 0.05 (thresholds read as people write them): a finite,
-    non-negative fraction, since a negative threshold would fail every variant."""
+    """A threshold, ``5%``, as the fraction 0.05. It is written with ``%`` and nothing else
+    is read: a bare ``5`` could mean 5 % or 500 % (rooflint once read it as the fraction
+    5, so ``--max-slowdown 5`` let a kernel get six times slower), and ``0.05`` reads as
+    0.05 % to some. It is finite and zero or more, since a negative one fails every
+    variant. The error starts with "is" so that callers put the option or field first."""
     text = str(value).strip()
+    number = _number(text.removesuffix("%"))
+    if number is None:
+        raise RooflintError(f"is {value!r}, not a percentage (write e.g. 5%)")
+    if not math.isfinite(number) or number < 0:
+        raise RooflintError(f"is {value!r}: a threshold is a finite percentage, zero or more "
+                            f"(e.g. 5%)")
+    if not text.endswith("%"):
+        raise RooflintError(f"is {value!r}, a bare number: write the threshold as a "
+                            f"percentage, e.g. {_as_percentage(number, text)}")
+    return number / 100
+
+
+def _number(text: str) -> float | None:
     try:
-        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        return float(text)
     except ValueError:
-        raise RooflintError(f"{value!r} is not a fraction (write 5% or 0.05)") from None
-    if not math.isfinite(fraction) or fraction < 0:
-        raise RooflintError(f"{value!r} is not a threshold: it must be zero or more "
-                            f"(write 5% or 0.05)")
-    return fraction
+        return None
+
+
+def _as_percentage(number: float, text: str) -> str:
+    """What a bare number most likely meant: 0.05 was a fraction (as rooflint once read
+    it), so 5%; 5 was 5%."""
+    return f"{number * 100:g}%" if 0 < number < 1 else f"{text}%"
 
 
 def _gate(r: _Reader, raw: Any, where: str) -> dict[str, float]:
@@ -293,10 +330,13 @@ def _gate(r: _Reader, raw: Any, where: str) -> dict[str, float]:
     if unknown:
         raise r.fail(f"{where}.{sorted(unknown)[0]}", f"is not a gate threshold "
                      f"({', '.join(GATE_KEYS)})")
-    try:
-        return {key: parse_fraction(value) for key, value in raw.items()}
-    except RooflintError as exc:
-        raise r.fail(where, str(exc)) from None
+    thresholds = {}
+    for key, value in raw.items():
+        try:
+            thresholds[key] = parse_fraction(value)
+        except RooflintError as exc:
+            raise r.fail(f"{where}.{key}", str(exc)) from None
+    return thresholds
 
 
 def _buffer(r: _Reader, name: str, spec: Any) -> Buffer:
@@ -333,25 +373,41 @@ def _range(r: _Reader, value: Any, dtype: np.dtype, where: str) -> tuple[float, 
     return low, high
 
 
-INCLUDE_FLAGS = ("-I", "--include-path=")
-
-
 def _options(r: _Reader, raw: Any, where: str, directory: Path) -> list[str]:
-    """Compiler options, an include directory given relative (``-Iinclude``,
-    ``-I include``, ``--include-path=include``) made relative to the manifest's directory,
-    not to wherever rooflint was started: a family is a directory one can move or share."""
+    """Compiler options, each one `compile_options.FLAGS` allows (anything else is refused
+    here, naming it); a relative path (``-Iinclude``, ``-I include``) is made relative to
+    the manifest's directory, not to wherever rooflint was started: a family is a directory
+    one can move or share."""
     if not isinstance(raw, list):
         raise r.fail(where, "must be a list of compiler options")
-    options = [str(o) for o in raw]
-    resolved = []
-    for i, option in enumerate(options):
-        after_flag = i > 0 and options[i - 1] in ("-I", "--include-path")
-        flag = next((f for f in INCLUDE_FLAGS if option.startswith(f) and option != f), "")
-        path = option[len(flag):] if flag else option if after_flag else None
-        if path is not None and not Path(path).is_absolute():
-            option = flag + str(directory / path)
-        resolved.append(option)
-    return resolved
+    try:
+        options = compile_options.parse([str(o) for o in raw])
+    except compile_options.OptionError as exc:
+        raise r.fail(f"{where}[{exc.index}]", f"is {exc.written!r}: {exc.problem}") from None
+    return [item for option in options
+            for item in _in_family(r, option, f"{where}[{option.index}]", directory).items]
+
+
+def _in_family(r: _Reader, option: compile_options.Option, where: str, directory: Path
+               ) -> compile_options.Option:
+    """A path option made absolute, if it names a directory (``-I``) or file
+    (``-include``) inside the family's directory or the CUDA toolkit's include directory,
+    symbolic links and ``..`` resolved: the compiler may read nothing else."""
+    if not option.is_path:
+        return option
+    if not compile_options.plain(option.value):
+        raise r.fail(where, f"is {' '.join(option.items)!r}: a path in options may not hold "
+                            f"spaces, quotes, $, backquotes or backslashes")
+    path = directory / option.value
+    roots = (directory.resolve(), *build.toolkit_include_dirs())
+    kind = "directory" if option.flag.value is compile_options.Value.DIRECTORY else "file"
+    if not any(path.resolve().is_relative_to(root) for root in roots):
+        raise r.fail(where, f"is {' '.join(option.items)!r}: {option.spelling} takes a {kind} "
+                            f"inside the family's directory ({directory}) or the CUDA "
+                            f"toolkit's include directory; {option.value} is {path.resolve()}")
+    if not (path.is_dir() if kind == "directory" else path.is_file()):
+        raise r.fail(where, f"is {' '.join(option.items)!r}: {path} is not a {kind}")
+    return replace(option, value=str(path))
 
 
 def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set[str],
@@ -396,7 +452,7 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         baseline=baseline,
         flops=model("flops"),
         bytes=model("bytes"),
-        reference=str(model("reference")),
+        reference=_function_name(r, model("reference"), field_of("reference")),
         tolerance=r.number(model("tolerance"), field_of("tolerance"), "1e-5"),
         precision=r.choice(model("precision"), PRECISIONS, field_of("precision")),
         options=options,
@@ -405,7 +461,15 @@ def _variant(r: _Reader, name: str, spec: Any, defaults: dict, buffer_names: set
         expect=Expectation(bound=bound, faster_than=expect.get("faster_than"),
                            move=r.choice(expect["move"], MOVES, where + "expect.move")
                            if expect.get("move") else None),
+        reference_field=field_of("reference"),
     )
+
+
+def _function_name(r: _Reader, value: Any, where: str) -> str:
+    """A function of reference.py (a reference or ``prepare``), named as Python names it."""
+    if not (isinstance(value, str) and value.isidentifier()):
+        raise r.fail(where, f"is {value!r}; expected the name of a function in {REFERENCE_FILE}")
+    return value
 
 
 _ONE_KIND = ("needs exactly one of 'source' (a .cu file with launches), 'python' (FUNCTION in "
@@ -426,6 +490,9 @@ def _kind(r: _Reader, spec: dict, where: str, directory: Path
         raise r.fail(where.rstrip("."), _ONE_KIND)
     if source is not None and not isinstance(source, str):
         raise r.fail(where + "source", f"is {source!r}; expected the name of a .cu file")
+    if source is not None and build.SHELL_ACTIVE.search(source):
+        raise r.fail(where + "source", f"is {source!r}: nvcc's shell would expand its $, `, "
+                                       f"\" or \\; rename the file")
     if source is not None and not (directory / source).is_file():
         raise r.fail(where + "source", f"names {source}, which is not in {directory}")
     if shorthand:
@@ -443,9 +510,12 @@ def _python_call(r: _Reader, value: Any, where: str, directory: Path) -> PythonC
     module = module if sep else REFERENCE_FILE
     if not (function.isidentifier() and module.endswith(".py")):
         raise r.fail(where, f"is {value!r}; {_PYTHON_FORM}")
+    if sep and not (directory / module).resolve().is_relative_to(directory.resolve()):
+        raise r.fail(where, f"names {module}, which is outside the family's directory "
+                            f"({directory}): a python variant runs the family's own code")
     if sep and not (directory / module).is_file():
         raise r.fail(where, f"names {module}, which is not in {directory}")
-    return PythonCall(module=directory / module, function=function)
+    return PythonCall(module=directory / module, function=function, field=where)
 
 
 def _launch(r: _Reader, where: str, raw: Any, buffer_names: set[str]) -> Launch:
@@ -455,8 +525,12 @@ def _launch(r: _Reader, where: str, raw: Any, buffer_names: set[str]) -> Launch:
         raise r.fail(where + "args", "must be a list")
     for i, arg in enumerate(args):
         _check_arg(r, f"{where}args[{i}]", arg, buffer_names)
+    entry = str(r.get(raw, "entry", where))
+    if not ENTRY.fullmatch(entry):
+        raise r.fail(where + "entry", f"is {entry!r}; expected a kernel's name as the source "
+                                      f"writes it, e.g. scale or \"sgemm<64, 8>\"")
     return Launch(
-        entry=str(r.get(raw, "entry", where)),
+        entry=entry,
         grid=r.expr_list(r.get(raw, "grid", where), where + "grid"),
         block=r.expr_list(r.get(raw, "block", where), where + "block"),
         shared_mem=raw.get("shared_mem", 0),
@@ -484,7 +558,8 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
     ``device`` adds names such as ``num_sms`` that launch geometry may use, so a
     grid-stride kernel can be sized to fill whatever GPU it runs on. Whatever a size
     makes impossible (an empty buffer, a zero grid, a block over 1024 threads) is refused
-    here, naming the field, before any GPU work.
+    here, naming the field, before any GPU work. Without ``device`` (`check_sizes`), an
+    expression that names a device value is left for the call that has it.
     """
     unknown = set(overrides) - set(manifest.params)
     if unknown:
@@ -492,7 +567,7 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
                             f"(parameters: {', '.join(manifest.params) or 'none'})")
     params = {**manifest.params, **overrides}
     names = {**device, **params}
-    at = _Resolver(manifest.path, names)
+    at = _Resolver(manifest.path, names, frozenset(DEVICE_NAMES) - set(names))
     chosen = select_variants(manifest, variants)
     buffers = [_resolve_buffer(b, at) for b in manifest.buffers]
     jobs, models = [], {}
@@ -522,17 +597,40 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
     return ResolvedFamily(manifest=manifest, params=params, job=job, models=models)
 
 
+def check_sizes(manifest: Manifest, overrides: dict[str, Number],
+                variants: list[str] | None = None) -> None:
+    """Refuse, before any worker starts, every size `resolve` refuses that does not depend
+    on the device (a zero, negative or fractional shape, grid or block; a block or grid
+    over CUDA's limits); one that names ``num_sms`` is checked once the device is known."""
+    resolve(manifest, overrides, {}, TimingJob(), variants)
+
+
+DEVICE_NAMES = ("num_sms",)    # names only the device can give a value to
 MAX_THREADS_PER_BLOCK = 1024   # every CUDA GPU since Fermi
+MAX_BLOCK = (1024, 1024, 64)   # x, y, z threads of a block
+MAX_GRID = (2**31 - 1, 65535, 65535)   # x, y, z blocks of a grid (compute capability >= 3.0)
 
 
 @dataclass
 class _Resolver:
-    """Evaluates a manifest's expressions with the sizes bound; errors name file and field."""
+    """Evaluates a manifest's expressions with the sizes bound; errors name file and field.
+
+    An expression naming one of ``waiting`` (device names not known yet) stands for the
+    least value its field allows, so that only what fails whatever the device is refused.
+    """
 
     path: Path
     names: dict[str, Number]
+    waiting: frozenset[str] = frozenset()
+
+    def needs_device(self, expression: str | Number) -> bool:
+        """Whether ``expression`` names a value the device has not given yet."""
+        return (isinstance(expression, str)
+                and not self.waiting.isdisjoint(re.findall(r"[A-Za-z_]\w*", expression)))
 
     def value(self, expression: str | Number, where: str) -> Number:
+        if self.needs_device(expression):
+            return 0
         try:
             return evaluate(expression, self.names)
         except RooflintError as exc:
@@ -548,6 +646,8 @@ class _Resolver:
 
     def count(self, expression: str | Number, where: str, minimum: int = 1) -> int:
         """A whole number of elements, blocks, threads or bytes, at least ``minimum``."""
+        if self.needs_device(expression):
+            return minimum
         value = self.value(expression, where)
         if value != int(value) or value < minimum:
             raise RooflintError(f"{self.path}: '{where}' is {expression!r} = {value:g}; "
@@ -557,6 +657,104 @@ class _Resolver:
     def _sizes(self) -> str:
         shown = format_params(self.names)
         return f" (with {shown})" if shown else ""
+
+
+def check_code(manifest: Manifest, variants: list[str] | None = None) -> None:
+    """Refuse, before any worker starts, a function the chosen variants need that its
+    module cannot give: reference.py missing, a syntax error, a function not defined,
+    reference.py raising when imported. reference.py is imported (what it imports, numpy
+    usually, is loaded already) unless it imports PyTorch or Triton, which take seconds;
+    such a file and python variants' modules are read, not run (a variant whose library is
+    missing is skipped when it runs, not refused)."""
+    calls = _needed_functions(manifest, select_variants(manifest, variants))
+    for module in dict.fromkeys(call.module for call in calls):
+        mine = [call for call in calls if call.module == module]
+        defined, written = _module_functions(manifest, mine[0])
+        for call in mine:
+            if defined is not None and call.function not in defined:
+                listed = f" (it defines: {', '.join(written)})" if written else ""
+                raise RooflintError(f"{manifest.path}: '{call.field}' names {call.function}(), "
+                                    f"which {module} does not define{listed}")
+
+
+def _needed_functions(manifest: Manifest, chosen: list[Variant]) -> list[PythonCall]:
+    """Every function the chosen variants call: references, prepare, python variants."""
+    reference = manifest.directory / REFERENCE_FILE
+    calls = [PythonCall(reference, manifest.prepare, "prepare")] if manifest.prepare else []
+    for v in chosen:
+        calls.append(PythonCall(reference, v.reference, v.reference_field))
+        calls += [v.python] if v.python else []
+    return calls
+
+
+def _module_functions(manifest: Manifest, call: PythonCall) -> tuple[set[str] | None, list[str]]:
+    """(the names the module binds, None when a star import makes that unknowable; the
+    functions it defines, to list) for the module ``call`` names, which must exist and
+    parse; reference.py imported when that is cheap."""
+    module = call.module
+    named = f"{manifest.path}: '{call.field}' names {call.function}() in {module}"
+    if not module.is_file():
+        raise RooflintError(f"{named}, which is not a file")
+    try:
+        tree = ast.parse(module.read_bytes(), str(module))
+    except SyntaxError as exc:
+        raise RooflintError(f"{named}, which has a syntax error at line {exc.lineno}: "
+                            f"{exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise RooflintError(f"{named}, which Python cannot parse: {exc}") from None
+    bound, written = _top_level(tree)
+    if module == manifest.directory / REFERENCE_FILE and not uses_torch(module):
+        loaded = _import(module, named)
+        bound = {name for name, value in vars(loaded).items() if callable(value)}
+    return bound, written
+
+
+def _import(module: Path, named: str) -> ModuleType:
+    """``module`` imported as the worker will import it, its printing sent to stderr (the
+    result may be going to stdout); what it raises is the manifest's error."""
+    spec = importlib.util.spec_from_file_location(f"rooflint_check_{module.parent.name}", module)
+    loaded = importlib.util.module_from_spec(spec)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            spec.loader.exec_module(loaded)
+    except (Exception, SystemExit) as exc:
+        lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__)
+                 if f.filename == str(module)]
+        at = f" at line {lines[-1]}" if lines else ""
+        said = " ".join(str(exc).split())     # one line, whatever the message
+        raise RooflintError(f"{named}, which raised {type(exc).__name__}{at} when imported: "
+                            f"{said}") from None
+    return loaded
+
+
+def _top_level(tree: ast.Module) -> tuple[set[str] | None, list[str]]:
+    """(every name a module binds at its top level, None after ``from m import *``; the
+    functions it defines), read without running it. Statements under ``if``/``try``/
+    ``with`` count: ``try: import x`` / ``except ImportError: def f`` binds both ways."""
+    bound: set[str] | None = set()
+    functions = []
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            functions += [node.name] if not isinstance(node, ast.ClassDef) else []
+            names = [node.name]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                bound = None
+            names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        else:   # if, try, with, for: their statements run at import too
+            names = []
+            pending += [child for key in ("body", "orelse", "finalbody")
+                        for child in getattr(node, key, [])]
+            pending += [child for handler in getattr(node, "handlers", [])
+                        for child in handler.body]
+        if bound is not None:
+            bound.update(names)
+    return bound, functions
 
 
 def select_variants(manifest: Manifest, wanted: list[str] | None) -> list[Variant]:
@@ -604,10 +802,21 @@ def _resolve_launch(launch: Launch, at: _Resolver, where: str) -> LaunchJob:
         raise RooflintError(f"{at.path}: '{where}block' is {block}: "
                             f"{_product(block)} threads, over the {MAX_THREADS_PER_BLOCK} a "
                             f"block may have")
+    grid = [at.count(g, where + "grid") for g in launch.grid]
+    _within_limits(block, MAX_BLOCK, at.path, where + "block")
+    _within_limits(grid, MAX_GRID, at.path, where + "grid")
     return LaunchJob(
         entry=launch.entry,
-        grid=[at.count(g, where + "grid") for g in launch.grid],
+        grid=grid,
         block=block,
         shared_mem=at.count(launch.shared_mem, where + "shared_mem", minimum=0),
         args=args,
     )
+
+
+def _within_limits(sizes: list[int], limits: tuple[int, ...], path: Path, where: str) -> None:
+    """Each of a block's or grid's x, y, z within what CUDA allows in that dimension."""
+    for axis, size, limit in zip("xyz", sizes, limits):
+        if size > limit:
+            raise RooflintError(f"{path}: '{where}' is {sizes}: {axis} is {size}, over the "
+                                f"{limit} CUDA allows")

@@ -49,6 +49,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from rooflint.errors import RooflintError  # noqa: E402
+from rooflint.printable import printable, printable_fields  # noqa: E402
 from rooflint.jsonfile import require_directory, write_bytes  # noqa: E402
 from rooflint.results import FamilyResult, RunResult, VariantResult  # noqa: E402
 from rooflint.units import format_params  # noqa: E402
@@ -115,9 +116,12 @@ def _shared_names(result: RunResult) -> set[str]:
 
 def figure(results: list[RunResult], names: list[str] | None = None, trajectory: bool = False,
            ax: plt.Axes | None = None) -> Figure:
-    """Draw the roofline of ``results`` (all from one GPU) and return the figure."""
+    """Draw the roofline of ``results`` (all from one GPU) and return the figure. Names
+    are drawn printable (they came from files), so the SVG's text is valid XML."""
     if not results:
         raise RooflintError("nothing to plot: no results given")
+    results = printable_fields(results)
+    names = [printable(name) for name in names] if names else names
     gpus = {r.gpu.name for r in results}
     if len(gpus) > 1:
         raise RooflintError(f"results come from different GPUs ({', '.join(sorted(gpus))}): "
@@ -138,7 +142,8 @@ def figure(results: list[RunResult], names: list[str] | None = None, trajectory:
         _draw_trajectory(ax, placed)
     _legend(ax, results, placed)
     if skipped:
-        ax.annotate(f"not placed (no FLOPs or no measurement): {', '.join(skipped)}", (0, 0),
+        ax.annotate(_literal(f"not placed (no FLOPs or no measurement): {', '.join(skipped)}"),
+                    (0, 0),
                     xycoords="axes fraction", xytext=(0, -36), textcoords="offset points",
                     fontsize=7, color="#666666", va="top")
     renderer = fig.canvas.get_renderer()
@@ -182,10 +187,16 @@ def _params(family: FamilyResult) -> str:
     return format_params(family.params)
 
 
+def _literal(text: str) -> str:
+    """``text`` drawn as written: matplotlib reads a pair of $ as mathematics (and fails
+    on some), so each is escaped."""
+    return text.replace("$", r"\$")
+
+
 def _fit_title(ax, renderer: RendererBase, titles: list[str]) -> None:
     """The first title as wide as the axes at most (the last one whatever its width)."""
     for title in titles:
-        ax.set_title(title)
+        ax.set_title(_literal(title))
         if ax.title.get_window_extent(renderer).width <= ax.bbox.width:
             return
 
@@ -303,7 +314,7 @@ def _legend(ax, results: list[RunResult], placed: list[Placed]) -> None:
     marks += [Line2D([], [], linestyle="none", marker=LEVEL_MARKERS[name], mfc="none", mec=grey,
                      markersize=LEVEL_SIZE, label=f"the same kernel's FLOP per {name.upper()} byte")
               for name in LEVEL_MARKERS if name in drawn]
-    runs = [Line2D([], [], linestyle="none", label=f"({index}) run of {r.created}")
+    runs = [Line2D([], [], linestyle="none", label=_literal(f"({index}) run of {r.created}"))
             for index, r in enumerate(results, start=1)] if len(results) > 1 else []
     handles, _ = ax.get_legend_handles_labels()
     ax.legend(handles=handles + marks + runs, loc="upper left", bbox_to_anchor=(1.01, 1.0),
@@ -391,7 +402,7 @@ def _label_point(ax, renderer: RendererBase, scene: Scene, p: Placed, dot: np.nd
     """Put ``p``'s label on the best free spot, with a leader if that is away from the dot,
     and add both to the scene for the labels still to come."""
     pixels = renderer.points_to_pixels(1.0)
-    text = ax.annotate(p.label, p.xy, textcoords="offset points", xytext=(0, 0),
+    text = ax.annotate(_literal(p.label), p.xy, textcoords="offset points", xytext=(0, 0),
                        fontsize=LABEL_SIZE, ha="left", va="bottom")
     text.set_gid(f"label-{p.key}")
     extent = text.get_window_extent(renderer)
@@ -507,9 +518,16 @@ def save(fig: Figure, path: Path) -> None:
 def output_format(path: Path) -> str:
     """The picture format that ``path`` names; RooflintError, naming the path, for an
     extension we do not write or a directory that does not exist (checked before drawing)."""
+    kind = picture_format(path)
+    require_directory(path)
+    return kind
+
+
+def picture_format(path: Path) -> str:
+    """The picture format that ``path``'s extension names; RooflintError, naming the
+    path, for one we do not write."""
     path = Path(path)
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
         raise RooflintError(f"cannot write {path}: use .svg, .png or .pdf")
-    require_directory(path)
     return kind

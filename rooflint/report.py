@@ -31,6 +31,7 @@ from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
 from rooflint.measure.protocol import THROTTLING
 from rooflint.phases import PHASES
+from rooflint.printable import printable, printable_fields
 from rooflint.results import FamilyResult, RunResult, VariantResult
 from rooflint.roofline import Level, Roofs
 from rooflint.sourcelines import supporting
@@ -64,6 +65,7 @@ def roofs_line(roofs: Roofs) -> str:
 def render_run_header(console: Console, result: RunResult) -> None:
     """The device and settings; printed by `run` before its first family is measured, when
     the byte source is the one it will try (a fallback is announced when it happens)."""
+    result = printable_fields(result)
     gpu = result.gpu
     clocks = f", max SM clock {gpu.max_sm_clock_mhz:.0f} MHz" if gpu.max_sm_clock_mhz else ""
     if result.families:
@@ -89,7 +91,9 @@ UNBOUNDED = 10**6  # a width no table reaches: measures its natural (unwrapped) 
 
 
 def render_family(console: Console, family: FamilyResult) -> None:
-    console.print(Text(f"{family.name} ({format_params(family.params)})", "table.title"))
+    family = printable_fields(family)
+    params = f" ({format_params(family.params)})" if family.params else ""
+    console.print(Text(f"{family.name}{params}", "table.title"))
     wide = _family_table(family, WIDE)
     compact = console.measure(wide, options=console.options.update_width(UNBOUNDED)).maximum \
         > console.width
@@ -231,6 +235,7 @@ def _levels_line(v: VariantResult) -> str:
 
 
 def render_run(console: Console, result: RunResult) -> None:
+    result = printable_fields(result)
     render_run_header(console, result)
     for family in result.families:
         if result.settings.get("mode") == "profile":
@@ -241,6 +246,7 @@ def render_run(console: Console, result: RunResult) -> None:
 def render_timings(console: Console, result: RunResult) -> None:
     """Where the run's seconds went, by phase, per family and in all (``rooflint run
     --timings``). The counter pass's own worker phases are in the result document."""
+    result = printable_fields(result)
     shown = [p for p in PHASES if result.timings.get(p)]
     table = Table(title="seconds per phase", title_justify="left", box=HEAD_RULE,
                   show_edge=False, pad_edge=False)
@@ -259,16 +265,24 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     """The application view: each profiled kernel's share of the GPU time, how near its
     roof it runs, and the most a fix could save, the biggest saving first."""
     from rooflint.application import is_done
+    result, family = printable_fields((result, family))
     region = result.settings.get("gpu_time_s") or 0.0
-    table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True,
-                  title=Text(f"{family.name}: {format_time(region)} of GPU time in "
-                             f"{counted(result.settings.get('kernels', 0), 'kernel')}; where "
-                             f"a fix could save the most"), title_justify="left")
-    for column in ("kernel", "what", "share", "launches", "verdict", "at roof", "upside"):
+    # The heading is a line of its own, as wide as the screen: a table title would wrap at
+    # the width of a table of one short kernel.
+    console.print(Text(f"{family.name}: {format_time(region)} of GPU time in "
+                       f"{counted(result.settings.get('kernels', 0), 'kernel')}; where "
+                       f"a fix could save the most"))
+    table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
+    traced = any(v.share and v.share.origins for v in family.variants)
+    columns = ("kernel", "what", *(("launched by",) if traced else ()), "share", "launches",
+               "verdict", "at roof", "upside")
+    for column in columns:
         table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
                                                                "upside") else "left",
-                         no_wrap=column not in ("kernel", "what"), overflow="fold",
-                         ratio=2 if column == "kernel" else 1 if column == "what" else None)
+                         no_wrap=column not in ("kernel", "what", "launched by"),
+                         overflow="fold",
+                         ratio=2 if column == "kernel" else 1 if column in ("what", "launched by")
+                         else None)
     for v in family.variants:
         s = v.share
         if not s:
@@ -277,7 +291,8 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
         upside = ("done" if is_done(v) else
                   f"{format_time(s.upside_s)} ({pct(s.upside_s / region)})" if s.upside_s
                   is not None and region else "-")
-        table.add_row(Text(v.name), Text(s.library or ""), pct(s.share), str(s.launches),
+        origin = [Text(s.origins[0].short if s.origins else "")] if traced else []
+        table.add_row(Text(v.name), Text(s.library or ""), *origin, pct(s.share), str(s.launches),
                       verdict, pct(s.best_fraction) if s.best_fraction is not None else "-",
                       upside)
     console.print(table)
@@ -355,7 +370,8 @@ class RunDisplay:
             nonlocal begun, measured
             if event == "start":
                 begun += 1
-                self._show(family, phase, total, f"{family}: {phase} {variant} {begun}/{total}")
+                self._show(family, phase, total,
+                           printable(f"{family}: {phase} {variant} {begun}/{total}"))
             else:
                 measured += 1
                 self._advance(family, phase, last=measured >= total)
@@ -398,10 +414,11 @@ class RunDisplay:
             render_family(self.console, family)
 
     def warn(self, message: str) -> None:
-        self.console.print(Text(f"rooflint: {message}", "yellow"))
+        self.console.print(Text(f"rooflint: {printable(message)}", "yellow"))
 
 
 def render_explanation(console: Console, e: Explanation) -> None:
+    e = printable_fields(e)
     p, v = e.point, e.verdict
     console.print(f"[bold]{escape(e.spec.name)}[/]: {escape(roofs_line(e.roofs))}")
     console.print(f"  achieved {format_rate(p.achieved_flops, 'FLOP/s')} "
@@ -414,6 +431,7 @@ def render_explanation(console: Console, e: Explanation) -> None:
 
 
 def render_verdict(console: Console, v: Verdict) -> None:
+    v = printable_fields(v)
     console.print(f"  verdict: [{BOUND_STYLE[v.bound]}]{v.bound}-bound[/]: {escape(v.summary)}")
     for cause in v.causes:
         console.print(f"    cause {cause.name}: {escape(cause.detail)}")
@@ -467,6 +485,7 @@ def render_spec(console: Console, s: GpuSpec) -> None:
 
 
 def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec) -> None:
+    calibration, spec = printable_fields((calibration, spec))
     table = Table(title=Text(f"{calibration.gpu.name}: measured ceilings, driver "
                              f"{calibration.gpu.driver}, {calibration.created}"),
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -493,6 +512,7 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
 
 
 def render_comparison(console: Console, c: Comparison) -> None:
+    c = printable_fields(c)
     style = {"faster": "green", "slower": "red", "same": "cyan", "inconclusive": "yellow"}
     console.print(f"[bold {style[c.speedup.decision]}]{escape(c.sentence)}[/]")
     console.print(_labelled([("warning", f"[bold yellow]{escape(w)}[/]") for w in c.warnings]
@@ -554,6 +574,7 @@ def _slowdown(row) -> str:
 
 
 def render_gate(console: Console, report: GateReport) -> None:
+    report = printable_fields(report)
     table = Table(title="rooflint gate", title_justify="left", box=HEAD_RULE, pad_edge=False)
     whole = all(len(r.variant) <= WHOLE_NAME and len(r.family) <= WHOLE_NAME
                 for r in report.rows)
@@ -576,21 +597,29 @@ def render_gate(console: Console, report: GateReport) -> None:
     console.print(f"{verdict}: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
 
 
+# How a gate summary starts: `--markdown` replaces an existing file only if it starts so.
+GATE_HEADING = "### rooflint gate:"
+
+
 def gate_markdown(report: GateReport) -> str:
     """A GitHub-flavoured summary: one table row per variant."""
-    lines = [f"### rooflint gate: {'PASS' if report.passed else 'FAIL'}", ""]
+    report = printable_fields(report)
+    lines = [f"{GATE_HEADING} {'PASS' if report.passed else 'FAIL'}", ""]
     if report.gpu_note:
         lines += [f"> {report.gpu_note}", ""]
     lines += ["| family | variant | outcome | time | why |", "|---|---|---|---|---|"]
     for row in report.rows:
-        why = "; ".join(row.reasons + row.warnings).replace("|", "\\|")
-        lines.append(f"| {row.family} | {row.variant} | {row.outcome} | {_slowdown(row)} | {why} |")
+        cells = [row.family, row.variant, row.outcome, _slowdown(row),
+                 "; ".join(row.reasons + row.warnings)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def gate_junit(report: GateReport) -> str:
-    """JUnit XML: one testcase per variant; regressed and missing ones fail."""
+    """JUnit XML: one testcase per variant; regressed and missing ones fail. Names are
+    printable: XML 1.0 cannot carry a control character, even escaped."""
     import xml.etree.ElementTree as ET
+    report = printable_fields(report)
     failures = sum(r.outcome in ("regressed", "missing") for r in report.rows)
     suite = ET.Element("testsuite", name="rooflint gate", tests=str(len(report.rows)),
                        failures=str(failures), errors="0")

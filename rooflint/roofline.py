@@ -14,18 +14,24 @@ each level ran to its own roof.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
+
+from rooflint.gpus import Precision
+from rooflint.sense import Amount, Intensity, Positive, Seconds, one_of
+
+LEVELS = ("dram", "l2", "l1")          # the memory levels of the hierarchical roofline
 
 
 @dataclass(frozen=True)
 class Roofs:
     """The ceilings a point is judged against, with where they came from."""
 
-    precision: str
-    compute: float                   # FLOP/s
-    dram_bandwidth: float            # bytes/s
+    precision: Precision
+    compute: Positive                # FLOP/s
+    dram_bandwidth: Positive         # bytes/s
     source: str                      # "datasheet", or which roofs `rooflint calibrate` measured
-    datasheet_compute: float         # shown beside calibrated roofs
-    datasheet_dram_bandwidth: float
+    datasheet_compute: Positive      # shown beside calibrated roofs
+    datasheet_dram_bandwidth: Positive
 
     @property
     def ridge(self) -> float:
@@ -35,22 +41,22 @@ class Roofs:
 
 @dataclass(frozen=True)
 class Point:
-    time_s: float
-    flops: float
-    dram_bytes: float
-    bytes_source: str            # model | ncu
-    algorithmic_bytes: float
-    observed_ai: float           # FLOP/byte
-    algorithmic_ai: float
-    achieved_flops: float        # FLOP/s
-    achieved_bandwidth: float    # bytes/s
-    ridge: float
-    applicable_roof: float       # FLOP/s at this observed AI
-    limiting_roof: str           # "dram" left of the ridge, "compute" right of it
-    dram_fraction: float         # achieved bandwidth / DRAM roof
-    compute_fraction: float      # achieved FLOP/s / compute roof
-    roof_fraction: float         # achieved / applicable roof (the vertical gap, 1 = on the roof)
-    traffic_fraction: float      # compulsory / measured bytes = observed / algorithmic AI
+    time_s: Seconds
+    flops: Amount
+    dram_bytes: Amount
+    bytes_source: Annotated[str, one_of(("model", "ncu", "given"))]   # given: by `explain`
+    algorithmic_bytes: Amount
+    observed_ai: Intensity       # FLOP/byte
+    algorithmic_ai: Intensity
+    achieved_flops: Amount       # FLOP/s
+    achieved_bandwidth: Amount   # bytes/s
+    ridge: Positive
+    applicable_roof: Amount      # FLOP/s at this observed AI
+    limiting_roof: Annotated[str, one_of(("dram", "compute"))]  # left of the ridge, right of it
+    dram_fraction: Amount        # achieved bandwidth / DRAM roof
+    compute_fraction: Amount     # achieved FLOP/s / compute roof
+    roof_fraction: Amount        # achieved / applicable roof (the vertical gap, 1 = on the roof)
+    traffic_fraction: Amount     # compulsory / measured bytes = observed / algorithmic AI
     algorithmic_known: bool = True  # False: nobody counted the compulsory bytes (an
     #                                 application kernel); algorithmic AI then repeats observed
 
@@ -94,12 +100,12 @@ class Level:
     accesses only: a shared-memory tiled kernel's L1 mark sits low against the L1 roof
     while its L1 fraction is high."""
 
-    name: str                    # dram | l2 | l1
-    bytes: float
-    intensity: float             # FLOP/byte at this level
-    bandwidth: float             # bytes/s that crossed it
-    roof: float | None           # bytes/s
-    fraction: float | None
+    name: Annotated[str, one_of(LEVELS)]
+    bytes: Amount
+    intensity: Intensity         # FLOP/byte at this level
+    bandwidth: Amount            # bytes/s that crossed it
+    roof: Positive | None        # bytes/s
+    fraction: Amount | None
 
 
 def levels(point: Point, roofs: Roofs, l2_bytes: float, l2_roof: float | None,

@@ -27,8 +27,8 @@ from rooflint.errors import RooflintError
 from rooflint.expressions import Number
 from rooflint.gpus import GpuSpec, find_spec, load_specs, match_device
 from rooflint.manifest import (
-    Manifest, ResolvedFamily, VariantModel, bundled_manifests, load_manifest, resolve,
-    select_variants,
+    Manifest, ResolvedFamily, VariantModel, bundled_manifests, check_code, check_sizes,
+    load_manifest, resolve, select_variants,
 )
 from rooflint.gpus import DeviceInfo
 from rooflint.measure.protocol import (
@@ -76,6 +76,30 @@ def parse_sizes(items: list[str]) -> dict[str, Number]:
     return sizes
 
 
+def check_inputs(options: RunOptions) -> list[Manifest]:
+    """Every mistake in what `run` was given that needs no GPU to see, said before any
+    worker starts: --timeout, --gpu, the manifests, their sizes and their Python code.
+    Only what depends on the device (``num_sms``, its memory) waits for it."""
+    check_timeout(options.timeout_s)
+    check_gpu_option(options.gpu)
+    return load_targets(options)
+
+
+def check_timeout(seconds: float) -> None:
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise RooflintError(f"--timeout {seconds:g}: expected the seconds a variant may take, "
+                            f"a number above zero such as 120")
+
+
+def check_gpu_option(gpu: str | None) -> None:
+    """``--gpu`` names a known spec (said before measuring, not after it)."""
+    if gpu is not None:
+        try:
+            find_spec(gpu, load_specs())
+        except RooflintError as exc:
+            raise RooflintError(f"--gpu: {exc}") from None
+
+
 def load_targets(options: RunOptions) -> list[Manifest]:
     if len(options.targets) > 1 and options.variants:
         raise RooflintError("variant names apply to a single target")
@@ -86,7 +110,15 @@ def load_targets(options: RunOptions) -> list[Manifest]:
     if unused:
         raise RooflintError(f"--size {', '.join(sorted(unused))}: no such parameter in "
                             f"{', '.join(m.name for m in manifests)}")
+    for manifest in manifests:
+        check_sizes(manifest, family_sizes(manifest, options.sizes), options.variants or None)
+        check_code(manifest, options.variants or None)
     return manifests
+
+
+def family_sizes(manifest: Manifest, sizes: dict[str, Number]) -> dict[str, Number]:
+    """The ``--size`` values that are this family's parameters (a run may name several)."""
+    return {k: v for k, v in sizes.items() if k in manifest.params}
 
 
 def device_spec(device: DeviceInfo, gpu: str | None, specs: list[GpuSpec]) -> GpuSpec:
@@ -167,14 +199,15 @@ class _Timed:
 
 
 def run(options: RunOptions, listener: Listener | None = None,
-        pools: list[WorkerPool] | None = None) -> RunResult:
+        pools: list[WorkerPool] | None = None,
+        manifests: list[Manifest] | None = None) -> RunResult:
     """Measure every family, telling ``listener`` as each step is done. With several
     devices, each GPU's worker takes the next family as it finishes one. ``pools`` are
     the timing workers of ``timing_pools(options.devices)`` if the caller started them
-    early; the run closes them."""
+    early (after `check_inputs`, whose ``manifests`` it passes); the run closes them."""
     listener = listener or Listener()
+    manifests = manifests or check_inputs(options)
     specs = load_specs()
-    manifests = load_targets(options)
     unavailable = counters_unavailable(options)
     metrics = ncu.metrics_for(v.precision for m in manifests for v in m.variants)
     preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
@@ -342,8 +375,7 @@ def _work(lane: Lane, pending: deque, shared: _Shared) -> None:
 def time_family(lane: Lane, manifest: Manifest, shared: _Shared) -> _Timed:
     """One family's variants checked and timed on this lane's GPU."""
     options, device = shared.options, lane.device
-    sizes = {k: v for k, v in options.sizes.items() if k in manifest.params}
-    family = resolve(manifest, sizes, {"num_sms": device.sms},
+    family = resolve(manifest, family_sizes(manifest, options.sizes), {"num_sms": device.sms},
                      TimingJob(cache=options.cache, gpm=options.gpm), options.variants or None)
     check_fits(family, device)
     lane.pool.phases = watch = Stopwatch()

@@ -54,7 +54,8 @@ def file_sides(text: str) -> list[Side]:
     sides = [Side(v.name, result, v)
              for f in result.families for v in f.variants if variant in (None, v.name)]
     if not sides:
-        raise RooflintError(f"{path} has no variant {variant!r}")
+        raise RooflintError(f"{path} has no variant {variant!r}" if variant else
+                            f"{path} has no variants to compare")
     return sides
 
 

@@ -5,7 +5,8 @@ Three promises beyond ``yaml.safe_load``:
   a second ``tolerance:`` would quietly win);
 - what a file can cost is bounded: its size, and the size of the document once its
   aliases are expanded (a 1 KB "billion laughs" file expands to 10^9 nodes that later
-  code would walk; anchors and aliases stay usable for ordinary repetition);
+  code would walk; anchors and aliases stay usable for ordinary repetition); only a
+  regular file is read (a FIFO, a device or a directory is named as such, never waited on);
 - unknown keys can be named with the nearest valid one (``tolerence``: did you mean
   ``tolerance``?), so a misspelling is never silently ignored.
 """
@@ -19,6 +20,7 @@ from typing import Any, Iterable
 import yaml
 
 from rooflint.errors import RooflintError
+from rooflint.jsonfile import read_limited
 
 MAX_FILE_BYTES = 1 << 20        # a manifest or spec is a few KB; a megabyte is generous
 MAX_EXPANDED_NODES = 100_000    # values after alias expansion; bundled manifests have < 2,000
@@ -45,15 +47,9 @@ class _StrictLoader(yaml.SafeLoader):
 def load(path: Path) -> Any:
     """The document in ``path``; RooflintError naming the file for any problem."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise RooflintError(f"{path}: {size} bytes is too large for a rooflint YAML file "
-                                f"(limit {MAX_FILE_BYTES})")
-        text = path.read_bytes().decode("utf-8")
+        text = read_limited(path, "YAML file", MAX_FILE_BYTES).decode("utf-8")
     except UnicodeDecodeError:
         raise RooflintError(f"{path}: not a text file (expected YAML)") from None
-    except OSError as exc:
-        raise RooflintError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
         nodes = _expanded_size(data, {}, MAX_EXPANDED_NODES)

@@ -60,3 +60,34 @@ def assert_intact(before: dict[Path, tuple[str, int]]) -> None:
     """Every file in the snapshot still exists with the same bytes and mode."""
     after = snapshot(*before)
     assert after == before, {p for p in before if after.get(p) != before[p]}
+
+
+# A user's family as small as a family gets: one kernel, one variant (v1), a reference.
+TOY = """\
+name: toy
+params: {N: 1024}
+precision: fp32
+flops: 2*N
+bytes: 8*N
+reference: ref
+tolerance: 1e-6
+buffers:
+  x: {dtype: float32, shape: N, role: in}
+  y: {dtype: float32, shape: N, role: out}
+variants:
+  v1:
+    source: toy.cu
+    launches:
+      - {entry: scale, grid: "cdiv(N, 256)", block: 256, shared_mem: 0, args: [x, y, {i32: N}]}
+"""
+TOY_SOURCE = 'extern "C" __global__ void scale(const float* x, float* y, int n) {}\n'
+
+
+def family(tmp_path: Path, text: str = TOY) -> Path:
+    """A user's family directory: kernel.yaml, a source it names, a reference.py."""
+    directory = tmp_path / "toy"
+    directory.mkdir()
+    (directory / "toy.cu").write_text(TOY_SOURCE)
+    (directory / "reference.py").write_text("def ref(inputs, params):\n    return {}\n")
+    (directory / "kernel.yaml").write_text(text)
+    return directory

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from rooflint import compile_options
 from rooflint.measure import build
 
 CUBIN = Path(__file__).parent / "fixtures" / "cubin"
@@ -80,7 +81,7 @@ def test_included_files_follow_quotes_beside_the_includer_then_include_dirs(tmp_
 
 def test_include_dirs_reads_every_spelling():
     options = ["-I/a", "-I", "/b", "--include-path=/c", "--use_fast_math", "-DX=1"]
-    assert build.include_dirs(options) == [Path("/a"), Path("/b"), Path("/c")]
+    assert compile_options.include_dirs(options) == [Path("/a"), Path("/b"), Path("/c")]
 
 
 def test_no_nvcc_is_one_line_saying_how_to_get_it(tmp_path, monkeypatch):

@@ -20,8 +20,7 @@ EXAMPLE = REPO / "examples" / "apps" / "transformer_block.models.yaml"
 @pytest.fixture
 def modelled(specs):
     kernels = app.kernel_times(H200_PASS1)
-    first, _ = app.window(kernels)
-    counters = app.counters_in_window(kernels, H200_PASS2, first)
+    counters = app.counters_by_identity(kernels, H200_PASS2)
     result = app.profile_result("transformer_block.py", "/work", kernels, kernels, counters,
                                 find_spec("h200", specs), app.device_from(H200_PASS1, "x"),
                                 None, {}, kernel_models.load(EXAMPLE))

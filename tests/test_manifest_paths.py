@@ -33,19 +33,21 @@ def edit(family, change) -> None:
 def test_relative_include_directories_resolve_against_the_manifest(family, tmp_path,
                                                                   monkeypatch):
     names = []
+    for directory in ("common", "include", "more", "abs"):
+        (family / directory).mkdir()
 
     def change(data):
         data["options"] = ["-Icommon", "-DTILE=4"]
         names.extend(data["variants"])
         data["variants"][names[0]]["options"] = ["-I", "include", "--include-path=more",
-                                                 "-I/opt/abs", "-lineinfo"]
+                                                 f"-I{family / 'abs'}", "-lineinfo"]
     edit(family, change)
     monkeypatch.chdir(tmp_path)                       # started somewhere else
     variants = {v.name: v for v in load_manifest(family).variants}
     family_options = [f"-I{family / 'common'}", "-DTILE=4"]
     assert variants[names[0]].options == [*family_options, "-I", str(family / "include"),
-                                          f"--include-path={family / 'more'}", "-I/opt/abs",
-                                          "-lineinfo"]
+                                          f"--include-path={family / 'more'}",
+                                          f"-I{family / 'abs'}", "-lineinfo"]
     assert variants[names[1]].options == family_options
 
 

@@ -3,7 +3,7 @@ the user's command as the real one would (pass 1 at once; pass 2 under ``--mode 
 waiting until an ``--mode attach`` arrives), writes back the H200 logs recorded from
 examples/apps/transformer_block.py, and keeps every command line it was given, so the
 plumbing between the passes is checked: the filters both passes share, the caches each
-leaves, the window pass 1 chose, the port, the fall-back when the early start was not
+leaves, pass 2's selection, the port, the fall-back when the early start was not
 sound, what the user is told when the program fails, and that no program is left
 waiting."""
 
@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from edges import REPO, assert_one_line_error, rooflint
+from rooflint.measure import ncu
 
 NCU = Path(__file__).parent / "fixtures" / "ncu"
 
@@ -100,7 +101,7 @@ def waiting_program_is_gone(state: Path) -> bool:
     return False
 
 
-def test_a_profile_runs_both_passes_on_the_window_pass_one_chose(fake_ncu, tmp_path):
+def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu, tmp_path):
     env, state = fake_ncu
     out = tmp_path / "profile.json"
     outcome = rooflint("profile", "--nvtx", "timed", "--coverage", "0.99", "--json", str(out),
@@ -110,20 +111,41 @@ def test_a_profile_runs_both_passes_on_the_window_pass_one_chose(fake_ncu, tmp_p
     (pass1,), (launch,), (pass2,) = seen["pass1"], seen["launch"], seen["attach"]
     assert pass1[pass1.index("--cache-control") + 1] == "none"     # timed as the program runs
     assert pass2[pass2.index("--cache-control") + 1] == "all"      # counters from cold caches
-    assert "--nvtx" in launch and "--nvtx" not in pass2            # the launcher tracks NVTX
     assert launch[launch.index("--target-processes") + 1] == "application-only"
     assert launch[launch.index("--port") + 1] == pass2[pass2.index("--port") + 1]
-    for args in (pass1, pass2):
-        assert args[args.index("--nvtx-include") + 1] == "timed/"
+    assert pass1[pass1.index("--nvtx-include") + 1] == "timed/"
+    # an NVTX range holds only its own thread's launches (not autograd's backward): pass 2
+    # selects by kernel instead, one launch of each shape of the kernels pass 1 chose
+    assert "--nvtx" not in launch and "--nvtx-include" not in pass2
+    selection = pass2[pass2.index("-k") + 1]
+    assert selection.startswith("regex:") and "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA" \
+        in selection and "vectorized_layer_norm_kernel" in selection
     doc = json.loads(out.read_text())
     assert doc["settings"]["pass2_started_early"] is True
-    first, last = doc["settings"]["pass2_launches"]
-    assert pass2[pass2.index("--launch-skip") + 1] == str(first)
-    assert pass2[pass2.index("--launch-count") + 1] == str(last - first + 1)
+    assert pass2[pass2.index("--filter-mode") + 1] == "per-launch-config"
+    assert pass2[pass2.index("--launch-count") + 1] == "1"       # one launch of each shape
+    assert "--launch-skip" not in pass2 and "--launch-skip-before-match" not in pass2
     variants = doc["families"][0]["variants"]
     assert len(variants) == 5 and all(v["counters"] for v in variants)
-    assert "pass 2: counters on 5 of 5 kernels" in outcome.stderr
+    assert "pass 1 (Nsight Compute): 5 kernels" in outcome.stderr
+    assert "pass 2: counters on 5 of them" in outcome.stderr
     assert waiting_program_is_gone(state)
+
+
+def test_skip_and_kernel_filters(fake_ncu, tmp_path):
+    """--skip leaves out pass 1's warm-up; pass 2 needs no skip (one launch of each shape,
+    from flushed caches); a --kernel filter applies to both passes."""
+    env, state = fake_ncu
+    outcome = rooflint("profile", "--skip", "7", "--kernel", "nvjet|layer_norm", "--coverage",
+                       "0.99", "--", sys.executable, "-c", "pass", env=env)
+    assert outcome.code == 0, outcome.stderr
+    seen = by_mode(state)
+    (pass1,), (pass2,) = seen["pass1"], seen["attach"]
+    assert pass1[pass1.index("--launch-skip") + 1] == "7"
+    assert "--launch-skip" not in pass2
+    assert pass2[pass2.index("--filter-mode") + 1] == "per-launch-config"
+    for args in (pass1, pass2):
+        assert args[args.index("-k") + 1] == "regex:nvjet|layer_norm"
 
 
 def test_a_program_whose_kernels_run_in_a_child_is_timed_again_alone(fake_ncu, tmp_path):
@@ -143,16 +165,17 @@ def test_a_program_whose_kernels_run_in_a_child_is_timed_again_alone(fake_ncu, t
 def test_the_early_start_is_sound_only_for_one_process_that_waited(tmp_path):
     from rooflint.measure import application as passes
     log = (NCU / "h200-transformer-block-pass1.csv").read_text()
+    rows = ncu.parse_rows(log)
+    assert passes.processes_in(rows) == 1
+    assert passes.processes_in([*rows[:-1], {**rows[-1], "Process ID": 4242}]) == 2
     output = tmp_path / "output.txt"
     waiting = passes.Waiting(process=None, port=0, output=output)
     output.write_text("==PROF== Waiting for profiler to attach on ports 1-2\n")
-    assert passes._alone(waiting, passes.Pass(log, 1.0))
-    lines = log.splitlines()
-    last = lines[-1].split(",")
-    last[1] = '"4242"'                                  # its Process ID: a second process
-    assert not passes._alone(waiting, passes.Pass("\n".join([*lines[:-1], ",".join(last)]), 1.0))
+    assert passes._alone(waiting, passes.Pass(log, 1.0, processes=1))
+    assert not passes._alone(waiting, passes.Pass(log, 1.0, processes=2))
+    assert not passes._alone(waiting, passes.Pass("{}", 1.0, timer=passes.Timer.torch, processes=0))
     output.write_text("")                               # never reached a CUDA call
-    assert not passes._alone(waiting, passes.Pass(log, 1.0))
+    assert not passes._alone(waiting, passes.Pass(log, 1.0, processes=1))
 
 
 def test_a_program_failing_in_pass_one_says_why_in_its_own_words(fake_ncu):

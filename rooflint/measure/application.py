@@ -2,15 +2,18 @@
 
 Pass 1 times every kernel launch (one metric, ``gpu__time_duration``, no replay), so the
 kernels can be ranked by total GPU time. Pass 2 runs the program again, with the same
-filters, and collects rooflint's counter list on a short window of launches (skip S,
-count C, chosen from pass 1's launch order) that holds one launch of every chosen kernel.
-Selecting by position, not by name, needs no regular expression over demangled C++
-signatures, whose colons, brackets and spaces ncu's ``--kernel-id`` syntax cannot take.
+filters, and collects rooflint's counter list on the first launch of each distinct launch
+configuration (ncu's ``--filter-mode per-launch-config``: kernel, grid, block, shared
+memory), so every kernel the program launches again is profiled once, wherever it falls
+in the launch order: two runs of one program need not launch in the same order (a GPT-2
+training step's did not), and the analysis matches pass 2's launches to pass 1's kernels
+by what they are, not where they are. A program's distinct configurations are tens where
+its launches are thousands.
 
 Pass 2's program is started while pass 1 runs, under ``ncu --mode launch`` and for its
 own process only: it gets through its start-up (for a PyTorch program, most of its wall
-time) and waits at its first CUDA call, before touching the GPU, until pass 1 has chosen
-the window and ``ncu --mode attach`` profiles it. That is sound when the program's kernels
+time) and waits at its first CUDA call, before touching the GPU, until pass 1 is done
+and ``ncu --mode attach`` profiles it. That is sound when the program's kernels
 all run in that one process, which pass 1 shows; otherwise (a shell script around the
 real program, workers that launch kernels) a child may have run on the GPU beside pass 1,
 so the early start is stopped and pass 1 is taken again, alone, before an ordinary pass 2.
@@ -20,7 +23,9 @@ attaches to them (torch.compile's compile workers then hang the program at exit)
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -28,6 +33,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -44,31 +50,131 @@ class Filters:
     skip: int = 0                  # leave out the first N (matching) launches: warm-up
 
 
+class Timer(str, Enum):
+    """What timed pass 1's launches."""
+
+    torch = "torch"                # PyTorch's profiler (CUPTI), at the program's own speed
+    ncu = "ncu"                    # Nsight Compute, every launch serialised
+
+
 @dataclass
 class Pass:
-    """One run of the program under ncu: its CSV log and how long it took."""
+    """One run of the program: its log (ncu's CSV, or the profiler's JSON trace), how long
+    it took, and how many processes launched the kernels it saw."""
 
     log: str
     wall_s: float
     attached: bool = False         # pass 2 profiled the program started early (two_passes)
+    timer: Timer = Timer.ncu
+    processes: int = 1
+    trace: dict | None = None      # the profiler's trace, parsed (Timer.torch)
 
 
 def two_passes(command: list[str], filters: Filters, logs: Path | None,
-               plan: Callable[[Pass], tuple[int, int]], say: Callable[[str], None]
+               plan: Callable[[Pass], list[str]], say: Callable[[str], None]
                ) -> tuple[Pass, Pass]:
-    """Pass 1, then pass 2 on the window (skip, count) that ``plan`` chooses from pass 1,
+    """Pass 1, then pass 2 on the kernels whose function names ``plan`` chooses from it,
     pass 2's program started early when that is sound (see the module's docstring)."""
-    with _early_start(command, filters) as waiting:
-        first = duration_pass(command, filters, logs)
+    with _early_start(command) as waiting:
+        first = timing_pass(command, filters, logs, say)
         if _alone(waiting, first):
-            skip, count = plan(first)
-            return first, _attach(waiting, filters, skip, count, logs)
+            return first, _attach(waiting, filters, plan(first), logs)
         _stop(waiting.process)
     say("pass 1 again, alone: this program's kernels do not all run in its own process, so "
         "its early-started second run may have overlapped the first")
     first = duration_pass(command, filters, logs)
-    skip, count = plan(first)
-    return first, counter_pass(command, filters, skip, count, logs)
+    return first, counter_pass(command, filters, plan(first), logs)
+
+
+def timing_pass(command: list[str], filters: Filters, logs: Path | None,
+                say: Callable[[str], None]) -> Pass:
+    """Pass 1: a Python program under PyTorch's profiler where it has one (no overhead:
+    the program's own speed), else every launch under Nsight Compute, which also sees NVTX
+    ranges the profiler cannot (those not pushed through torch.cuda.nvtx)."""
+    if is_python(command):
+        try:
+            traced = trace_pass(command, logs)
+        except UnreadableTrace as exc:
+            say(f"{exc}: timing every launch with Nsight Compute instead")
+            traced = None
+        else:
+            if traced is not None and (not filters.nvtx or has_range(traced.trace, filters.nvtx)):
+                return traced
+            if traced is not None:
+                say(f"PyTorch's profiler saw no range {filters.nvtx!r} (only torch.cuda.nvtx "
+                    f"ranges reach it): timing every launch with Nsight Compute instead")
+    return duration_pass(command, filters, logs)
+
+
+def has_range(trace: dict | None, name: str) -> bool:
+    """Whether the profiler's trace holds a range called ``name``."""
+    return any(e.get("cat") == "user_annotation" and e.get("name") == name
+               for e in (trace or {}).get("traceEvents", []) if isinstance(e, dict))
+
+
+class UnreadableTrace(Exception):
+    """PyTorch's profiler wrote a trace rooflint cannot read (its JSON export does not
+    escape every Python function's name; a compiled program's trace runs to gigabytes)."""
+
+
+PYTHON = re.compile(r"python[\d.]*")
+
+
+def is_python(command: list[str]) -> bool:
+    """``python train.py ...``, ``python -m pkg ...`` or ``python -c CODE``: a program the
+    bootstrap can start as the interpreter would (other interpreter options are not)."""
+    if not PYTHON.fullmatch(Path(command[0]).name) or len(command) < 2:
+        return False
+    return command[1] in ("-m", "-c") and len(command) > 2 or not command[1].startswith("-")
+
+
+BOOTSTRAP = Path(__file__).with_name("trace_bootstrap.py")
+NO_PROFILER = 3                    # trace_bootstrap's status when torch cannot be imported
+
+
+def trace_pass(command: list[str], logs: Path | None) -> Pass | None:
+    """The program under PyTorch's profiler (see trace_bootstrap.py); None if its
+    interpreter has no PyTorch. Filters are applied to the trace afterwards."""
+    with tempfile.TemporaryDirectory(prefix="rooflint-trace-") as scratch:
+        trace = (logs or Path(scratch)) / "pass1-trace.json"
+        began = time.perf_counter()
+        try:
+            done = subprocess.run([command[0], str(BOOTSTRAP), str(trace), "--", *command[1:]],
+                                  capture_output=True, text=True, errors="replace")
+        except OSError as exc:
+            raise RooflintError(f"cannot start {command[0]}: {exc.strerror or exc}") from None
+        wall = time.perf_counter() - began
+        if done.returncode == NO_PROFILER and not trace.exists():
+            return None
+        if done.returncode != 0:
+            raise RooflintError(f"the command failed (exit {done.returncode}): "
+                                f"{_tail(done.stdout + done.stderr, '')}")
+        document = _read_trace(trace)
+    kernels = any(isinstance(e, dict) and e.get("cat") == "kernel"
+                  for e in document.get("traceEvents", []))
+    return Pass("", wall, timer=Timer.torch, processes=1 if kernels else 0, trace=document)
+
+
+MAX_TRACE_BYTES = 1 << 30   # a compiled program's Python frames make traces of 0.5-1 GB
+
+
+def _read_trace(path: Path) -> dict:
+    """The profiler's trace, parsed; UnreadableTrace when it is missing, too large to hold
+    or not JSON."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_TRACE_BYTES:
+            raise UnreadableTrace(f"PyTorch's profiler wrote a {size / 1e9:.1f} GB trace "
+                                  f"(more than rooflint reads)")
+        document = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise UnreadableTrace(f"PyTorch's profiler wrote no trace ({exc.strerror})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise UnreadableTrace(f"PyTorch's profiler wrote a trace that is not JSON "
+                              f"({str(exc)[:80]})") from None
+    if not isinstance(document, dict):
+        raise UnreadableTrace("PyTorch's profiler wrote a trace that is not a trace")
+    return document
 
 
 def duration_pass(command: list[str], filters: Filters, logs: Path | None) -> Pass:
@@ -84,14 +190,32 @@ def duration_pass(command: list[str], filters: Filters, logs: Path | None) -> Pa
     return _run(args, command, logs, "pass1-durations.csv")
 
 
-def counter_pass(command: list[str], filters: Filters, skip: int, count: int,
+# Launches profiled of each distinct launch configuration in pass 2.
+LAUNCHES_PER_CONFIG = 1
+
+
+def counter_pass(command: list[str], filters: Filters, functions: list[str],
                  logs: Path | None) -> Pass:
-    """rooflint's counters on launches skip+1 .. skip+count of the same filtered sequence as
-    pass 1 (a window that holds one launch of every chosen kernel, see application.window)."""
+    """rooflint's counters on the first launch of each launch configuration of the chosen
+    kernels (see _selection)."""
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
-            "--metrics", ",".join(ncu.METRICS), *_filter_args(filters),
-            "--launch-skip", str(filters.skip + skip), "--launch-count", str(count)]
+            "--metrics", ",".join(ncu.METRICS), *_selection(filters, functions)]
     return _run(args, command, logs, "pass2-counters.csv")
+
+
+def _selection(filters: Filters, functions: list[str]) -> list[str]:
+    """Pass 2's launches: LAUNCHES_PER_CONFIG of each launch configuration whose kernel is
+    one of ``functions`` (the chosen kernels' function names, or the user's ``--kernel``).
+
+    Not ``--nvtx`` nor ``--skip``: an NVTX range holds only the launches of the thread that
+    pushed it (PyTorch's backward runs on a thread of its own, whose kernels would all be
+    left out), and the first launch of a configuration is often in the warm-up. Counters
+    do not need the steady state: bytes, FLOPs and stalls are the kernel's own, and every
+    profiled launch starts from flushed caches."""
+    names = "|".join(re.escape(f) for f in functions)
+    pattern = filters.kernel or f"(^|[\\s:])({names})(<|\\(|$)"
+    return ["--filter-mode", "per-launch-config", "--launch-count", str(LAUNCHES_PER_CONFIG),
+            "-k", f"regex:{pattern}"]
 
 
 @dataclass
@@ -110,18 +234,17 @@ PORTS = 2
 
 
 @contextmanager
-def _early_start(command: list[str], filters: Filters) -> Iterator[Waiting]:
+def _early_start(command: list[str]) -> Iterator[Waiting]:
     """``command`` started for pass 2, its own process to wait at its first CUDA call; on
     the way out (pass 2 done, pass 1 failing, Ctrl-C) killed if still running."""
     with tempfile.TemporaryDirectory(prefix="rooflint-pass2-") as scratch:
         output = Path(scratch) / "output.txt"
         port = _free_ports()
-        nvtx = ["--nvtx"] if filters.nvtx else []   # NVTX tracking is the launcher's to turn on
         with output.open("w") as sink:
             try:
                 process = subprocess.Popen(
                     [ncu_executable(), "--mode", "launch", "--target-processes",
-                     "application-only", *nvtx, "--port", str(port), "--max-connections",
+                     "application-only", "--port", str(port), "--max-connections",
                      str(PORTS), *command],
                     stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
             except OSError as exc:
@@ -136,18 +259,17 @@ def _alone(waiting: Waiting, first: Pass) -> bool:
     """Whether the early start was sound: the waiting program reached its first CUDA call
     (so it ran nothing on the GPU), and pass 1 saw every kernel launched by one process."""
     suspended = WAITING_LINE in waiting.output.read_text(errors="replace")
-    return suspended and len({row.get("Process ID") for row in ncu.parse_rows(first.log)}) == 1
+    return suspended and first.processes == 1
 
 
-def _attach(waiting: Waiting, filters: Filters, skip: int, count: int,
+def _attach(waiting: Waiting, filters: Filters, functions: list[str],
             logs: Path | None) -> Pass:
-    """counter_pass's window, profiled by attaching to the waiting program, which then
+    """counter_pass's selection, profiled by attaching to the waiting program, which then
     runs to its end."""
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
             "--max-connections", str(PORTS), *ncu.BASE_OPTIONS, *NAME_BASE,
             "--cache-control", "all", "--metrics", ",".join(ncu.METRICS),
-            *_filter_args(filters, attach=True),
-            "--launch-skip", str(filters.skip + skip), "--launch-count", str(count)]
+            *_selection(filters, functions)]
     began = time.perf_counter()
     attached = _run(args, [], logs, "pass2-counters.csv", program_output=waiting.output,
                     program=waiting.process)
@@ -208,10 +330,10 @@ def driver_version() -> str:
         return "unknown"
 
 
-def _filter_args(filters: Filters, attach: bool = False) -> list[str]:
-    """The same launch filters for both passes, so pass 1's launch order indexes pass 2's.
-    (An attaching ncu takes the NVTX range but not ``--nvtx``: the launcher turned it on.)"""
-    nvtx = [*([] if attach else ["--nvtx"]), "--nvtx-include", f"{filters.nvtx}/"]
+def _filter_args(filters: Filters) -> list[str]:
+    """Pass 1's launch filters under Nsight Compute (the profiler's trace is filtered
+    afterwards, in the analysis, the same way)."""
+    nvtx = ["--nvtx", "--nvtx-include", f"{filters.nvtx}/"]
     return ((nvtx if filters.nvtx else [])
             + (["-k", f"regex:{filters.kernel}"] if filters.kernel else []))
 
@@ -248,8 +370,14 @@ def _run(args: list[str], command: list[str], logs: Path | None, name: str,
     if done.returncode != 0:
         raise RooflintError(f"the command failed under ncu (exit {done.returncode}): "
                             f"{_tail(done.stdout + done.stderr, text)}")
-    if not ncu.parse_rows(text):
+    rows = ncu.parse_rows(text)
+    if not rows:
         raise RooflintError(f"{' '.join(command) or 'the program'} launched no CUDA kernel "
                             f"that ncu saw ({ncu.failure_reason(output)}); check --nvtx and "
                             f"--kernel")
-    return Pass(text, wall)
+    return Pass(text, wall, processes=processes_in(rows))
+
+
+def processes_in(rows: list[dict]) -> int:
+    """How many processes launched the kernels of an ncu log."""
+    return len({row.get("Process ID") for row in rows})

@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooflint import paths
+from rooflint import compile_options, paths
 
 NVCC_TIMEOUT_S = 600          # a large templated family can take minutes; a hang cannot
 NVCC_HINT = ("install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) and put "
@@ -107,18 +107,15 @@ def kernels_in_source(source: Path) -> list[str]:
     return list(dict.fromkeys(kernels))
 
 
-def include_dirs(options: list[str]) -> list[Path]:
-    """The directories ``-I`` options name (the manifest made them absolute)."""
-    dirs, after_flag = [], False
-    for option in options:
-        if after_flag:
-            dirs.append(Path(option))
-        elif option.startswith("-I") and option != "-I":
-            dirs.append(Path(option[2:]))
-        elif option.startswith("--include-path="):
-            dirs.append(Path(option.split("=", 1)[1]))
-        after_flag = option in ("-I", "--include-path")
-    return dirs
+def toolkit_include_dirs() -> list[Path]:
+    """The include directories of the CUDA toolkits rooflint would build with (symbolic
+    links resolved): what a manifest's ``-I`` may name outside its family."""
+    nvcc = find_nvcc()
+    roots = [nvcc.resolve().parent.parent] if nvcc else []
+    roots += [Path(root) for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                                      "/usr/local/cuda") if root]
+    return list(dict.fromkeys((root / "include").resolve() for root in roots
+                              if (root / "include").is_dir()))
 
 
 def build(source: Path, entries: list[str], options: list[str], arch: str,
@@ -150,7 +147,8 @@ def _wrapper(source: Path, entries: list[str]) -> str:
 
 
 def _cache_key(source: Path, wrapper: str, options: list[str], arch: str, version: str) -> str:
-    files = sorted(included_files(source, include_dirs(options)) | {source.resolve()})
+    files = sorted(included_files(source, compile_options.include_dirs(options))
+                   | {source.resolve()})
     digest = hashlib.sha256(json.dumps([wrapper, options, arch, version]).encode())
     for path in files:
         digest.update(str(path).encode() + b"\0" + path.read_bytes())
@@ -162,10 +160,11 @@ def _compile(nvcc: Path, wrapper: str, options: list[str], arch: str, cubin: Pat
     """nvcc -cubin into a temporary file renamed into place: a cubin in the cache is whole."""
     cubin.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cubin.parent) as work:
-        unit = Path(work) / f"{source.stem}.rooflint.cu"
+        unit = Path(work) / "unit.rooflint.cu"     # not the source's name: see shell_safe
         unit.write_text(wrapper)
         output = Path(work) / "out.cubin"
         command = [str(nvcc), "-cubin", f"-arch={arch}", *options, "-o", str(output), str(unit)]
+        shell_safe(command, source)
         try:
             done = subprocess.run(command, capture_output=True, text=True,
                                   timeout=NVCC_TIMEOUT_S)
@@ -174,6 +173,20 @@ def _compile(nvcc: Path, wrapper: str, options: list[str], arch: str, cubin: Pat
         if done.returncode != 0:
             raise BuildError(compile_message(done.stderr or done.stdout, source, unit))
         output.replace(cubin)
+
+
+# nvcc runs its steps through sh, each argument in double quotes, inside which these still
+# act: an argument holding them could run commands (``-DX=$(...)`` does, nvcc 13.0).
+SHELL_ACTIVE = re.compile(r'[$`"\\\n]')
+
+
+def shell_safe(command: list[str], source: Path) -> None:
+    """Refuse a command nvcc's shell would expand: a manifest's options cannot hold such
+    characters, but the family's directory or the cache directory might."""
+    active = next((item for item in command if SHELL_ACTIVE.search(item)), None)
+    if active is not None:
+        raise BuildError(f"cannot build {source.name} with nvcc: {active!r} holds $, `, \" "
+                         f"or \\, which the shell nvcc runs would expand; rename that directory")
 
 
 def compile_message(log: str, source: Path, unit: Path) -> str:

@@ -32,23 +32,34 @@ def visible_devices() -> list[str]:
                             f"name them, e.g. --devices 0,1") from None
 
 
+def device_indices(text: str) -> list[int] | None:
+    """``all`` (None) or the distinct GPU indices of ``--devices``: what it says, checked
+    before any GPU is counted, so nonsense is not reported as a missing GPU."""
+    if text.strip() == "all":
+        return None
+    try:
+        indices = [int(item) for item in text.split(",")]
+    except ValueError:
+        raise RooflintError(f"--devices {text!r}: expected 'all' or GPU indices such as "
+                            f"0,2") from None
+    negative = [i for i in indices if i < 0]
+    if negative:
+        raise RooflintError(f"--devices {text}: GPU indices count from 0 ({negative[0]} is "
+                            f"not one)")
+    if len(set(indices)) != len(indices):
+        raise RooflintError(f"--devices {text}: a GPU is named twice")
+    return indices
+
+
 def parse_devices(text: str, visible: list[str]) -> list[str]:
     """``all`` or comma-separated indices into ``visible`` -> the entries to pin workers to."""
-    if text.strip() == "all":
-        chosen = visible
-    else:
-        try:
-            indices = [int(item) for item in text.split(",")]
-        except ValueError:
-            raise RooflintError(f"--devices {text!r}: expected 'all' or GPU indices such as "
-                                f"0,2") from None
-        wrong = [i for i in indices if not 0 <= i < len(visible)]
-        if wrong:
-            raise RooflintError(f"--devices {text}: no GPU {wrong[0]} (this process sees "
-                                f"{len(visible)}: indices 0 to {len(visible) - 1})")
-        if len(set(indices)) != len(indices):
-            raise RooflintError(f"--devices {text}: a GPU is named twice")
-        chosen = [visible[i] for i in indices]
-    if not chosen:
+    indices = device_indices(text)
+    if not visible:
         raise RooflintError("--devices: this process sees no GPU")
-    return chosen
+    if indices is None:
+        return visible
+    wrong = [i for i in indices if i >= len(visible)]
+    if wrong:
+        raise RooflintError(f"--devices {text}: no GPU {wrong[0]} (this process sees "
+                            f"{len(visible)}: indices 0 to {len(visible) - 1})")
+    return [visible[i] for i in indices]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import cupy
 
-from rooflint import paths
+from rooflint import compile_options, paths
 from rooflint.measure import build
 from rooflint.measure.build import BuildError, MissingEntry
 from rooflint.measure.protocol import VariantJob
@@ -74,7 +74,8 @@ def _with_nvrtc(variant: VariantJob, source: Path, directory: Path, arch: str) -
     disk cache is skipped whenever name expressions are given (it does not keep their
     lowered names), which would recompile every family on every run, in both passes."""
     entries = _entries(variant)
-    code = _with_header_digest(source, [directory, *build.include_dirs(variant.options)])
+    code = _with_header_digest(source,
+                               [directory, *compile_options.include_dirs(variant.options)])
     options = ("-std=c++17", "-lineinfo", f"-I{directory}", *variant.options)
     version = ".".join(map(str, cupy.cuda.nvrtc.getVersion()))
     key = hashlib.sha256(json.dumps([code, options, entries, version, arch]).encode())

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rooflint.gpus import DeviceInfo  # noqa: F401 - part of the worker protocol
+from rooflint.sense import Amount, Count, Error
 
 
 @dataclass
@@ -126,18 +127,18 @@ THROTTLING = {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown",
 class Clocks:
     """SM and memory clocks (MHz) read while the timed launches ran."""
 
-    sm_mhz: list[float] = field(default_factory=list)
-    mem_mhz: list[float] = field(default_factory=list)
+    sm_mhz: list[Amount] = field(default_factory=list)
+    mem_mhz: list[Amount] = field(default_factory=list)
     throttle_reasons: list[str] = field(default_factory=list)
 
 
 @dataclass
 class OutputCheck:
     buffer: str
-    rel_l2: float       # ||out - ref|| / ||ref||
-    max_abs: float
-    max_rel: float
-    nonfinite: int      # NaN/inf elements: unwritten (still poisoned) or overflowed
+    rel_l2: Error       # ||out - ref|| / ||ref||
+    max_abs: Error
+    max_rel: Error
+    nonfinite: Count    # NaN/inf elements: unwritten (still poisoned) or overflowed
 
 
 @dataclass

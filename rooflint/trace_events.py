@@ -1,0 +1,190 @@
+"""Kernel launches from PyTorch's profiler trace: pass 1 of `rooflint profile` for a Python
+program, with where each launch came from.
+
+The trace (Chrome JSON, written by measure/trace_bootstrap.py) holds, per kernel, its
+duration, grid and block from CUPTI, and a correlation id that ties it to the CUDA launch
+call on the CPU; around that call, on the same thread, sit the PyTorch operator that made
+it (``aten::mm``) and the Python frames that called the operator. A kernel launched from
+the backward pass runs on autograd's own thread, where no Python frame is: its operator's
+autograd node (``AddmmBackward0``) carries the sequence number of the forward operator it
+differentiates, whose Python line is the one the user wrote. NVTX ranges pushed through
+``torch.cuda.nvtx`` are in the trace as profiler ranges (``user_annotation``).
+
+Pure: a parsed document in, launches out.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+# Frames that are not the user's code: the interpreter's built-ins, PyTorch, installed
+# packages, the standard library's runpy and rooflint's bootstrap.
+LIBRARY_FRAMES = re.compile(r"^<built-in|^torch/|site-packages/|dist-packages/|"
+                            r"^(runpy|threading|contextlib)\.py|trace_bootstrap\.py")
+FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
+AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
+
+
+@dataclass
+class Launch:
+    """One kernel launch in the trace."""
+
+    name: str                      # demangled by the C++ runtime
+    grid: str                      # "(8, 64, 1)", as Nsight Compute writes it
+    block: str
+    duration_s: float
+    start_us: float
+    operator: str | None = None    # the PyTorch operator that launched it: "aten::mm"
+    backward_of: str | None = None  # its autograd node, for a backward kernel: "AddmmBackward0"
+    line: str | None = None        # the user's Python line: "model.py:62 in forward"
+    ranges: tuple[str, ...] = ()   # the NVTX / profiler ranges around its launch
+
+
+@dataclass
+class Origin:
+    """Where a kernel's launches came from, the most frequent first."""
+
+    operator: str | None
+    line: str | None
+    backward_of: str | None = None
+    launches: int = 0
+
+    @property
+    def short(self) -> str:
+        """``aten::mm, model.py:62``: what a table has room for."""
+        return ", ".join(filter(None, [self.operator, self.line and self.line.split(" in ")[0]]))
+
+    @property
+    def words(self) -> str:
+        """``aten::mm (backward of AddmmBackward0) at model.py:62 in forward``."""
+        parts = [self.operator or "launched outside PyTorch's operators"]
+        if self.backward_of:
+            parts.append(f"(backward: {self.backward_of})")
+        if self.line:
+            parts.append(f"at {self.line}")
+        return " ".join(parts)
+
+
+def origins(launches: Iterable[Launch]) -> list[Origin]:
+    """The distinct origins of some launches, by how many launches each made."""
+    tally = Counter((x.operator, x.line, x.backward_of) for x in launches)
+    return [Origin(op, line, backward, n) for (op, line, backward), n in tally.most_common()]
+
+
+def launches(trace: dict[str, Any]) -> list[Launch]:
+    """Every kernel launch in ``trace``, in launch order, with its origin."""
+    events = [e for e in trace.get("traceEvents", []) if isinstance(e, dict)]
+    calls = {e["args"]["correlation"]: e for e in events
+             if e.get("cat") in ("cuda_runtime", "cuda_driver")
+             and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
+    kernels = [e for e in events if e.get("cat") == "kernel" and "grid" in e.get("args", {})]
+    scopes = _Scopes(events)
+    found = []
+    for kernel in kernels:
+        call = calls.get(kernel["args"].get("correlation"))
+        launch = Launch(name=str(kernel.get("name", "")), grid=_dims(kernel["args"]["grid"]),
+                        block=_dims(kernel["args"].get("block", [])),
+                        duration_s=float(kernel.get("dur", 0.0)) * 1e-6,
+                        start_us=float(call["ts"] if call else kernel.get("ts", 0.0)))
+        if call:
+            scopes.attribute(launch, call)
+        found.append(launch)
+    return sorted(found, key=lambda x: x.start_us)
+
+
+def _dims(values: Any) -> str:
+    """``[8, 64, 1]`` -> ``(8, 64, 1)``: the way Nsight Compute writes a grid or block."""
+    return "(" + ", ".join(str(int(v)) for v in values) + ")" if values else ""
+
+
+@dataclass
+class _Intervals:
+    """Properly nested intervals on one thread (a call stack over time), for 'what holds
+    this moment': the last interval to start before it, or one of its ancestors."""
+
+    starts: list[float] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    parents: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, events: list[dict]) -> "_Intervals":
+        ordered = sorted(events, key=lambda e: (e["ts"], -e.get("dur", 0.0)))
+        parents, open_ = [], []
+        for i, event in enumerate(ordered):
+            while open_ and _end(ordered[open_[-1]]) < event["ts"]:
+                open_.pop()
+            parents.append(open_[-1] if open_ else -1)
+            open_.append(i)
+        return cls([e["ts"] for e in ordered], ordered, parents)
+
+    def around(self, moment: float) -> list[dict]:
+        """The intervals that hold ``moment``, outermost first."""
+        i = bisect_right(self.starts, moment) - 1
+        while i >= 0 and _end(self.events[i]) < moment:
+            i = self.parents[i]
+        held = []
+        while i >= 0:
+            held.append(self.events[i])
+            i = self.parents[i]
+        return held[::-1]
+
+
+def _end(event: dict) -> float:
+    return event["ts"] + event.get("dur", 0.0)
+
+
+class _Scopes:
+    """The operators, Python frames and ranges of a trace, by thread."""
+
+    def __init__(self, events: list[dict]):
+        timed = [e for e in events if e.get("ph") == "X" and "ts" in e]
+        self.operators = _by_thread([e for e in timed if e.get("cat") == "cpu_op"])
+        self.frames = _by_thread([e for e in timed if e.get("cat") == "python_function"])
+        self.ranges = _Intervals.of([e for e in timed if e.get("cat") == "user_annotation"])
+        self.forward = {}           # sequence number -> the forward operator, for backward
+        for e in timed:
+            number = (e.get("args") or {}).get("Sequence number")
+            if e.get("cat") == "cpu_op" and number is not None and "Backward" not in e["name"] \
+                    and not e["name"].startswith(AUTOGRAD_NODE):
+                self.forward.setdefault(number, e)
+
+    def attribute(self, launch: Launch, call: dict) -> None:
+        """Set ``launch``'s operator, autograd node, Python line and ranges from its call."""
+        thread = (call.get("pid"), call.get("tid"))
+        operators = self.operators.get(thread, _Intervals()).around(call["ts"])
+        launch.operator = operators[-1]["name"] if operators else None
+        launch.ranges = tuple(dict.fromkeys(e["name"] for e in self.ranges.around(call["ts"])))
+        node = next((e for e in operators if e["name"].startswith(AUTOGRAD_NODE)), None)
+        at = call
+        if node is not None:
+            launch.backward_of = node["name"].removeprefix(AUTOGRAD_NODE)
+            forward = self.forward.get((node.get("args") or {}).get("Sequence number"))
+            if forward is None:
+                return
+            at, thread = forward, (forward.get("pid"), forward.get("tid"))
+        frames = self.frames.get(thread, _Intervals()).around(at["ts"])
+        launch.line = next((_line(f["name"]) for f in reversed(frames) if _is_users(f["name"])),
+                           None)
+
+
+def _by_thread(events: list[dict]) -> dict[tuple[Any, Any], _Intervals]:
+    threads: dict[tuple[Any, Any], list[dict]] = {}
+    for e in events:
+        threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+    return {thread: _Intervals.of(items) for thread, items in threads.items()}
+
+
+def _is_users(frame: str) -> bool:
+    return bool(FRAME.match(frame)) and not LIBRARY_FRAMES.search(frame)
+
+
+def _line(frame: str) -> str:
+    """``/home/me/model.py(62): forward`` -> ``model.py:62 in forward``."""
+    match = FRAME.match(frame)
+    assert match is not None
+    name = match["file"].rsplit("/", 1)[-1]
+    return f"{name}:{match['line']} in {match['function']}"

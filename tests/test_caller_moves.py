@@ -1,0 +1,91 @@
+"""The library move catalog: every library kernel's verdict leads with a move its caller
+can make; a kernel the user wrote keeps the kernel-level moves."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from rooflint import application as app
+from rooflint import caller_moves as catalog
+from rooflint.diagnose import Move, Verdict
+
+FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_bound",
+         "chain_bound", "l2_bound", "l1_bound", "register_spills", "extra_traffic")
+
+
+def test_every_library_rooflint_names_is_in_the_catalog():
+    assert {words for _, words in app.LIBRARIES} == set(catalog.EVERY_LIBRARY)
+
+
+@pytest.mark.parametrize("library", catalog.EVERY_LIBRARY)
+def test_every_library_kernel_gets_a_caller_move_whatever_its_evidence(library):
+    """Over every combination of the flags the catalog's moves look at."""
+    for n in range(len(FLAGS) + 1):
+        for chosen in itertools.combinations(FLAGS, n):
+            found = catalog.caller_moves(library, {flag: "" for flag in chosen})
+            assert found, (library, chosen)
+            assert all(library in m.libraries for m in found)
+
+
+def test_a_kernel_the_user_wrote_gets_no_caller_move():
+    assert catalog.caller_moves(None, {"launch_overhead": ""}) == []
+    assert app.library("softmax_rows") is None                 # a user's own Triton kernel
+    assert app.library("my_kernel<float>(float*)") is None
+
+
+@pytest.mark.parametrize("kernel, library", [
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", catalog.GEMM),
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma", catalog.ATTENTION),
+    ("void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda"
+     "(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >", catalog.CAST),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+     "std::array<char*, 1ul> >", catalog.FILL),
+    ("void at::native::multi_tensor_apply_kernel<at::native::FusedOptimizerTensorListMetadata"
+     "<4>, at::native::FusedAdamMathFunctor<float, 4, 1, 0> >", catalog.OPTIMIZER),
+    ("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl>",
+     catalog.GELU),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float>", catalog.SOFTMAX),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
+     catalog.ELEMENTWISE),
+    ("triton_poi_fused_gelu_view_2", catalog.INDUCTOR),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", catalog.NCCL),
+])
+def test_library_kernels_are_named_by_who_wrote_them(kernel, library):
+    assert app.library(kernel) == library
+
+
+def verdict_with(move_id: str, flags: dict[str, str]) -> Verdict:
+    kernel_move = Move(move_id, "up", "remove register spills", "spills", "up", 1.5, "evidence")
+    return Verdict(bound="chain", summary="", moves=[kernel_move], evidence=flags)
+
+
+def test_the_caller_moves_lead_and_the_kernel_level_cause_stays_beside_them():
+    verdict = catalog.with_caller_moves(verdict_with("fix_spills", {"chain_bound": ""}),
+                                        catalog.ATTENTION)
+    assert verdict.moves[0].id == "attention_backend"
+    assert verdict.moves[0].gain_from == catalog.CALLER
+    assert "remove register spills" in verdict.moves[0].reason        # the cause: why
+    assert verdict.moves[-1].id == "fix_spills"                        # still there, after
+    assert app.best_move(verdict).id == "fix_spills"                   # upside: the kernel's
+
+
+def test_a_precision_trade_comes_after_the_moves_that_keep_precision():
+    verdict = catalog.with_caller_moves(verdict_with("fp8_tensor_cores", {}), catalog.GEMM)
+    ids = [m.id for m in verdict.moves]
+    assert ids.index("gemm_shapes") < ids.index("gemm_fp8")
+
+
+def test_every_library_kernel_of_a_recorded_profile_leads_with_a_caller_move(specs):
+    from test_profile import FIXTURES, H200_PASS1, H200_PASS2
+    from rooflint import calibration as calibrations
+    from rooflint.gpus import find_spec
+    kernels = app.kernel_times(H200_PASS1)
+    result = app.profile_result(
+        "transformer_block.py", ".", kernels, kernels,
+        app.counters_by_identity(kernels, H200_PASS2), find_spec("h200", specs),
+        app.device_from(H200_PASS1, "x"),
+        calibrations.load(FIXTURES / "h200-calibration-2026-11-22.json"), {})
+    for v in result.families[0].variants:
+        assert v.share.library and v.verdict.moves[0].gain_from == catalog.CALLER, v.name

@@ -1,0 +1,63 @@
+"""Pass 1 under PyTorch's profiler, on this machine's Python: the program is run as
+``python`` would run it, a trace rooflint cannot read falls back to Nsight Compute, and
+a Python with no PyTorch says so by its exit status."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rooflint.measure import application as passes
+
+
+@pytest.mark.parametrize("command, python", [
+    (["python3", "train.py", "--steps", "2"], True),
+    (["/usr/bin/python3.12", "-m", "pkg.train"], True),
+    (["python", "-c", "print(1)"], True),
+    (["python", "-u", "train.py"], False),          # interpreter options: not the bootstrap's
+    (["python"], False),
+    (["./train.sh"], False),
+    (["pythonista", "x.py"], False),
+])
+def test_which_commands_run_under_the_profiler(command, python):
+    assert passes.is_python(command) is python
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ('{"traceEvents": [{"name": "a"b"}]}', "not JSON"),
+    ("[1, 2]", "not a trace"),
+])
+def test_an_unreadable_trace_is_named(tmp_path, content, fragment):
+    trace = tmp_path / "trace.json"
+    trace.write_text(content)
+    with pytest.raises(passes.UnreadableTrace, match=fragment):
+        passes._read_trace(trace)
+
+
+def test_a_trace_too_large_to_read_is_named(tmp_path, monkeypatch):
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"traceEvents": []}')
+    monkeypatch.setattr(passes, "MAX_TRACE_BYTES", 10)
+    with pytest.raises(passes.UnreadableTrace, match="GB trace"):
+        passes._read_trace(trace)
+
+
+def test_a_python_without_pytorch_falls_back_to_nsight_compute(tmp_path, monkeypatch):
+    """The bootstrap exits with NO_PROFILER before running the program when torch cannot
+    be imported (true of this CI machine)."""
+    pytest.importorskip("numpy")
+    if __import__("importlib").util.find_spec("torch"):
+        pytest.skip("this Python has PyTorch")
+    marker = tmp_path / "ran"
+    assert passes.trace_pass([sys.executable, "-c", f"open({str(marker)!r}, 'w')"],
+                             tmp_path) is None
+    assert not marker.exists()                         # the program was not run twice
+
+
+def test_ranges_are_found_in_a_parsed_trace():
+    trace = {"traceEvents": [{"cat": "user_annotation", "name": "timed"}, {"cat": "kernel"}]}
+    assert passes.has_range(trace, "timed") and not passes.has_range(trace, "other")
+    assert not passes.has_range(None, "timed")
