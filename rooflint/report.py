@@ -131,7 +131,7 @@ def _short(action: str) -> str:
 
 def _cells(v: VariantResult) -> dict[str, Text]:
     """One variant's row, by column; a variant that was not timed has only name and status."""
-    name = Text(v.name)
+    name = Text(shortened(v.name))
     if v.baseline:
         name.append(" (baseline)", "dim")
     cells = {"variant": name, "status": Text(v.status.upper(), STATUS_STYLE[v.status])}
@@ -159,7 +159,7 @@ def _cells(v: VariantResult) -> dict[str, Text]:
 def _notes_grid(family: FamilyResult, top_move: bool) -> Padding:
     """Each variant's notes, one per row behind its name (see _labelled)."""
     baseline = next((v for v in family.variants if v.name == family.baseline), None)
-    return _labelled([(v.name, note) for v in family.variants
+    return _labelled([(shortened(v.name), note) for v in family.variants
                       for note in _notes(v, top_move, baseline)])
 
 
@@ -169,6 +169,11 @@ def _notes(v: VariantResult, top_move: bool,
     notes = []
     if v.status != "ok":
         notes.append(Text(v.message, STATUS_STYLE[v.status]))
+    if v.share and v.share.origins:
+        notes.append(Text("launched by " + "; ".join(
+            f"{o.words} ({counted(o.launches, 'launch', 'launches')})" for o in v.share.origins)))
+    if v.share and v.message:
+        notes.append(Text(v.message, "yellow"))
     if v.time and v.time.noisy:
         notes.append(Text(f"noisy time: {v.time.noise}; its median is uncertain", "yellow"))
     if v.counters:
@@ -261,6 +266,21 @@ def render_timings(console: Console, result: RunResult) -> None:
     console.print(table)
 
 
+NAME_WIDTH = 30          # a kernel's name in the application table: one line at 100 columns
+NAME_TAIL = 9            # kept after the ellipsis: cuBLAS's layout letters, a kernel's number
+ORIGIN_COLUMNS = 120     # the table has room for "launched by" from this width (else the notes)
+ORIGIN_WIDTH = 30        # its Python function there; the operator and the rest in the notes
+
+
+def shortened(name: str, width: int = NAME_WIDTH) -> str:
+    """``name`` in at most ``width`` characters, its head and tail around an ellipsis
+    (cuDNN's and cuBLAS's kernel names run to 90 characters; the whole name is in the
+    kernel's notes and the result document)."""
+    if len(name) <= width:
+        return name
+    return f"{name[:width - 1 - NAME_TAIL]}…{name[-NAME_TAIL:]}"
+
+
 def render_upside(console: Console, result: RunResult, family: FamilyResult) -> None:
     """The application view: each profiled kernel's share of the GPU time, how near its
     roof it runs, and the most a fix could save, the biggest saving first."""
@@ -273,16 +293,15 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
                        f"{counted(result.settings.get('kernels', 0), 'kernel')}; where "
                        f"a fix could save the most"))
     table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
-    traced = any(v.share and v.share.origins for v in family.variants)
-    columns = ("kernel", "what", *(("launched by",) if traced else ()), "share", "launches",
+    traced = (any(v.share and v.share.origins for v in family.variants)
+              and console.width >= ORIGIN_COLUMNS)
+    columns = ("kernel", "what", *(("launched from",) if traced else ()), "share", "launches",
                "verdict", "at roof", "upside")
     for column in columns:
         table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
                                                                "upside") else "left",
-                         no_wrap=column not in ("kernel", "what", "launched by"),
-                         overflow="fold",
-                         ratio=2 if column == "kernel" else 1 if column in ("what", "launched by")
-                         else None)
+                         no_wrap=column != "what", overflow="fold",
+                         ratio=1 if column == "what" else None)
     for v in family.variants:
         s = v.share
         if not s:
@@ -291,10 +310,11 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
         upside = ("done" if is_done(v) else
                   f"{format_time(s.upside_s)} ({pct(s.upside_s / region)})" if s.upside_s
                   is not None and region else "-")
-        origin = [Text(s.origins[0].short if s.origins else "")] if traced else []
-        table.add_row(Text(v.name), Text(s.library or ""), *origin, pct(s.share), str(s.launches),
-                      verdict, pct(s.best_fraction) if s.best_fraction is not None else "-",
-                      upside)
+        origin = [Text(shortened(s.origins[0].line or "", ORIGIN_WIDTH)
+                       if s.origins else "")] if traced else []
+        table.add_row(Text(shortened(v.name)), Text(s.library or ""), *origin, pct(s.share),
+                      str(s.launches), verdict,
+                      pct(s.best_fraction) if s.best_fraction is not None else "-", upside)
     console.print(table)
     other = result.settings.get("other_kernels")
     if other:
@@ -304,7 +324,7 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
                 and not is_done(v) and v.verdict and v.verdict.moves), None)
     if top:
         move = top.verdict.moves[0]
-        console.print(Text(f"  biggest upside: {top.name}, {pct(top.share.share)} of GPU time, "
+        console.print(Text(f"  biggest upside: {shortened(top.name)}, {pct(top.share.share)} of GPU time, "
                            f"{top.verdict.bound}-bound at {pct(top.share.best_fraction)} of its "
                            f"roof: {move.direction}: {_short(move.action)}; up to "
                            f"{format_time(top.share.upside_s)} of {format_time(region)}"))

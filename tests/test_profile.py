@@ -17,6 +17,7 @@ import pytest
 
 from rooflint import application as app
 from rooflint import calibration as calibrations
+from rooflint.results import read_result
 from rooflint.gpus import find_spec
 from rooflint.measure.ncu import parse_rows
 
@@ -273,3 +274,24 @@ def test_pass_two_selects_the_chosen_kernels_by_their_functions_names():
                              "<8, float>(float*, int)") == "cunn_SoftMaxForward"
     layer_norm = passes._selection(passes.Filters(), ["vectorized_layer_norm_kernel"])[-1]
     assert not re.search(layer_norm.removeprefix("regex:"), "void my_vectorized_layer_norm_kernel_v2<4>(float*)")
+
+
+@pytest.mark.parametrize("columns", [100, 140])
+def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
+    """cuDNN's and cuBLAS's names run to 90 characters: shortened around an ellipsis, each
+    kernel's name sits whole on its row at 100 and 140 columns (the full name is in the
+    result document), and at 140 each kernel is one line, with the function it came from."""
+    from rooflint.report import shortened
+    path = REPO / "examples" / "profile" / "h100-profile-train-eager.json"
+    variants = read_result(path).families[0].variants
+    outcome = rooflint("show", str(path), env={"COLUMNS": str(columns)})
+    lines = outcome.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("----")) + 1
+    end = next(i for i, line in enumerate(lines) if line.startswith("  not profiled"))
+    rows = lines[start:end]
+    assert all(len(line) <= columns for line in lines)
+    for v in variants:
+        assert any(row.startswith(shortened(v.name) + " ") for row in rows), v.name
+    if columns == 140:
+        assert len(rows) == len(variants)
+        assert "launched from" in lines[start - 2] and "train_step.py:31 in forward" in rows[0]
