@@ -145,8 +145,19 @@ def append_text(text: str, path: Path) -> None:
 
 
 def _write_in_place(data: bytes, path: Path, mode: str) -> None:
+    """Write to a device or pipe (or append to a file) where it is. A named pipe is opened
+    without blocking, so one that no process reads is an error, not a wait forever."""
+    flags = os.O_WRONLY | os.O_CLOEXEC | (os.O_APPEND | os.O_CREAT if "a" in mode else 0)
     try:
-        with open(path, mode) as handle:
+        descriptor = os.open(path, flags | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise RooflintError(f"cannot write {path}: it is a named pipe (FIFO) that no "
+                                f"process reads") from None
+        raise _cannot_write(path, exc) from None
+    try:
+        os.set_blocking(descriptor, True)      # the reader is there: write all of it
+        with open(descriptor, "wb") as handle:
             handle.write(data)
     except OSError as exc:
         raise _cannot_write(path, exc) from None

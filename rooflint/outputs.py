@@ -111,9 +111,10 @@ def _nonempty_file(path: Path) -> bool:
 
 
 def _head(path: Path) -> bytes:
-    """The first bytes of ``path`` (none if it cannot be read)."""
+    """The first bytes of ``path`` (none if it cannot be read), opened without blocking: a
+    FIFO swapped in for the file since its kind was checked does not hang the command."""
     try:
-        with open(path, "rb") as handle:
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
             return handle.read(HEAD_BYTES)
     except OSError:
         return b""

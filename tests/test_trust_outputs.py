@@ -454,3 +454,12 @@ def test_a_misspelt_profile_option_is_still_called_one():
 def test_an_unknown_gpu_is_refused_not_ignored(args):
     outcome = rooflint(*args)
     assert_one_line_error(outcome, 2, "unknown GPU 'nosuch'")
+
+
+def test_a_named_pipe_no_one_reads_is_one_line_not_a_wait(tmp_path):
+    """Writing opens a FIFO without blocking: with no reader it is refused at once."""
+    fifo = tmp_path / "baseline.json"
+    os.mkfifo(fifo)
+    outcome = rooflint("gate", "--update", "--baseline", str(fifo), "--current",
+                       str(REPO / "examples" / "h200-bundled.json"), timeout=60)
+    assert_one_line_error(outcome, 2, str(fifo), "named pipe (FIFO) that no process reads")
