@@ -494,7 +494,9 @@ def _kind(r: _Reader, spec: dict, where: str, directory: Path
         raise r.fail(where + "source", f"is {source!r}: nvcc's shell would expand its $, `, "
                                        f"\" or \\; rename the file")
     if source is not None and not (directory / source).is_file():
-        raise r.fail(where + "source", f"names {source}, which is not in {directory}")
+        instead = not_a_file(directory / source)
+        raise r.fail(where + "source", f"names {source}, which " + (
+            f"{instead}" if instead else f"is not in {directory}"))
     if shorthand:
         return None, _python_call(r, baseline, where + "baseline", directory), True
     call = _python_call(r, python, where + "python", directory) if python is not None else None
