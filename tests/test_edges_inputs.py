@@ -290,8 +290,8 @@ def test_compare_across_gpus_named_like_markup(tmp_path):
 
 def test_compare_a_side_that_moved_no_dram_bytes(tmp_path):
     def no_bytes(data):
-        for family in data["families"]:
-            for v in family["variants"]:
+        for measured in data["families"]:
+            for v in measured["variants"]:
                 if v["name"] == "tiled":
                     v["point"].update(dram_bytes=0.0, achieved_bandwidth=0.0,
                                       observed_ai=float("inf"))   # as roofline.place has it

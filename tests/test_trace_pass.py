@@ -4,9 +4,7 @@ a Python with no PyTorch says so by its exit status."""
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 import pytest
 
