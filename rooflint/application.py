@@ -1,14 +1,18 @@
 """`rooflint profile`: a whole program's kernels, ranked by what fixing them could save.
 
-Pure: from the two Nsight Compute logs (every launch's duration; counters on one launch of
-each chosen kernel) to a result document in the common schema. Kernels are ranked by
-total GPU time; the chosen ones are those that cover ``coverage`` of it (or the ``top`` N);
-each becomes an Observation judged by the same engine as a manifest variant, with no
-algorithmic intensity (nobody counted its compulsory bytes), and gets its share of the
-program's time and its upside: the time its best move could save, by the same arithmetic
-that ranks the moves (moves.gain): total time x (1 - 1 / the move's estimated speed-up),
-the nearest roof's distance where the move has no estimate. A kernel whose best move
-could save no more than 1 - NEAR_ROOF of its time is done.
+From the two passes' logs (every launch's duration: PyTorch's profiler trace, with the
+operator and function behind each launch, or Nsight Compute's; counters on one launch of
+each launch shape of the chosen kernels) to a result document in the common schema; only
+profile_program runs anything (measure/application.py). Kernels are ranked by total GPU
+time; the chosen ones are those that cover ``coverage`` of it (or the ``top`` N); pass 2's
+launches meet them by identity (name_key, grid, block). Each becomes an Observation judged
+by the same engine as a manifest variant, with no algorithmic intensity (nobody counted
+its compulsory bytes), a library kernel leading with its caller's moves
+(caller_moves.py), and gets its share of the program's time and its upside: the time its
+best move could save, by the same arithmetic that ranks the moves (moves.gain): total
+time x (1 - 1 / the move's estimated speed-up), the nearest roof's distance where the
+move has no estimate. A kernel whose best move could save no more than 1 - NEAR_ROOF of
+its time, or one at AT_ROOF of its nearest roof with no evidence of waste, is done.
 """
 
 from __future__ import annotations

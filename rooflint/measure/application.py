@@ -1,14 +1,20 @@
-"""Run a user's program under Nsight Compute: the two passes of `rooflint profile`.
+"""Run a user's program for the two passes of `rooflint profile`.
 
-Pass 1 times every kernel launch (one metric, ``gpu__time_duration``, no replay), so the
-kernels can be ranked by total GPU time. Pass 2 runs the program again, with the same
-filters, and collects rooflint's counter list on the first launch of each distinct launch
-configuration (ncu's ``--filter-mode per-launch-config``: kernel, grid, block, shared
-memory), so every kernel the program launches again is profiled once, wherever it falls
-in the launch order: two runs of one program need not launch in the same order (a GPT-2
-training step's did not), and the analysis matches pass 2's launches to pass 1's kernels
-by what they are, not where they are. A program's distinct configurations are tens where
-its launches are thousands.
+Pass 1 times every kernel launch, so the kernels can be ranked by total GPU time: a
+Python program whose interpreter has PyTorch runs under PyTorch's profiler
+(trace_bootstrap.py: CUPTI's activity records at the program's own speed, with the
+operators and Python functions behind each launch); any other program, or one that trace
+cannot serve (no torch, an NVTX range not pushed through torch.cuda.nvtx, a trace
+unreadable or over MAX_TRACE_BYTES), under Nsight Compute (one metric,
+``gpu__time_duration``, no replay, every launch serialised). Pass 2 runs the program
+again under Nsight Compute and collects rooflint's counter list on the first launch of
+each launch configuration (``--filter-mode per-launch-config``) of the chosen kernels'
+functions, so each is profiled once, wherever it falls in the launch order: two runs of
+one program need not launch in the same order (a GPT-2 training step's did not), and the
+analysis matches pass 2's launches to pass 1's kernels by what they are, not where they
+are. A program's launch configurations are tens where its launches are thousands. (ncu
+counts two kernels with the same grid, block, registers and shared memory as one
+configuration: the second then has no counters, and its row says why.)
 
 Pass 2's program is started while pass 1 runs, under ``ncu --mode launch`` and for its
 own process only: it gets through its start-up (for a PyTorch program, most of its wall
