@@ -28,6 +28,7 @@ from rooflint import caller_moves as library_moves, kernel_models
 from rooflint.counters import Counters
 from rooflint.evidence import AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
 from rooflint.gpus import DeviceInfo, GpuSpec
+from rooflint.measure.application import Filters, Pass, Timer
 from rooflint.measure.ncu import parse_rows, summarize
 from rooflint.measure.protocol import Clocks
 from rooflint.diagnose import Move, Verdict
@@ -462,7 +463,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
         kernels = kernels_of(first)
         chosen = choose(kernels, options.coverage, options.top)
         covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
-        say(f"pass 1 ({TIMERS[first.timer]}): {counted(len(kernels), 'kernel')} in "
+        say(f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
             f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
             f"({covered:.0%} of GPU time), the first launch of each kernel shape: about "
             f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
@@ -512,13 +513,10 @@ def check_program(command: list[str]) -> None:
                         f"interpreter first (rooflint profile -- python {program})")
 
 
-TIMERS = {"torch": "PyTorch's profiler", "ncu": "Nsight Compute"}
-
-
-def timed_kernels(first, filters) -> list[KernelTime]:
-    """Pass 1's kernels, from whichever timer took them (measure.application.Timer); the
-    profiler's trace is filtered here as ncu filtered its own launches."""
-    if first.timer == "torch":
+def timed_kernels(first: Pass, filters: Filters) -> list[KernelTime]:
+    """Pass 1's kernels, from whichever timer took them; the profiler's trace is filtered
+    here as ncu filtered its own launches."""
+    if first.timer == Timer.torch:
         found = selected(trace_launches(first.trace or {}), filters.nvtx, filters.kernel,
                          filters.skip)
         if not found:

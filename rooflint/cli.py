@@ -287,7 +287,7 @@ def profile(
             fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
     if logs and not logs.is_dir():
         fail(f"--logs {logs}: no such directory")
-    check_outputs(json_path, picture=svg)
+    check_outputs(json_path, picture=svg, logs=logs, model=model)
     result = profile_program(ProfileOptions(command=command, coverage=coverage, top=top,
                                             nvtx=nvtx, kernel=kernel, skip=skip, gpu=gpu,
                                             logs=str(logs) if logs else None,
@@ -304,14 +304,19 @@ def profile(
         console.print(f"roofline drawn to {svg}", markup=False)
 
 
-def check_outputs(json_path: Optional[Path], picture: Optional[Path] = None) -> None:
+def check_outputs(json_path: Optional[Path], picture: Optional[Path] = None,
+                  logs: Optional[Path] = None, model: Optional[Path] = None) -> None:
     """`run`'s and `profile`'s outputs, checked before minutes of measuring, not after:
-    --json replaces only a rooflint result, --svg only a picture of its format, and
-    both can be written (see rooflint.outputs)."""
+    --json replaces only a rooflint result, --svg only a picture of its format, profile's
+    --logs only its own earlier logs, none of them is --model, and all can be written
+    (see rooflint.outputs)."""
     from rooflint import outputs
+    from rooflint.measure.application import LOGS
     asked = ([outputs.Output("--json", json_path, outputs.RESULT)] if json_path else []) + \
-        ([outputs.Output("--svg", picture, outputs.PICTURE)] if picture else [])
-    guard_outputs(asked)
+        ([outputs.Output("--svg", picture, outputs.PICTURE)] if picture else []) + \
+        [outputs.Output("--logs", logs / name, outputs.PROFILE_LOG) for name in LOGS
+         if logs]
+    guard_outputs(asked, [outputs.Named("--model", model)] if model else [])
 
 
 def guard_outputs(asked: Sequence[Output], inputs: Sequence[Named] = (),

@@ -145,6 +145,8 @@ BASELINE = Kind("a rooflint baseline", _document(baselines.SCHEMA))
 CALIBRATION = Kind("a rooflint calibration", _document(calibrations.SCHEMA))
 GATE_SUMMARY = Kind("a rooflint gate summary", _starts_with(GATE_HEADING.encode()))
 JUNIT = Kind("JUnit XML", _starts_with(b"<", containing=b"<testsuite"))
+# What Nsight Compute's logs and PyTorch's profiler trace begin with.
+PROFILE_LOG = Kind("a log of rooflint profile", _starts_with(b"==", b'"ID"', b"{"))
 _PICTURE_STARTS = {"svg": _starts_with(b"<", containing=b"<svg"),
                    "png": _starts_with(b"\x89PNG\r\n\x1a\n"),
                    "pdf": _starts_with(b"%PDF-")}

@@ -171,3 +171,18 @@ def test_a_reader_that_stops_reading_ends_rooflint_quietly():
     done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, env=env,
                           timeout=60)
     assert done.stdout.strip() == "141" and done.stderr == "", (done.stdout, done.stderr)
+
+
+def test_a_model_of_zero_compulsory_bytes_is_no_ratio_not_a_division_by_zero():
+    """A manifest's byte model can come to 0; the traffic evidence then says it cannot
+    judge the traffic (explain refuses --algorithmic-bytes 0 outright)."""
+    from rooflint.calibration import roofs
+    from rooflint.evidence import LaunchFacts, gather
+    from rooflint.gpus import find_spec, load_specs
+    from rooflint.roofline import place
+    h100 = roofs(find_spec("h100-sxm", load_specs()), "fp32", None)
+    point = place(1e-3, 1e9, 1e6, 0.0, h100, bytes_source="ncu")
+    evidence = gather(point, LaunchFacts(grid_blocks=132, threads_per_block=256, launches=1,
+                                         sms=132, precision="fp32"))
+    assert "compulsory bytes are 0" in evidence.flags["no_algorithmic_model"]
+    assert "extra_traffic" not in evidence.flags

@@ -463,3 +463,23 @@ def test_a_named_pipe_no_one_reads_is_one_line_not_a_wait(tmp_path):
     outcome = rooflint("gate", "--update", "--baseline", str(fifo), "--current",
                        str(REPO / "examples" / "h200-bundled.json"), timeout=60)
     assert_one_line_error(outcome, 2, str(fifo), "named pipe (FIFO) that no process reads")
+
+
+@pytest.mark.parametrize("log, content, model, fragment", [
+    ("pass2-counters.csv", "my notes\n", False, "is not a log of rooflint profile"),
+    ("pass1-trace.json", None, True, "does not write over a file it reads"),
+])
+def test_profile_logs_replace_only_earlier_logs_and_never_the_model(tmp_path, log, content,
+                                                                     model, fragment):
+    """--logs DIR gets pass1-trace.json, pass1-durations.csv and pass2-counters.csv: a
+    file of the user's there, or the --model it reads, is refused before any program runs."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    target = logs / log
+    target.write_text(content if content is not None else
+                      (REPO / "examples" / "apps" / "transformer_block.models.yaml").read_text())
+    before = snapshot(target)
+    args = ["profile", "--logs", str(logs), *(["--model", str(target)] if model else []),
+            "--", "/bin/true"]
+    assert_one_line_error(rooflint(*args), 2, "--logs", fragment)
+    assert_intact(before)

@@ -49,6 +49,12 @@ from rooflint.measure import ncu
 NAME_BASE = ("--kernel-name-base", "demangled")
 
 
+# The logs a profile writes into its --logs directory (else a temporary one).
+TRACE_LOG, DURATIONS_LOG, COUNTERS_LOG = "pass1-trace.json", "pass1-durations.csv", \
+    "pass2-counters.csv"
+LOGS = (TRACE_LOG, DURATIONS_LOG, COUNTERS_LOG)
+
+
 @dataclass
 class Filters:
     nvtx: str | None = None        # an NVTX range (push/pop name): only launches inside it
@@ -61,6 +67,10 @@ class Timer(str, Enum):
 
     torch = "torch"                # PyTorch's profiler (CUPTI), at the program's own speed
     ncu = "ncu"                    # Nsight Compute, every launch serialised
+
+    @property
+    def words(self) -> str:
+        return {"torch": "PyTorch's profiler", "ncu": "Nsight Compute"}[self.value]
 
 
 @dataclass
@@ -142,7 +152,7 @@ def trace_pass(command: list[str], logs: Path | None) -> Pass | None:
     """The program under PyTorch's profiler (see trace_bootstrap.py); None if its
     interpreter has no PyTorch. Filters are applied to the trace afterwards."""
     with tempfile.TemporaryDirectory(prefix="rooflint-trace-") as scratch:
-        trace = (logs or Path(scratch)) / "pass1-trace.json"
+        trace = (logs or Path(scratch)) / TRACE_LOG
         began = time.perf_counter()
         try:
             done = subprocess.run([command[0], str(BOOTSTRAP), str(trace), "--", *command[1:]],
@@ -193,7 +203,7 @@ def duration_pass(command: list[str], filters: Filters, logs: Path | None) -> Pa
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "none",
             "--metrics", ncu.DURATION, *_filter_args(filters),
             "--launch-skip", str(filters.skip)]
-    return _run(args, command, logs, "pass1-durations.csv")
+    return _run(args, command, logs, DURATIONS_LOG)
 
 
 # Launches profiled of each distinct launch configuration in pass 2.
@@ -206,7 +216,7 @@ def counter_pass(command: list[str], filters: Filters, functions: list[str],
     kernels (see _selection)."""
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
             "--metrics", ",".join(ncu.METRICS), *_selection(filters, functions)]
-    return _run(args, command, logs, "pass2-counters.csv")
+    return _run(args, command, logs, COUNTERS_LOG)
 
 
 def _selection(filters: Filters, functions: list[str]) -> list[str]:
@@ -277,7 +287,7 @@ def _attach(waiting: Waiting, filters: Filters, functions: list[str],
             "--cache-control", "all", "--metrics", ",".join(ncu.METRICS),
             *_selection(filters, functions)]
     began = time.perf_counter()
-    attached = _run(args, [], logs, "pass2-counters.csv", program_output=waiting.output,
+    attached = _run(args, [], logs, COUNTERS_LOG, program_output=waiting.output,
                     program=waiting.process)
     return Pass(attached.log, time.perf_counter() - began, attached=True)
 
