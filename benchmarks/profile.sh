@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# One GPU call (benchmarks/profile.sh TAG, from the checkout): calibrate; profile the
-# training step (eager and compiled), the transformer block (eager and compiled), the
-# Triton and CuPy programs; time each plain program beside its profile, and ncu --set full
-# on the same kernels as pass 2 (one launch of each launch shape), all in this one run.
+# benchmarks/profile.sh TAG [PART...], from the checkout: calibrate, then profile the
+# training step (eager and compiled: PART "train", with ncu --set full on the same kernels
+# as pass 2, one launch of each launch shape), the transformer block (eager and compiled:
+# "block") and the Triton and CuPy programs ("others"); each plain program is timed beside
+# its profile. No PART: all three, about 9 minutes on an H100, more than one device call
+# allows, so a GPU's figures are taken in two calls ("train", then "block others").
 set -u
-tag=$1; out=/tmp/prof; mkdir -p $out/logs
+tag=$1; shift; parts=${*:-train block others}; out=/tmp/prof; mkdir -p $out/logs
 timed() { local name=$1; shift; local t0=$EPOCHREALTIME; timeout 300 "$@"; local rc=$?; echo "TIME $name $(python3 -c "print(round($EPOCHREALTIME - $t0, 2))") s rc=$rc" | tee -a $out/times.log; }
 export COLUMNS=120 PYTHONUNBUFFERED=1
 timed calibrate python3 -m rooflint calibrate -o $out/$tag-calibration.json > $out/$tag-calibration.txt 2>&1
@@ -14,6 +16,7 @@ profile() {   # NAME ARGS...: the plain program, then rooflint profile of it
   timed profile-$name python3 -m rooflint profile --nvtx timed --json $out/$tag-profile-$name.json -- "$@" > $out/$tag-profile-$name.txt 2>&1
   head -4 $out/$tag-profile-$name.txt
 }
+train() {
 profile train-eager python3 examples/apps/train_step.py
 selection=$(python3 -c "
 import json
@@ -22,11 +25,17 @@ print(' '.join(_selection(Filters(), json.load(open('$out/$tag-profile-train-eag
 timed full-set-train-eager ncu --clock-control none --set full $selection --log-file $out/logs/full-set.txt python3 examples/apps/train_step.py > /dev/null 2>&1
 grep -c "^  Section: Launch Statistics" $out/logs/full-set.txt | sed 's/^/full-set launches: /'
 profile train-compiled python3 examples/apps/train_step.py --compile
+}
+block() {
 profile block-eager python3 examples/apps/transformer_block.py
 profile block-compiled python3 examples/apps/transformer_block.py --compile
 python3 -m rooflint compare $out/$tag-profile-block-eager.json $out/$tag-profile-block-compiled.json > $out/$tag-profile-compare.txt 2>&1; echo compare rc=$?
+}
+others() {
 profile triton python3 examples/apps/triton_softmax.py
 profile cupy python3 examples/apps/cupy_pipeline.py
+}
+for part in $parts; do $part; done
 pgrep -af "ncu.*--mode launch" || echo "no program left waiting for ncu"
-cp $out/times.log $out/$tag-times.txt
-tar -czf $OUT/$tag-profile.tgz -C $out --exclude logs .
+cp $out/times.log $out/$tag-times-${parts// /-}.txt
+tar -czf $OUT/$tag-profile-${parts// /-}.tgz -C $out --exclude logs .

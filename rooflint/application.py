@@ -28,7 +28,7 @@ from rooflint import caller_moves as library_moves, kernel_models
 from rooflint.counters import Counters
 from rooflint.evidence import AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
 from rooflint.gpus import DeviceInfo, GpuSpec
-from rooflint.measure.application import Filters, Pass, Timer
+from rooflint.measure.application import Filters, Pass, Stopped, Timer
 from rooflint.measure.ncu import parse_rows, summarize
 from rooflint.measure.protocol import Clocks
 from rooflint.diagnose import Move, Verdict
@@ -202,7 +202,9 @@ def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
 
 def function_name(kernel: str) -> str:
     """The kernel's function, without namespaces, template arguments or parameters:
-    what pass 2 selects its launches by."""
+    what pass 2 selects its launches by (ncu's regular expressions on the template
+    arguments as well lost cuBLAS's cluster GEMMs on an H100 and an H200: function names
+    alone lose none)."""
     return name_key(kernel).split(" ", 1)[0]
 
 
@@ -434,9 +436,13 @@ class ProfileOptions:
     model: str | None = None         # a kernel_models file: kernels' FLOPs and bytes
 
 
-def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunResult:
+def profile_program(options: ProfileOptions, say: Callable[[str], None]
+                    ) -> tuple[RunResult, Stopped | None]:
     """Both passes over the program (the only part that runs anything), then the analysis.
-    ``say`` hears what is about to happen, before the longer second pass."""
+    ``say`` hears what is about to happen, before the longer second pass, and how long a
+    long pass has run. A pass 2 that failed or was interrupted leaves a result of pass 1's
+    kernel times, each chosen kernel's row saying why it has no counters, and what stopped
+    it (else None)."""
     from pathlib import Path
 
     from rooflint.gpus import load_specs
@@ -474,9 +480,10 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
     chosen = choose(kernels, options.coverage, options.top)
     profiled = parse_rows(second.log)
     counters = counters_by_identity(chosen, profiled, kernels)
-    missing = {k.identity: why_no_counters(k, profiled) for k in chosen
-               if k.identity not in counters}
-    device = device_from(profiled, passes.driver_version())
+    stopped = second.stopped
+    missing = {k.identity: f"no counters: {stopped.why}" if stopped
+               else why_no_counters(k, profiled) for k in chosen if k.identity not in counters}
+    device = device_of(first, profiled, passes.driver_version())
     specs = load_specs()
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
@@ -486,10 +493,42 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]) -> RunR
                 "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
                 "pass2_profiled_launches": len(profiled), "model": options.model,
                 "pass2_kernels": sorted({function_name(k.kernel) for k in chosen}),
-                "pass2_started_early": second.attached}
+                "pass2_started_early": second.attached,
+                "pass2_stopped": stopped.why if stopped else None}
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                           chosen, counters, spec, device, calibration, settings, models,
-                          missing)
+                          missing), stopped
+
+
+def device_of(first: Pass, profiled: list[dict], driver: str) -> DeviceInfo:
+    """The GPU the program ran on: from the attributes ncu prints with each launch of
+    pass 2, or of pass 1 when pass 2 stopped before any; from the device properties in
+    PyTorch's profiler trace when ncu printed none."""
+    rows = profiled or (parse_rows(first.log) if first.timer == Timer.ncu else [])
+    return device_from(rows, driver) if rows else device_from_trace(first.trace or {}, driver)
+
+
+def device_from_trace(trace: dict, driver: str) -> DeviceInfo:
+    """The GPU the trace's kernels ran on, from its ``deviceProperties`` (which name no L2
+    size and no clocks)."""
+    devices = {d.get("id"): d for d in trace.get("deviceProperties") or []
+               if isinstance(d, dict)}
+    used = Tally(e.get("args", {}).get("device") for e in trace.get("traceEvents", [])
+                 if isinstance(e, dict) and e.get("cat") == "kernel")
+    ran_on = next((devices[i] for i, _ in used.most_common() if i in devices), None)
+    if ran_on is None:
+        raise RooflintError("the GPU is unknown: pass 2 stopped before Nsight Compute named "
+                            "it, and PyTorch's profiler trace names none")
+
+    def number(key: str) -> int:
+        value = ran_on.get(key)
+        return int(value) if isinstance(value, (int, float)) else 0
+    return DeviceInfo(
+        name=str(ran_on.get("name", "unknown GPU")), index=number("id"),
+        compute_capability=f"{number('computeMajor')}.{number('computeMinor')}",
+        sms=number("numSms"), l2_bytes=0, memory_bytes=number("totalGlobalMem"),
+        max_sm_clock_mhz=None, max_mem_clock_mhz=None, driver=driver, cuda_runtime="",
+        cupy="")
 
 
 def check_program(command: list[str]) -> None:

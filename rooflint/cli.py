@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import shlex
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
@@ -288,20 +289,35 @@ def profile(
     if logs and not logs.is_dir():
         fail(f"--logs {logs}: no such directory")
     check_outputs(json_path, picture=svg, logs=logs, model=model)
-    result = profile_program(ProfileOptions(command=command, coverage=coverage, top=top,
-                                            nvtx=nvtx, kernel=kernel, skip=skip, gpu=gpu,
-                                            logs=str(logs) if logs else None,
-                                            model=str(model) if model else None),
-                             say)
+    terminate = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result, stopped = profile_program(
+            ProfileOptions(command=command, coverage=coverage, top=top, nvtx=nvtx,
+                           kernel=kernel, skip=skip, gpu=gpu, logs=str(logs) if logs else None,
+                           model=str(model) if model else None), say)
+    finally:
+        signal.signal(signal.SIGTERM, terminate)
     render_run(console, result)
     if json_path:
         from rooflint.results import write_result
         write_result(result, json_path)
         console.print(f"result written to {json_path}", markup=False)
-    if svg:
+    if svg and not stopped:
         from rooflint import plotting
         plotting.save(plotting.figure([result]), svg)
         console.print(f"roofline drawn to {svg}", markup=False)
+    if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
+        kept = f"{json_path} keeps" if json_path else "the table shows"
+        fail(f"{stopped.why}; {kept} pass 1's kernel times, without counters"
+             + (f" (no roofline to draw in {svg})" if svg else ""),
+             130 if stopped.interrupted else 2)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM while a program is profiled (``timeout``, a batch scheduler's limit) is
+    handled as Ctrl-C is: pass 1's times are kept, and pass 2's early-started program, in
+    a session of its own that the signal does not reach, is stopped, not left waiting."""
+    raise KeyboardInterrupt
 
 
 def check_outputs(json_path: Optional[Path], picture: Optional[Path] = None,

@@ -4,11 +4,14 @@ program, with where each launch came from.
 The trace (Chrome JSON, written by measure/trace_bootstrap.py) holds, per kernel, its
 duration, grid and block from CUPTI, and a correlation id that ties it to the CUDA launch
 call on the CPU; around that call, on the same thread, sit the PyTorch operator that made
-it (``aten::mm``) and the Python frames that called the operator. A kernel launched from
-the backward pass runs on autograd's own thread, where no Python frame is: its operator's
-autograd node (``AddmmBackward0``) carries the sequence number of the forward operator it
-differentiates, whose Python line is the one the user wrote. NVTX ranges pushed through
-``torch.cuda.nvtx`` are in the trace as profiler ranges (``user_annotation``).
+it (``aten::mm``) and the range the bootstrap opened around the torch function call that
+reached it, named after the program's line that made the call (LINE_RANGE). A kernel
+launched from the backward pass runs on autograd's own thread, where no Python frame is:
+its operator's autograd node (``AddmmBackward0``) carries the sequence number of the
+forward operator it differentiates, whose line is the one the user wrote. NVTX ranges
+pushed through ``torch.cuda.nvtx`` are in the trace as profiler ranges
+(``user_annotation``). A trace recorded with Python stacks (``with_stack``) gives, where
+no line range is, the program's function nearest the launch, by the line it starts at.
 
 Pure: a parsed document in, launches out.
 """
@@ -26,6 +29,12 @@ from typing import Any, Iterable
 LIBRARY_FRAMES = re.compile(r"^<built-in|^torch/|site-packages/|dist-packages/|"
                             r"^(runpy|threading|contextlib)\.py|trace_bootstrap\.py")
 FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
+# The ranges the bootstrap opens around each torch function call: this prefix, then the
+# calling frame as FRAME reads it, then CALLER and the program's frame that called that.
+LINE_RANGE, CALLER = "rooflint.line: ", " <- "
+# TorchDynamo's range around each run of a compiled frame: inside it, the frame's own line
+# is its entry, so the line that launched its kernels is the one that called it.
+COMPILED_REGION = "Torch-Compiled Region"
 AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
 
 
@@ -132,6 +141,12 @@ class _Intervals:
             i = self.parents[i]
         return held[::-1]
 
+    def within(self, outer: dict) -> list[dict]:
+        """The intervals that start inside ``outer``, in order."""
+        first = bisect_right(self.starts, outer["ts"] - 1e-9)
+        last = bisect_right(self.starts, _end(outer))
+        return self.events[first:last]
+
 
 def _end(event: dict) -> float:
     return event["ts"] + event.get("dur", 0.0)
@@ -144,7 +159,9 @@ class _Scopes:
         timed = [e for e in events if e.get("ph") == "X" and "ts" in e]
         self.operators = _by_thread([e for e in timed if e.get("cat") == "cpu_op"])
         self.frames = _by_thread([e for e in timed if e.get("cat") == "python_function"])
-        self.ranges = _Intervals.of([e for e in timed if e.get("cat") == "user_annotation"])
+        ranges = [e for e in timed if e.get("cat") == "user_annotation"]
+        self.lines = _by_thread([e for e in ranges if e["name"].startswith(LINE_RANGE)])
+        self.ranges = _Intervals.of([e for e in ranges if not e["name"].startswith(LINE_RANGE)])
         self.forward = {}           # sequence number -> the forward operator, for backward
         for e in timed:
             number = (e.get("args") or {}).get("Sequence number")
@@ -166,9 +183,25 @@ class _Scopes:
             if forward is None:
                 return
             at, thread = forward, (forward.get("pid"), forward.get("tid"))
-        frames = self.frames.get(thread, _Intervals()).around(at["ts"])
-        launch.line = next((_line(f["name"]) for f in reversed(frames) if _is_users(f["name"])),
-                           None)
+        launch.line = self._line_at(thread, at["ts"])
+
+    def _line_at(self, thread: tuple[Any, Any], moment: float) -> str | None:
+        """The program's line around ``moment``: the innermost line range; inside a
+        compiled region (whose kernels run outside any), the line that called the compiled
+        function; else the program's innermost Python function (named by the line it
+        starts at)."""
+        calls = self.lines.get(thread, _Intervals()).around(moment)
+        region = next((r for r in reversed(self.ranges.around(moment))
+                       if r["name"].startswith(COMPILED_REGION)), None)
+        if region is not None:
+            inside = self.lines.get(thread, _Intervals()).within(region)
+            frames = inside[0]["name"].removeprefix(LINE_RANGE).split(CALLER) if inside else []
+            return _line(frames[-1]) if frames else None
+        if calls:
+            return _line(calls[-1]["name"].removeprefix(LINE_RANGE).split(CALLER)[0])
+        frames = self.frames.get(thread, _Intervals()).around(moment)
+        return next((_line(f["name"], exact=False) for f in reversed(frames)
+                     if _is_users(f["name"])), None)
 
 
 def _by_thread(events: list[dict]) -> dict[tuple[Any, Any], _Intervals]:
@@ -182,9 +215,11 @@ def _is_users(frame: str) -> bool:
     return bool(FRAME.match(frame)) and not LIBRARY_FRAMES.search(frame)
 
 
-def _line(frame: str) -> str:
-    """``/home/me/model.py(62): forward`` -> ``model.py:62 in forward``."""
+def _line(frame: str, exact: bool = True) -> str:
+    """``/home/me/model.py(62): forward`` -> ``model.py:62 in forward``; a function known
+    only by the line it starts at is ``model.py in forward``."""
     match = FRAME.match(frame)
     assert match is not None
     name = match["file"].rsplit("/", 1)[-1]
-    return f"{name}:{match['line']} in {match['function']}"
+    return f"{name}:{match['line']} in {match['function']}" if exact \
+        else f"{name} in {match['function']}"

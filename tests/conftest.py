@@ -6,6 +6,7 @@ import functools
 
 import pytest
 
+from fake_ncu import stand_in
 from rooflint.gpus import load_specs
 
 
@@ -38,3 +39,9 @@ def private_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def specs():
     return load_specs()
+
+
+@pytest.fixture
+def fake_ncu(tmp_path):
+    """The stand-in ``ncu`` on PATH (see fake_ncu.py): its environment and state folder."""
+    return stand_in(tmp_path)

@@ -1,7 +1,5 @@
-"""`rooflint profile` end to end on a machine without a GPU: a stand-in `ncu` on PATH runs
-the user's command as the real one would (pass 1 at once; pass 2 under ``--mode launch``,
-waiting until an ``--mode attach`` arrives), writes back the H200 logs recorded from
-examples/apps/transformer_block.py, and keeps every command line it was given, so the
+"""`rooflint profile` end to end on a machine without a GPU, through the stand-in `ncu` of
+fake_ncu.py (the ``fake_ncu`` fixture), which keeps every command line it was given, so the
 plumbing between the passes is checked: the filters both passes share, the caches each
 leaves, pass 2's selection, the port, the fall-back when the early start was not
 sound, what the user is told when the program fails, and that no program is left
@@ -10,96 +8,12 @@ waiting."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-import textwrap
-from pathlib import Path
 
-import pytest
 
 from edges import REPO, assert_one_line_error, rooflint
+from fake_ncu import NCU, by_mode, calls, waiting_program_is_gone
 from rooflint.measure import ncu
-
-NCU = Path(__file__).parent / "fixtures" / "ncu"
-
-FAKE_NCU = textwrap.dedent('''\
-    #!{python}
-    import json, os, subprocess, sys, time
-    from pathlib import Path
-    args = sys.argv[1:]
-    state = Path(os.environ["FAKE_NCU_STATE"])
-    with (state / "calls.jsonl").open("a") as calls:
-        calls.write(json.dumps(args) + "\\n")
-
-    def option(name):
-        return args[args.index(name) + 1] if name in args else None
-
-    def program():
-        """What follows ncu's options: the options this stand-in knows take one value."""
-        flags = {{"--nvtx", "--csv"}}
-        i = 0
-        while i < len(args) and args[i].startswith("-"):
-            i += 1 if args[i] in flags else 2
-        return args[i:]
-
-    mode = option("--mode")
-    if mode == "launch":
-        (state / "waiting.pid").write_text(str(os.getpid()))
-        if "FAKE_NCU_WRAPPER" in os.environ:     # a shell script: it never calls CUDA itself
-            sys.exit(subprocess.run(program()).returncode)
-        print("==PROF== Waiting for profiler to attach on ports", option("--port"), flush=True)
-        attached = state / ("attached-" + option("--port"))
-        while not attached.exists():
-            time.sleep(0.02)
-        sys.exit(subprocess.run(program()).returncode)
-    recorded = "pass2.csv" if "--launch-count" in args else "pass1.csv"
-    Path(option("--log-file")).write_text((state / recorded).read_text())
-    if mode == "attach":
-        (state / ("attached-" + option("--port"))).touch()
-        sys.exit(0)
-    sys.exit(subprocess.run(program()).returncode)
-''')
-
-
-@pytest.fixture
-def fake_ncu(tmp_path):
-    """A directory with the stand-in ``ncu``, and the environment that puts it first."""
-    bin_dir, state = tmp_path / "bin", tmp_path / "state"
-    bin_dir.mkdir()
-    state.mkdir()
-    ncu = bin_dir / "ncu"
-    ncu.write_text(FAKE_NCU.format(python=sys.executable))
-    ncu.chmod(0o755)
-    for n in (1, 2):
-        (state / f"pass{n}.csv").write_text(
-            (NCU / f"h200-transformer-block-pass{n}.csv").read_text())
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_NCU_STATE": str(state)}
-    return env, state
-
-
-def calls(state: Path) -> list[list[str]]:
-    """Each ncu command line, in the order they started."""
-    return [json.loads(line) for line in (state / "calls.jsonl").read_text().splitlines()]
-
-
-def by_mode(state: Path) -> dict[str, list[list[str]]]:
-    """The command lines by mode: launch, attach, pass1 (durations), pass2 (counters)."""
-    found: dict[str, list[list[str]]] = {}
-    for args in calls(state):
-        mode = (args[args.index("--mode") + 1] if "--mode" in args
-                else "pass2" if "--launch-count" in args else "pass1")
-        found.setdefault(mode, []).append(args)
-    return found
-
-
-def waiting_program_is_gone(state: Path) -> bool:
-    pid = int((state / "waiting.pid").read_text())
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
 
 def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu, tmp_path):
     env, state = fake_ncu

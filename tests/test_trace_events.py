@@ -1,6 +1,8 @@
 """Pass 1 from PyTorch's profiler: launches, their origins, and their identity against
-Nsight Compute's names, on a trace recorded on an H100 (one training step of a small bf16
-transformer: forward, backward, fused AdamW) and on ncu's pass 1 of the same program."""
+Nsight Compute's names, on traces of one training step of a small bf16 transformer
+(forward, backward, fused AdamW): one recorded on an H100 with Python stacks, with ncu's
+pass 1 of the same program beside it, and one recorded on an H200 by rooflint's bootstrap,
+whose ranges name the line of the program that called each torch function."""
 
 from __future__ import annotations
 
@@ -12,16 +14,26 @@ from pathlib import Path
 import pytest
 
 from rooflint import application as app
-from rooflint.trace_events import Origin, launches, origins
+from rooflint.trace_events import (CALLER, COMPILED_REGION, LINE_RANGE, Origin, launches,
+                                   origins)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACE = json.loads((FIXTURES / "trace" / "h100-step-trace.json").read_text())
+LINES_TRACE = json.loads((FIXTURES / "trace" / "h200-step-trace.json").read_text())
 NCU_SHAPES = FIXTURES / "ncu" / "h100-train-step-pass1-shapes.csv"
+# tests/fixtures/trace/step.py, the program of both traces: its lines, as the user wrote them
+STEP_LINES = {9: "def forward", 10: "s.qkv(s.ln1(x))", 11: "scaled_dot_product_attention",
+              12: "x = x + s.o(", 13: "s.down(torch.nn.functional.gelu", 20: "loss.backward()"}
 
 
 @pytest.fixture(scope="module")
 def step():
     return launches(TRACE)
+
+
+@pytest.fixture(scope="module")
+def lined():
+    return launches(LINES_TRACE)
 
 
 def ncu_identities() -> set[app.Identity]:
@@ -40,24 +52,78 @@ def test_every_kernel_of_the_step_is_a_launch_in_launch_order(step):
         sum(e["dur"] for e in kernels) * 1e-6)
 
 
-def test_every_launch_has_its_operator_and_the_users_line(step):
-    assert all(x.operator for x in step)
-    assert all(x.line and x.line.startswith("step.py:") for x in step)
+def test_every_launch_has_its_operator_and_the_line_that_called_it(lined):
+    """The bootstrap's ranges give the exact line (not the line the function starts at):
+    the step's kernels come from the lines of Block.forward that call torch and from the
+    step's loss.backward()/optimizer lines, and every one is named."""
+    source = (FIXTURES / "trace" / "step.py").read_text().splitlines()
+    assert len(lined) == 128 and all(x.operator for x in lined)
+    lines = {x.line for x in lined}
+    assert all(line and line.startswith("step.py:") for line in lines)
+    numbers = {int(line.split(":")[1].split()[0]) for line in lines}
+    assert {10, 11, 12, 13} <= numbers and 9 not in numbers       # never the def line
+    for number, words in STEP_LINES.items():
+        assert words in source[number - 1]
 
 
-def test_a_backward_kernel_is_traced_to_the_forward_line_it_differentiates(step):
-    backward = [x for x in step if x.backward_of]
-    assert {x.backward_of for x in backward} >= {"AddmmBackward0", "NativeLayerNormBackward0"}
+def test_a_backward_kernel_is_traced_to_the_forward_line_it_differentiates(lined):
+    backward = [x for x in lined if x.backward_of]
+    assert {x.backward_of for x in backward} >= {"AddmmBackward0", "NativeLayerNormBackward0",
+                                                 "ScaledDotProductCudnnAttentionBackward0"}
+    attention = [x for x in backward if x.backward_of.startswith("ScaledDotProduct")]
+    assert {x.line for x in attention} == {"step.py:11 in Block.forward"}
     addmm = [x for x in backward if x.backward_of == "AddmmBackward0"]
     assert {x.operator for x in addmm} >= {"aten::mm", "aten::sum"}
-    assert all(x.line == "step.py:9 in forward" for x in addmm)
+    assert {x.line for x in addmm} == {f"step.py:{n} in Block.forward" for n in (10, 12, 13)}
 
 
-def test_optimizer_kernels_sit_in_the_optimizers_range(step):
-    adam = [x for x in step if "FusedAdam" in x.name]
+def test_a_trace_with_python_stacks_alone_names_the_function_not_a_line(step):
+    """Without the bootstrap's ranges, PyTorch's Python frames know a function only by the
+    line it starts at: the origin names the function, and no line number it cannot vouch
+    for."""
+    assert all(x.line and x.line.startswith("step.py in ") for x in step)
+    assert {x.line for x in step if x.backward_of == "AddmmBackward0"} == {"step.py in forward"}
+
+
+def test_line_ranges_are_not_nvtx_ranges(lined):
+    assert not any(r.startswith(LINE_RANGE) for x in lined for r in x.ranges)
+
+
+def caller_range(name: str, ts: float, dur: float, tid: int = 1) -> dict:
+    return {"ph": "X", "cat": "user_annotation", "name": name, "ts": ts, "dur": dur,
+            "pid": 1, "tid": tid}
+
+
+def test_a_compiled_regions_kernels_come_from_the_line_that_called_the_compiled_function():
+    """Inside TorchDynamo's region the frame's own line is its entry (Model.forward's
+    first line) and Triton kernels run under no torch function: every launch of the region
+    is the line that called the compiled function, from the caller half of any line range
+    inside the region."""
+    entry = f"{LINE_RANGE}/w/train.py(47): Model.forward{CALLER}/w/train.py(70): step"
+    eager = f"{LINE_RANGE}/w/train.py(75): step{CALLER}/w/train.py(90): main"
+    events = [caller_range(f"{COMPILED_REGION}: 0/0", 100, 100),
+              caller_range(entry, 110, 10),
+              {"ph": "X", "cat": "cuda_runtime", "name": "cuLaunchKernel", "ts": 130, "dur": 2,
+               "pid": 1, "tid": 1, "args": {"correlation": 7}},
+              {"ph": "X", "cat": "kernel", "name": "triton_poi_fused_gelu_0", "ts": 140,
+               "dur": 5, "pid": 0, "tid": 7, "args": {"correlation": 7, "grid": [64, 1, 1],
+                                                      "block": [128, 1, 1]}},
+              caller_range(eager, 300, 20),
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 305,
+               "dur": 2, "pid": 1, "tid": 1, "args": {"correlation": 8}},
+              {"ph": "X", "cat": "kernel", "name": "k", "ts": 310, "dur": 5, "pid": 0,
+               "tid": 7, "args": {"correlation": 8, "grid": [1, 1, 1], "block": [32, 1, 1]}}]
+    compiled, plain = launches({"traceEvents": events})
+    assert compiled.line == "train.py:70 in step"
+    assert plain.line == "train.py:75 in step"
+
+
+def test_optimizer_kernels_sit_in_the_optimizers_range(lined):
+    adam = [x for x in lined if "FusedAdam" in x.name]
     assert adam and all("Optimizer.step#AdamW.step" in x.ranges for x in adam)
-    assert app.selected(step, "Optimizer.step#AdamW.step", None, 0) == \
-        [x for x in step if "Optimizer.step#AdamW.step" in x.ranges]
+    assert {x.line for x in adam} == {"step.py:20 in step"}
+    assert app.selected(lined, "Optimizer.step#AdamW.step", None, 0) == \
+        [x for x in lined if "Optimizer.step#AdamW.step" in x.ranges]
 
 
 def test_filters_apply_as_ncu_applies_them(step):
@@ -112,3 +178,4 @@ def test_origins_are_counted_and_ranked(step):
     ranked = origins(step)
     assert sum(o.launches for o in ranked) == len(step)
     assert [o.launches for o in ranked] == sorted((o.launches for o in ranked), reverse=True)
+

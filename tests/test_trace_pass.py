@@ -51,7 +51,7 @@ def test_a_python_without_pytorch_falls_back_to_nsight_compute(tmp_path, monkeyp
         pytest.skip("this Python has PyTorch")
     marker = tmp_path / "ran"
     assert passes.trace_pass([sys.executable, "-c", f"open({str(marker)!r}, 'w')"],
-                             tmp_path) is None
+                             tmp_path, print) is None
     assert not marker.exists()                         # the program was not run twice
 
 

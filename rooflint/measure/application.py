@@ -38,13 +38,14 @@ import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
 
 from rooflint.errors import RooflintError
 from rooflint.measure import ncu
+from rooflint.trace_events import CALLER, LINE_RANGE
 
 NAME_BASE = ("--kernel-name-base", "demangled")
 
@@ -74,6 +75,15 @@ class Timer(str, Enum):
 
 
 @dataclass
+class Stopped:
+    """Why pass 2 ended without counters after pass 1 had measured: the profile keeps
+    pass 1's kernel times, each chosen kernel's row saying this."""
+
+    why: str                       # one line: "pass 2 was interrupted", "pass 2 failed: ..."
+    interrupted: bool = False      # Ctrl-C (or SIGTERM), not a failure
+
+
+@dataclass
 class Pass:
     """One run of the program: its log (ncu's CSV, or the profiler's JSON trace), how long
     it took, and how many processes launched the kernels it saw."""
@@ -84,22 +94,42 @@ class Pass:
     timer: Timer = Timer.ncu
     processes: int = 1
     trace: dict | None = None      # the profiler's trace, parsed (Timer.torch)
+    stopped: Stopped | None = None  # pass 2 failed or was interrupted: no log
 
 
 def two_passes(command: list[str], filters: Filters, logs: Path | None,
                plan: Callable[[Pass], list[str]], say: Callable[[str], None]
                ) -> tuple[Pass, Pass]:
     """Pass 1, then pass 2 on the kernels whose function names ``plan`` chooses from it,
-    pass 2's program started early when that is sound (see the module's docstring)."""
+    pass 2's program started early when that is sound (see the module's docstring). A
+    pass 2 that fails or is interrupted is a Pass that says why (see _second): what pass 1
+    measured is kept."""
     with _early_start(command) as waiting:
         first = timing_pass(command, filters, logs, say)
         if _alone(waiting, first):
-            return first, _attach(waiting, filters, plan(first), logs)
+            functions = plan(first)
+            return first, _second(lambda: _attach(waiting, filters, functions, logs, say),
+                                  attached=True)
         _stop(waiting.process)
     say("pass 1 again, alone: this program's kernels do not all run in its own process, so "
         "its early-started second run may have overlapped the first")
-    first = duration_pass(command, filters, logs)
-    return first, counter_pass(command, filters, plan(first), logs)
+    first = duration_pass(command, filters, logs, say)
+    functions = plan(first)
+    return first, _second(lambda: counter_pass(command, filters, functions, logs, say))
+
+
+def _second(run: Callable[[], Pass], attached: bool = False) -> Pass:
+    """Pass 2, or, when it fails or is interrupted, a Pass with no log whose ``stopped``
+    says why: minutes of pass 1 are not thrown away for a crash or a Ctrl-C in pass 2.
+    Only pass 2's own failures: ``plan``'s (pass 1's trace) are raised before it starts."""
+    began = time.perf_counter()
+    try:
+        return run()
+    except KeyboardInterrupt:
+        stopped = Stopped("pass 2 was interrupted", interrupted=True)
+    except RooflintError as exc:
+        stopped = Stopped(f"pass 2 failed: {exc}")
+    return Pass("", time.perf_counter() - began, attached=attached, stopped=stopped)
 
 
 def timing_pass(command: list[str], filters: Filters, logs: Path | None,
@@ -109,7 +139,7 @@ def timing_pass(command: list[str], filters: Filters, logs: Path | None,
     ranges the profiler cannot (those not pushed through torch.cuda.nvtx)."""
     if is_python(command):
         try:
-            traced = trace_pass(command, logs)
+            traced = trace_pass(command, logs, say)
         except UnreadableTrace as exc:
             say(f"{exc}: timing every launch with Nsight Compute instead")
             traced = None
@@ -119,7 +149,7 @@ def timing_pass(command: list[str], filters: Filters, logs: Path | None,
             if traced is not None:
                 say(f"PyTorch's profiler saw no range {filters.nvtx!r} (only torch.cuda.nvtx "
                     f"ranges reach it): timing every launch with Nsight Compute instead")
-    return duration_pass(command, filters, logs)
+    return duration_pass(command, filters, logs, say)
 
 
 def has_range(trace: dict | None, name: str) -> bool:
@@ -148,15 +178,16 @@ BOOTSTRAP = Path(__file__).with_name("trace_bootstrap.py")
 NO_PROFILER = 3                    # trace_bootstrap's status when torch cannot be imported
 
 
-def trace_pass(command: list[str], logs: Path | None) -> Pass | None:
+def trace_pass(command: list[str], logs: Path | None,
+               say: Callable[[str], None]) -> Pass | None:
     """The program under PyTorch's profiler (see trace_bootstrap.py); None if its
     interpreter has no PyTorch. Filters are applied to the trace afterwards."""
     with tempfile.TemporaryDirectory(prefix="rooflint-trace-") as scratch:
         trace = (logs or Path(scratch)) / TRACE_LOG
         began = time.perf_counter()
         try:
-            done = subprocess.run([command[0], str(BOOTSTRAP), str(trace), "--", *command[1:]],
-                                  capture_output=True, text=True, errors="replace")
+            done = _output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, CALLER,
+                               "--", *command[1:]], PassProgress("pass 1", say))
         except OSError as exc:
             raise RooflintError(f"cannot start {command[0]}: {exc.strerror or exc}") from None
         wall = time.perf_counter() - began
@@ -193,7 +224,8 @@ def _read_trace(path: Path) -> dict:
     return document
 
 
-def duration_pass(command: list[str], filters: Filters, logs: Path | None) -> Pass:
+def duration_pass(command: list[str], filters: Filters, logs: Path | None,
+                  say: Callable[[str], None]) -> Pass:
     """Every launch's duration (and the device's attributes, which ncu prints beside it).
 
     Caches are left as the program leaves them (``--cache-control none``): pass 1 asks how
@@ -203,7 +235,7 @@ def duration_pass(command: list[str], filters: Filters, logs: Path | None) -> Pa
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "none",
             "--metrics", ncu.DURATION, *_filter_args(filters),
             "--launch-skip", str(filters.skip)]
-    return _run(args, command, logs, DURATIONS_LOG)
+    return _run(args, command, logs, DURATIONS_LOG, PassProgress("pass 1", say))
 
 
 # Launches profiled of each distinct launch configuration in pass 2.
@@ -211,12 +243,12 @@ LAUNCHES_PER_CONFIG = 1
 
 
 def counter_pass(command: list[str], filters: Filters, functions: list[str],
-                 logs: Path | None) -> Pass:
+                 logs: Path | None, say: Callable[[str], None]) -> Pass:
     """rooflint's counters on the first launch of each launch configuration of the chosen
     kernels (see _selection)."""
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
             "--metrics", ",".join(ncu.METRICS), *_selection(filters, functions)]
-    return _run(args, command, logs, COUNTERS_LOG)
+    return _run(args, command, logs, COUNTERS_LOG, PassProgress("pass 2", say))
 
 
 def _selection(filters: Filters, functions: list[str]) -> list[str]:
@@ -279,7 +311,7 @@ def _alone(waiting: Waiting, first: Pass) -> bool:
 
 
 def _attach(waiting: Waiting, filters: Filters, functions: list[str],
-            logs: Path | None) -> Pass:
+            logs: Path | None, say: Callable[[str], None]) -> Pass:
     """counter_pass's selection, profiled by attaching to the waiting program, which then
     runs to its end."""
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
@@ -287,8 +319,8 @@ def _attach(waiting: Waiting, filters: Filters, functions: list[str],
             "--cache-control", "all", "--metrics", ",".join(ncu.METRICS),
             *_selection(filters, functions)]
     began = time.perf_counter()
-    attached = _run(args, [], logs, COUNTERS_LOG, program_output=waiting.output,
-                    program=waiting.process)
+    attached = _run(args, [], logs, COUNTERS_LOG, PassProgress("pass 2", say),
+                    program_output=waiting.output, program=waiting.process)
     return Pass(attached.log, time.perf_counter() - began, attached=True)
 
 
@@ -362,8 +394,47 @@ def _tail(program: str, log: str) -> str:
     return " | ".join(said or errors) or "no output"
 
 
+# How often a pass that runs on says how long it has run (a pass shorter says nothing).
+PROGRESS_EVERY_S = 10.0
+T = TypeVar("T")
+
+
+@dataclass
+class PassProgress:
+    """Says, every PROGRESS_EVERY_S while a pass runs, how long it has run so far. Time is
+    all that is known meanwhile: ncu writes its CSV rows (``--csv`` prints no line per
+    profiled launch) and the profiler its trace only when the program ends."""
+
+    step: str                      # "pass 1"
+    say: Callable[[str], None]
+    began: float = field(default_factory=time.monotonic)
+
+    def wait(self, until_done: Callable[[float], T]) -> T:
+        """``until_done(timeout)``, called again after each subprocess.TimeoutExpired."""
+        while True:
+            try:
+                return until_done(PROGRESS_EVERY_S)
+            except subprocess.TimeoutExpired:
+                self.say(f"{self.step}: {time.monotonic() - self.began:.0f} s so far")
+
+
+def _output_of(args: list[str], progress: PassProgress) -> subprocess.CompletedProcess:
+    """subprocess.run(args, capture_output=True, text=True), saying how long a long pass
+    has run (communicate loses no output across its timeouts); the process is killed when
+    rooflint is interrupted while it runs."""
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          errors="replace") as process:
+        try:
+            stdout, stderr = progress.wait(lambda seconds: process.communicate(timeout=seconds))
+        except BaseException:
+            process.kill()
+            raise
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
 def _run(args: list[str], command: list[str], logs: Path | None, name: str,
-         program_output: Path | None = None, program: subprocess.Popen | None = None) -> Pass:
+         progress: PassProgress, program_output: Path | None = None,
+         program: subprocess.Popen | None = None) -> Pass:
     """ncu ARGS COMMAND, its CSV kept in ``logs`` (or a temporary folder); one line saying
     why for every failure: no ncu, no permission, the program failing, nothing profiled.
     When ncu attaches to a waiting ``program``, that program's exit and output count."""
@@ -371,12 +442,13 @@ def _run(args: list[str], command: list[str], logs: Path | None, name: str,
         log = (logs or Path(scratch)) / name
         began = time.perf_counter()
         try:
-            done = subprocess.run([ncu_executable(), *args, "--log-file", str(log), *command],
-                                  capture_output=True, text=True, errors="replace")
+            done = _output_of([ncu_executable(), *args, "--log-file", str(log), *command],
+                              progress)
         except OSError as exc:
             raise RooflintError(f"cannot start ncu: {exc.strerror or exc}") from None
         if program is not None:
-            done.returncode = done.returncode or program.wait()
+            done.returncode = done.returncode or progress.wait(
+                lambda seconds: program.wait(timeout=seconds))
             done.stdout += program_output.read_text(errors="replace")
         wall = time.perf_counter() - began
         text = log.read_text(errors="replace") if log.exists() else ""

@@ -1,14 +1,21 @@
 """Run a Python program under PyTorch's profiler: pass 1 of `rooflint profile` at the
 program's own speed.
 
-Executed as a script by the *program's* interpreter (``python trace_bootstrap.py TRACE --
-train.py ARGS``), so it imports nothing from rooflint, which that interpreter may not have.
+Executed as a script by the *program's* interpreter (``python trace_bootstrap.py TRACE
+PREFIX CALLER -- train.py ARGS``), so it imports nothing from rooflint, which that interpreter may
+not have.
 It runs the program as ``python train.py ARGS`` (or ``-m module``, ``-c code``) would, with
 the profiler recording CUDA activity (every kernel's duration, grid, block, registers,
 shared memory, from CUPTI, whoever launched it: PyTorch, Triton, cuBLAS, CuPy) and CPU
-operators with Python stacks (which operator and which line launched each kernel), and
-writes the trace as Chrome JSON to TRACE. NVTX ranges pushed through ``torch.cuda.nvtx``
-are recorded as profiler ranges too, so ``--nvtx`` can select launches in the trace.
+operators (which operator launched each kernel), and writes the trace as Chrome JSON to
+TRACE. NVTX ranges pushed through ``torch.cuda.nvtx`` are recorded as profiler ranges too,
+so ``--nvtx`` can select launches in the trace.
+
+Which line of the program called each operator: every torch function the program calls
+runs inside a profiler range named PREFIX + ``file(line): function``, the program's own
+frame nearest the call, then CALLER and the program's frame that called that one
+(PyTorch's profiler records Python frames only by the line each function starts at, and
+recording them all makes a compiled program's trace gigabytes).
 
 Exit status: the program's own. Status 3 with nothing written means PyTorch's profiler
 is not importable here; rooflint then times the launches with Nsight Compute instead.
@@ -53,8 +60,65 @@ def _nvtx_as_ranges(torch):
     nvtx.range_push, nvtx.range_pop = range_push, range_pop
 
 
+def _library_folders(torch):
+    """Where code that is not the program's lives: PyTorch, installed packages, the
+    standard library, this file; and TorchInductor's generated code, which runs the kernels
+    of a compiled region on behalf of the line that called it."""
+    import site
+    import sysconfig
+    paths = sysconfig.get_paths()
+    folders = {os.path.dirname(torch.__file__), paths["stdlib"], paths["purelib"],
+               paths["platlib"], os.path.dirname(os.path.abspath(__file__)),
+               *site.getsitepackages(), site.getusersitepackages()}
+    return tuple(os.path.join(os.path.realpath(f), "") for f in folders if f)
+
+
+def _users_frames(frame, is_library, most=2):
+    """The program's own innermost ``most`` frames from ``frame`` outwards, each as
+    ``file(line): function``: the line that made the call, and the line that called that
+    function (for a torch.compile'd function, the first is its own entry line, the second
+    where the program called it)."""
+    found = []
+    while frame is not None and len(found) < most:
+        code = frame.f_code
+        if not is_library(code.co_filename):
+            found.append(f"{code.co_filename}({frame.f_lineno}): "
+                         f"{getattr(code, 'co_qualname', code.co_name)}")
+        frame = frame.f_back
+    return found
+
+
+def _caller_lines(torch, prefix, caller):
+    """A TorchFunctionMode that wraps each torch function call in a profiler range naming
+    the program's line it came from (nested calls, made by PyTorch, are not seen: the mode
+    is off inside its own handler). Inside a torch.compile trace it stays out of the way."""
+    from torch.overrides import TorchFunctionMode
+    folders, library = _library_folders(torch), {}
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+    record = torch.profiler.record_function
+
+    def is_library(filename):
+        if filename not in library:
+            real = os.path.realpath(filename)
+            library[filename] = (filename.startswith("<") or real.startswith(folders)
+                                 or "torchinductor_" in real)
+        return library[filename]
+
+    class CallerLines(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if compiling():
+                return func(*args, **kwargs)
+            lines = _users_frames(sys._getframe(1), is_library)
+            if not lines:
+                return func(*args, **kwargs)
+            with record(prefix + caller.join(lines)):
+                return func(*args, **kwargs)
+    return CallerLines()
+
+
 def main():
-    trace, argv = sys.argv[1], sys.argv[3:]
+    trace, prefix, caller, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]
     sys.path.pop(0)                  # this file's folder is not the program's
     try:
         import torch
@@ -64,12 +128,12 @@ def main():
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
     _nvtx_as_ranges(torch)
-    profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                       with_stack=True)
+    profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     profiler.__enter__()
     status = 0
     try:
-        run()
+        with _caller_lines(torch, prefix, caller):
+            run()
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):

@@ -1,0 +1,44 @@
+"""`rooflint profile` on the GPU, on a PyTorch program it did not write for itself
+(examples/apps/transformer_block.py, eager and compiled): every chosen kernel ends with
+counters or with the reason it has none, and nearly all of the GPU time is tied to the
+line of the program that launched it (the exact line, not the line its function starts
+at)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from edges import REPO
+
+EXACT_LINE = re.compile(r"^transformer_block\.py:\d+ in ")
+
+
+def profile(tmp_path, *program: str) -> dict:
+    out = tmp_path / "profile.json"
+    done = subprocess.run([sys.executable, "-m", "rooflint", "profile", "--nvtx", "timed",
+                           "--json", str(out), "--", sys.executable, *program],
+                          cwd=REPO, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_every_chosen_kernel_is_judged_or_says_why_and_has_its_line(tmp_path, compiled):
+    doc = profile(tmp_path, "examples/apps/transformer_block.py",
+                  *(["--compile"] if compiled else []))
+    assert doc["settings"]["pass1_timer"] == "torch"
+    variants = doc["families"][0]["variants"]
+    assert variants
+    for v in variants:
+        assert v["counters"] or v["message"].startswith("no counters:"), v["name"]
+    assert sum(1 for v in variants if v["counters"]) >= len(variants) - 2
+    shares = [v["share"] for v in variants]
+    lined = sum(s["share"] for s in shares
+                if any(o["line"] and EXACT_LINE.match(o["line"]) for o in s["origins"]))
+    assert lined >= 0.9 * sum(s["share"] for s in shares)
