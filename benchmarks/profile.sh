@@ -8,7 +8,7 @@
 set -u
 tag=$1; shift; parts=${*:-train block others}; out=/tmp/prof; mkdir -p $out/logs
 timed() { local name=$1; shift; local t0=$EPOCHREALTIME; timeout 300 "$@"; local rc=$?; echo "TIME $name $(python3 -c "print(round($EPOCHREALTIME - $t0, 2))") s rc=$rc" | tee -a $out/times.log; }
-export COLUMNS=120 PYTHONUNBUFFERED=1
+export COLUMNS=140 PYTHONUNBUFFERED=1
 timed calibrate python3 -m rooflint calibrate -o $out/$tag-calibration.json > $out/$tag-calibration.txt 2>&1
 profile() {   # NAME ARGS...: the plain program, then rooflint profile of it
   local name=$1; shift

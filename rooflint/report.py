@@ -268,8 +268,8 @@ def render_timings(console: Console, result: RunResult) -> None:
 
 NAME_WIDTH = 30          # a kernel's name in the application table: one line at 100 columns
 NAME_TAIL = 9            # kept after the ellipsis: cuBLAS's layout letters, a kernel's number
-ORIGIN_COLUMNS = 120     # the table has room for "launched by" from this width (else the notes)
-ORIGIN_WIDTH = 30        # its Python function there; the operator and the rest in the notes
+ORIGIN_COLUMNS = 137     # the table has room for "launched from" from this width (else the notes)
+ORIGIN_WIDTH = 26        # its line there (file:line function); the operator in the notes
 
 
 def shortened(name: str, width: int = NAME_WIDTH) -> str:
@@ -279,6 +279,16 @@ def shortened(name: str, width: int = NAME_WIDTH) -> str:
     if len(name) <= width:
         return name
     return f"{name[:width - 1 - NAME_TAIL]}…{name[-NAME_TAIL:]}"
+
+
+def origin_cell(line: str | None) -> str:
+    """``train_step.py:37 in Block.forward`` as the table has room for it: the file and
+    line, then the function's own name (``forward``, not its class or enclosing
+    functions), shortened only if the file's name is long."""
+    if not line:
+        return ""
+    place, _, function = line.partition(" in ")
+    return shortened(f"{place} {function.rsplit('.', 1)[-1]}".strip(), ORIGIN_WIDTH)
 
 
 def render_upside(console: Console, result: RunResult, family: FamilyResult) -> None:
@@ -300,7 +310,8 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     for column in columns:
         table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
                                                                "upside") else "left",
-                         no_wrap=column != "what", overflow="fold",
+                         no_wrap=column != "what" or traced,
+                         overflow="ellipsis" if column == "what" else "fold",
                          ratio=1 if column == "what" else None)
     for v in family.variants:
         s = v.share
@@ -310,8 +321,7 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
         upside = ("done" if is_done(v) else
                   f"{format_time(s.upside_s)} ({pct(s.upside_s / region)})" if s.upside_s
                   is not None and region else "-")
-        origin = [Text(shortened(s.origins[0].line or "", ORIGIN_WIDTH)
-                       if s.origins else "")] if traced else []
+        origin = [Text(origin_cell(s.origins[0].line) if s.origins else "")] if traced else []
         table.add_row(Text(shortened(v.name)), Text(s.library or ""), *origin, pct(s.share),
                       str(s.launches), verdict,
                       pct(s.best_fraction) if s.best_fraction is not None else "-", upside)

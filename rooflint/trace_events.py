@@ -30,10 +30,12 @@ LIBRARY_FRAMES = re.compile(r"^<built-in|^torch/|site-packages/|dist-packages/|"
                             r"^(runpy|threading|contextlib)\.py|trace_bootstrap\.py")
 FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
 # The ranges the bootstrap opens around each torch function call: this prefix, then the
-# calling frame as FRAME reads it, then CALLER and the program's frame that called that.
-LINE_RANGE, CALLER = "rooflint.line: ", " <- "
-# TorchDynamo's range around each run of a compiled frame: inside it, the frame's own line
-# is its entry, so the line that launched its kernels is the one that called it.
+# calling frame as FRAME reads it.
+LINE_RANGE = "rooflint.line: "
+# TorchDynamo's operator (a range in older releases) around each run of a compiled
+# function: its Triton kernels run under no torch function call, and the line that
+# launched them is the one that called the compiled function, which the line ranges of
+# the region's other calls (its GEMMs, its allocations) name.
 COMPILED_REGION = "Torch-Compiled Region"
 AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
 
@@ -187,18 +189,17 @@ class _Scopes:
 
     def _line_at(self, thread: tuple[Any, Any], moment: float) -> str | None:
         """The program's line around ``moment``: the innermost line range; inside a
-        compiled region (whose kernels run outside any), the line that called the compiled
-        function; else the program's innermost Python function (named by the line it
-        starts at)."""
-        calls = self.lines.get(thread, _Intervals()).around(moment)
-        region = next((r for r in reversed(self.ranges.around(moment))
-                       if r["name"].startswith(COMPILED_REGION)), None)
-        if region is not None:
-            inside = self.lines.get(thread, _Intervals()).within(region)
-            frames = inside[0]["name"].removeprefix(LINE_RANGE).split(CALLER) if inside else []
-            return _line(frames[-1]) if frames else None
+        compiled region with none around it, the region's first; else the program's
+        innermost Python function (named by the line it starts at)."""
+        lines = self.lines.get(thread, _Intervals())
+        calls = lines.around(moment)
+        if not calls:
+            scopes = [*self.operators.get(thread, _Intervals()).around(moment),
+                      *self.ranges.around(moment)]
+            region = next((r for r in scopes if r["name"].startswith(COMPILED_REGION)), None)
+            calls = lines.within(region)[:1] if region is not None else []
         if calls:
-            return _line(calls[-1]["name"].removeprefix(LINE_RANGE).split(CALLER)[0])
+            return _line(calls[-1]["name"].removeprefix(LINE_RANGE))
         frames = self.frames.get(thread, _Intervals()).around(moment)
         return next((_line(f["name"], exact=False) for f in reversed(frames)
                      if _is_users(f["name"])), None)

@@ -280,7 +280,7 @@ def test_pass_two_selects_the_chosen_kernels_by_their_functions_names():
 def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
     """cuDNN's and cuBLAS's names run to 90 characters: shortened around an ellipsis, each
     kernel's name sits whole on its row at 100 and 140 columns (the full name is in the
-    result document), and at 140 each kernel is one line, with the function it came from."""
+    result document), and at 140 each kernel is one line, with the line it came from."""
     from rooflint.report import shortened
     path = REPO / "examples" / "profile" / "h100-profile-train-eager.json"
     variants = read_result(path).families[0].variants
@@ -294,4 +294,4 @@ def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
         assert any(row.startswith(shortened(v.name) + " ") for row in rows), v.name
     if columns == 140:
         assert len(rows) == len(variants)
-        assert "launched from" in lines[start - 2] and "train_step.py:31 in forward" in rows[0]
+        assert "launched from" in lines[start - 2] and "train_step.py:34 forward" in rows[0]

@@ -9,17 +9,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from rooflint import application as app
-from rooflint.trace_events import (CALLER, COMPILED_REGION, LINE_RANGE, Origin, launches,
-                                   origins)
+from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PROGRAM, _programs_frame
+from rooflint.trace_events import COMPILED_REGION, LINE_RANGE, Origin, launches, origins
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACE = json.loads((FIXTURES / "trace" / "h100-step-trace.json").read_text())
 LINES_TRACE = json.loads((FIXTURES / "trace" / "h200-step-trace.json").read_text())
+COMPILED_TRACE = json.loads((FIXTURES / "trace" / "h100-step-compiled-trace.json").read_text())
 NCU_SHAPES = FIXTURES / "ncu" / "h100-train-step-pass1-shapes.csv"
 # tests/fixtures/trace/step.py, the program of both traces: its lines, as the user wrote them
 STEP_LINES = {9: "def forward", 10: "s.qkv(s.ln1(x))", 11: "scaled_dot_product_attention",
@@ -89,26 +92,41 @@ def test_line_ranges_are_not_nvtx_ranges(lined):
     assert not any(r.startswith(LINE_RANGE) for x in lined for r in x.ranges)
 
 
-def caller_range(name: str, ts: float, dur: float, tid: int = 1) -> dict:
+def test_a_compiled_steps_kernels_come_from_the_line_that_called_the_compiled_model():
+    """The same step under torch.compile (``step.py 3 --compile``, the third step, recorded
+    on an H100): Inductor's Triton kernels, the GEMMs it calls out to and the compiled
+    backward all come from line 19, where the step calls the compiled model; the gradient
+    clipping and the optimizer from line 20."""
+    compiled = launches(COMPILED_TRACE)
+    assert len(compiled) == 118
+    assert {x.line for x in compiled} == {"step.py:19 in step", "step.py:20 in step"}
+    triton = [x for x in compiled if (x.operator or "").startswith("triton_")]
+    backward = [x for x in compiled if x.backward_of == "CompiledFunctionBackward"]
+    assert len(triton) >= 40 and len(backward) >= 40
+    assert {x.line for x in triton + backward} == {"step.py:19 in step"}
+    assert {x.line for x in compiled if "FusedAdam" in x.name} == {"step.py:20 in step"}
+
+
+def user_range(name: str, ts: float, dur: float) -> dict:
     return {"ph": "X", "cat": "user_annotation", "name": name, "ts": ts, "dur": dur,
-            "pid": 1, "tid": tid}
+            "pid": 1, "tid": 1}
 
 
-def test_a_compiled_regions_kernels_come_from_the_line_that_called_the_compiled_function():
-    """Inside TorchDynamo's region the frame's own line is its entry (Model.forward's
-    first line) and Triton kernels run under no torch function: every launch of the region
-    is the line that called the compiled function, from the caller half of any line range
-    inside the region."""
-    entry = f"{LINE_RANGE}/w/train.py(47): Model.forward{CALLER}/w/train.py(70): step"
-    eager = f"{LINE_RANGE}/w/train.py(75): step{CALLER}/w/train.py(90): main"
-    events = [caller_range(f"{COMPILED_REGION}: 0/0", 100, 100),
-              caller_range(entry, 110, 10),
+def test_a_compiled_regions_triton_kernels_come_from_the_line_that_called_it():
+    """Inside TorchDynamo's region a Triton kernel runs under no torch function call: it
+    takes the region's first line range (the bootstrap names the line that called the
+    compiled function there); a launch outside any region keeps its own line."""
+    called = f"{LINE_RANGE}/w/train.py(70): step"
+    eager = f"{LINE_RANGE}/w/train.py(75): step"
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"{COMPILED_REGION}: 0/0", "ts": 100,
+               "dur": 100, "pid": 1, "tid": 1},
+              user_range(called, 110, 10),
               {"ph": "X", "cat": "cuda_runtime", "name": "cuLaunchKernel", "ts": 130, "dur": 2,
                "pid": 1, "tid": 1, "args": {"correlation": 7}},
               {"ph": "X", "cat": "kernel", "name": "triton_poi_fused_gelu_0", "ts": 140,
                "dur": 5, "pid": 0, "tid": 7, "args": {"correlation": 7, "grid": [64, 1, 1],
                                                       "block": [128, 1, 1]}},
-              caller_range(eager, 300, 20),
+              user_range(eager, 300, 20),
               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 305,
                "dur": 2, "pid": 1, "tid": 1, "args": {"correlation": 8}},
               {"ph": "X", "cat": "kernel", "name": "k", "ts": 310, "dur": 5, "pid": 0,
@@ -116,6 +134,50 @@ def test_a_compiled_regions_kernels_come_from_the_line_that_called_the_compiled_
     compiled, plain = launches({"traceEvents": events})
     assert compiled.line == "train.py:70 in step"
     assert plain.line == "train.py:75 in step"
+
+
+@dataclass
+class Frame:
+    """What the bootstrap reads of a Python frame."""
+
+    f_code: SimpleNamespace
+    f_lineno: int
+    f_back: "Frame | None" = None
+
+
+def stack(*frames: tuple[str, int, str]) -> Frame:
+    """A call stack from its outermost frame to its innermost; returns the innermost."""
+    frame = None
+    for filename, line, name in frames:
+        frame = Frame(SimpleNamespace(co_filename=filename, co_name=name, co_qualname=name),
+                      line, frame)
+    return frame
+
+
+def kind(filename: str) -> int:
+    return (DYNAMO if filename.startswith("torch/_dynamo/") else
+            LIBRARY if filename.startswith(("torch/", "/tmp/torchinductor_")) else PROGRAM)
+
+
+def test_the_bootstrap_names_the_programs_nearest_line_or_the_call_of_a_compiled_function():
+    """Eager: the program's frame nearest the torch call (inside nn.Linear: the line in
+    Block.forward that called the module). Compiled: Model.forward runs under TorchDynamo,
+    its line stuck at its entry, so the line is step's call of the compiled model."""
+    eager = stack(("train.py", 90, "main"), ("train.py", 70, "step"),
+                  ("torch/nn/modules/module.py", 1775, "_call_impl"),
+                  ("train.py", 37, "Block.forward"),
+                  ("torch/nn/modules/module.py", 1775, "_call_impl"),
+                  ("torch/nn/modules/linear.py", 134, "forward"))
+    assert _programs_frame(eager, kind) == "train.py(37): Block.forward"
+    compiled = stack(("train.py", 90, "main"), ("train.py", 70, "step"),
+                     ("torch/nn/modules/module.py", 1775, "_call_impl"),
+                     ("torch/_dynamo/eval_frame.py", 845, "_fn"),
+                     ("train.py", 47, "Model.forward"),
+                     ("torch/_functorch/_aot_autograd/runtime_wrappers.py", 350, "runtime_wrapper"),
+                     ("/tmp/torchinductor_me/ab/cab.py", 900, "call"))
+    assert _programs_frame(compiled, kind) == "train.py(70): step"
+    library_only = stack(("torch/utils/data.py", 10, "worker"), ("torch/nn/functional.py", 5, "f"))
+    assert _programs_frame(library_only, kind) is None
 
 
 def test_optimizer_kernels_sit_in_the_optimizers_range(lined):

@@ -45,7 +45,7 @@ from typing import Callable, Iterator, TypeVar
 
 from rooflint.errors import RooflintError
 from rooflint.measure import ncu
-from rooflint.trace_events import CALLER, LINE_RANGE
+from rooflint.trace_events import LINE_RANGE
 
 NAME_BASE = ("--kernel-name-base", "demangled")
 
@@ -160,7 +160,7 @@ def has_range(trace: dict | None, name: str) -> bool:
 
 class UnreadableTrace(Exception):
     """PyTorch's profiler wrote a trace rooflint cannot read (its JSON export does not
-    escape every Python function's name; a compiled program's trace runs to gigabytes)."""
+    escape every name; a long program's trace can outgrow what rooflint holds)."""
 
 
 PYTHON = re.compile(r"python[\d.]*")
@@ -186,8 +186,8 @@ def trace_pass(command: list[str], logs: Path | None,
         trace = (logs or Path(scratch)) / TRACE_LOG
         began = time.perf_counter()
         try:
-            done = _output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, CALLER,
-                               "--", *command[1:]], PassProgress("pass 1", say))
+            done = _output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, "--",
+                               *command[1:]], PassProgress("pass 1", say))
         except OSError as exc:
             raise RooflintError(f"cannot start {command[0]}: {exc.strerror or exc}") from None
         wall = time.perf_counter() - began
@@ -202,7 +202,7 @@ def trace_pass(command: list[str], logs: Path | None,
     return Pass("", wall, timer=Timer.torch, processes=1 if kernels else 0, trace=document)
 
 
-MAX_TRACE_BYTES = 1 << 30   # a compiled program's Python frames make traces of 0.5-1 GB
+MAX_TRACE_BYTES = 1 << 30   # the compiled training step's is 12 MB, 2,000 launches
 
 
 def _read_trace(path: Path) -> dict:

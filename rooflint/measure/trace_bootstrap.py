@@ -2,7 +2,7 @@
 program's own speed.
 
 Executed as a script by the *program's* interpreter (``python trace_bootstrap.py TRACE
-PREFIX CALLER -- train.py ARGS``), so it imports nothing from rooflint, which that interpreter may
+PREFIX -- train.py ARGS``), so it imports nothing from rooflint, which that interpreter may
 not have.
 It runs the program as ``python train.py ARGS`` (or ``-m module``, ``-c code``) would, with
 the profiler recording CUDA activity (every kernel's duration, grid, block, registers,
@@ -13,9 +13,10 @@ so ``--nvtx`` can select launches in the trace.
 
 Which line of the program called each operator: every torch function the program calls
 runs inside a profiler range named PREFIX + ``file(line): function``, the program's own
-frame nearest the call, then CALLER and the program's frame that called that one
-(PyTorch's profiler records Python frames only by the line each function starts at, and
-recording them all makes a compiled program's trace gigabytes).
+frame nearest the call; for a call made inside a torch.compile'd function, the line that
+called the compiled function (PyTorch's profiler records Python frames only by the line
+each function starts at, and recording them all makes a compiled program's trace
+gigabytes).
 
 Exit status: the program's own. Status 3 with nothing written means PyTorch's profiler
 is not importable here; rooflint then times the launches with Nsight Compute instead.
@@ -60,65 +61,82 @@ def _nvtx_as_ranges(torch):
     nvtx.range_push, nvtx.range_pop = range_push, range_pop
 
 
-def _library_folders(torch):
-    """Where code that is not the program's lives: PyTorch, installed packages, the
-    standard library, this file; and TorchInductor's generated code, which runs the kernels
-    of a compiled region on behalf of the line that called it."""
+# What a frame's file is: the program's, a library's, or TorchDynamo's (which runs a
+# compiled function's frame, and sits just outside it on the stack).
+PROGRAM, LIBRARY, DYNAMO = 0, 1, 2
+
+
+def _kinds(torch):
+    """A function from a frame's file name to its kind (cached: it is asked on every torch
+    call). Not the program's: PyTorch, installed packages, the standard library, this file,
+    and TorchInductor's generated code, which runs a compiled region's kernels on behalf
+    of the line that called it."""
     import site
     import sysconfig
     paths = sysconfig.get_paths()
-    folders = {os.path.dirname(torch.__file__), paths["stdlib"], paths["purelib"],
-               paths["platlib"], os.path.dirname(os.path.abspath(__file__)),
-               *site.getsitepackages(), site.getusersitepackages()}
-    return tuple(os.path.join(os.path.realpath(f), "") for f in folders if f)
+    folders = tuple(os.path.join(os.path.realpath(f), "") for f in {
+        os.path.dirname(torch.__file__), paths["stdlib"], paths["purelib"], paths["platlib"],
+        os.path.dirname(os.path.abspath(__file__)), *site.getsitepackages(),
+        site.getusersitepackages()} if f)
+    dynamo = os.path.join(os.path.realpath(os.path.dirname(torch.__file__)), "_dynamo", "")
+    known = {}
+
+    def kind(filename):
+        if filename not in known:
+            real = os.path.realpath(filename)
+            known[filename] = (DYNAMO if real.startswith(dynamo) else
+                               LIBRARY if filename.startswith("<") or real.startswith(folders)
+                               or "torchinductor_" in real else PROGRAM)
+        return known[filename]
+    return kind
 
 
-def _users_frames(frame, is_library, most=2):
-    """The program's own innermost ``most`` frames from ``frame`` outwards, each as
-    ``file(line): function``: the line that made the call, and the line that called that
-    function (for a torch.compile'd function, the first is its own entry line, the second
-    where the program called it)."""
-    found = []
-    while frame is not None and len(found) < most:
-        code = frame.f_code
-        if not is_library(code.co_filename):
-            found.append(f"{code.co_filename}({frame.f_lineno}): "
-                         f"{getattr(code, 'co_qualname', code.co_name)}")
+def _programs_frame(frame, kind):
+    """The program's own frame nearest ``frame`` (outwards), as ``file(line): function``,
+    or None. A frame that TorchDynamo runs (a torch.compile'd function, whose line stays at
+    its entry while the compiled graph runs) gives way to the program's frame that called
+    it: that call launched the region's kernels."""
+    candidate = None
+    while frame is not None:
+        found = kind(frame.f_code.co_filename)
+        if found == PROGRAM:
+            if candidate is not None:
+                break
+            candidate = frame
+        elif found == DYNAMO:
+            candidate = None
         frame = frame.f_back
-    return found
+    if candidate is None:
+        return None
+    code = candidate.f_code
+    return (f"{code.co_filename}({candidate.f_lineno}): "
+            f"{getattr(code, 'co_qualname', code.co_name)}")
 
 
-def _caller_lines(torch, prefix, caller):
+def _caller_lines(torch, prefix):
     """A TorchFunctionMode that wraps each torch function call in a profiler range naming
     the program's line it came from (nested calls, made by PyTorch, are not seen: the mode
     is off inside its own handler). Inside a torch.compile trace it stays out of the way."""
     from torch.overrides import TorchFunctionMode
-    folders, library = _library_folders(torch), {}
+    kind = _kinds(torch)
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
     record = torch.profiler.record_function
-
-    def is_library(filename):
-        if filename not in library:
-            real = os.path.realpath(filename)
-            library[filename] = (filename.startswith("<") or real.startswith(folders)
-                                 or "torchinductor_" in real)
-        return library[filename]
 
     class CallerLines(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if compiling():
                 return func(*args, **kwargs)
-            lines = _users_frames(sys._getframe(1), is_library)
-            if not lines:
+            line = _programs_frame(sys._getframe(1), kind)
+            if line is None:
                 return func(*args, **kwargs)
-            with record(prefix + caller.join(lines)):
+            with record(prefix + line):
                 return func(*args, **kwargs)
     return CallerLines()
 
 
 def main():
-    trace, prefix, caller, argv = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5:]
+    trace, prefix, argv = sys.argv[1], sys.argv[2], sys.argv[4:]
     sys.path.pop(0)                  # this file's folder is not the program's
     try:
         import torch
@@ -132,7 +150,7 @@ def main():
     profiler.__enter__()
     status = 0
     try:
-        with _caller_lines(torch, prefix, caller):
+        with _caller_lines(torch, prefix):
             run()
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -15,7 +15,8 @@ import pytest
 
 from edges import REPO
 
-EXACT_LINE = re.compile(r"^transformer_block\.py:\d+ in ")
+EXACT_LINE = re.compile(r"^transformer_block\.py:(\d+) in (\S+)")
+FORWARD_STARTS = 30        # the line of Block.forward's def: never where a kernel came from
 
 
 def profile(tmp_path, *program: str) -> dict:
@@ -42,3 +43,7 @@ def test_every_chosen_kernel_is_judged_or_says_why_and_has_its_line(tmp_path, co
     lined = sum(s["share"] for s in shares
                 if any(o["line"] and EXACT_LINE.match(o["line"]) for o in s["origins"]))
     assert lined >= 0.9 * sum(s["share"] for s in shares)
+    lines = [EXACT_LINE.match(o["line"]) for s in shares for o in s["origins"] if o["line"]]
+    assert all(int(m[1]) != FORWARD_STARTS for m in lines if m)
+    if compiled:      # the compiled Block.forward's kernels come from the line calling it
+        assert {m[2] for m in lines if m} == {"main"}
