@@ -37,9 +37,9 @@ from rooflint.kernel_models import KernelModel, model_for
 from rooflint.moves import keeps_precision
 from rooflint.observation import Model, Observation, analyse
 from rooflint.paths import portable_path
-from rooflint.results import FamilyResult, KernelShare, RunResult, VariantResult
+from rooflint.results import FamilyResult, KernelShare, RunResult, TimeStats, VariantResult
 from rooflint.trace_events import Launch, Origin, launches as trace_launches, origins
-from rooflint.units import counted
+from rooflint.units import counted, format_time
 
 DEFAULT_COVERAGE = 0.90
 ORIGINS_KEPT = 3                 # a kernel's most frequent origins a result keeps
@@ -314,6 +314,43 @@ def dominant_precision(counters: Counters | None, spec: GpuSpec) -> str:
     return "fp32"
 
 
+# Launch times of one kernel this far apart (the next 15 % longer or more) are different
+# shapes of a persistent kernel at one launch configuration, not noise: cuBLAS's GEMM at
+# 10 us and 27 us, or 91, 258, 327 and 347 us, on the same grid.
+SHAPE_GAP = 1.15
+
+
+def shape_groups(durations: list[float]) -> list[list[float]]:
+    """A kernel's launch durations, sorted, split wherever one is SHAPE_GAP longer than
+    the one before."""
+    ordered = sorted(durations)
+    groups = [ordered[:1]]
+    for duration in ordered[1:]:
+        if duration >= groups[-1][-1] * SHAPE_GAP:
+            groups.append([])
+        groups[-1].append(duration)
+    return groups
+
+
+def mixed_shapes(time: KernelTime) -> tuple[TimeStats, str] | None:
+    """For a kernel whose launch times spread because it ran several shapes at one launch
+    configuration (two or more groups of launches, each of two or more, each tight): the
+    time of its most frequent shape, and a note saying so; else None (one shape, or a
+    spread no grouping explains, which stays noise)."""
+    groups = shape_groups(time.durations_s)
+    stats = [TimeStats.of(g) for g in groups]
+    if len(groups) < 2 or not TimeStats.of(time.durations_s).noisy or \
+            any(len(g) < 2 or s.noisy for g, s in zip(groups, stats)):
+        return None
+    main = max(range(len(groups)), key=lambda i: len(groups[i]))
+    medians = ", ".join(format_time(s.median_s) for s in stats)
+    return stats[main], (
+        f"{len(groups)} shapes at one launch configuration (a persistent kernel; medians "
+        f"{medians}): its times spread by shape, not noise; its time is the most frequent "
+        f"shape's ({len(groups[main])} of {len(time.durations_s)} launches), its share "
+        f"counts them all, its counters are the profiled launch's own")
+
+
 def kernel_result(time: KernelTime, name: str, counters: Counters | None, region_s: float,
                   spec: GpuSpec, device: DeviceInfo,
                   calibration: calibrations.Calibration | None,
@@ -330,6 +367,9 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         point_time_s=counters.duration_s if counters else None), spec, device.sms, calibration)
     best = best_fraction(analysis.point, counters, calibration, precision, device.sms)
     owner = library(time.kernel)
+    mix = mixed_shapes(time)
+    stats, notes = (mix[0], [*analysis.notes, mix[1]]) if mix else (analysis.time,
+                                                                   analysis.notes)
     share = KernelShare(
         kernel=time.kernel, library=owner, launches=len(time.durations_s),
         total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,
@@ -339,9 +379,9 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         name=name, description=time.kernel, status="ok",
         message="" if counters else missing,
         baseline=False, source_sha256=None, precision=precision, tolerance=0.0, checks=[],
-        samples_s=time.durations_s, time=analysis.time, clocks=Clocks(), gpm={},
+        samples_s=time.durations_s, time=stats, clocks=Clocks(), gpm={},
         graph_time=None, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
-        counters=counters, notes=analysis.notes, roofs=analysis.roofs, point=analysis.point,
+        counters=counters, notes=notes, roofs=analysis.roofs, point=analysis.point,
         verdict=analysis.verdict and library_moves.with_caller_moves(analysis.verdict, owner),
         expect={}, expectation_mismatch=None, versus=None,
         speed_vs_baseline=None, share=share, levels=analysis.levels)

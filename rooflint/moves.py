@@ -151,6 +151,11 @@ CATALOG: tuple[MoveRule, ...] = (
              "a higher roof: up to {fp8_ratio:.1f}x the FLOP/s, and half the operand bytes",
              requires=("compute_bound", "fp8_roof_above"),
              gain="fp8_ratio", changes_precision=True),
+    MoveRule("fewer_l1_wavefronts", "up", "fewer L1 wavefronts per FLOP: 16-byte loads and "
+             "stores (LDG/LDS/STS.128), each value loaded once into registers and reused, "
+             "shared-memory tiles read without bank conflicts",
+             "up at the same DRAM AI: L1 ({l1_pct:.0f}% of its peak) is the ceiling",
+             requires=("l1_bound",)),
     MoveRule("compute_efficiency", "up", "more FMAs in flight: larger register tiles, fewer "
              "non-math instructions, no bank conflicts",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
@@ -179,11 +184,20 @@ def keeps_precision(move_id: str) -> bool:
     return rule is None or not rule.changes_precision
 
 
-# The move a verdict gets when no other applies, so every verdict has one; the first two
-# are only ever that (beside a more specific move they would say nothing).
+# The move a verdict gets when no other applies, so every verdict has one, by its bound
+# and, for a bandwidth bound, the memory level that binds (a fallback that spoke of the
+# DRAM roof for an L1-bound tile would name a roof 30x away); all but the DRAM one are
+# only ever that (beside a more specific move they would say nothing).
 FALLBACK = {"chain": "shorten_the_chain", "compute": "fewer_flops",
-            "bandwidth": "fewer_bytes_per_element"}
-FALLBACK_ONLY = ("shorten_the_chain", "fewer_flops")
+            "bandwidth": "fewer_bytes_per_element", "l2": "reuse_on_chip",
+            "l1": "fewer_l1_wavefronts"}
+FALLBACK_ONLY = ("shorten_the_chain", "fewer_flops", "fewer_l1_wavefronts")
+
+
+def fallback(evidence: Evidence) -> str:
+    """The bound's (for a memory bound, the binding level's) move of last resort."""
+    level = next((level for level in ("l1", "l2") if evidence.has(f"{level}_bound")), None)
+    return FALLBACK[level if evidence.bound == "bandwidth" and level else evidence.bound]
 
 TRAPS: tuple[Trap, ...] = (
     Trap("not_fewer_bytes", "not fewer bytes (quantize, compress, fuse for traffic): DRAM "
@@ -254,7 +268,7 @@ def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str, Gain]], l
     rules = [rule for rule in CATALOG
              if rule.id not in FALLBACK_ONLY and rule.applies(evidence)]
     if not rules:
-        rules = [rule for rule in CATALOG if rule.id == FALLBACK[evidence.bound]]
+        rules = [rule for rule in CATALOG if rule.id == fallback(evidence)]
     estimates = {rule.id: gain(rule, evidence) for rule in rules}
     rules.sort(key=lambda rule: _rank(rule, estimates[rule.id]))
     moves = [(rule, "; ".join(evidence.flags[f] for f in rule.triggers(evidence)),

@@ -214,6 +214,31 @@ def test_every_verdict_gets_a_move_and_none_contradicts_its_evidence():
     assert checked > 35_000
 
 
+def test_every_move_names_the_level_that_binds_and_no_fallback_hides_a_cause():
+    """Over the whole evidence space: where L1 or L2 binds, no chosen move (fallback
+    included) expects anything of the DRAM roof, and a bandwidth-bound kernel left with
+    only a fallback gets its binding level's (L1's for an L1-bound tile); and where a
+    cause's flag holds, the verdict's moves are not only the bound's
+    fallback, unless every move the cause enables is ruled out by the evidence."""
+    for bound, flags in evidence_space():
+        evidence = Evidence(bound=bound, flags={f: f for f in flags},
+                            values={"l1_pct": 90.0, "l2_pct": 90.0, "dram_pct": 3.0})
+        moves, _ = catalog.select(evidence)
+        where = (bound, sorted(flags))
+        texts = [f"{rule.action} {expect}" for rule, _, expect, _ in moves]
+        if flags & {"l1_bound", "l2_bound"}:
+            assert not any("DRAM roof" in text for text in texts), where
+        ids = {rule.id for rule, *_ in moves}
+        if bound == "bandwidth" and ids <= set(catalog.FALLBACK.values()):
+            assert ids == {catalog.fallback(evidence)}, where
+            assert "l1_bound" not in flags or ids == {"fewer_l1_wavefronts"}, where
+        for cause in registry.CAUSES:
+            usable = [m for m in cause.enables if m not in catalog.FALLBACK_ONLY
+                      and catalog.rule_for(m).applies(evidence)]
+            if cause.flag in flags and usable:
+                assert ids - set(catalog.FALLBACK.values()), (where, cause.flag)
+
+
 def test_profile_ranks_an_l1_bound_kernel_by_its_l1_roof(specs):
     """`rooflint profile` ranks kernels by the time a fix could save, 1 - the fraction of
     the nearest roof: for a naive SGEMM that is L1 (98 %), not DRAM (1 %)."""

@@ -17,7 +17,7 @@ import pytest
 
 from rooflint import application as app
 from rooflint import calibration as calibrations
-from rooflint.results import read_result
+from rooflint.results import TimeStats, read_result
 from rooflint.gpus import find_spec
 from rooflint.measure.ncu import parse_rows
 
@@ -186,7 +186,10 @@ def test_a_kernel_without_counters_has_no_verdict_but_keeps_its_time(specs):
     result = app.profile_result("p", "/", kernels, kernels[:2], {}, find_spec("h200", specs),
                                 app.device_from(H200_PASS1, "x"), None, {})
     [v, _] = result.families[0].variants
-    assert v.point is None and v.share.upside_s is None and v.time.n == len(v.samples_s)
+    assert v.point is None and v.share.upside_s is None
+    assert v.share.launches == len(v.samples_s) == 80
+    # its time: that of the most frequent of the shapes this persistent GEMM ran
+    assert v.time.n == 40 and any(n.startswith("3 shapes at one launch") for n in v.notes)
     assert result.settings["other_kernels"] == 3
 
 
@@ -295,3 +298,38 @@ def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
     if columns == 140:
         assert len(rows) == len(variants)
         assert "launched from" in lines[start - 2] and "train_step.py:34 forward" in rows[0]
+
+
+def test_a_persistent_gemm_running_several_shapes_is_not_called_noisy():
+    """cuBLAS's persistent GEMM runs the QKV and the MLP projection at one grid: its
+    launch times fall into tight groups (10 us and 27 us on the H200), a mix of shapes,
+    not noise. Its time is the most frequent shape's, and a note says so; a continuous
+    spread (a copy kernel between 7 and 9 us) stays noisy."""
+    variants = {v.name: v for v in read_result(
+        REPO / "examples" / "profile" / "h200-profile-train-eager.json").families[0].variants}
+    gemm = variants["nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT"]
+    assert gemm.time.noisy                       # as taken, before shapes were told apart
+    stats, note = app.mixed_shapes(app.KernelTime(gemm.share.kernel, "", gemm.samples_s))
+    assert not stats.noisy and stats.n == 20
+    assert stats.median_s == pytest.approx(9.9e-6, rel=0.03)
+    assert note.startswith("2 shapes at one launch configuration") and "20 of 40" in note
+    copy = next(v for name, v in variants.items() if name.startswith("unrolled_elementwise")
+                and v.time.noisy)
+    assert app.mixed_shapes(app.KernelTime(copy.share.kernel, "", copy.samples_s)) is None
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_shapes_are_told_from_noise_over_random_launch_times(seed):
+    """Tight groups SHAPE_GAP or more apart are shapes wherever their mix reads noisy (a
+    few launches of a second shape leave the quartiles alone: nothing to explain); one
+    shape with a few percent of jitter, or with one slow outlier, is not."""
+    rng = random.Random(seed)
+    jitter = lambda t, n: [t * (1 + rng.uniform(-0.02, 0.02)) for _ in range(n)]
+    base = rng.uniform(2e-6, 1e-3)
+    shapes = jitter(base, rng.randint(2, 30)) + jitter(base * rng.uniform(1.3, 5), rng.randint(2, 30))
+    mixed = app.mixed_shapes(app.KernelTime("k", "", shapes))
+    assert (mixed is not None) == TimeStats.of(shapes).noisy
+    assert mixed is None or mixed[1].startswith("2 shapes")
+    one = jitter(base, 40)
+    assert app.mixed_shapes(app.KernelTime("k", "", one)) is None
+    assert app.mixed_shapes(app.KernelTime("k", "", one + [base * 3])) is None
