@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from rooflint.version import __version__ as __version__  # re-exported: `rooflint.__version__`
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -43,7 +43,7 @@ errors = Console(stderr=True)
 
 def _print_version(value: bool) -> None:
     if value:
-        from rooflint import __version__
+        from rooflint.version import __version__
         try:
             emit(f"rooflint {__version__}")
         except RooflintError as exc:    # eager: before any command's one_line_errors

@@ -3,7 +3,8 @@
 Speed is the ratio of median times with a 95 % bootstrap interval over the raw samples
 (resampled with a fixed seed, so the same inputs give the same answer). ``decide`` is the
 one time decision, shared with `rooflint gate`: ``faster`` or ``slower`` only when the
-whole interval is past a minimum clear gap (1 % here; the gate's ``max_slowdown`` there),
+whole interval is past a minimum clear gap (``DEFAULT_MAX_SLOWDOWN``, 5 %, unless B's
+manifest or ``--max-slowdown`` sets another: the gate's ``max_slowdown``, so the two agree),
 ``same`` when the estimate is within the gap, ``inconclusive`` when the estimate is past
 it but the interval is not. Noise is not folded into the gap, where it would hide a real
 change: its width is in the interval, and a side whose samples spread more than

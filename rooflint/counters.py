@@ -20,6 +20,7 @@ from rooflint.units import format_bytes
 
 FLOP_MISMATCH = 0.25      # counted vs model FLOPs differing by more than this is reported
 CACHE_REUSE = 0.90        # measured DRAM bytes under this fraction of compulsory: L2 reuse
+                          # (here a note; evidence.SERVED_FROM_CACHE, its inverse, a flag)
 UNDECLARED_TENSOR = 0.50  # tensor ops above this share of counted FLOPs, precision not tensor
 TENSOR_PIPE_BUSY = 1.0    # % of active cycles: above this, the tensor cores did real work
 

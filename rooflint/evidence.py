@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rooflint.causes import OTHER_STALL_FLAG, STALL_FLAGS
-from rooflint.counters import Counters
+from rooflint.counters import CACHE_REUSE, Counters
 from rooflint.roofline import Point
 from rooflint.units import format_bytes, format_rate, format_time
 
@@ -22,8 +22,9 @@ BOUND_THRESHOLD = 0.60          # fraction of a roof that counts as "at" it (Nsi
 NEAR_ROOF = 0.90                # above this, little headroom is left on that roof
 AT_ROOF = 0.80                  # a roof this near is reached: compute here is the bound
 EXTRA_TRAFFIC = 0.80            # compulsory/measured bytes under this: traffic worth cutting
-CACHE_REUSE = 1 / 0.90          # compulsory/measured bytes above this: served from cache
-SHORT_KERNEL_S = 10e-6          # a few eager launches (~4 us each from CuPy) long
+SERVED_FROM_CACHE = 1 / CACHE_REUSE  # compulsory/measured bytes above this: served from cache
+LAUNCH_COST_S = 10e-6           # per launch: a kernel this short costs about what launching it
+                                # does (a few eager launches, ~4 us each from CuPy)
 GRAPH_SPEEDUP = 1.5             # eager time / graph-replay time above this: launch-bound
 IDLE_COMPUTE = 0.05             # compute under this fraction of its roof: math is not the chain
 STALL_SHARE = 0.35              # a stall reason with this share of all listed stalls is a cause
@@ -37,7 +38,7 @@ THRESHOLDS = {
     "near_roof_fraction": NEAR_ROOF,
     "at_roof_fraction": AT_ROOF,
     "extra_traffic_below_fraction": EXTRA_TRAFFIC,
-    "short_kernel_s": SHORT_KERNEL_S,
+    "short_kernel_s": LAUNCH_COST_S,
     "graph_speedup": GRAPH_SPEEDUP,
     "idle_compute_fraction": IDLE_COMPUTE,
     "stall_share": STALL_SHARE,
@@ -197,7 +198,7 @@ def _traffic(e: Evidence, point: Point) -> None:
                        f"{point.algorithmic_ai:.3g})" if point.flops else "")
         e.set("extra_traffic", f"{1 / point.traffic_fraction:.1f}x the compulsory DRAM bytes"
                                f"{intensities}")
-    elif point.traffic_fraction > CACHE_REUSE:
+    elif point.traffic_fraction > SERVED_FROM_CACHE:
         e.set("cache_reuse", f"{point.traffic_fraction:.1f}x fewer DRAM bytes than compulsory: "
                              f"served from L2")
     else:
@@ -228,7 +229,7 @@ def _launch_cost(e: Evidence, point: Point, facts: LaunchFacts, graph_time_s: fl
         e.values["launch_speedup"] = point.time_s / graph_time_s
         e.set("launch_overhead", f"eager {format_time(point.time_s)} vs CUDA-graph replay "
                                  f"{format_time(graph_time_s)}")
-    elif point.time_s < SHORT_KERNEL_S * facts.launches:
+    elif point.time_s < LAUNCH_COST_S * facts.launches:
         e.set("launch_overhead", f"{format_time(point.time_s)} for {facts.launches} launch(es), "
                                  f"comparable to the cost of launching")
 

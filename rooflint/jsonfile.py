@@ -33,6 +33,7 @@ import stat
 import tempfile
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -121,21 +122,35 @@ def write_bytes(data: bytes, path: Path, *, create_directory: bool = False) -> N
         _write_in_place(data, path, "wb")
         return
     try:
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise _cannot_write(path, exc) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(fd, 0o666 & ~_umask())
+        with replacing(path) as temporary, open(temporary, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())    # a full disk or quota shows here, not after the rename
-        os.replace(temporary, path)
     except OSError as exc:
         raise _cannot_write(path, exc) from None
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A new empty file beside ``path`` for the block to write, renamed over ``path`` when
+    the block ends and removed when it raises: a reader (a later command, the counter
+    pass, a CI step) finds the old file or the new one whole, never a part, and no
+    temporary file is left behind. It gets the permissions any other program would give
+    it. The one way rooflint replaces a file: its documents (:func:`write_bytes`) and its
+    compile caches (measure/kernels, measure/build). OSErrors pass through as raised."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temporary = Path(name)
+    try:
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+        finally:
+            os.close(fd)
+        yield temporary
+        os.replace(temporary, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)         # gone already once the rename succeeded
+            temporary.unlink()           # gone already once the rename succeeded
 
 
 def append_text(text: str, path: Path) -> None:

@@ -26,7 +26,7 @@ from rooflint.diagnose import Move, Verdict
 from rooflint.errors import RooflintError
 from rooflint.evidence import BOUND_THRESHOLD, pct
 from rooflint.moves import rule_for
-from rooflint.gate import Report as GateReport
+from rooflint.gate import FAILING, Report as GateReport
 from rooflint.explain import Explanation
 from rooflint.gpus import GpuSpec
 from rooflint.measure.protocol import THROTTLING
@@ -646,17 +646,18 @@ def gate_markdown(report: GateReport) -> str:
 
 
 def gate_junit(report: GateReport) -> str:
-    """JUnit XML: one testcase per variant; regressed and missing ones fail. Names are
-    printable: XML 1.0 cannot carry a control character, even escaped."""
+    """JUnit XML: one testcase per variant; those whose outcome fails the gate
+    (gate.FAILING) fail. Names are printable: XML 1.0 cannot carry a control character,
+    even escaped."""
     import xml.etree.ElementTree as ET
     report = printable_fields(report)
-    failures = sum(r.outcome in ("regressed", "missing") for r in report.rows)
+    failures = sum(r.outcome in FAILING for r in report.rows)
     suite = ET.Element("testsuite", name="rooflint gate", tests=str(len(report.rows)),
                        failures=str(failures), errors="0")
     for row in report.rows:
         case = ET.SubElement(suite, "testcase", classname=f"rooflint.{row.family}",
                              name=row.variant)
-        if row.outcome in ("regressed", "missing"):
+        if row.outcome in FAILING:
             failure = ET.SubElement(case, "failure", message="; ".join(row.reasons),
                                     type=row.outcome)
             failure.text = "; ".join(row.reasons + row.warnings)

@@ -14,9 +14,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
-
-from rooflint import __version__
 from rooflint.diagnose import Verdict
 from rooflint.jsonfile import read_document, write_atomic
 from rooflint.counters import Counters
@@ -25,7 +22,9 @@ from rooflint.measure.protocol import Clocks, OutputCheck
 from rooflint.roofline import Level, Point, Roofs
 from rooflint.sense import Amount, Positive, Seconds, Sense, Size, SpecId, one_of, shown
 from rooflint.sourcelines import SourceProfile
+from rooflint.stats import quartiles, relative_spread
 from rooflint.trace_events import Origin
+from rooflint.version import __version__
 
 SCHEMA = "rooflint.result/1"
 # IQR / median above this and the median itself is in doubt (the w4a16 cuBLAS baseline on
@@ -72,8 +71,9 @@ class TimeStats:
 
     @property
     def spread(self) -> float:
-        """IQR / median: the relative spread that decides whether the median is trusted."""
-        return self.iqr_s / self.median_s if self.median_s else 0.0
+        """The relative spread (stats.relative_spread) that decides whether the median is
+        trusted."""
+        return relative_spread(self.q1_s, self.median_s, self.q3_s)
 
     @property
     def noisy(self) -> bool:
@@ -87,8 +87,8 @@ class TimeStats:
 
     @classmethod
     def of(cls, samples: list[float]) -> "TimeStats":
-        q1, median, q3 = np.percentile(samples, [25, 50, 75])
-        return cls(float(median), float(q1), float(q3), float(min(samples)), len(samples))
+        q1, median, q3 = quartiles(samples)
+        return cls(median, q1, q3, float(min(samples)), len(samples))
 
 
 def _out_of_order(t: TimeStats) -> str | None:

@@ -365,16 +365,13 @@ def ncu_executable() -> str:
 
 
 def driver_version() -> str:
-    """The NVIDIA driver's version through NVML, or "unknown" (a result names it)."""
+    """The NVIDIA driver's version (measure/nvml.py reads it), or "unknown" where NVML is
+    missing or cannot answer: the profile still stands. Imported here, not at the top,
+    so that a machine without pynvml can still profile."""
     try:
-        import pynvml
-        pynvml.nvmlInit()
-        try:
-            version = pynvml.nvmlSystemGetDriverVersion()
-        finally:
-            pynvml.nvmlShutdown()
-        return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:  # no NVML on this machine: the profile still stands
+        from rooflint.measure import nvml
+        return nvml.driver_version()
+    except Exception:  # no NVML on this machine
         return "unknown"
 
 

@@ -1,17 +1,19 @@
 """Building a variant's CUDA source with nvcc, as its author wrote it for nvcc.
 
-NVRTC (CuPy's compiler, and rooflint's first choice: no toolkit needed, cached by CuPy)
-has no C++ standard library and no glibc: a kernel file that includes ``<cstdio>``,
-``<cassert>`` or ``<cublas_v2.h>``, or uses ``uint``, does not compile there. nvcc takes
+NVRTC (CuPy's compiler, and rooflint's first choice: no toolkit needed; measure/kernels
+keeps its builds in rooflint's cache, under ``nvrtc/``, not in CuPy's) has no C++
+standard library and no glibc: a kernel file that includes ``<cstdio>``, ``<cassert>``
+or ``<cublas_v2.h>``, or uses ``uint``, does not compile there. nvcc takes
 such files unmodified; this module builds them to a cubin for the device's architecture
 (with line information, for ``ncu --source``) and finds the kernels the manifest names in
 it, by the names written in the source, C++ linkage and templates included.
 
 Nothing here needs CuPy or a GPU: the cubin is loaded by the caller.
 
-- Builds are cached in rooflint's cache directory, under ``cubin/``, keyed on the source, every header it includes from the family's directories, the
-  options, the architecture and nvcc's version: an edited header rebuilds, an unchanged
-  family loads in milliseconds.
+- Builds are cached in rooflint's cache directory, under ``cubin/``, keyed on the source,
+  every header it includes from the family's directories, the options, the architecture
+  and nvcc's version: an edited header rebuilds, an unchanged family loads in
+  milliseconds.
 - A template entry (``sgemm<32>``) is instantiated by a generated wrapper that includes
   the source and takes the entry's address, as a kernel launch in the author's host code
   would; nvcc itself has no name expressions.
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooflint import compile_options, paths
+from rooflint.jsonfile import replacing
 
 NVCC_TIMEOUT_S = 600          # a large templated family can take minutes; a hang cannot
 NVCC_HINT = ("install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) and put "
@@ -157,12 +160,12 @@ def _cache_key(source: Path, wrapper: str, options: list[str], arch: str, versio
 
 def _compile(nvcc: Path, wrapper: str, options: list[str], arch: str, cubin: Path,
              source: Path) -> None:
-    """nvcc -cubin into a temporary file renamed into place: a cubin in the cache is whole."""
+    """nvcc -cubin into a temporary file renamed into place (jsonfile.replacing): a cubin in
+    the cache is whole."""
     cubin.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cubin.parent) as work:
+    with tempfile.TemporaryDirectory(dir=cubin.parent) as work, replacing(cubin) as output:
         unit = Path(work) / "unit.rooflint.cu"     # not the source's name: see shell_safe
         unit.write_text(wrapper)
-        output = Path(work) / "out.cubin"
         command = [str(nvcc), "-cubin", f"-arch={arch}", *options, "-o", str(output), str(unit)]
         shell_safe(command, source)
         try:
@@ -172,7 +175,6 @@ def _compile(nvcc: Path, wrapper: str, options: list[str], arch: str, cubin: Pat
             raise BuildError(f"nvcc did not finish {source.name} in {NVCC_TIMEOUT_S} s") from None
         if done.returncode != 0:
             raise BuildError(compile_message(done.stderr or done.stdout, source, unit))
-        output.replace(cubin)
 
 
 # nvcc runs its steps through sh, each argument in double quotes, inside which these still

@@ -1,4 +1,4 @@
-"""Measured ceilings for this GPU: ``python -m rooflint.measure.calibrate``.
+"""Measured ceilings for this GPU: what `rooflint calibrate` runs, inside the worker.
 
 In the spirit of the Empirical Roofline Toolkit: the DRAM roof is the best of a sweep
 over read, write and copy kernels, two vector widths and several grid sizes on a
@@ -26,8 +26,7 @@ import cupy
 import numpy as np
 
 from rooflint.measure.nvml import Nvml
-from rooflint.measure.protocol import DeviceInfo
-from rooflint.measure.worker import send
+from rooflint.measure.protocol import DeviceInfo, send
 
 _SHARED_FLOAT4S = 1024           # 16 KiB of shared memory per block (a power of two)
 _SOURCE = f"#define SHARED_FLOAT4S {_SHARED_FLOAT4S}\n" + r"""

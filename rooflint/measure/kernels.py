@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import cupy
 
 from rooflint import compile_options, paths
+from rooflint.jsonfile import replacing
 from rooflint.measure import build
 from rooflint.measure.build import BuildError, MissingEntry
 from rooflint.measure.protocol import VariantJob
@@ -103,9 +103,8 @@ def _nvrtc_build(code: str, options: tuple[str, ...], entries: list[str], filena
     binary.parent.mkdir(parents=True, exist_ok=True)
     for path, content in ((lowered, json.dumps(names or {}).encode()),
                           (binary, compiled if isinstance(compiled, bytes) else compiled.encode())):
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
-            handle.write(content)
-        Path(handle.name).replace(path)
+        with replacing(path) as temporary:
+            temporary.write_bytes(content)
 
 
 def _with_nvcc(variant: VariantJob, source: Path, arch: str) -> Kernels:
@@ -119,9 +118,9 @@ def _with_nvcc(variant: VariantJob, source: Path, arch: str) -> Kernels:
 
 
 def _with_header_digest(source: Path, include_dirs: list[Path]) -> str:
-    """The source plus a digest of the headers it includes, nested ones too. CuPy's
-    kernel cache keys on the source text alone, so without this an edited header would
-    reuse a stale binary. A ``#line`` directive first names the file itself, so the line
+    """The source plus a digest of the headers it includes, nested ones too. rooflint's
+    NVRTC cache (`_with_nvrtc`) keys on this text, so without the digest an edited header
+    would reuse a stale binary. A ``#line`` directive first names the file itself, so the line
     information (``-lineinfo``) points at the user's .cu and Nsight Compute's source pass
     can show its lines."""
     digest = hashlib.sha256()

@@ -35,18 +35,20 @@ from rooflint.measure.build import BuildError
 from rooflint.measure.checks import compare
 from rooflint.measure.inputs import HostCopies, RandomInputs, read_only, read_only_hint
 from rooflint.measure.kernels import Kernels, load_kernels
-from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
+from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml, driver_version
 from rooflint.measure.protocol import (
     REFERENCE_FILE, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob,
     Measurement, OutputCheck, TimingJob, VariantJob, uses_torch,
 )
 from rooflint.phases import Stopwatch
+from rooflint.stats import quartiles, relative_spread
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
             "f32": np.float32, "f64": np.float64}
 NO_NVTX = ("this CuPy has no NVTX (cupy.cuda.nvtx.available is False), which the counter "
            "pass needs to tell variants apart; install a CuPy wheel, or run with --counters off")
-SHORT_KERNEL_S = 50e-6   # below this median, graph replay is timed too (launch-overhead evidence)
+GRAPH_REPLAY_BELOW_S = 50e-6  # a median under this gets graph replay timed too: the evidence
+                              # of launch overhead (evidence.GRAPH_SPEEDUP judges it)
 NOISY_SAMPLES_FACTOR = 5  # still above the target spread at max_samples: up to 5x as many samples
 _FLUSH_SOURCE = r"""
 extern "C" __global__ void rooflint_l2_flush(const float4* p, size_t n, float* sink) {
@@ -82,7 +84,7 @@ def device_info(device_id: int, nvml: Nvml | None) -> DeviceInfo:
         memory_bytes=int(props["totalGlobalMem"]),
         max_sm_clock_mhz=max_sm,
         max_mem_clock_mhz=max_mem,
-        driver=nvml.driver_version() if nvml else str(cupy.cuda.runtime.driverGetVersion()),
+        driver=driver_version() if nvml else str(cupy.cuda.runtime.driverGetVersion()),
         cuda_runtime=str(cupy.cuda.runtime.runtimeGetVersion()),
         cupy=cupy.__version__,
     )
@@ -193,7 +195,7 @@ class FamilySession:
         """The timed row, with graph-replay timing for short kernels and GPM evidence."""
         with self.watch.phase("graph"):
             graph_samples = (self._graph_samples(run)
-                             if float(np.median(samples)) < SHORT_KERNEL_S else [])
+                             if float(np.median(samples)) < GRAPH_REPLAY_BELOW_S else [])
         with self.watch.phase("gpm"):
             gpm = self._gpm(run)
         return Measurement(variant.name, "ok", "", checks, samples, clocks, gpm,
@@ -457,7 +459,7 @@ def time_interleaved(runs: list[tuple[FamilySession, Callable[[], None]]], timin
             if count > 0:
                 samples[index] += session.batch(run, cold, count, clocks[index])
         enough = all(len(s) >= timing.min_samples for s in samples)
-        settled = all(_spread(s) < timing.target_spread for s in samples)
+        settled = all(relative_spread(*quartiles(s)) < timing.target_spread for s in samples)
         spent = sum(map(sum, samples)) > timing.budget_s * len(runs)
         if enough and (settled or spent):
             break
@@ -559,8 +561,3 @@ def _failure_message(failed: list[OutputCheck], tolerance: float) -> str:
 
 def _elapsed(start: cupy.cuda.Event, end: cupy.cuda.Event) -> float:
     return cupy.cuda.get_elapsed_time(start, end) * 1e-3
-
-
-def _spread(samples: list[float]) -> float:
-    q1, median, q3 = np.percentile(samples, [25, 50, 75])
-    return float((q3 - q1) / median) if median > 0 else 0.0

@@ -37,6 +37,18 @@ GPM_METRICS = {
 GPM_MIN_INTERVAL_S = 0.1
 
 
+def driver_version() -> str:
+    """The NVIDIA driver's version, as NVML reports it (a result names it): the one
+    reading of it. NVML counts its initialisations, so this may run with or without an
+    open `Nvml`; raises pynvml.NVMLError where NVML cannot answer."""
+    pynvml.nvmlInit()
+    try:
+        value = pynvml.nvmlSystemGetDriverVersion()
+    finally:
+        pynvml.nvmlShutdown()
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 @dataclass
 class ClockReading:
     sm_mhz: float | None
@@ -50,10 +62,6 @@ class Nvml:
     def __init__(self, pci_bus_id: str):
         pynvml.nvmlInit()
         self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
-
-    def driver_version(self) -> str:
-        value = pynvml.nvmlSystemGetDriverVersion()
-        return value.decode() if isinstance(value, bytes) else str(value)
 
     def max_clocks_mhz(self) -> tuple[float | None, float | None]:
         return (self._try(pynvml.nvmlDeviceGetMaxClockInfo, pynvml.NVML_CLOCK_SM),

@@ -8,10 +8,11 @@ already delivered every finished variant.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rooflint.gpus import DeviceInfo  # noqa: F401 - part of the worker protocol
 from rooflint.sense import Amount, Count, Error
@@ -158,3 +159,10 @@ class Measurement:
         return cls(**{**data,
                       "checks": [OutputCheck(**c) for c in data["checks"]],
                       "clocks": Clocks(**data["clocks"])})
+
+
+def send(stream: IO[str], event: str, **payload: Any) -> None:
+    """One protocol event from the worker (its jobs and calibration alike): a JSON object
+    on one line, flushed, so the parent has it even if the worker dies next."""
+    stream.write(json.dumps({"event": event, **payload}) + "\n")
+    stream.flush()

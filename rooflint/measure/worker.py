@@ -23,18 +23,13 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from rooflint.measure.nvml import Nvml
-from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo
+from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, send
 
 FAULT_EXIT = 3
 NO_GPU_EXIT = 4
-
-
-def send(stream: IO[str], event: str, **payload: Any) -> None:
-    stream.write(json.dumps({"event": event, **payload}) + "\n")
-    stream.flush()
 
 
 def protocol_stream() -> IO[str]:
@@ -64,7 +59,7 @@ def main() -> int:
         return serve_jobs(out, None, None)
     send(out, "hello", device=asdict(device))
     if "--calibrate" in args:
-        from rooflint.measure.calibrate import calibrate
+        from rooflint.measure.calibrate import calibrate  # imports CuPy: only once it is there
         return calibrate(out, device, nvml)
     return serve_jobs(out, device, nvml)
 

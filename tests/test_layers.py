@@ -1,0 +1,230 @@
+"""The layers of rooflint, read from its imports (issue 26): no import circle, and the pure
+analysis core imports neither the GPU code (``rooflint.measure``) nor the commands.
+
+Every module is parsed with ``ast``, never imported, so this runs on any machine. Every
+import of ``rooflint.*`` counts, at module level or inside a function (a function-level
+import that closes a circle only moves the failure to the call); imports under ``if
+TYPE_CHECKING:`` never run and close no circle, but they are dependencies all the same.
+``LAYERS`` is the one place that says which module belongs to which layer: DESIGN.md's
+diagram and issue 26's list, as the tree is today.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "rooflint"
+
+# Each layer's modules, by dotted name; a package's name stands for every module in it.
+LAYERS: dict[str, tuple[str, ...]] = {
+    # The pure analysis core (issue 26's list, DESIGN.md's "pure" modules): numbers in,
+    # verdicts out. caller_moves is the catalog kept as data beside moves (DESIGN.md);
+    # stats, the statistics the worker and the documents share.
+    "core": ("rooflint.roofline", "rooflint.evidence", "rooflint.causes", "rooflint.moves",
+             "rooflint.diagnose", "rooflint.observation", "rooflint.counters",
+             "rooflint.comparison", "rooflint.calibration", "rooflint.sourcelines",
+             "rooflint.caller_moves", "rooflint.stats"),
+    # The documents and their schemas (issue 26's list); trace_events reads PyTorch's
+    # trace, compile_options is the schema of a manifest's compiler options.
+    "formats": ("rooflint.manifest", "rooflint.results", "rooflint.baseline",
+                "rooflint.jsonfile", "rooflint.yamlfile", "rooflint.expressions",
+                "rooflint.kernel_models", "rooflint.gpus", "rooflint.trace_events",
+                "rooflint.compile_options"),
+    # The only code that touches a GPU (DESIGN.md).
+    "measure": ("rooflint.measure",),
+    # What users read: the printers, and the guard on what a command may write.
+    "output": ("rooflint.report", "rooflint.plotting", "rooflint.outputs"),
+    # The commands (issue 26's list) and the command line that calls them.
+    "commands": ("rooflint.run", "rooflint.sides", "rooflint.application", "rooflint.gate",
+                 "rooflint.explain", "rooflint.cli", "rooflint.__main__"),
+    # Small modules any layer may use.
+    "shared": ("rooflint.errors", "rooflint.units", "rooflint.sense", "rooflint.paths",
+               "rooflint.phases", "rooflint.printable", "rooflint.version"),
+    # The package itself: the notebook API (rooflint.load, plot, compare), above all else.
+    "api": ("rooflint",),
+}
+# What each layer may not import, and why.
+FORBIDDEN = {
+    "core": {"measure": "the core runs with no GPU and no CuPy (DESIGN.md)",
+             "commands": "the core is what commands call, never the other way"},
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str         # the rooflint module imported
+    line: int
+    where: str          # "module", "function" or "typing" (under `if TYPE_CHECKING:`)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(module: str) -> str | None:
+    """The layer whose entry names ``module`` or the nearest package holding it."""
+    owners = [(len(name), layer) for layer, names in LAYERS.items() for name in names
+              if module == name or (name != "rooflint" and module.startswith(name + "."))]
+    return max(owners)[1] if owners else None
+
+
+def imports_of(module: str) -> list[Import]:
+    """The rooflint modules ``module`` imports, each where it is imported."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[Import] = []
+
+    def visit(nodes: Iterable[ast.AST], where: str) -> None:
+        for node in nodes:
+            found.extend(Import(name, node.lineno, where) for name in _targets(node, package))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(ast.iter_child_nodes(node), "function")
+            elif isinstance(node, ast.If) and _is_type_checking(node.test):
+                visit(node.body, "typing")
+                visit(node.orelse, where)
+            else:
+                visit(ast.iter_child_nodes(node), where)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body, "module")
+    return [i for i in found if i.module != module]
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _targets(node: ast.AST, package: str) -> Iterator[str]:
+    """The rooflint modules an import statement loads: ``from rooflint import paths`` loads
+    rooflint.paths, ``from rooflint.gate import FAILING`` loads rooflint.gate."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield from _existing(alias.name)
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+            base = ".".join(anchor + ([node.module] if node.module else []))
+        for alias in node.names:
+            yield from _existing(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES
+                                 else base)
+
+
+def _existing(name: str) -> Iterator[str]:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    if name:
+        yield name
+
+
+def import_graph() -> dict[str, list[Import]]:
+    return {module: imports_of(module) for module in MODULES}
+
+
+def circles(graph: dict[str, list[Import]]) -> list[list[str]]:
+    """The import circles a depth-first walk meets, each as the modules around it (the
+    first repeated last): none when there is none, at least one when there is. Imports
+    under TYPE_CHECKING do not run and close none."""
+    edges = {m: sorted({i.module for i in imports if i.where != "typing"})
+             for m, imports in graph.items()}
+    found: list[list[str]] = []
+    done: set[frozenset[str]] = set()
+    finished: set[str] = set()      # every circle through these is already found
+
+    def walk(module: str, path: list[str]) -> None:
+        for target in edges.get(module, []):
+            if target in path:
+                circle = path[path.index(target):] + [target]
+                if frozenset(circle) not in done:
+                    done.add(frozenset(circle))
+                    found.append(circle)
+            elif target not in finished:
+                walk(target, path + [target])
+        finished.add(module)
+
+    for module in sorted(edges):
+        if module not in finished:
+            walk(module, [module])
+    return found
+
+
+def forbidden_imports(graph: dict[str, list[Import]]) -> list[str]:
+    """Every import from a layer into one it may not use, with the reason."""
+    found = []
+    for module, imports in sorted(graph.items()):
+        rules = FORBIDDEN.get(layer_of(module) or "", {})
+        for i in imports:
+            why = rules.get(layer_of(i.module) or "")
+            if why:
+                found.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{i.line} imports "
+                             f"{i.module} ({layer_of(i.module)}, {i.where} level): {why}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, list[Import]]:
+    return import_graph()
+
+
+def test_every_module_has_a_layer():
+    """A new module is placed in LAYERS, so the table stays the whole tree."""
+    assert [m for m in MODULES if layer_of(m) is None] == []
+
+
+def test_every_layer_entry_names_a_module():
+    """An entry for a module that was moved or removed is a table that no longer tells the truth."""
+    stale = [name for names in LAYERS.values() for name in names if name not in MODULES]
+    assert stale == []
+
+
+def test_no_import_circle(graph):
+    assert circles(graph) == []
+
+
+def test_the_core_imports_neither_measure_nor_commands(graph):
+    assert forbidden_imports(graph) == []
+
+
+def test_nothing_imports_the_package_init(graph):
+    """The package's __init__ is the notebook API, which imports the layers: a module that
+    takes a name from it (results once took __version__) imports upwards."""
+    upward = [f"{module}:{i.line}" for module, imports in graph.items() for i in imports
+              if i.module == "rooflint"]
+    assert upward == []
+
+
+def test_the_walk_sees_imports_at_every_level(graph):
+    """The walk itself: module-level, function-level and TYPE_CHECKING imports, and
+    `from rooflint import MODULE` read as that module."""
+    seen = {(m, i.module, i.where) for m, imports in graph.items() for i in imports}
+    assert ("rooflint.evidence", "rooflint.counters", "module") in seen
+    assert ("rooflint.measure.worker", "rooflint.measure.calibrate", "function") in seen
+    assert ("rooflint.cli", "rooflint.gate", "typing") in seen
+    assert ("rooflint.manifest", "rooflint.compile_options", "module") in seen
+
+
+@pytest.mark.parametrize("module, imported", [
+    ("rooflint.measure.calibrate", "rooflint.measure.worker"),   # `send`, imported from worker
+    ("rooflint.results", "rooflint"),                             # `__version__`, from __init__
+], ids=["calibrate-worker", "results-init"])
+def test_the_circles_issue_26_removed_would_be_found(graph, module, imported):
+    """The two circles issue 26 names, put back into the real graph."""
+    graph = {**graph, module: graph[module] + [Import(imported, 1, "module")]}
+    assert any({module, imported} <= set(circle) for circle in circles(graph))
+
+
+@pytest.mark.parametrize("imported", ["rooflint.measure.protocol", "rooflint.run"])
+def test_a_core_import_of_measure_or_a_command_would_be_found(graph, imported):
+    graph = {**graph, "rooflint.roofline": graph["rooflint.roofline"]
+             + [Import(imported, 1, "function")]}
+    assert any(finding.startswith(f"rooflint/roofline.py:1 imports {imported} ")
+               for finding in forbidden_imports(graph))
