@@ -397,7 +397,7 @@ def best_fraction(point, counters: Counters | None, calibration, precision: str,
                         precision=precision,
                         l2_roof=calibrations.bandwidth(calibration, "l2"))
     l2 = l2_fraction(point, facts, counters) or 0.0
-    return max(point.dram_fraction, point.compute_fraction, l2, l1_fraction(counters))
+    return max(point.dram_fraction, point.compute_fraction, l2, l1_fraction(counters, sms))
 
 
 def upside(total_s: float, verdict: Verdict | None, best: float | None) -> float | None:

@@ -113,7 +113,7 @@ def classify(point: Point, l2_fraction: float = 0.0, l1_fraction: float = 0.0) -
 def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
            graph_time_s: float | None = None) -> Evidence:
     l2 = l2_fraction(point, facts, counters)
-    l1 = l1_fraction(counters)
+    l1 = l1_fraction(counters, facts.sms)
     bound = classify(point, l2 or 0.0, l1)
     e = Evidence(bound=bound, values={
         "dram_pct": 100 * point.dram_fraction, "compute_pct": 100 * point.compute_fraction,
@@ -169,9 +169,16 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     return e
 
 
-def l1_fraction(counters: Counters | None) -> float:
-    """L1/shared-memory throughput as a fraction of its peak (0 without counters)."""
-    return counters.l1_pct / 100 if counters else 0.0
+def l1_fraction(counters: Counters | None, sms: int) -> float:
+    """L1/shared-memory throughput as a fraction of the whole GPU's L1 peak (0 without
+    counters). Nsight Compute's percentage is of the cycles the SMs it ran on were
+    active, so a grid on fewer blocks than SMs counts for the share of SMs it occupied (a
+    one-warp kernel of 4 us read 108 % on an H100 while it moved 60 MB/s: a chain of
+    latencies, not a level at its roof), and no reading counts above the peak."""
+    if not counters:
+        return 0.0
+    occupied = min(1.0, counters.grid_size / sms) if counters.grid_size and sms else 1.0
+    return min(counters.l1_pct / 100, 1.0) * occupied
 
 
 def l2_fraction(point: Point, facts: LaunchFacts, counters: Counters | None) -> float | None:

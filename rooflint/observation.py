@@ -93,6 +93,6 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
         if o.counters:
             hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
                                o.counters.l1_bytes, calibrations.bandwidth(calibration, "l1"),
-                               l1_fraction(o.counters))
+                               l1_fraction(o.counters, sms))
     return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes,
                     measured.notes if measured else [], hierarchy)

@@ -149,6 +149,20 @@ def test_a_naive_sgemm_is_bound_by_l1_not_a_chain(specs):
     assert any("served from L1" in trap for trap in v.ruled_out)
 
 
+def test_an_l1_percentage_on_a_few_sms_is_not_a_level_at_its_roof(specs):
+    """ncu's L1 throughput is a percentage of the active SMs' cycles: the naive SGEMM's
+    98 % on a grid of 1 block (one SM of 132: a one-warp kernel read 108 %) is under 1 %
+    of the GPU's L1, so L1 does not bind and no L1 move is offered; on its full grid it
+    binds, and a reading over 100 % counts as the peak, never above it."""
+    spec = find_spec("h100-sxm", specs)
+    one_sm = recorded("gemm_fp32", "naive", spec, threads=1024, l1_pct=108.0, grid_size=1)
+    assert one_sm.bound != "bandwidth" and "l1_bound" not in one_sm.evidence
+    assert not {"cut_l1_traffic", "fewer_l1_wavefronts"} & set(moves(one_sm))
+    full = recorded("gemm_fp32", "naive", spec, threads=1024, l1_pct=108.0)
+    assert full.bound == "bandwidth" and "l1_bound" in full.evidence
+    assert full.summary.startswith("L1 at 100% of its peak")
+
+
 def test_one_memory_level_binds_the_highest_against_its_roof(specs):
     """With the H100's calibrated L2 roof, naive's L2 runs at 1 % of it: L1 binds, and
     only L1's trap is printed, not L2's ("the data already lives in L2")."""
