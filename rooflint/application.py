@@ -487,7 +487,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
 
     from rooflint.gpus import load_specs
     from rooflint.measure import application as passes
-    from rooflint.run import check_gpu_option, device_spec
+    from rooflint.judge import device_spec
+    from rooflint.run import check_gpu_option
 
     models = kernel_models.load(Path(options.model)) if options.model else []  # mistakes first
     check_program(options.command)

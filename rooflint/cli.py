@@ -546,7 +546,7 @@ def calibrate(
     from rooflint import calibration as calibrations
     from rooflint.measure.runner import calibrate as measure_ceilings
     from rooflint.report import render_calibration
-    from rooflint.run import device_spec
+    from rooflint.judge import device_spec
 
     if gpu:
         find_spec(gpu, load_specs())     # a typo is said now, not after the measuring

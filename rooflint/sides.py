@@ -26,9 +26,8 @@ from rooflint.measure.protocol import TimingJob
 from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.paths import locate_family
 from rooflint.results import RunResult, VariantResult, read_result
-from rooflint.run import (
-    RunOptions, check_fits, check_precisions, device_spec, family_counters, family_result,
-)
+from rooflint.judge import check_fits, check_precisions, device_spec, family_result
+from rooflint.run import RunOptions, family_counters
 
 
 @dataclass

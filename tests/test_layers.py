@@ -39,9 +39,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "measure": ("rooflint.measure",),
     # What users read: the printers, and the guard on what a command may write.
     "output": ("rooflint.report", "rooflint.plotting", "rooflint.outputs"),
-    # The commands (issue 26's list) and the command line that calls them.
-    "commands": ("rooflint.run", "rooflint.sides", "rooflint.application", "rooflint.gate",
-                 "rooflint.explain", "rooflint.cli", "rooflint.__main__"),
+    # The commands (issue 26's list), what they share to judge a measured family (judge),
+    # and the command line that calls them.
+    "commands": ("rooflint.run", "rooflint.judge", "rooflint.sides", "rooflint.application",
+                 "rooflint.gate", "rooflint.explain", "rooflint.cli", "rooflint.__main__"),
     # Small modules any layer may use.
     "shared": ("rooflint.errors", "rooflint.units", "rooflint.sense", "rooflint.paths",
                "rooflint.phases", "rooflint.printable", "rooflint.version"),

@@ -21,7 +21,7 @@ from rooflint.gpus import find_spec
 from rooflint.manifest import load_manifest, resolve
 from rooflint.measure.protocol import Clocks, FamilyJob, Measurement, OutputCheck, TimingJob
 from rooflint.report import render_family
-from rooflint.run import family_result
+from rooflint.judge import family_result
 from recorded import RECORDED
 
 DEVICE = {"num_sms": 132}

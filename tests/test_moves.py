@@ -274,7 +274,7 @@ def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_pat
 
     from rooflint.report import render_family
     from rooflint.results import FamilyResult, RunResult, read_result, write_result
-    from rooflint.run import family_result
+    from rooflint.judge import family_result
     from rooflint.manifest import load_manifest, resolve
     from rooflint.measure.protocol import Clocks, Measurement, TimingJob
     from test_run import H100

@@ -14,7 +14,7 @@ from rooflint.gpus import find_spec
 from rooflint.manifest import load_manifest, resolve
 from rooflint.measure.protocol import Clocks, DeviceInfo, Measurement, OutputCheck, TimingJob
 from rooflint.results import read_result, write_result, RunResult
-from rooflint.run import family_result
+from rooflint.judge import family_result
 
 H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,
                   l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,

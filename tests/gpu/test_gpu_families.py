@@ -58,7 +58,7 @@ def test_clocks_and_gpm_are_recorded(bundled):
 def test_calibration_reaches_the_hopper_targets(tmp_path, specs):
     from rooflint import calibration as calibrations
     from rooflint.measure.runner import calibrate
-    from rooflint.run import device_spec
+    from rooflint.judge import device_spec
     device, steps, skipped = calibrate(lambda step, total: None)
     spec = device_spec(device, None, specs)
     c = calibrations.from_steps(device, spec, steps, skipped)
