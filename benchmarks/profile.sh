@@ -6,7 +6,11 @@
 # its profile. No PART: all three, about 9 minutes on an H100, more than one device call
 # allows, so a GPU's figures are taken in two calls ("train", then "block others").
 set -u
-tag=$1; shift; parts=${*:-train block others}; out=/tmp/prof; mkdir -p $out/logs
+tag=$1; shift; parts=${*:-train block others}; out=/tmp/prof
+for part in $parts; do   # each PART names a function below: nothing else is run
+  case $part in train|block|others) ;; *) echo "profile.sh: no part '$part' (train, block, others)" >&2; exit 2 ;; esac
+done
+mkdir -p $out/logs
 timed() { local name=$1; shift; local t0=$EPOCHREALTIME; timeout 300 "$@"; local rc=$?; echo "TIME $name $(python3 -c "print(round($EPOCHREALTIME - $t0, 2))") s rc=$rc" | tee -a $out/times.log; }
 export COLUMNS=140 PYTHONUNBUFFERED=1
 timed calibrate python3 -m rooflint calibrate -o $out/$tag-calibration.json > $out/$tag-calibration.txt 2>&1

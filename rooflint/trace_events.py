@@ -10,8 +10,7 @@ launched from the backward pass runs on autograd's own thread, where no Python f
 its operator's autograd node (``AddmmBackward0``) carries the sequence number of the
 forward operator it differentiates, whose line is the one the user wrote. NVTX ranges
 pushed through ``torch.cuda.nvtx`` are in the trace as profiler ranges
-(``user_annotation``). A trace recorded with Python stacks (``with_stack``) gives, where
-no line range is, the program's function nearest the launch, by the line it starts at.
+(``user_annotation``).
 
 Pure: a parsed document in, launches out.
 """
@@ -24,10 +23,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-# Frames that are not the user's code: the interpreter's built-ins, PyTorch, installed
-# packages, the standard library's runpy and rooflint's bootstrap.
-LIBRARY_FRAMES = re.compile(r"^<built-in|^torch/|site-packages/|dist-packages/|"
-                            r"^(runpy|threading|contextlib)\.py|trace_bootstrap\.py")
 FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
 # The ranges the bootstrap opens around each torch function call: this prefix, then the
 # calling frame as FRAME reads it.
@@ -155,12 +150,11 @@ def _end(event: dict) -> float:
 
 
 class _Scopes:
-    """The operators, Python frames and ranges of a trace, by thread."""
+    """The operators and ranges of a trace, by thread."""
 
     def __init__(self, events: list[dict]):
         timed = [e for e in events if e.get("ph") == "X" and "ts" in e]
         self.operators = _by_thread([e for e in timed if e.get("cat") == "cpu_op"])
-        self.frames = _by_thread([e for e in timed if e.get("cat") == "python_function"])
         ranges = [e for e in timed if e.get("cat") == "user_annotation"]
         self.lines = _by_thread([e for e in ranges if e["name"].startswith(LINE_RANGE)])
         self.ranges = _Intervals.of([e for e in ranges if not e["name"].startswith(LINE_RANGE)])
@@ -189,8 +183,8 @@ class _Scopes:
 
     def _line_at(self, thread: tuple[Any, Any], moment: float) -> str | None:
         """The program's line around ``moment``: the innermost line range; inside a
-        compiled region with none around it, the region's first; else the program's
-        innermost Python function (named by the line it starts at)."""
+        compiled region with none around it, the region's first; else none (a kernel
+        launched outside any torch call, as a Triton kernel the program calls itself)."""
         lines = self.lines.get(thread, _Intervals())
         calls = lines.around(moment)
         if not calls:
@@ -198,11 +192,7 @@ class _Scopes:
                       *self.ranges.around(moment)]
             region = next((r for r in scopes if r["name"].startswith(COMPILED_REGION)), None)
             calls = lines.within(region)[:1] if region is not None else []
-        if calls:
-            return _line(calls[-1]["name"].removeprefix(LINE_RANGE))
-        frames = self.frames.get(thread, _Intervals()).around(moment)
-        return next((_line(f["name"], exact=False) for f in reversed(frames)
-                     if _is_users(f["name"])), None)
+        return _line(calls[-1]["name"].removeprefix(LINE_RANGE)) if calls else None
 
 
 def _by_thread(events: list[dict]) -> dict[tuple[Any, Any], _Intervals]:
@@ -212,15 +202,10 @@ def _by_thread(events: list[dict]) -> dict[tuple[Any, Any], _Intervals]:
     return {thread: _Intervals.of(items) for thread, items in threads.items()}
 
 
-def _is_users(frame: str) -> bool:
-    return bool(FRAME.match(frame)) and not LIBRARY_FRAMES.search(frame)
-
-
-def _line(frame: str, exact: bool = True) -> str:
-    """``/home/me/model.py(62): forward`` -> ``model.py:62 in forward``; a function known
-    only by the line it starts at is ``model.py in forward``."""
+def _line(frame: str) -> str:
+    """``/home/me/model.py(62): forward`` -> ``model.py:62 in forward`` (a range named
+    otherwise, by something other than the bootstrap, as it is)."""
     match = FRAME.match(frame)
-    assert match is not None
-    name = match["file"].rsplit("/", 1)[-1]
-    return f"{name}:{match['line']} in {match['function']}" if exact \
-        else f"{name} in {match['function']}"
+    if match is None:
+        return frame
+    return f"{match['file'].rsplit('/', 1)[-1]}:{match['line']} in {match['function']}"
