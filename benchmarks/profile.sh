@@ -27,7 +27,7 @@ import json
 from rooflint.measure.application import Filters, _selection
 print(' '.join(_selection(Filters(), json.load(open('$out/$tag-profile-train-eager.json'))['settings']['pass2_kernels'])))")
 timed full-set-train-eager ncu --clock-control none --set full $selection --log-file $out/logs/full-set.txt python3 examples/apps/train_step.py > /dev/null 2>&1
-grep -c "^  Section: Launch Statistics" $out/logs/full-set.txt | sed 's/^/full-set launches: /'
+grep -c "Section: Launch Statistics" $out/logs/full-set.txt | sed 's/^/full-set launches: /'
 profile train-compiled python3 examples/apps/train_step.py --compile
 }
 block() {

@@ -28,7 +28,7 @@ from rooflint import caller_moves as library_moves, kernel_models
 from rooflint.counters import Counters
 from rooflint.evidence import AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
 from rooflint.gpus import DeviceInfo, GpuSpec
-from rooflint.measure.application import Filters, Pass, Stopped, Timer
+from rooflint.measure.application import Choice, Filters, Pass, Stopped, Timer
 from rooflint.measure.ncu import parse_rows, summarize
 from rooflint.measure.protocol import Clocks
 from rooflint.diagnose import Move, Verdict
@@ -38,7 +38,8 @@ from rooflint.moves import keeps_precision
 from rooflint.observation import Model, Observation, analyse
 from rooflint.paths import portable_path
 from rooflint.results import FamilyResult, KernelShare, RunResult, TimeStats, VariantResult
-from rooflint.trace_events import Launch, Origin, launches as trace_launches, origins
+from rooflint.trace_events import (Launch, Origin, launches as trace_launches, origins,
+                                   tensor_precisions, union_unless_any)
 from rooflint.units import counted, format_time
 
 DEFAULT_COVERAGE = 0.90
@@ -83,6 +84,9 @@ class KernelTime:
     durations_s: list[float] = field(default_factory=list)
     block: str = ""                 # "(256, 1, 1)"
     origins: list[Origin] = field(default_factory=list)   # from the profiler's trace
+    # The tensor-core precisions its launches' operators name (the profiler's trace);
+    # None: any (launched outside PyTorch's ATen operators, or timed by ncu).
+    tensor_precisions: frozenset[str] | None = None
 
     @property
     def identity(self) -> Identity:
@@ -158,7 +162,8 @@ def kernel_times_from_trace(launches: list[Launch]) -> list[KernelTime]:
     for launch in launches:
         groups.setdefault((name_key(launch.name), launch.grid, launch.block), []).append(launch)
     kernels = [KernelTime(mine[0].name, mine[0].grid, [x.duration_s for x in mine],
-                          block=mine[0].block, origins=origins(mine))
+                          block=mine[0].block, origins=origins(mine),
+                          tensor_precisions=tensor_precisions(mine))
                for mine in groups.values()]
     return sorted(kernels, key=lambda k: k.total_s, reverse=True)
 
@@ -505,16 +510,18 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
             timed[id(first)] = timed_kernels(first, filters)
         return timed[id(first)]
 
-    def plan(first: passes.Pass) -> list[str]:
-        """The function names of the kernels pass 2 profiles, said before it starts."""
+    def plan(first: passes.Pass) -> passes.Choice:
+        """The kernels pass 2 profiles, said before it starts."""
         kernels = kernels_of(first)
         chosen = choose(kernels, options.coverage, options.top)
         covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
+        choice = pass2_choice(chosen)
         say(f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
             f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
-            f"({covered:.0%} of GPU time), the first launch of each kernel shape: about "
+            f"({covered:.0%} of GPU time), the first launch of each kernel shape, tensor "
+            f"FLOPs in {precisions_words(choice.tensor_precisions)}: about "
             f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
-        return sorted({function_name(k.kernel) for k in chosen})
+        return choice
 
     first, second = passes.two_passes(options.command, filters, logs, plan, say)
     kernels = kernels_of(first)
@@ -522,6 +529,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     profiled = parse_rows(second.log)
     counters = counters_by_identity(chosen, profiled, kernels)
     stopped = second.stopped
+    choice = pass2_choice(chosen)
     missing = {k.identity: f"no counters: {stopped.why}" if stopped
                else why_no_counters(k, profiled) for k in chosen if k.identity not in counters}
     device = device_of(first, profiled, passes.driver_version())
@@ -533,12 +541,33 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                 "pass1_timer": first.timer.value,
                 "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
                 "pass2_profiled_launches": len(profiled), "model": options.model,
-                "pass2_kernels": sorted({function_name(k.kernel) for k in chosen}),
+                "pass2_kernels": choice.functions,
+                "pass2_tensor_precisions": _sorted_or_none(choice.tensor_precisions),
                 "pass2_started_early": second.attached,
                 "pass2_stopped": stopped.why if stopped else None}
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                           chosen, counters, spec, device, calibration, settings, models,
                           missing), stopped
+
+
+def pass2_choice(chosen: list[KernelTime]) -> Choice:
+    """Pass 2's functions, and the tensor precisions the chosen kernels' operators name
+    (all of them when one kernel's operators are unknown)."""
+    return Choice(sorted({function_name(k.kernel) for k in chosen}),
+                  union_unless_any(k.tensor_precisions for k in chosen))
+
+
+def precisions_words(precisions: frozenset[str] | None) -> str:
+    """``bf16-tensor and tf32-tensor (what its operators' inputs name)``."""
+    if precisions is None:
+        return "every precision"
+    if not precisions:
+        return "no precision (no operator of theirs had a tensor-core dtype)"
+    return f"{' and '.join(sorted(precisions))} (what their operators' inputs name)"
+
+
+def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:
+    return None if values is None else sorted(values)
 
 
 def device_of(first: Pass, profiled: list[dict], driver: str) -> DeviceInfo:

@@ -10,7 +10,8 @@ launched from the backward pass runs on autograd's own thread, where no Python f
 its operator's autograd node (``AddmmBackward0``) carries the sequence number of the
 forward operator it differentiates, whose line is the one the user wrote. NVTX ranges
 pushed through ``torch.cuda.nvtx`` are in the trace as profiler ranges
-(``user_annotation``).
+(``user_annotation``). The operator's input dtypes (recorded with its shapes) say which
+tensor-core precisions its kernels can have run: the only ones pass 2 reads FLOPs for.
 
 Pure: a parsed document in, launches out.
 """
@@ -33,6 +34,19 @@ LINE_RANGE = "rooflint.line: "
 # the region's other calls (its GEMMs, its allocations) name.
 COMPILED_REGION = "Torch-Compiled Region"
 AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
+# An ATen operator's kernels compute on its inputs' dtypes (after autocast's casts, which
+# are operators of their own), so the tensor-core precisions they can run are these, by the
+# dtype names the profiler writes in an operator's "Input type" (record_shapes). Pass 2
+# reads the tensor FLOPs of only the precisions its kernels' operators name: each costs up
+# to three replay passes of every profiled launch. Any other operator (a custom op, a
+# compiled region) may run anything.
+ATEN = "aten::"
+TENSOR_PRECISION_OF_DTYPE = {
+    "c10::Half": "fp16-tensor", "c10::BFloat16": "bf16-tensor", "float": "tf32-tensor",
+    "double": "fp64-tensor", "signed char": "int8-tensor", "unsigned char": "int8-tensor",
+    **{f"c10::Float8_{kind}": "fp8-tensor"
+       for kind in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz")},
+}
 
 
 @dataclass
@@ -48,6 +62,31 @@ class Launch:
     backward_of: str | None = None  # its autograd node, for a backward kernel: "AddmmBackward0"
     line: str | None = None        # the user's Python line: "model.py:62 in forward"
     ranges: tuple[str, ...] = ()   # the NVTX / profiler ranges around its launch
+    dtypes: tuple[str, ...] | None = None  # its ATen operator's input dtypes ("float"); None:
+    #                                        no ATen operator launched it, or none recorded
+
+    @property
+    def tensor_precisions(self) -> frozenset[str] | None:
+        """The tensor-core precisions its kernel can have run; None: any."""
+        if self.dtypes is None:
+            return None
+        return frozenset(TENSOR_PRECISION_OF_DTYPE[t] for t in self.dtypes
+                         if t in TENSOR_PRECISION_OF_DTYPE)
+
+
+def tensor_precisions(launches: Iterable[Launch]) -> frozenset[str] | None:
+    """The tensor-core precisions some launches' kernels can have run; None: any."""
+    return union_unless_any(x.tensor_precisions for x in launches)
+
+
+def union_unless_any(precisions: Iterable[frozenset[str] | None]) -> frozenset[str] | None:
+    """The union of some sets of precisions, where None (any precision) absorbs the rest."""
+    found: set[str] = set()
+    for mine in precisions:
+        if mine is None:
+            return None
+        found |= mine
+    return frozenset(found)
 
 
 @dataclass
@@ -158,28 +197,39 @@ class _Scopes:
         ranges = [e for e in timed if e.get("cat") == "user_annotation"]
         self.lines = _by_thread([e for e in ranges if e["name"].startswith(LINE_RANGE)])
         self.ranges = _Intervals.of([e for e in ranges if not e["name"].startswith(LINE_RANGE)])
-        self.forward = {}           # sequence number -> the forward operator, for backward
-        for e in timed:
+        # sequence number -> the forward operators that carry it, in time order: a number
+        # is unique among one step's differentiable operators, but the operators a program
+        # runs before any (a model's .cuda(), its .detach()es) carry 0 as well.
+        self.forward: dict[Any, list[dict]] = {}
+        for e in sorted(timed, key=lambda e: e["ts"]):
             number = (e.get("args") or {}).get("Sequence number")
             if e.get("cat") == "cpu_op" and number is not None and "Backward" not in e["name"] \
                     and not e["name"].startswith(AUTOGRAD_NODE):
-                self.forward.setdefault(number, e)
+                self.forward.setdefault(number, []).append(e)
 
     def attribute(self, launch: Launch, call: dict) -> None:
         """Set ``launch``'s operator, autograd node, Python line and ranges from its call."""
         thread = (call.get("pid"), call.get("tid"))
         operators = self.operators.get(thread, _Intervals()).around(call["ts"])
         launch.operator = operators[-1]["name"] if operators else None
+        launch.dtypes = _input_dtypes(operators[-1]) if operators else None
         launch.ranges = tuple(dict.fromkeys(e["name"] for e in self.ranges.around(call["ts"])))
         node = next((e for e in operators if e["name"].startswith(AUTOGRAD_NODE)), None)
         at = call
         if node is not None:
             launch.backward_of = node["name"].removeprefix(AUTOGRAD_NODE)
-            forward = self.forward.get((node.get("args") or {}).get("Sequence number"))
+            forward = self._forward_of(node)
             if forward is None:
                 return
             at, thread = forward, (forward.get("pid"), forward.get("tid"))
         launch.line = self._line_at(thread, at["ts"])
+
+    def _forward_of(self, node: dict) -> dict | None:
+        """The forward operator an autograd node differentiates: the last one before it
+        with its sequence number."""
+        before = [e for e in self.forward.get((node.get("args") or {}).get("Sequence number"), [])
+                  if e["ts"] < node["ts"]]
+        return before[-1] if before else None
 
     def _line_at(self, thread: tuple[Any, Any], moment: float) -> str | None:
         """The program's line around ``moment``: the innermost line range; inside a
@@ -193,6 +243,19 @@ class _Scopes:
             region = next((r for r in scopes if r["name"].startswith(COMPILED_REGION)), None)
             calls = lines.within(region)[:1] if region is not None else []
         return _line(calls[-1]["name"].removeprefix(LINE_RANGE)) if calls else None
+
+
+def _input_dtypes(operator: dict) -> tuple[str, ...] | None:
+    """The dtypes of an ATen operator's inputs that have at least one dimension, as the
+    profiler recorded them (tensor lists and scalars have none; a 0-d tensor, as the double
+    that gradient clipping multiplies by, feeds no matrix product); None for any other
+    operator, or a trace without input types."""
+    args = operator.get("args") or {}
+    types, dims = args.get("Input type"), args.get("Input Dims")
+    if not operator["name"].startswith(ATEN) or not isinstance(types, list):
+        return None
+    dims = dims if isinstance(dims, list) and len(dims) == len(types) else [[1]] * len(types)
+    return tuple(t for t, d in zip(types, dims) if isinstance(t, str) and t and d)
 
 
 def _by_thread(events: list[dict]) -> dict[tuple[Any, Any], _Intervals]:

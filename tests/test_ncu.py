@@ -92,9 +92,41 @@ def test_multi_launch_variants_sum_and_weight():
     assert c.grid_size == 800 and c.waves == 2 and c.registers_per_thread == 64
 
 
-def test_every_metric_asked_for_is_in_the_recorded_csv():
-    header = next(l for l in FIXTURE.read_text().splitlines() if l.startswith('"ID"'))
+# The same program recorded on 2026-11-25 with the list of that day, plus ncu's own
+# l1tex__throughput beside the L1 stages that replaced it.
+STAGES = {gpu: Path(__file__).parent / "fixtures" / "ncu" / f"{gpu}-probe-l1-stages.csv"
+          for gpu in ("h100", "h200")}
+
+
+@pytest.mark.parametrize("gpu", sorted(STAGES))
+def test_every_metric_asked_for_is_in_the_recorded_csv(gpu):
+    header = next(l for l in STAGES[gpu].read_text().splitlines() if l.startswith('"ID"'))
     assert all(f'"{metric}"' in header for metric in ncu.METRICS)
+
+
+@pytest.mark.parametrize("gpu", sorted(STAGES))
+def test_the_busiest_l1_stage_is_ncus_l1_throughput_for_gemms(gpu):
+    """ncu's l1tex__throughput is the busiest of its L1 units: for the cuBLAS GEMMs (the
+    kernels an L1 verdict is about) it is the LSU data pipe, one of rooflint's stages; for
+    a streaming copy or a spilling kernel another unit (the L1-L2 interface: traffic the
+    L2 level counts) reads higher, and the stages read at most that."""
+    rows = ncu.parse_rows(STAGES[gpu].read_text())
+    assert len(rows) == 6
+    for row in rows:
+        busiest = max(row[m] for m in ncu.L1_STAGES)
+        assert busiest <= row[ncu.L1_THROUGHPUT] + 0.1
+        if "gemm" in row["Kernel Name"] or "nvjet" in row["Kernel Name"]:
+            assert busiest == pytest.approx(row[ncu.L1_THROUGHPUT], abs=0.1)
+        else:
+            assert busiest < row[ncu.L1_THROUGHPUT] / 1.5
+
+
+def test_l1_is_read_from_the_stages_where_the_log_has_no_l1_throughput():
+    rows = [row for row in ncu.parse_rows(STAGES["h100"].read_text())
+            if "gemm" in row["Kernel Name"]]
+    for row in rows:
+        del row[ncu.L1_THROUGHPUT]
+    assert ncu.summarize(rows).l1_pct == pytest.approx(60.1, abs=0.1)
 
 
 def test_a_log_without_the_xu_pipe_reads_as_zero():

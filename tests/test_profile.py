@@ -308,11 +308,11 @@ def test_a_persistent_gemm_running_several_shapes_is_not_called_noisy():
     variants = {v.name: v for v in read_result(
         REPO / "examples" / "profile" / "h200-profile-train-eager.json").families[0].variants}
     gemm = variants["nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT"]
-    assert gemm.time.noisy                       # as taken, before shapes were told apart
     stats, note = app.mixed_shapes(app.KernelTime(gemm.share.kernel, "", gemm.samples_s))
-    assert not stats.noisy and stats.n == 20
+    assert not stats.noisy and stats.n == 20 and len(gemm.samples_s) == 40
     assert stats.median_s == pytest.approx(9.9e-6, rel=0.03)
     assert note.startswith("2 shapes at one launch configuration") and "20 of 40" in note
+    assert gemm.time == stats and note in gemm.notes       # as the committed profile says
     copy = next(v for name, v in variants.items() if name.startswith("unrolled_elementwise")
                 and v.time.noisy)
     assert app.mixed_shapes(app.KernelTime(copy.share.kernel, "", copy.samples_s)) is None
@@ -333,3 +333,17 @@ def test_shapes_are_told_from_noise_over_random_launch_times(seed):
     one = jitter(base, 40)
     assert app.mixed_shapes(app.KernelTime("k", "", one)) is None
     assert app.mixed_shapes(app.KernelTime("k", "", one + [base * 3])) is None
+
+
+def test_half_precision_fmas_on_the_tensor_pipe_are_not_uncounted_tensor_work():
+    """Recorded (H200, the compiled training step, every tensor precision read): Triton's
+    bf16 GELU keeps the tensor pipe 14 % busy with HFMA2.MMA, which its fp16 FLOPs count;
+    no tensor work went uncounted, so no note says so. A GEMM's pipe is its tensor FLOPs."""
+    from rooflint.counters import traffic
+    variants = {v.name: v for v in read_result(
+        REPO / "examples" / "profile" / "h200-profile-train-compiled.json").families[0].variants}
+    gelu = variants["triton_poi_fused_gelu_view_10"].counters
+    assert gelu.tensor_pipe_pct > 10 and gelu.flops.get("fp16") and gelu.hmma_instructions
+    assert not any("tensor pipe" in n for n in traffic(gelu, 0, 0, 0, "fp32").notes)
+    no_half = replace(gelu, flops={"fp32": gelu.flops["fp32"]})
+    assert any("tensor pipe was busy 15 %" in n for n in traffic(no_half, 0, 0, 0, "fp32").notes)

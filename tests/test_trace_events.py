@@ -17,7 +17,10 @@ import pytest
 
 from rooflint import application as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PROGRAM, _programs_frame
-from rooflint.trace_events import COMPILED_REGION, LINE_RANGE, Origin, launches, origins
+from rooflint.measure import ncu
+from rooflint.measure.application import Choice
+from rooflint.trace_events import (COMPILED_REGION, LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
+                                   Origin, launches, origins, tensor_precisions)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACE = json.loads((FIXTURES / "trace" / "h100-step-trace.json").read_text())
@@ -60,7 +63,7 @@ def test_every_launch_has_its_operator_and_the_line_that_called_it(lined):
     the step's kernels come from the lines of Block.forward that call torch and from the
     step's loss.backward()/optimizer lines, and every one is named."""
     source = (FIXTURES / "trace" / "step.py").read_text().splitlines()
-    assert len(lined) == 128 and all(x.operator for x in lined)
+    assert len(lined) == 330 and all(x.operator for x in lined)
     lines = {x.line for x in lined}
     assert all(line and line.startswith("step.py:") for line in lines)
     numbers = {int(line.split(":")[1].split()[0]) for line in lines}
@@ -252,3 +255,69 @@ def test_a_line_range_the_bootstrap_did_not_name_is_kept_as_written():
                "tid": 7, "args": {"correlation": 9, "grid": [1, 1, 1], "block": [32, 1, 1]}}]
     [launch] = launches({"traceEvents": events})
     assert launch.line == "not a frame"
+
+
+# What pass 2 reads of the tensor cores: the precisions the chosen kernels' operators name.
+
+def test_each_launch_carries_its_aten_operators_input_dtypes(lined):
+    """Recorded with the bootstrap's record_shapes (H200): autocast's bf16 GEMMs take bf16
+    inputs, the layer norms and the loss fp32; 0-d tensors (gradient clipping's double
+    scalar) and scalars are left out, tensor lists name no dtype."""
+    dtypes = {d for x in lined for d in x.dtypes}
+    assert dtypes == {"c10::BFloat16", "float", "TensorList"}
+    gemms = [x for x in lined if x.operator in ("aten::addmm", "aten::mm")]
+    assert gemms and all(x.tensor_precisions == {"bf16-tensor"} for x in gemms)
+    norms = [x for x in lined if x.operator == "aten::native_layer_norm"]
+    assert norms and all(x.tensor_precisions == {"tf32-tensor"} for x in norms)
+    optimizer = [x for x in lined if x.operator == "aten::_fused_adamw_"]
+    assert optimizer and all(x.tensor_precisions == frozenset() for x in optimizer)
+
+
+def test_the_steps_kernels_need_the_bf16_and_tf32_tensor_flops_only(lined):
+    kernels = app.kernel_times_from_trace(lined)
+    choice = app.pass2_choice(app.choose(kernels, 0.9, None))
+    assert choice.tensor_precisions == {"bf16-tensor", "tf32-tensor"}
+    read = set(choice.metrics)
+    assert {ncu.TENSOR_FLOPS["bf16-tensor"], ncu.TENSOR_FLOPS["tf32-tensor"], ncu.HMMA,
+            ncu.GMMA} <= read
+    assert not read & {ncu.TENSOR_FLOPS[p] for p in ("fp16-tensor", "fp8-tensor",
+                                                     "int8-tensor", "fp64-tensor")}
+    assert set(ncu.BASE_METRICS) <= read
+
+
+def kernel_launch(operator: str | None, types: list | None, dims: list | None = None) -> Launch:
+    """A launch attributed from a one-operator trace, as launches() reads it."""
+    args = {} if types is None else {"Input type": types, "Input Dims": dims or [[4]] * len(types)}
+    events = [{"ph": "X", "cat": "cpu_op", "name": operator or "", "pid": 1, "tid": 1,
+               "ts": 0.0, "dur": 10.0, "args": args},
+              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+               "tid": 1, "ts": 5.0, "dur": 1.0, "args": {"correlation": 7}},
+              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20.0,
+               "dur": 2.0, "args": {"correlation": 7, "grid": [1, 1, 1], "block": [32, 1, 1]}}]
+    if operator is None:
+        events = events[1:]
+    return launches({"traceEvents": events})[0]
+
+
+@pytest.mark.parametrize("dtype, precision", sorted(TENSOR_PRECISION_OF_DTYPE.items()))
+def test_every_tensor_dtype_names_a_precision_ncu_counts(dtype, precision):
+    assert precision in ncu.TENSOR_FLOPS
+    launch = kernel_launch("aten::mm", [dtype, dtype])
+    assert launch.tensor_precisions == {precision}
+    assert Choice(["k"], launch.tensor_precisions).metrics == ncu.metrics_for([precision])
+
+
+def test_a_kernel_no_aten_operator_launched_can_have_run_any_precision():
+    """A custom op, a compiled region or no operator at all: every precision is read."""
+    unknown = [kernel_launch("mylib::fused_gemm", ["c10::Half"]), kernel_launch(None, None),
+               kernel_launch("aten::mm", None)]            # a trace without input types
+    assert [x.tensor_precisions for x in unknown] == [None, None, None]
+    known = kernel_launch("aten::mm", ["c10::Half", "c10::Half"])
+    assert tensor_precisions([known]) == {"fp16-tensor"}
+    assert tensor_precisions([known, unknown[0]]) is None
+    assert Choice(["k"], None).metrics == ncu.METRICS
+
+
+def test_zero_dimensional_inputs_and_scalars_feed_no_tensor_core():
+    launch = kernel_launch("aten::mul", ["float", "double", "Scalar"], [[8, 8], [], []])
+    assert launch.dtypes == ("float",) and launch.tensor_precisions == {"tf32-tensor"}

@@ -97,25 +97,41 @@ class Pass:
     stopped: Stopped | None = None  # pass 2 failed or was interrupted: no log
 
 
+@dataclass
+class Choice:
+    """What pass 2 profiles: launches of these kernel functions, with the tensor-path FLOPs
+    of these precisions only (None: all of them; each costs up to three replay passes of
+    every profiled launch, and a tensor pipe busy in another shows in ncu.TENSOR_PIPE)."""
+
+    functions: list[str]
+    tensor_precisions: frozenset[str] | None = None
+
+    @property
+    def metrics(self) -> list[str]:
+        if self.tensor_precisions is None:
+            return ncu.METRICS
+        return ncu.metrics_for(self.tensor_precisions)
+
+
 def two_passes(command: list[str], filters: Filters, logs: Path | None,
-               plan: Callable[[Pass], list[str]], say: Callable[[str], None]
+               plan: Callable[[Pass], Choice], say: Callable[[str], None]
                ) -> tuple[Pass, Pass]:
-    """Pass 1, then pass 2 on the kernels whose function names ``plan`` chooses from it,
+    """Pass 1, then pass 2 on the kernels ``plan`` chooses from it,
     pass 2's program started early when that is sound (see the module's docstring). A
     pass 2 that fails or is interrupted is a Pass that says why (see _second): what pass 1
     measured is kept."""
     with _early_start(command) as waiting:
         first = timing_pass(command, filters, logs, say)
         if _alone(waiting, first):
-            functions = plan(first)
-            return first, _second(lambda: _attach(waiting, filters, functions, logs, say),
+            choice = plan(first)
+            return first, _second(lambda: _attach(waiting, filters, choice, logs, say),
                                   attached=True)
         _stop(waiting.process)
     say("pass 1 again, alone: this program's kernels do not all run in its own process, so "
         "its early-started second run may have overlapped the first")
     first = duration_pass(command, filters, logs, say)
-    functions = plan(first)
-    return first, _second(lambda: counter_pass(command, filters, functions, logs, say))
+    choice = plan(first)
+    return first, _second(lambda: counter_pass(command, filters, choice, logs, say))
 
 
 def _second(run: Callable[[], Pass], attached: bool = False) -> Pass:
@@ -242,12 +258,12 @@ def duration_pass(command: list[str], filters: Filters, logs: Path | None,
 LAUNCHES_PER_CONFIG = 1
 
 
-def counter_pass(command: list[str], filters: Filters, functions: list[str],
+def counter_pass(command: list[str], filters: Filters, choice: Choice,
                  logs: Path | None, say: Callable[[str], None]) -> Pass:
     """rooflint's counters on the first launch of each launch configuration of the chosen
     kernels (see _selection)."""
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
-            "--metrics", ",".join(ncu.METRICS), *_selection(filters, functions)]
+            "--metrics", ",".join(choice.metrics), *_selection(filters, choice.functions)]
     return _run(args, command, logs, COUNTERS_LOG, PassProgress("pass 2", say))
 
 
@@ -310,14 +326,14 @@ def _alone(waiting: Waiting, first: Pass) -> bool:
     return suspended and first.processes == 1
 
 
-def _attach(waiting: Waiting, filters: Filters, functions: list[str],
+def _attach(waiting: Waiting, filters: Filters, choice: Choice,
             logs: Path | None, say: Callable[[str], None]) -> Pass:
     """counter_pass's selection, profiled by attaching to the waiting program, which then
     runs to its end."""
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
             "--max-connections", str(PORTS), *ncu.BASE_OPTIONS, *NAME_BASE,
-            "--cache-control", "all", "--metrics", ",".join(ncu.METRICS),
-            *_selection(filters, functions)]
+            "--cache-control", "all", "--metrics", ",".join(choice.metrics),
+            *_selection(filters, choice.functions)]
     began = time.perf_counter()
     attached = _run(args, [], logs, COUNTERS_LOG, PassProgress("pass 2", say),
                     program_output=waiting.output, program=waiting.process)

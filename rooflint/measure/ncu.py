@@ -65,8 +65,15 @@ XU_PIPE = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
 # tensor precision cost 1 to 3 passes each, so a run reads only those it declares.
 TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 # L1 and shared memory: how busy against their peak, and whether a kernel's operands come
-# from registers (FMAs per shared load) and its shared accesses collide in banks.
-L1_THROUGHPUT = "l1tex__throughput.avg.pct_of_peak_sustained_active"
+# from registers (FMAs per shared load) and its shared accesses collide in banks. How busy
+# is the busiest of the stages a load or store passes through: LSU requests in, tag-stage
+# sectors, data-pipe wavefronts, data-bank reads and writes. (ncu's own l1tex__throughput,
+# the maximum over these and the texture path's, takes six replay passes by itself, and
+# on a training step's 67 launches 29.1 s where these took 25.2 s, H200.)
+L1_STAGES = tuple(f"l1tex__{stage}.avg.pct_of_peak_sustained_active" for stage in (
+    "lsuin_requests", "t_sectors", "data_pipe_lsu_wavefronts", "data_bank_reads",
+    "data_bank_writes"))
+L1_THROUGHPUT = "l1tex__throughput.avg.pct_of_peak_sustained_active"   # in older recordings
 SHARED_LOADS = "smsp__inst_executed_op_shared_ld.sum"
 SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
 BANK_CONFLICTS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -85,14 +92,14 @@ def _stall(reason: str) -> str:
     return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
 
 
-# Bytes at each level, CUDA-core FLOPs, the tensor pipe's activity, occupancy, launch shape
-# and stalls: six replay passes of each kernel on an H100. The six tensor-path FLOP counters
-# take five more (11 in all, each kernel's profile then costing about 1.5x as long).
+# Bytes at each level, CUDA-core FLOPs, the tensor pipe's activity, occupancy, launch shape,
+# L1 stages and stalls: six replay passes of each kernel on an H200. The tensor-path FLOPs
+# of a precision add one to three (bf16 and tf32 together three; all six, six).
 BASE_METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
                 *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
                 OCCUPANCY, XU_PIPE, TENSOR_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
                 *[_stall(r) for r in STALL_REASONS],
-                L1_THROUGHPUT, SHARED_LOADS, SHARED_WAVEFRONTS, *BANK_CONFLICTS]
+                *L1_STAGES, SHARED_LOADS, SHARED_WAVEFRONTS, *BANK_CONFLICTS]
 TENSOR_INSTRUCTIONS = [HMMA, GMMA]   # read with any tensor precision
 METRICS = [*BASE_METRICS, *TENSOR_FLOPS.values(), *TENSOR_INSTRUCTIONS]   # precisions unknown
 
@@ -340,7 +347,7 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         stalls={reason: weighted(_stall(reason)) for reason in STALL_REASONS},
         xu_pipe_pct=weighted(XU_PIPE),
         tensor_pipe_pct=weighted(TENSOR_PIPE),
-        l1_pct=weighted(L1_THROUGHPUT),
+        l1_pct=weighted(L1_THROUGHPUT) or max(weighted(m) for m in L1_STAGES),
         shared_loads=optional(SHARED_LOADS),
         shared_wavefronts=optional(SHARED_WAVEFRONTS),
         bank_conflicts=sum(optional(m) for m in BANK_CONFLICTS),

@@ -7,7 +7,8 @@ not have.
 It runs the program as ``python train.py ARGS`` (or ``-m module``, ``-c code``) would, with
 the profiler recording CUDA activity (every kernel's duration, grid, block, registers,
 shared memory, from CUPTI, whoever launched it: PyTorch, Triton, cuBLAS, CuPy) and CPU
-operators (which operator launched each kernel), and writes the trace as Chrome JSON to
+operators (which operator launched each kernel, and the dtypes of its inputs: the tensor
+precisions pass 2 reads), and writes the trace as Chrome JSON to
 TRACE. NVTX ranges pushed through ``torch.cuda.nvtx`` are recorded as profiler ranges too,
 so ``--nvtx`` can select launches in the trace.
 
@@ -146,7 +147,8 @@ def main():
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
     _nvtx_as_ranges(torch)
-    profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       record_shapes=True)
     profiler.__enter__()
     status = 0
     try:
