@@ -14,25 +14,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rooflint.version import __version__ as __version__  # re-exported: `rooflint.__version__`
+from rooflint.common.version import __version__ as __version__  # re-exported: `rooflint.__version__`
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from rooflint.comparison import Comparison
-    from rooflint.results import RunResult, VariantResult
+    from rooflint.analysis.comparison import Comparison
+    from rooflint.formats.results import RunResult, VariantResult
 
 
 def load(path: str | Path) -> "RunResult":
     """A result document written by `rooflint run --json`."""
-    from rooflint.results import read_result
+    from rooflint.formats.results import read_result
     return read_result(Path(path))
 
 
 def variant(result: "RunResult", name: str) -> "VariantResult":
     """The variant called ``name`` in any family of ``result``."""
-    from rooflint.errors import RooflintError
+    from rooflint.common.errors import RooflintError
     for family in result.families:
         for v in family.variants:
             if v.name == name:
@@ -43,11 +43,11 @@ def variant(result: "RunResult", name: str) -> "VariantResult":
 def plot(results: "RunResult | list[RunResult]", ax: "Axes | None" = None,
          variants: list[str] | None = None, trajectory: bool = False) -> "Figure":
     """The roofline of one or more results, drawn on ``ax`` (or a new figure)."""
-    from rooflint.plotting import figure
+    from rooflint.output.plotting import figure
     return figure(results if isinstance(results, list) else [results], variants, trajectory, ax)
 
 
 def compare(a: "VariantResult", b: "VariantResult") -> "Comparison":
     """B against A: speedup with an interval, movement, bytes, FLOPs, prediction."""
-    from rooflint.comparison import compare as compare_variants
+    from rooflint.analysis.comparison import compare as compare_variants
     return compare_variants(a, b)

@@ -1,5 +1,5 @@
 """``python -m rooflint`` runs the command line, like the ``rooflint`` script."""
 
-from rooflint.cli import app
+from rooflint.commands.cli import app
 
 app(prog_name="rooflint")

@@ -7,7 +7,7 @@ import functools
 import pytest
 
 from fake_ncu import stand_in
-from rooflint.gpus import load_specs
+from rooflint.formats.gpus import load_specs
 
 
 @functools.cache

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from rooflint.measure.protocol import DeviceInfo, FamilyJob, Measurement
-from rooflint.phases import Stopwatch
-from rooflint.results import read_result
+from rooflint.common.phases import Stopwatch
+from rooflint.formats.results import read_result
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
 RECORDED = read_result(RESULT)
@@ -34,7 +34,7 @@ def use_stand_in_pools(monkeypatch, factory: Callable[..., object]) -> None:
     """Timing workers made by ``factory(env=...)``, one for each device and pinned as the
     real ones are (no process is started), wherever a run starts them: in ``run`` itself,
     or early in the CLI."""
-    from rooflint import run as run_module
+    from rooflint.commands import run as run_module
     from rooflint.measure import runner
 
     def timing_pools(devices: list[str] | None) -> list:

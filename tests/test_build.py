@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint import compile_options
+from rooflint.formats import compile_options
 from rooflint.measure import build
 
 CUBIN = Path(__file__).parent / "fixtures" / "cubin"

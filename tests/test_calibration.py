@@ -4,11 +4,13 @@ import json
 import pytest
 from rich.console import Console
 
-from rooflint import calibration as cal, paths
-from rooflint.explain import explain
-from rooflint.gpus import find_spec
+from rooflint.analysis import calibration as cal
+
+from rooflint.common import paths
+from rooflint.commands.explain import explain
+from rooflint.formats.gpus import find_spec
 from rooflint.measure.protocol import DeviceInfo
-from rooflint.report import render_calibration
+from rooflint.output.report import render_calibration
 
 H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,
                   l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,

@@ -7,9 +7,9 @@ import itertools
 
 import pytest
 
-from rooflint import application as app
-from rooflint import caller_moves as catalog
-from rooflint.diagnose import Move, Verdict
+from rooflint.commands import profile as app
+from rooflint.analysis import caller_moves as catalog
+from rooflint.analysis.diagnose import Move, Verdict
 
 FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_bound",
          "chain_bound", "l2_bound", "l1_bound", "register_spills", "extra_traffic")
@@ -79,8 +79,8 @@ def test_a_precision_trade_comes_after_the_moves_that_keep_precision():
 
 def test_every_library_kernel_of_a_recorded_profile_leads_with_a_caller_move(specs):
     from test_profile import FIXTURES, H200_PASS1, H200_PASS2
-    from rooflint import calibration as calibrations
-    from rooflint.gpus import find_spec
+    from rooflint.analysis import calibration as calibrations
+    from rooflint.formats.gpus import find_spec
     kernels = app.kernel_times(H200_PASS1)
     result = app.profile_result(
         "transformer_block.py", ".", kernels, kernels,

@@ -6,7 +6,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from rooflint.cli import app
+from rooflint.commands.cli import app
 
 runner = CliRunner()
 

@@ -6,9 +6,9 @@ import pytest
 
 from recorded import use_stand_in_pools
 
-from rooflint import run as run_module
-from rooflint.errors import RooflintError
-from rooflint.manifest import load_manifest, resolve
+from rooflint.commands import run as run_module
+from rooflint.common.errors import RooflintError
+from rooflint.formats.manifest import load_manifest, resolve
 from rooflint.measure import ncu, runner
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.protocol import Measurement, TimingJob

@@ -19,14 +19,14 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from rooflint import baseline as baselines
-from rooflint.baseline import Baseline, Entry
-from rooflint.cli import app
-from rooflint.comparison import compare, decide, describe_movement
-from rooflint.gate import evaluate
+from rooflint.formats import baseline as baselines
+from rooflint.formats.baseline import Baseline, Entry
+from rooflint.commands.cli import app
+from rooflint.analysis.comparison import compare, decide, describe_movement
+from rooflint.commands.gate import evaluate
 from rooflint.measure.protocol import TimingJob
-from rooflint.report import render_comparison, render_family
-from rooflint.results import NOISY_SPREAD, TimeStats, read_result, write_result
+from rooflint.output.report import render_comparison, render_family
+from rooflint.formats.results import NOISY_SPREAD, TimeStats, read_result, write_result
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
 runner = CliRunner()

@@ -9,11 +9,11 @@ import pytest
 
 from recorded import (COUNTED, RECORDED, RecordedPool, RecordedProfiler,
                       use_stand_in_pools)
-from rooflint import run as run_module
-from rooflint.errors import RooflintError
+from rooflint.commands import run as run_module
+from rooflint.common.errors import RooflintError
 from rooflint.measure.devices import parse_devices, visible_devices
 from rooflint.measure.runner import WorkerPool
-from rooflint.results import read_result
+from rooflint.formats.results import read_result
 
 FAMILIES = ["causes", "stream", "reduction", "gemm_fp32"]
 
@@ -167,7 +167,7 @@ def test_the_display_shows_one_line_per_gpu_at_work(monkeypatch):
     import io
     import threading
     from rich.console import Console
-    from rooflint.report import RunDisplay
+    from rooflint.output.report import RunDisplay
     display = RunDisplay(Console(file=io.StringIO(), width=100), tables=False)
     first_variants, both_started, shown = [], threading.Event(), []
 

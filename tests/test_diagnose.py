@@ -13,13 +13,13 @@ import pytest
 
 from recorded import counters_of
 
-from rooflint.calibration import roofs as roofs_for
-from rooflint.counters import Counters
-from rooflint.diagnose import diagnose
-from rooflint.evidence import LaunchFacts
-from rooflint.gpus import find_spec
+from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.counters import Counters
+from rooflint.analysis.diagnose import diagnose
+from rooflint.analysis.evidence import LaunchFacts
+from rooflint.formats.gpus import find_spec
 from rooflint.measure import ncu
-from rooflint.roofline import place
+from rooflint.analysis.roofline import place
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RESULT = json.loads((FIXTURES / "results" / "h200-stream-gemm_fp32.json").read_text())

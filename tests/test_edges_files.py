@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from edges import NO_GPU, REPO, Outcome, assert_intact, assert_one_line_error, rooflint, snapshot
-from rooflint import baseline as baselines, calibration as calibrations, results
-from rooflint.errors import RooflintError
-from rooflint.jsonfile import write_atomic
+from rooflint.formats import baseline as baselines, results
+from rooflint.analysis import calibration as calibrations
+from rooflint.common.errors import RooflintError
+from rooflint.formats.jsonfile import write_atomic
 
 RESULT = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"
 BASELINE = REPO / "tests" / "fixtures" / "baselines" / "h200-bundled-baseline.json"  # made from RESULT

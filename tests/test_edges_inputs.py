@@ -223,8 +223,8 @@ def test_explain_refuses_impossible_numbers(args, fragments):
                                               "'memory.bandwidth_gbs'"),
 ])
 def test_a_misspelt_spec_key_is_named(tmp_path, change, message):
-    from rooflint.errors import RooflintError
-    from rooflint.gpus import load_spec
+    from rooflint.common.errors import RooflintError
+    from rooflint.formats.gpus import load_spec
     spec = tmp_path / "h200.yaml"
     spec.write_text((REPO / "specs" / "h200.yaml").read_text().replace(*change))
     with pytest.raises(RooflintError, match=re.escape(message)):
@@ -233,7 +233,7 @@ def test_a_misspelt_spec_key_is_named(tmp_path, change, message):
 
 def test_the_toy_family_itself_loads(tmp_path):
     """The cases above change one thing each in a manifest that is otherwise right."""
-    from rooflint.manifest import load_manifest
+    from rooflint.formats.manifest import load_manifest
     assert load_manifest(family(tmp_path)).variants[0].name == "v1"
     assert textwrap.dedent(TOY) == TOY
 

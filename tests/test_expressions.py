@@ -1,7 +1,7 @@
 import pytest
 
-from rooflint.errors import RooflintError
-from rooflint.expressions import evaluate
+from rooflint.common.errors import RooflintError
+from rooflint.formats.expressions import evaluate
 
 NAMES = {"N": 4096, "M": 3, "num_sms": 132}
 

@@ -6,7 +6,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from rooflint.manifest import DEFAULT_RANGES, DTYPES, bundled_manifests, load_manifest, resolve
+from rooflint.formats.manifest import DEFAULT_RANGES, DTYPES, bundled_manifests, load_manifest, resolve
 from rooflint.measure.checks import compare
 from rooflint.measure.inputs import HostCopies, RandomInputs, read_only_hint
 from rooflint.measure.protocol import BufferJob, TimingJob

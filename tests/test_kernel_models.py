@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rooflint import application as app
-from rooflint import kernel_models
-from rooflint.errors import RooflintError
-from rooflint.gpus import find_spec
+from rooflint.commands import profile as app
+from rooflint.formats import kernel_models
+from rooflint.common.errors import RooflintError
+from rooflint.formats.gpus import find_spec
 
 from edges import REPO
 from test_profile import H200_PASS1, H200_PASS2

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.manifest import bundled_manifests, load_manifest
+from rooflint.formats.manifest import bundled_manifests, load_manifest
 from rooflint.measure import build
-from rooflint.paths import KERNELS_DIR
+from rooflint.common.paths import KERNELS_DIR
 
 pytestmark = pytest.mark.skipif(build.find_nvcc() is None,
                                 reason="nvcc not found (CUDA toolkit not installed)")

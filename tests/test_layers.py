@@ -21,31 +21,23 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "rooflint"
 
 # Each layer's modules, by dotted name; a package's name stands for every module in it.
+# The layers are packages (issue 26): a newcomer reads the architecture from `ls rooflint`.
 LAYERS: dict[str, tuple[str, ...]] = {
-    # The pure analysis core (issue 26's list, DESIGN.md's "pure" modules): numbers in,
-    # verdicts out. caller_moves is the catalog kept as data beside moves (DESIGN.md);
-    # stats, the statistics the worker and the documents share.
-    "core": ("rooflint.roofline", "rooflint.evidence", "rooflint.causes", "rooflint.moves",
-             "rooflint.diagnose", "rooflint.observation", "rooflint.counters",
-             "rooflint.comparison", "rooflint.calibration", "rooflint.sourcelines",
-             "rooflint.caller_moves", "rooflint.stats"),
-    # The documents and their schemas (issue 26's list); trace_events reads PyTorch's
-    # trace, compile_options is the schema of a manifest's compiler options.
-    "formats": ("rooflint.manifest", "rooflint.results", "rooflint.baseline",
-                "rooflint.jsonfile", "rooflint.yamlfile", "rooflint.expressions",
-                "rooflint.kernel_models", "rooflint.gpus", "rooflint.trace_events",
-                "rooflint.compile_options"),
+    # The pure analysis core: numbers in, verdicts out; caller_moves is the catalog kept as
+    # data beside moves (DESIGN.md); stats, the statistics the worker and documents share.
+    "core": ("rooflint.analysis",),
+    # The documents and their schemas; trace_events reads PyTorch's trace,
+    # compile_options is the schema of a manifest's compiler options.
+    "formats": ("rooflint.formats",),
     # The only code that touches a GPU (DESIGN.md).
     "measure": ("rooflint.measure",),
     # What users read: the printers, and the guard on what a command may write.
-    "output": ("rooflint.report", "rooflint.plotting", "rooflint.outputs"),
-    # The commands (issue 26's list), what they share to judge a measured family (judge),
-    # and the command line that calls them.
-    "commands": ("rooflint.run", "rooflint.judge", "rooflint.sides", "rooflint.application",
-                 "rooflint.gate", "rooflint.explain", "rooflint.cli", "rooflint.__main__"),
+    "output": ("rooflint.output",),
+    # The commands, what they share to judge a measured family (judge), and the command
+    # line that calls them.
+    "commands": ("rooflint.commands", "rooflint.__main__"),
     # Small modules any layer may use.
-    "shared": ("rooflint.errors", "rooflint.units", "rooflint.sense", "rooflint.paths",
-               "rooflint.phases", "rooflint.printable", "rooflint.version"),
+    "shared": ("rooflint.common",),
     # The package itself: the notebook API (rooflint.load, plot, compare), above all else.
     "api": ("rooflint",),
 }
@@ -105,8 +97,9 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _targets(node: ast.AST, package: str) -> Iterator[str]:
-    """The rooflint modules an import statement loads: ``from rooflint import paths`` loads
-    rooflint.paths, ``from rooflint.gate import FAILING`` loads rooflint.gate."""
+    """The rooflint modules an import statement loads: ``from rooflint.common import paths`` loads
+    rooflint.common.paths, ``from rooflint.commands.gate import FAILING`` loads
+    rooflint.commands.gate."""
     if isinstance(node, ast.Import):
         for alias in node.names:
             yield from _existing(alias.name)
@@ -207,15 +200,15 @@ def test_the_walk_sees_imports_at_every_level(graph):
     """The walk itself: module-level, function-level and TYPE_CHECKING imports, and
     `from rooflint import MODULE` read as that module."""
     seen = {(m, i.module, i.where) for m, imports in graph.items() for i in imports}
-    assert ("rooflint.evidence", "rooflint.counters", "module") in seen
+    assert ("rooflint.analysis.evidence", "rooflint.analysis.counters", "module") in seen
     assert ("rooflint.measure.worker", "rooflint.measure.calibrate", "function") in seen
-    assert ("rooflint.cli", "rooflint.gate", "typing") in seen
-    assert ("rooflint.manifest", "rooflint.compile_options", "module") in seen
+    assert ("rooflint.commands.cli", "rooflint.commands.gate", "typing") in seen
+    assert ("rooflint.formats.manifest", "rooflint.formats.compile_options", "module") in seen
 
 
 @pytest.mark.parametrize("module, imported", [
     ("rooflint.measure.calibrate", "rooflint.measure.worker"),   # `send`, imported from worker
-    ("rooflint.results", "rooflint"),                             # `__version__`, from __init__
+    ("rooflint.formats.results", "rooflint"),                             # `__version__`, from __init__
 ], ids=["calibrate-worker", "results-init"])
 def test_the_circles_issue_26_removed_would_be_found(graph, module, imported):
     """The two circles issue 26 names, put back into the real graph."""
@@ -223,9 +216,9 @@ def test_the_circles_issue_26_removed_would_be_found(graph, module, imported):
     assert any({module, imported} <= set(circle) for circle in circles(graph))
 
 
-@pytest.mark.parametrize("imported", ["rooflint.measure.protocol", "rooflint.run"])
+@pytest.mark.parametrize("imported", ["rooflint.measure.protocol", "rooflint.commands.run"])
 def test_a_core_import_of_measure_or_a_command_would_be_found(graph, imported):
-    graph = {**graph, "rooflint.roofline": graph["rooflint.roofline"]
+    graph = {**graph, "rooflint.analysis.roofline": graph["rooflint.analysis.roofline"]
              + [Import(imported, 1, "function")]}
-    assert any(finding.startswith(f"rooflint/roofline.py:1 imports {imported} ")
+    assert any(finding.startswith(f"rooflint/analysis/roofline.py:1 imports {imported} ")
                for finding in forbidden_imports(graph))

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.errors import RooflintError
-from rooflint.manifest import bundled_manifests, load_manifest, resolve
+from rooflint.common.errors import RooflintError
+from rooflint.formats.manifest import bundled_manifests, load_manifest, resolve
 from rooflint.measure.protocol import FamilyJob, TimingJob
 
 DEVICE = {"num_sms": 132}

@@ -9,8 +9,8 @@ import shutil
 import pytest
 import yaml
 
-from rooflint.errors import RooflintError
-from rooflint.manifest import load_manifest
+from rooflint.common.errors import RooflintError
+from rooflint.formats.manifest import load_manifest
 
 from edges import REPO
 

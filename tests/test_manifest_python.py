@@ -17,11 +17,11 @@ import yaml
 from rich.console import Console
 
 from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
-from rooflint.gpus import find_spec
-from rooflint.manifest import load_manifest, resolve
+from rooflint.formats.gpus import find_spec
+from rooflint.formats.manifest import load_manifest, resolve
 from rooflint.measure.protocol import Clocks, FamilyJob, Measurement, OutputCheck, TimingJob
-from rooflint.report import render_family
-from rooflint.judge import family_result
+from rooflint.output.report import render_family
+from rooflint.commands.judge import family_result
 from recorded import RECORDED
 
 DEVICE = {"num_sms": 132}

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from rooflint import causes as registry
-from rooflint import moves as catalog
-from rooflint.calibration import roofs as roofs_for
-from rooflint.counters import Counters
-from rooflint.diagnose import diagnose
-from rooflint.calibration import load as load_calibration
-from rooflint.evidence import Evidence, LaunchFacts
-from rooflint.gpus import find_spec
+from rooflint.analysis import causes as registry
+from rooflint.analysis import moves as catalog
+from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.counters import Counters
+from rooflint.analysis.diagnose import diagnose
+from rooflint.analysis.calibration import load as load_calibration
+from rooflint.analysis.evidence import Evidence, LaunchFacts
+from rooflint.formats.gpus import find_spec
 from rooflint.measure import ncu
-from rooflint.observation import Model, Observation, analyse
-from rooflint.roofline import place
+from rooflint.analysis.observation import Model, Observation, analyse
+from rooflint.analysis.roofline import place
 
 ROOT = Path(__file__).parent.parent
 H100_RUN = json.loads((ROOT / "benchmarks" / "results" / "h100" / "all.json").read_text())
@@ -256,7 +256,7 @@ def test_every_move_names_the_level_that_binds_and_no_fallback_hides_a_cause():
 def test_profile_ranks_an_l1_bound_kernel_by_its_l1_roof(specs):
     """`rooflint profile` ranks kernels by the time a fix could save, 1 - the fraction of
     the nearest roof: for a naive SGEMM that is L1 (98 %), not DRAM (1 %)."""
-    from rooflint.application import best_fraction
+    from rooflint.commands.profile import best_fraction
     h100 = find_spec("h100-sxm", specs)
     point, counters = square_gemm(h100, "fp32", 4096, 4, 0.05, occupancy_pct=90.0, waves=8.0,
                                   registers_per_thread=32, grid_size=16384, l1_pct=98.0)
@@ -272,10 +272,10 @@ def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_pat
 
     from rich.console import Console
 
-    from rooflint.report import render_family
-    from rooflint.results import FamilyResult, RunResult, read_result, write_result
-    from rooflint.judge import family_result
-    from rooflint.manifest import load_manifest, resolve
+    from rooflint.output.report import render_family
+    from rooflint.formats.results import FamilyResult, RunResult, read_result, write_result
+    from rooflint.commands.judge import family_result
+    from rooflint.formats.manifest import load_manifest, resolve
     from rooflint.measure.protocol import Clocks, Measurement, TimingJob
     from test_run import H100
 
@@ -342,7 +342,7 @@ def test_explain_prints_each_moves_gain_and_its_basis(specs):
 
     from rich.console import Console
 
-    from rooflint.report import render_verdict
+    from rooflint.output.report import render_verdict
     console = Console(file=io.StringIO(), width=200)
     render_verdict(console, recorded("stream", "strided_read", find_spec("h100-sxm", specs),
                                      threads=256))

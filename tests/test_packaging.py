@@ -3,8 +3,8 @@
 import tomllib
 
 from rooflint import __version__
-from rooflint.manifest import MANIFEST_NAME
-from rooflint.paths import KERNELS_DIR, REPO_ROOT, SPECS_DIR
+from rooflint.formats.manifest import MANIFEST_NAME
+from rooflint.common.paths import KERNELS_DIR, REPO_ROOT, SPECS_DIR
 
 from edges import rooflint
 

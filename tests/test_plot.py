@@ -16,10 +16,10 @@ from matplotlib.transforms import Bbox
 from typer.testing import CliRunner
 
 import rooflint
-from rooflint.cli import app
-from rooflint.errors import RooflintError
-from rooflint.plotting import LEADER_FROM, figure, save
-from rooflint.results import read_result
+from rooflint.commands.cli import app
+from rooflint.common.errors import RooflintError
+from rooflint.output.plotting import LEADER_FROM, figure, save
+from rooflint.formats.results import read_result
 
 from edges import assert_intact, assert_one_line_error, rooflint as run_rooflint, snapshot
 
@@ -284,7 +284,7 @@ def test_a_failed_write_keeps_the_old_picture_and_leaves_no_partial_file(result,
     def disk_full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("rooflint.jsonfile.os.fsync", disk_full)   # after a partial write
+    monkeypatch.setattr("rooflint.formats.jsonfile.os.fsync", disk_full)   # after a partial write
     with pytest.raises(RooflintError, match=f"cannot write {path}: No space left on device"):
         save(fig, path)
     assert_intact(before)
@@ -338,7 +338,7 @@ def with_levels(result, l2_bandwidth_share: float):
     counters now gives them: L2 traffic 3x and L1 traffic 10x the DRAM bytes, and
     calibrated L2 and L1 roofs ``1 / l2_bandwidth_share`` times tiled's L2 and L1
     bandwidths."""
-    from rooflint.roofline import levels
+    from rooflint.analysis.roofline import levels
     result = copy.deepcopy(result)
     gemm = next(f for f in result.families if f.name == "gemm_fp32")
     tiled = next(v for v in gemm.variants if v.name == "tiled")

@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 import rooflint
-from rooflint.cli import app
-from rooflint.comparison import compare, speedup
-from rooflint.errors import RooflintError
-from rooflint.results import read_result, write_result
-from rooflint.sides import gpu_warning, pairs_from_files
+from rooflint.commands.cli import app
+from rooflint.analysis.comparison import compare, speedup
+from rooflint.common.errors import RooflintError
+from rooflint.formats.results import read_result, write_result
+from rooflint.commands.sides import gpu_warning, pairs_from_files
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
 runner = CliRunner()

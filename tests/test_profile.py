@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import pytest
 
-from rooflint import application as app
-from rooflint import calibration as calibrations
-from rooflint.results import TimeStats, read_result
-from rooflint.gpus import find_spec
+from rooflint.commands import profile as app
+from rooflint.analysis import calibration as calibrations
+from rooflint.formats.results import TimeStats, read_result
+from rooflint.formats.gpus import find_spec
 from rooflint.measure.ncu import parse_rows
 
 from edges import REPO, assert_one_line_error, rooflint
@@ -252,7 +252,7 @@ def test_profile_refuses_in_one_line(args, fragments):
 
 
 def test_a_profile_plot_sizes_dots_by_time_share(h200_result):
-    from rooflint.plotting import SHARE_DOT_SIZE, figure
+    from rooflint.output.plotting import SHARE_DOT_SIZE, figure
     fig = figure([h200_result])
     sizes = {line.get_gid().removeprefix("variant-"): line.get_markersize()
              for line in fig.axes[0].lines if (line.get_gid() or "").startswith("variant-")}
@@ -266,7 +266,7 @@ def test_pass_two_selects_the_chosen_kernels_by_their_functions_names():
     """The regular expression ncu's -k gets: it matches each chosen kernel's name as ncu
     writes it (namespaces, templates, parameters around the function's name), and not a
     kernel whose name merely contains another's."""
-    from rooflint.measure import application as passes
+    from rooflint.measure import program as passes
     kernels = app.kernel_times(H200_PASS1)
     functions = sorted({app.function_name(k.kernel) for k in kernels[:3]})
     args = passes._selection(passes.Filters(), functions)
@@ -284,7 +284,7 @@ def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
     """cuDNN's and cuBLAS's names run to 90 characters: shortened around an ellipsis, each
     kernel's name sits whole on its row at 100 and 140 columns (the full name is in the
     result document), and at 140 each kernel is one line, with the line it came from."""
-    from rooflint.report import shortened
+    from rooflint.output.report import shortened
     path = REPO / "examples" / "profile" / "h100-profile-train-eager.json"
     variants = read_result(path).families[0].variants
     outcome = rooflint("show", str(path), env={"COLUMNS": str(columns)})
@@ -339,7 +339,7 @@ def test_half_precision_fmas_on_the_tensor_pipe_are_not_uncounted_tensor_work():
     """Recorded (H200, the compiled training step, every tensor precision read): Triton's
     bf16 GELU keeps the tensor pipe 14 % busy with HFMA2.MMA, which its fp16 FLOPs count;
     no tensor work went uncounted, so no note says so. A GEMM's pipe is its tensor FLOPs."""
-    from rooflint.counters import traffic
+    from rooflint.analysis.counters import traffic
     variants = {v.name: v for v in read_result(
         REPO / "examples" / "profile" / "h200-profile-train-compiled.json").families[0].variants}
     gelu = variants["triton_poi_fused_gelu_view_10"].counters

@@ -77,7 +77,7 @@ def test_a_program_whose_kernels_run_in_a_child_is_timed_again_alone(fake_ncu, t
 
 
 def test_the_early_start_is_sound_only_for_one_process_that_waited(tmp_path):
-    from rooflint.measure import application as passes
+    from rooflint.measure import program as passes
     log = (NCU / "h200-transformer-block-pass1.csv").read_text()
     rows = ncu.parse_rows(log)
     assert passes.processes_in(rows) == 1

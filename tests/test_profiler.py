@@ -10,7 +10,7 @@ import pytest
 
 from recorded import RECORDED
 
-from rooflint.manifest import load_manifest, resolve
+from rooflint.formats.manifest import load_manifest, resolve
 from rooflint.measure import ncu, runner
 from rooflint.measure.protocol import TimingJob
 
@@ -102,7 +102,7 @@ def test_a_worker_that_dies_ends_its_session_and_the_next_job_gets_a_new_one(sta
 
 
 def test_phases_of_each_job_go_to_its_own_stopwatch(stand_in):
-    from rooflint.phases import Stopwatch
+    from rooflint.common.phases import Stopwatch
     profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)))
     watches = [Stopwatch(), Stopwatch()]
     profiler.profile(job("copy_scalar"), 30, quiet, watches[0])

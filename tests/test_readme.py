@@ -2,9 +2,9 @@
 
 import re
 
-from rooflint.manifest import load_manifest, resolve
+from rooflint.formats.manifest import load_manifest, resolve
 from rooflint.measure.protocol import TimingJob
-from rooflint.paths import REPO_ROOT
+from rooflint.common.paths import REPO_ROOT
 
 
 def test_readme_manifest_example_loads(tmp_path):

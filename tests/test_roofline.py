@@ -2,11 +2,11 @@
 
 import pytest
 
-from rooflint.diagnose import diagnose
-from rooflint.evidence import LaunchFacts, classify
-from rooflint.gpus import find_spec
-from rooflint.calibration import roofs as roofs_for
-from rooflint.roofline import Roofs, place
+from rooflint.analysis.diagnose import diagnose
+from rooflint.analysis.evidence import LaunchFacts, classify
+from rooflint.formats.gpus import find_spec
+from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.roofline import Roofs, place
 
 # A round machine: 100 TFLOP/s, 2 TB/s -> ridge at 50 FLOP/B.
 ROUND = Roofs(precision="fp32", compute=100e12, dram_bandwidth=2e12, source="test",
@@ -137,7 +137,7 @@ def test_each_memory_level_has_its_intensity_and_its_fraction_of_its_roof():
     """Hand-computed: 1 GFLOP in 1 ms over 100 MB of DRAM, 400 MB of L2 and 2 GB of L1
     traffic, on a 2 TB/s DRAM roof, an 8 TB/s calibrated L2 roof and a 25 TB/s L1 roof, L1
     at 70 % of its peak (ncu's throughput, shared memory included, not bytes / roof)."""
-    from rooflint.roofline import levels
+    from rooflint.analysis.roofline import levels
     roofs = Roofs("fp32", 50e12, 2e12, "datasheet", 50e12, 2e12)
     point = place(1e-3, 1e9, 1e8, 1e8, roofs, "ncu")
     dram, l2, l1 = levels(point, roofs, l2_bytes=4e8, l2_roof=8e12, l1_bytes=2e9,

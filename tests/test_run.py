@@ -10,11 +10,11 @@ import pytest
 
 from recorded import counters_of, use_stand_in_pools
 
-from rooflint.gpus import find_spec
-from rooflint.manifest import load_manifest, resolve
+from rooflint.formats.gpus import find_spec
+from rooflint.formats.manifest import load_manifest, resolve
 from rooflint.measure.protocol import Clocks, DeviceInfo, Measurement, OutputCheck, TimingJob
-from rooflint.results import read_result, write_result, RunResult
-from rooflint.judge import family_result
+from rooflint.formats.results import read_result, write_result, RunResult
+from rooflint.commands.judge import family_result
 
 H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,
                   l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,
@@ -68,7 +68,7 @@ def test_expectations_hold_for_the_walk(gemm):
 
 def test_a_bound_the_counters_contradict_is_a_missed_prediction(specs):
     """With counters, naive's L1 at 1 % would make it chain-bound: a real miss."""
-    from rooflint.counters import Counters
+    from rooflint.analysis.counters import Counters
     family = resolve(load_manifest("gemm_fp32"), {}, {"num_sms": 132}, TimingJob(), ["naive"])
     counters = Counters(kernels=["sgemm_naive"], duration_s=0.2759, dram_read=2e8,
                         dram_write=6.7e7, l2_bytes=2e10, l1_bytes=5e11, local_bytes=0,
@@ -133,7 +133,7 @@ def test_counters_replace_model_bytes(specs):
 
 
 def counters_with(dram_read, dram_write, waves=0.06):
-    from rooflint.counters import Counters
+    from rooflint.analysis.counters import Counters
     return Counters(kernels=["k"], duration_s=1e-3, dram_read=dram_read, dram_write=dram_write,
                     l2_bytes=3 * dram_read, l1_bytes=3 * dram_read, local_bytes=0.0,
                     flops={"fp32": 1.7e9}, occupancy_pct=3.0, waves=waves,
@@ -173,7 +173,7 @@ def test_each_family_is_reported_before_the_next_is_measured(monkeypatch, tmp_pa
     """`run` streams: the listener hears of a family (already in the result file) before
     the next family is sent to the worker."""
     from recorded import RecordedPool
-    from rooflint import run as run_module
+    from rooflint.commands import run as run_module
     pool = RecordedPool()
     use_stand_in_pools(monkeypatch, lambda env=None: pool)
     path = tmp_path / "result.json"
@@ -206,7 +206,7 @@ def test_an_interrupt_kills_a_busy_worker(monkeypatch):
     import signal
     import sys
     from dataclasses import asdict
-    from rooflint import run as run_module
+    from rooflint.commands import run as run_module
     from rooflint.measure.runner import WorkerPool
     pools = []
 
@@ -229,7 +229,7 @@ def test_a_busy_tensor_pipe_under_a_cuda_core_precision_is_noted():
     """A run reads tensor FLOPs only for the tensor precisions it declares; the tensor
     pipe's activity still shows work the manifest did not declare."""
     from dataclasses import replace
-    from rooflint.counters import traffic
+    from rooflint.analysis.counters import traffic
     busy = replace(counters_with(1e6, 1e6), flops={"fp32": 1e6}, tensor_pipe_pct=97.0)
     notes = traffic(busy, 2e9, 2e6, 1e6, "fp32").notes
     assert any("tensor pipe was busy 97 % of active cycles in a precision whose FLOPs were "

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.errors import RooflintError
-from rooflint.gpus import PRECISIONS, find_spec, load_spec, match_device, normalize_name
+from rooflint.common.errors import RooflintError
+from rooflint.formats.gpus import PRECISIONS, find_spec, load_spec, match_device, normalize_name
 
 REQUIRED_IDS = {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l4",
                 "a10", "rtx4090", "rtx3090", "t4", "v100-sxm2"}

@@ -15,11 +15,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from rooflint import application as app
+from rooflint.commands import profile as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PROGRAM, _programs_frame
 from rooflint.measure import ncu
-from rooflint.measure.application import Choice
-from rooflint.trace_events import (COMPILED_REGION, LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
+from rooflint.measure.program import Choice
+from rooflint.formats.trace_events import (COMPILED_REGION, LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
                                    Origin, launches, origins, tensor_precisions)
 
 FIXTURES = Path(__file__).parent / "fixtures"

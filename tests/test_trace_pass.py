@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rooflint.measure import application as passes
+from rooflint.measure import program as passes
 
 
 @pytest.mark.parametrize("command, python", [

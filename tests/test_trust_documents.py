@@ -19,13 +19,14 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
-from rooflint import baseline as baselines, calibration as calibrations, comparison, yamlfile
-from rooflint.cli import app
-from rooflint.errors import RooflintError
-from rooflint.gpus import load_spec
-from rooflint.jsonfile import MAX_DOCUMENT_BYTES, read_limited
-from rooflint.report import render_comparison
-from rooflint.results import read_result
+from rooflint.formats import baseline as baselines, yamlfile
+from rooflint.analysis import calibration as calibrations, comparison
+from rooflint.commands.cli import app
+from rooflint.common.errors import RooflintError
+from rooflint.formats.gpus import load_spec
+from rooflint.formats.jsonfile import MAX_DOCUMENT_BYTES, read_limited
+from rooflint.output.report import render_comparison
+from rooflint.formats.results import read_result
 
 RESULT = REPO / "examples" / "h200-bundled.json"
 RESULTS = [RESULT, REPO / "examples" / "h100-bundled.json"]

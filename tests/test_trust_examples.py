@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from edges import NO_GPU, REPO, assert_one_line_error, rooflint
-from rooflint.errors import RooflintError
-from rooflint.expressions import MAX_DEPTH, MAX_LENGTH, evaluate
-from rooflint.paths import locate_family, portable_path
+from rooflint.common.errors import RooflintError
+from rooflint.formats.expressions import MAX_DEPTH, MAX_LENGTH, evaluate
+from rooflint.common.paths import locate_family, portable_path
 
 CI = REPO / "examples" / "ci"
 RESULTS = sorted(p for p in [*REPO.glob("examples/**/*.json"), *REPO.glob("tests/fixtures/**/*.json")]
@@ -176,10 +176,10 @@ def test_a_reader_that_stops_reading_ends_rooflint_quietly():
 def test_a_model_of_zero_compulsory_bytes_is_no_ratio_not_a_division_by_zero():
     """A manifest's byte model can come to 0; the traffic evidence then says it cannot
     judge the traffic (explain refuses --algorithmic-bytes 0 outright)."""
-    from rooflint.calibration import roofs
-    from rooflint.evidence import LaunchFacts, gather
-    from rooflint.gpus import find_spec, load_specs
-    from rooflint.roofline import place
+    from rooflint.analysis.calibration import roofs
+    from rooflint.analysis.evidence import LaunchFacts, gather
+    from rooflint.formats.gpus import find_spec, load_specs
+    from rooflint.analysis.roofline import place
     h100 = roofs(find_spec("h100-sxm", load_specs()), "fp32", None)
     point = place(1e-3, 1e9, 1e6, 0.0, h100, bytes_source="ncu")
     evidence = gather(point, LaunchFacts(grid_blocks=132, threads_per_block=256, launches=1,

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from edges import REPO, TOY, TOY_SOURCE, assert_intact, assert_one_line_error, rooflint, snapshot
-from rooflint import compile_options
-from rooflint.errors import RooflintError
-from rooflint.manifest import bundled_manifests, check_code, check_sizes, load_manifest
+from rooflint.formats import compile_options
+from rooflint.common.errors import RooflintError
+from rooflint.formats.manifest import bundled_manifests, check_code, check_sizes, load_manifest
 from rooflint.measure import build
 
 FAMILY = (TOY.replace("name: toy", "name: trust").replace("toy.cu", "k.cu")

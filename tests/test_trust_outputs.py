@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 
 import edges
 from edges import NO_GPU, REPO, TOY, assert_intact, assert_one_line_error, rooflint, snapshot
-from rooflint.cli import app
-from rooflint.errors import RooflintError
-from rooflint.manifest import load_manifest
-from rooflint.printable import printable, printable_fields
+from rooflint.commands.cli import app
+from rooflint.common.errors import RooflintError
+from rooflint.formats.manifest import load_manifest
+from rooflint.common.printable import printable, printable_fields
 
 RESULT = REPO / "examples" / "h200-bundled.json"
 BASELINE = REPO / "examples" / "ci" / "h200-baseline.json"        # made from RESULT

@@ -1,7 +1,7 @@
 import pytest
 
-from rooflint.errors import RooflintError
-from rooflint.units import format_rate, format_time, parse_bytes, parse_count, parse_time
+from rooflint.common.errors import RooflintError
+from rooflint.common.units import format_rate, format_time, parse_bytes, parse_count, parse_time
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -42,6 +42,6 @@ def test_formatting():
 
 
 def test_parameters_print_whole_numbers_in_full():
-    from rooflint.units import format_params
+    from rooflint.common.units import format_params
     assert format_params({"N": 2.0**27, "STRIDE": 32, "EPS": 1e-5, "SCALE": 0.125}) == \
         "N=134217728, STRIDE=32, EPS=1e-05, SCALE=0.125"

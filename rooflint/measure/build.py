@@ -36,8 +36,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooflint import compile_options, paths
-from rooflint.jsonfile import replacing
+from rooflint.formats import compile_options
+
+from rooflint.common import paths
+from rooflint.formats.jsonfile import replacing
 
 NVCC_TIMEOUT_S = 600          # a large templated family can take minutes; a hang cannot
 NVCC_HINT = ("install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads) and put "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from rooflint.errors import RooflintError
+from rooflint.common.errors import RooflintError
 
 VISIBLE = "CUDA_VISIBLE_DEVICES"
 

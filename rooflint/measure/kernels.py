@@ -19,8 +19,10 @@ from pathlib import Path
 
 import cupy
 
-from rooflint import compile_options, paths
-from rooflint.jsonfile import replacing
+from rooflint.formats import compile_options
+
+from rooflint.common import paths
+from rooflint.formats.jsonfile import replacing
 from rooflint.measure import build
 from rooflint.measure.build import BuildError, MissingEntry
 from rooflint.measure.protocol import VariantJob

@@ -40,8 +40,8 @@ from rooflint.measure.protocol import (
     REFERENCE_FILE, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob,
     Measurement, OutputCheck, TimingJob, VariantJob, uses_torch,
 )
-from rooflint.phases import Stopwatch
-from rooflint.stats import quartiles, relative_spread
+from rooflint.common.phases import Stopwatch
+from rooflint.analysis.stats import quartiles, relative_spread
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
             "f32": np.float32, "f64": np.float64}

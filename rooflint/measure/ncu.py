@@ -28,10 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooflint.causes import STALL_REASONS
-from rooflint.counters import Counters
-from rooflint.errors import RooflintError
-from rooflint.sourcelines import SourceLine, SourceProfile, profile_of
+from rooflint.analysis.causes import STALL_REASONS
+from rooflint.analysis.counters import Counters
+from rooflint.common.errors import RooflintError
+from rooflint.analysis.sourcelines import SourceLine, SourceProfile, profile_of
 
 VARIANT_RANGE = "rooflint-variant"    # the NVTX range around a variant's profiled run
 _RANGE_INDEX = re.compile(rf"{VARIANT_RANGE}/(\d+)")

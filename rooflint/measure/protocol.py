@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rooflint.gpus import DeviceInfo  # noqa: F401 - part of the worker protocol
-from rooflint.sense import Amount, Count, Error
+from rooflint.formats.gpus import DeviceInfo  # noqa: F401 - part of the worker protocol
+from rooflint.common.sense import Amount, Count, Error
 
 
 @dataclass

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
-from rooflint.errors import RooflintError
+from rooflint.common.errors import RooflintError
 from rooflint.measure import ncu
 from rooflint.measure.devices import VISIBLE
 from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, FamilyJob, Measurement
-from rooflint.phases import COUNTER_PASS_PREFIX, Stopwatch
+from rooflint.common.phases import COUNTER_PASS_PREFIX, Stopwatch
 
 Progress = Callable[[str, str], None]  # (event, variant name)
 

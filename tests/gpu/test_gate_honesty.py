@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rooflint import baseline as baselines
-from rooflint.gate import evaluate
-from rooflint.run import RunOptions, run
+from rooflint.formats import baseline as baselines
+from rooflint.commands.gate import evaluate
+from rooflint.commands.run import RunOptions, run
 
 pytestmark = pytest.mark.gpu
 FAMILY = str(Path(__file__).parent.parent / "fixtures" / "gate")

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.results import read_result
-from rooflint.run import Listener, RunOptions, run
+from rooflint.formats.results import read_result
+from rooflint.commands.run import Listener, RunOptions, run
 
 pytestmark = pytest.mark.gpu
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -56,9 +56,9 @@ def test_clocks_and_gpm_are_recorded(bundled):
 
 
 def test_calibration_reaches_the_hopper_targets(tmp_path, specs):
-    from rooflint import calibration as calibrations
+    from rooflint.analysis import calibration as calibrations
     from rooflint.measure.runner import calibrate
-    from rooflint.judge import device_spec
+    from rooflint.commands.judge import device_spec
     device, steps, skipped = calibrate(lambda step, total: None)
     spec = device_spec(device, None, specs)
     c = calibrations.from_steps(device, spec, steps, skipped)

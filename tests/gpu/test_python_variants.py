@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from rooflint.run import Listener, RunOptions, run
+from rooflint.commands.run import Listener, RunOptions, run
 
 pytestmark = pytest.mark.gpu
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.moves import rule_for
-from rooflint.run import Listener, RunOptions, run
-from rooflint.sourcelines import supporting
+from rooflint.analysis.moves import rule_for
+from rooflint.commands.run import Listener, RunOptions, run
+from rooflint.analysis.sourcelines import supporting
 
 pytestmark = pytest.mark.gpu
 FAMILIES = Path(__file__).parent.parent / "families"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.run import Listener, RunOptions, run
+from rooflint.commands.run import Listener, RunOptions, run
 
 pytestmark = pytest.mark.gpu
 FAMILIES = Path(__file__).parent.parent / "families"

@@ -1,0 +1,116 @@
+"""What the caller of a library kernel can change, as data: the moves of `rooflint profile`
+for the kernels its user did not write.
+
+Nobody outside NVIDIA can change the registers of cuDNN's attention backward, but the
+program that calls it can choose another attention backend, fuse what surrounds it, keep
+its weights in bf16, replay its step as a CUDA graph. Each move here names the libraries
+it applies to (``application.LIBRARIES``' plain words), the evidence flags that must hold
+(``requires``, from evidence.py) and the text to print. The kernel-level verdict stays
+beside it: the cause says why, the caller's move says what to do.
+
+The first move of a library whose flags hold is its kernel's top move. Every library has
+a move with no flags, so every library kernel gets one (tests/test_caller_moves.py checks
+this over every library and every verdict).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from rooflint.analysis.diagnose import Move, Verdict
+
+# The libraries by the words application.LIBRARIES gives them.
+GEMM = "cuBLAS GEMM"
+ATTENTION = "attention (cuDNN / flash)"
+NORM = "normalisation (PyTorch)"
+GELU = "GELU (PyTorch element-wise)"
+SOFTMAX = "softmax / loss (PyTorch)"
+ELEMENTWISE = "PyTorch element-wise"
+CAST = "cast or copy (PyTorch)"
+FILL = "fill (PyTorch)"
+REDUCTION = "PyTorch reduction"
+RANDOM = "random numbers (PyTorch)"
+OPTIMIZER = "optimizer (PyTorch)"
+EMBEDDING = "embedding (PyTorch)"
+INDUCTOR = "Triton (torch.compile)"
+NCCL = "NCCL collective"
+CUPY = "CuPy kernel"
+
+ELEMENT_WISE = (NORM, GELU, SOFTMAX, ELEMENTWISE, CAST, FILL, REDUCTION, EMBEDDING)
+EVERY_LIBRARY = (GEMM, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER, INDUCTOR, NCCL, CUPY)
+
+
+CALLER = "caller"     # a verdict Move's gain_from for these: no estimate of their own
+
+
+@dataclass(frozen=True)
+class CallerMove:
+    id: str
+    direction: str                      # on the roofline, as moves.MoveRule's
+    libraries: tuple[str, ...]
+    action: str
+    requires: tuple[str, ...] = ()      # evidence flags that must all hold
+    changes_precision: bool = False     # trades accuracy: the user must judge it
+
+    def applies(self, library: str, flags: dict[str, str]) -> bool:
+        return library in self.libraries and all(f in flags for f in self.requires)
+
+
+CALLER_MOVES: tuple[CallerMove, ...] = (
+    CallerMove("cuda_graphs", "up", EVERY_LIBRARY, "replay the step as a CUDA graph "
+               "(torch.compile(mode=\"reduce-overhead\"), torch.cuda.graphs): its launches "
+               "cost more than its work", requires=("launch_overhead",)),
+    CallerMove("larger_batch", "up", (GEMM, ATTENTION, *ELEMENT_WISE, INDUCTOR), "a larger batch, "
+               "or fewer and larger calls: this launch leaves SMs idle",
+               requires=("grid_under_one_wave",)),
+    CallerMove("bf16_weights", "right", (CAST,), "keep the weights in bf16 so autocast stops casting "
+               "them every step (model.to(torch.bfloat16) with fp32 master weights in the "
+               "optimizer), or torch.compile to fold the casts into their consumers"),
+    CallerMove("fuse_with_compile", "right", ELEMENT_WISE, "fuse the element-wise chain around it with "
+               "torch.compile: one kernel reads and writes the tensor once instead of once "
+               "per operator"),
+    CallerMove("set_to_none", "right", (FILL,), "optimizer.zero_grad(set_to_none=True) and no "
+               "torch.zeros you then overwrite: the fills go away"),
+    CallerMove("gemm_shapes", "up", (GEMM,), "shape the GEMM for cuBLAS's tiles: dimensions "
+               "(batch x sequence, hidden, vocabulary) padded to multiples of 128, bf16 "
+               "operands, and a batch large enough for a whole number of waves"),
+    CallerMove("gemm_fp8", "raise-the-roof", (GEMM,), "fp8 GEMMs (torch._scaled_mm, Transformer Engine) where "
+               "the accuracy allows: twice the bf16 tensor roof", changes_precision=True),
+    CallerMove("attention_backend", "up", (ATTENTION,), "try the other SDPA backends "
+               "(torch.nn.attention.sdpa_kernel: FLASH_ATTENTION, CUDNN_ATTENTION, "
+               "EFFICIENT_ATTENTION) and a head size that is a multiple of 64"),
+    CallerMove("fused_optimizer", "up", (OPTIMIZER,), "the fused optimizer (AdamW(fused=True)), or "
+               "foreach; fewer, larger parameter tensors"),
+    CallerMove("fewer_draws", "right", (RANDOM,), "draw random numbers once per step in one call "
+               "(or inside a fused kernel: dropout under torch.compile)"),
+    CallerMove("autotune_compile", "up", (INDUCTOR,), "torch.compile(mode=\"max-autotune\") to "
+               "tune Inductor's kernels; a kernel the tuner cannot help is a candidate for "
+               "a hand-written one"),
+    CallerMove("overlap_collective", "up", (NCCL,), "overlap the collective with compute (DDP's "
+               "bucket size, FSDP's prefetch) and make fewer, larger ones"),
+    CallerMove("fuse_cupy", "right", (CUPY,), "fuse the element-wise chain into one kernel "
+               "(cupy.fuse, an ElementwiseKernel) so the array crosses memory once"),
+)
+
+
+def caller_moves(library: str | None, flags: dict[str, str]) -> list[CallerMove]:
+    """The moves a library kernel's caller can make, the most specific first; none for a
+    kernel its user wrote (no library)."""
+    if library is None:
+        return []
+    return [m for m in CALLER_MOVES if m.applies(library, flags)]
+
+
+def with_caller_moves(verdict: Verdict, library: str | None) -> Verdict:
+    """``verdict`` with its caller's moves first (precision trades after the others): the
+    kernel-level moves stay after them, and each caller move's reason names the
+    kernel-level cause it answers."""
+    found = sorted(caller_moves(library, verdict.evidence), key=lambda m: m.changes_precision)
+    if not found:
+        return verdict
+    cause = verdict.moves[0] if verdict.moves else None
+    why = (f"{library}: not the program's code; in the kernel: {cause.action}" if cause
+           else f"{library}: not the program's code")
+    expect = cause.expect if cause else ""
+    return replace(verdict, moves=[Move(m.id, m.direction, m.action, why, expect,
+                                        gain_from=CALLER) for m in found] + verdict.moves)

@@ -1,0 +1,115 @@
+"""From Nsight Compute counters to the bytes and FLOPs a roofline point stands on.
+
+Pure accounting, with the reasons written down:
+- DRAM writes still sitting dirty in L2 when a kernel ends are not counted by
+  ``dram__bytes_write`` (REFERENCE.md: a 256 MiB copy showed 21 MB missing). They reach
+  DRAM later all the same, so the point counts at least the compulsory writes (the
+  outputs the variant writes) and says how much it added.
+- Counted FLOPs are shown beside the model's; a large difference is redundant work,
+  or tensor operations the manifest did not declare.
+- Fewer DRAM bytes than the compulsory ones means data served from L2 (observed AI
+  above algorithmic): cache reuse, not magic; the L2 traffic is the evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rooflint.common.sense import Amount, Count
+from rooflint.common.units import format_bytes
+
+FLOP_MISMATCH = 0.25      # counted vs model FLOPs differing by more than this is reported
+CACHE_REUSE = 0.90        # measured DRAM bytes under this fraction of compulsory: L2 reuse
+                          # (here a note; evidence.SERVED_FROM_CACHE, its inverse, a flag)
+UNDECLARED_TENSOR = 0.50  # tensor ops above this share of counted FLOPs, precision not tensor
+TENSOR_PIPE_BUSY = 1.0    # % of active cycles: above this, the tensor cores did real work
+
+
+@dataclass
+class Counters:
+    """One variant's launches, summed (bytes, FLOPs, time) or duration-weighted (ratios)."""
+
+    kernels: list[str]
+    duration_s: Amount
+    dram_read: Amount
+    dram_write: Amount
+    l2_bytes: Amount
+    l1_bytes: Amount
+    local_bytes: Amount                     # spill traffic through L1 (local loads + stores)
+    flops: dict[str, Amount]                # counted, per precision; zero entries left out
+    occupancy_pct: Amount                   # achieved: active warps / maximum, %
+    waves: Amount                           # of the largest launch
+    registers_per_thread: Count             # the most any launch uses
+    grid_size: Count                        # blocks of the largest launch
+    stalls: dict[str, Amount] = field(default_factory=dict)  # cycles per issued instruction
+    xu_pipe_pct: Amount = 0.0               # special-function pipe, % of its peak (0: not read)
+    tensor_pipe_pct: Amount = 0.0           # tensor pipe busy, % of active cycles (0: not read)
+    l1_pct: Amount = 0.0                    # L1/shared-memory throughput, % of its peak
+    shared_loads: Amount = 0.0              # shared-memory load instructions (per warp)
+    shared_wavefronts: Amount = 0.0         # shared-memory data-pipe wavefronts
+    bank_conflicts: Amount = 0.0            # of those, extra wavefronts from bank conflicts
+    hmma_instructions: Amount = 0.0         # mma.sync tensor instructions (per warp)
+    gmma_instructions: Amount = 0.0         # wgmma (Hopper warpgroup) tensor instructions
+
+    @property
+    def dram_bytes(self) -> float:
+        return self.dram_read + self.dram_write
+
+    @property
+    def counted_flops(self) -> float:
+        return sum(self.flops.values())
+
+
+@dataclass
+class Traffic:
+    dram_bytes: float             # what the roofline point uses
+    dram_read: float
+    dram_write: float
+    dirty_l2_writes: float        # compulsory writes ncu did not see, added to dram_bytes
+    counted_flops: float
+    notes: list[str] = field(default_factory=list)
+
+
+def traffic(counters: Counters, model_flops: float, model_bytes: float, written_bytes: float,
+            precision: str) -> Traffic:
+    dirty = max(0.0, written_bytes - counters.dram_write)
+    result = Traffic(dram_bytes=counters.dram_read + counters.dram_write + dirty,
+                     dram_read=counters.dram_read, dram_write=counters.dram_write,
+                     dirty_l2_writes=dirty, counted_flops=counters.counted_flops)
+    if dirty > 0.001 * result.dram_bytes:
+        result.notes.append(
+            f"{format_bytes(dirty)} of output still in L2 at kernel end (not in "
+            f"dram__bytes_write); counted as DRAM writes")
+    result.notes += _flop_notes(counters, model_flops, precision)
+    if model_bytes and result.dram_bytes < CACHE_REUSE * model_bytes:
+        result.notes.append(
+            f"DRAM moved {result.dram_bytes / model_bytes:.0%} of the compulsory bytes: the "
+            f"data was served from L2 ({format_bytes(counters.l2_bytes)} of L2 traffic); "
+            f"observed AI above algorithmic is cache reuse, so the DRAM roof understates "
+            f"what limits it")
+    return result
+
+
+def _flop_notes(counters: Counters, model_flops: float, precision: str) -> list[str]:
+    counted = counters.counted_flops
+    notes = []
+    if model_flops and counted and abs(counted / model_flops - 1) > FLOP_MISMATCH:
+        kind = "redundant work" if counted > model_flops else "less work than the model"
+        notes.append(f"counted FLOPs are {counted / model_flops:.2f}x the model's ({kind}, or "
+                     f"a wrong flops expression)")
+    tensor = sum(v for k, v in counters.flops.items() if k.endswith("-tensor"))
+    if counted and tensor > UNDECLARED_TENSOR * counted and not precision.endswith("-tensor"):
+        main = max((k for k in counters.flops if k.endswith("-tensor")), key=counters.flops.get)
+        notes.append(f"{tensor / counted:.0%} of counted FLOPs ran on tensor cores ({main}) but "
+                     f"the manifest declares {precision}: judge it against the {main} roof")
+    elif (not tensor and counters.tensor_pipe_pct > TENSOR_PIPE_BUSY
+          and not precision.endswith("-tensor") and not counters.flops.get("fp16")):
+        # (Half-precision FMAs the compiler issues to the tensor pipe, HFMA2.MMA, keep it
+        # busy too, 1-15 % in PyTorch's and Triton's bf16 GELU and layer norms on an H200,
+        # and count as fp16 FLOPs: no tensor FLOPs went uncounted there.)
+        notes.append(f"the tensor pipe was busy {counters.tensor_pipe_pct:.0f} % of active cycles "
+                     f"in a precision whose FLOPs were not read, so its operations are not "
+                     f"counted and its point sits below and left of where it ran (a run reads "
+                     f"the tensor precisions its manifest declares: declare fp16-tensor, "
+                     f"bf16-tensor...; a profile those its kernels' operators take as inputs)")
+    return notes

@@ -1,0 +1,301 @@
+"""Evidence: named facts about a measured variant, each with the numbers that set it.
+
+The verdict's causes and the move catalog are both written in terms of these flags, so
+every printed cause or move can say exactly which measurement triggered it. Flags come
+from the roofline point, the launch geometry, Nsight Compute counters (stall reasons,
+waves, spills) when present, and CUDA-graph replay timing for short kernels.
+
+Stall reasons set the flags the cause registry (causes.py) gives them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rooflint.analysis.causes import OTHER_STALL_FLAG, STALL_FLAGS
+from rooflint.analysis.counters import CACHE_REUSE, Counters
+from rooflint.analysis.roofline import Point
+from rooflint.common.units import format_bytes, format_rate, format_time
+
+BOUNDS = ("bandwidth", "compute", "chain")     # what classify can answer
+BOUND_THRESHOLD = 0.60          # fraction of a roof that counts as "at" it (Nsight Compute's)
+NEAR_ROOF = 0.90                # above this, little headroom is left on that roof
+AT_ROOF = 0.80                  # a roof this near is reached: compute here is the bound
+EXTRA_TRAFFIC = 0.80            # compulsory/measured bytes under this: traffic worth cutting
+SERVED_FROM_CACHE = 1 / CACHE_REUSE  # compulsory/measured bytes above this: served from cache
+LAUNCH_COST_S = 10e-6           # per launch: a kernel this short costs about what launching it
+                                # does (a few eager launches, ~4 us each from CuPy)
+GRAPH_SPEEDUP = 1.5             # eager time / graph-replay time above this: launch-bound
+IDLE_COMPUTE = 0.05             # compute under this fraction of its roof: math is not the chain
+STALL_SHARE = 0.35              # a stall reason with this share of all listed stalls is a cause
+STALL_MINIMUM = 1.0             # ... and at least this many warps stalled per issued instruction
+SPILL_SHARE = 0.01              # local-memory traffic above this share of L1 traffic: spills matter
+PIPE_SATURATED = 90.0           # % busy: a math pipe (tensor, XU) this busy has no room for more
+REGISTER_BLOCKED = 4.0          # FMA instructions per shared-memory load: operands live in registers
+BANK_CONFLICT_SHARE = 0.25      # extra wavefronts per shared-memory wavefront: conflicts matter
+THRESHOLDS = {
+    "bound_at_fraction_of_roof": BOUND_THRESHOLD,
+    "near_roof_fraction": NEAR_ROOF,
+    "at_roof_fraction": AT_ROOF,
+    "extra_traffic_below_fraction": EXTRA_TRAFFIC,
+    "short_kernel_s": LAUNCH_COST_S,
+    "graph_speedup": GRAPH_SPEEDUP,
+    "idle_compute_fraction": IDLE_COMPUTE,
+    "stall_share": STALL_SHARE,
+    "stall_minimum": STALL_MINIMUM,
+    "spill_share": SPILL_SHARE,
+    "pipe_saturated_pct": PIPE_SATURATED,
+    "register_blocked_fmas_per_shared_load": REGISTER_BLOCKED,
+    "bank_conflict_share": BANK_CONFLICT_SHARE,
+}
+
+# CUDA-core precision -> the tensor-core roof a kernel of that type could move to.
+TENSOR_UPGRADE = {"fp32": "tf32-tensor", "fp16": "fp16-tensor", "fp64": "fp64-tensor"}
+# 16-bit tensor precision -> fp8 tensor cores (Hopper and newer), where the accuracy allows.
+FP8_UPGRADE = {"fp16-tensor": "fp8-tensor", "bf16-tensor": "fp8-tensor"}
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What the launch and the GPU's other roofs tell without counters."""
+
+    grid_blocks: int
+    threads_per_block: int
+    launches: int
+    sms: int
+    precision: str
+    tensor_roof: float | None = None   # FLOP/s of the tensor roof this type could move to
+    l2_roof: float | None = None       # calibrated L2 bytes/s: the roof when data lives in L2
+    fp8_roof: float | None = None      # FLOP/s of fp8 tensor cores, for a 16-bit tensor type
+    compute_capability: str = ""       # "9.0": Hopper's instructions (wgmma) are there
+
+
+@dataclass
+class Evidence:
+    bound: str                                            # bandwidth | compute | chain
+    flags: dict[str, str] = field(default_factory=dict)   # name -> the numbers behind it
+    values: dict[str, float] = field(default_factory=dict)  # for the catalog's expect texts
+
+    def has(self, name: str) -> bool:
+        return name in self.flags
+
+    def set(self, name: str, detail: str) -> None:
+        self.flags.setdefault(name, detail)
+
+
+def pct(fraction: float) -> str:
+    """A fraction of a roof as people read it: whole percents, except near the bound
+    threshold, where rounding would show 0.596 as "60%" beside a not-bound verdict."""
+    if abs(fraction - BOUND_THRESHOLD) < 0.005:
+        return f"{100 * fraction:.1f}%"
+    return f"{100 * fraction:.0f}%"
+
+
+def classify(point: Point, l2_fraction: float = 0.0, l1_fraction: float = 0.0) -> str:
+    """The book's diagnostic tree (5.10): memory roof first, then compute, else chain.
+
+    The memory roof is the nearest of DRAM's, L2's (when the data lives in L2: a kernel
+    that streams a 16 MiB working set many times is bandwidth-bound at 5 % of DRAM) and
+    L1's (loads served from L1 and shared memory: a naive SGEMM at 1 % of DRAM). A kernel
+    within AT_ROOF of its compute roof is compute-bound even where a memory level
+    is as near its own (a cuBLAS GEMM at 85 % of the bf16 roof with L2 at 90 %): its data
+    already moves as fast as its math needs, and no byte cut would make it faster."""
+    if point.compute_fraction >= AT_ROOF:
+        return "compute"
+    memory = max(point.dram_fraction, l2_fraction, l1_fraction)
+    if memory >= BOUND_THRESHOLD and memory >= point.compute_fraction:
+        return "bandwidth"
+    if point.compute_fraction >= BOUND_THRESHOLD:
+        return "compute"
+    return "chain"
+
+
+def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
+           graph_time_s: float | None = None) -> Evidence:
+    l2 = l2_fraction(point, facts, counters)
+    l1 = l1_fraction(counters, facts.sms)
+    bound = classify(point, l2 or 0.0, l1)
+    e = Evidence(bound=bound, values={
+        "dram_pct": 100 * point.dram_fraction, "compute_pct": 100 * point.compute_fraction,
+        "dram_headroom": 1 / max(point.dram_fraction, 1e-9),
+        "compute_headroom": 1 / max(point.compute_fraction, 1e-9),
+        "traffic_gap": 1 / point.traffic_fraction if point.traffic_fraction else 0.0,
+        "roof_headroom": 1 / max(point.dram_fraction, point.compute_fraction, 1e-9),
+        "algorithmic_ai": point.algorithmic_ai, "sms": facts.sms,
+    })
+    if l2 is not None:
+        e.values["l2_pct"] = 100 * l2
+    if bound == "bandwidth" and l2 is not None and l2 > point.dram_fraction and l2 >= l1:
+        e.set("l2_bound", f"L2 at {pct(l2)} of its calibrated roof "
+                          f"({format_rate(counters.l2_bytes / point.time_s, 'B/s')} of "
+                          f"{format_rate(facts.l2_roof, 'B/s')}), DRAM at "
+                          f"{pct(point.dram_fraction)}: the data lives in L2")
+    if bound == "bandwidth" and l1 > max(point.dram_fraction, l2 or 0.0):
+        e.values["l1_pct"] = 100 * l1
+        e.set("l1_bound", f"L1 at {pct(l1)} of its peak, DRAM at {pct(point.dram_fraction)}"
+                          f"{f', L2 at {pct(l2)}' if l2 is not None else ''}: loads are "
+                          f"served from L1 and shared memory, and L1 is the ceiling")
+    e.set(f"{bound}_bound", f"DRAM at {pct(point.dram_fraction)}, compute at "
+                            f"{pct(point.compute_fraction)} of their roofs")
+    e.set("left_of_ridge" if point.limiting_roof == "dram" else "right_of_ridge",
+          f"observed AI {point.observed_ai:.3g} FLOP/B, ridge {point.ridge:.3g}")
+    if point.dram_fraction < NEAR_ROOF:
+        e.set("dram_headroom", f"DRAM at {pct(point.dram_fraction)} of its roof")
+    if point.compute_fraction < NEAR_ROOF:
+        e.set("compute_headroom", f"compute at {pct(point.compute_fraction)} of its roof")
+    if point.compute_fraction < IDLE_COMPUTE:
+        e.set("idle_math", f"compute at {pct(point.compute_fraction)}")
+    _traffic(e, point)
+    _grid(e, facts, counters)
+    _launch_cost(e, point, facts, graph_time_s)
+    if facts.tensor_roof and facts.tensor_roof > 1.5 * point.achieved_flops:
+        e.values["tensor_ratio"] = facts.tensor_roof / max(point.achieved_flops, 1.0)
+        e.set("cuda_cores_with_tensor_roof",
+              f"{facts.precision} on CUDA cores; the tensor roof is "
+              f"{facts.tensor_roof / 1e12:.0f} TFLOP/s")
+    if facts.threads_per_block > 32:
+        e.set("multi_warp_blocks", f"{facts.threads_per_block} threads per block")
+    if facts.fp8_roof and facts.fp8_roof > 1.5 * point.achieved_flops:
+        e.values["fp8_ratio"] = facts.fp8_roof / max(point.achieved_flops, 1.0)
+        e.set("fp8_roof_above", f"fp8 tensor roof {facts.fp8_roof / 1e12:.0f} TFLOP/s")
+    if counters:
+        e.set("counted", "Nsight Compute counters")
+        _stalls(e, counters)
+        _pipes(e, counters, facts)
+        _shared_memory(e, counters)
+        if counters.local_bytes > SPILL_SHARE * max(counters.l1_bytes, 1.0):
+            e.set("register_spills", f"{format_bytes(counters.local_bytes)} of local-memory "
+                                     f"traffic, {counters.registers_per_thread} registers")
+    return e
+
+
+def l1_fraction(counters: Counters | None, sms: int) -> float:
+    """L1/shared-memory throughput as a fraction of the whole GPU's L1 peak (0 without
+    counters). Nsight Compute's percentage is of the cycles the SMs it ran on were
+    active, so a grid on fewer blocks than SMs counts for the share of SMs it occupied (a
+    one-warp kernel of 4 us read 108 % on an H100 while it moved 60 MB/s: a chain of
+    latencies, not a level at its roof), and no reading counts above the peak."""
+    if not counters:
+        return 0.0
+    occupied = min(1.0, counters.grid_size / sms) if counters.grid_size and sms else 1.0
+    return min(counters.l1_pct / 100, 1.0) * occupied
+
+
+def l2_fraction(point: Point, facts: LaunchFacts, counters: Counters | None) -> float | None:
+    """L2 traffic / the calibrated L2 roof, when both are known."""
+    if not (counters and facts.l2_roof and counters.l2_bytes):
+        return None
+    return counters.l2_bytes / point.time_s / facts.l2_roof
+
+
+def _traffic(e: Evidence, point: Point) -> None:
+    if point.bytes_source == "model":
+        e.set("bytes_modelled", "DRAM bytes from the manifest's model, not measured")
+        return
+    if not point.algorithmic_known:
+        e.set("no_algorithmic_model", "no count of the compulsory bytes: how much of the "
+                                      "traffic is avoidable is not known")
+        return
+    if not point.algorithmic_bytes:     # a model of 0 bytes gives no ratio to judge by
+        e.set("no_algorithmic_model", "the model's compulsory bytes are 0: how much of the "
+                                      "traffic is avoidable is not known")
+        return
+    if point.traffic_fraction < EXTRA_TRAFFIC:
+        intensities = (f" (observed AI {point.observed_ai:.3g} vs algorithmic "
+                       f"{point.algorithmic_ai:.3g})" if point.flops else "")
+        e.set("extra_traffic", f"{1 / point.traffic_fraction:.1f}x the compulsory DRAM bytes"
+                               f"{intensities}")
+    elif point.traffic_fraction > SERVED_FROM_CACHE:
+        e.set("cache_reuse", f"{point.traffic_fraction:.1f}x fewer DRAM bytes than compulsory: "
+                             f"served from L2")
+    else:
+        e.set("compulsory_traffic", f"{pct(point.traffic_fraction)} of the DRAM bytes are "
+                                    f"compulsory")
+
+
+def _grid(e: Evidence, facts: LaunchFacts, counters: Counters | None) -> None:
+    waves = counters.waves if counters else None
+    under = waves < 1 if waves is not None else 0 < facts.grid_blocks < facts.sms
+    blocks = counters.grid_size if counters else facts.grid_blocks
+    if under:
+        idle_sms = blocks < facts.sms
+        e.values["grid_fill"] = facts.sms / max(blocks, 1) if idle_sms else 1 / waves
+        e.set("grid_under_one_wave",
+              f"{blocks} blocks on {facts.sms} SMs: " + (
+                  f"{facts.sms - blocks} SMs idle" if idle_sms else
+                  f"{waves:.2g} of a full wave, the SMs run far below their resident-warp "
+                  f"capacity"))
+    elif blocks:
+        e.values["waves"] = waves or blocks / facts.sms
+        e.set("full_grid", f"{blocks} blocks" + (f", {waves:.3g} waves" if waves else "")
+              + f" on {facts.sms} SMs")
+
+
+def _launch_cost(e: Evidence, point: Point, facts: LaunchFacts, graph_time_s: float | None) -> None:
+    if graph_time_s and point.time_s > GRAPH_SPEEDUP * graph_time_s:
+        e.values["launch_speedup"] = point.time_s / graph_time_s
+        e.set("launch_overhead", f"eager {format_time(point.time_s)} vs CUDA-graph replay "
+                                 f"{format_time(graph_time_s)}")
+    elif point.time_s < LAUNCH_COST_S * facts.launches:
+        e.set("launch_overhead", f"{format_time(point.time_s)} for {facts.launches} launch(es), "
+                                 f"comparable to the cost of launching")
+
+
+def _stalls(e: Evidence, counters: Counters) -> None:
+    total = sum(counters.stalls.values())
+    if not total:
+        return
+    ranked = sorted(counters.stalls.items(), key=lambda kv: kv[1], reverse=True)
+    e.values["top_stall"] = ranked[0][1]
+    e.flags["top_stall"] = f"{ranked[0][0]} ({ranked[0][1]:.1f} warps stalled per issue)"
+    xu_busy = counters.xu_pipe_pct >= 100 * BOUND_THRESHOLD
+    e.values["xu_pct"] = counters.xu_pipe_pct
+    for reason, value in ranked:
+        if value >= STALL_MINIMUM and value >= STALL_SHARE * total:
+            flag = STALL_FLAGS.get(reason, OTHER_STALL_FLAG)
+            detail = (f"{reason} stalls: {value:.1f} warps per issued instruction, "
+                      f"{pct(value / total)} of stalls")
+            if xu_busy and flag == "shared_memory_stalls":   # the MIO queue, but for the XU
+                flag = "special_function_stalls"
+                detail += (f", with the special-function (XU) pipe at "
+                           f"{counters.xu_pipe_pct:.0f}% of its peak")
+            e.set(flag, detail)
+
+
+def _pipes(e: Evidence, counters: Counters, facts: LaunchFacts) -> None:
+    """A saturated math pipe leaves no room for more parallelism; on Hopper, a saturated
+    tensor pipe running mma.sync (HMMA) has a higher roof in wgmma (HGMMA)."""
+    busiest = max(("tensor", counters.tensor_pipe_pct), ("special-function (XU)",
+                  counters.xu_pipe_pct), key=lambda kv: kv[1])
+    if busiest[1] >= PIPE_SATURATED:
+        e.set("pipe_saturated", f"the {busiest[0]} pipe busy {busiest[1]:.0f}% of active cycles")
+    if (counters.tensor_pipe_pct >= PIPE_SATURATED and counters.hmma_instructions
+            and not counters.gmma_instructions and facts.compute_capability.startswith("9.")):
+        e.set("mma_sync_on_hopper", f"{counters.hmma_instructions:.3g} mma.sync (HMMA) "
+                                    f"instructions, no wgmma, tensor pipe busy "
+                                    f"{counters.tensor_pipe_pct:.0f}%, on a "
+                                    f"compute-capability-{facts.compute_capability} GPU")
+
+
+def _shared_memory(e: Evidence, counters: Counters) -> None:
+    """Whether operands already come from registers (many FMAs per shared-memory load),
+    and whether a warp's shared-memory accesses collide in banks."""
+    if counters.shared_loads:
+        e.set("shared_memory_tiles", f"{counters.shared_loads:.3g} shared-memory load "
+                                     f"instructions: data is already staged on chip")
+        if e.has("l1_bound"):
+            e.set("shared_memory_bound", f"L1 at {counters.l1_pct:.0f}% of its peak with "
+                                         f"{counters.shared_loads:.3g} shared-memory loads: "
+                                         f"the shared-memory traffic is the ceiling")
+        fmas = counters.flops.get("fp32", 0.0) / 2 / 32    # thread FLOPs -> warp FMA instructions
+        per_load = fmas / counters.shared_loads
+        if per_load >= REGISTER_BLOCKED:
+            e.set("register_blocked", f"{per_load:.1f} FMA instructions per shared-memory "
+                                      f"load: operands are already held in registers")
+    if counters.shared_wavefronts and counters.bank_conflicts:
+        share = counters.bank_conflicts / counters.shared_wavefronts
+        if share >= BANK_CONFLICT_SHARE:
+            e.values["bank_conflict_ways"] = 1 / max(1 - share, 1e-9)
+            e.set("bank_conflicts", f"{pct(share)} of shared-memory wavefronts are bank "
+                                    f"conflicts ({counters.bank_conflicts:.3g} of "
+                                    f"{counters.shared_wavefronts:.3g})")

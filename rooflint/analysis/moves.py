@@ -1,0 +1,277 @@
+"""The move catalog, as data: what to try next, when it applies, and where the dot should go.
+
+Each move names its direction on the roofline (``up``: more FLOP/s at the same intensity;
+``right``: fewer bytes for the same FLOPs; ``raise-the-roof``: a faster unit), the
+evidence flags that must all be present (``requires``), of which at least one must be
+present (``any_of``) and which must be absent (``excludes``), and the movement to expect.
+The causes that enable a move come from the cause registry (causes.py): a move some cause
+enables needs one of them. Its printed reason is the numbers behind the flags that
+selected it. A kernel for which no move applies gets its bound's fallback (FALLBACK):
+every verdict has a move.
+
+The book's traps (5.14) are data too: each says why a tempting move does not apply here,
+and is printed beside the moves whenever its flags hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rooflint.analysis.causes import enabling_flags
+from rooflint.analysis.evidence import Evidence
+
+
+@dataclass(frozen=True)
+class MoveRule:
+    id: str
+    direction: str                  # up | right | up+right | left | raise-the-roof
+    action: str
+    expect: str                     # formatted with Evidence.values
+    requires: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+    gain: str = ""                  # Evidence.values key of its own speed-up estimate
+    changes_precision: bool = False  # trades accuracy for speed: ranked after the others
+    lines: str = "stall_samples"    # the per-line measure that finds the code it changes
+    #                                 (sourcelines.MEASURES; run --source)
+
+    @property
+    def either(self) -> tuple[str, ...]:
+        """Flags of which one must hold: the catalog's, and the causes that enable it."""
+        return (*self.any_of, *enabling_flags(self.id))
+
+    def applies(self, evidence: Evidence) -> bool:
+        return (all(evidence.has(f) for f in self.requires)
+                and (not self.either or any(evidence.has(f) for f in self.either))
+                and not any(evidence.has(f) for f in self.excludes))
+
+    def triggers(self, evidence: Evidence) -> list[str]:
+        return [f for f in (*self.requires, *self.either) if evidence.has(f)]
+
+
+@dataclass(frozen=True)
+class Trap:
+    id: str
+    text: str                       # formatted with Evidence.values and flag details
+    requires: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+
+    def holds(self, evidence: Evidence) -> bool:
+        return (all(evidence.has(f) for f in self.requires)
+                and not any(evidence.has(f) for f in self.excludes))
+
+
+CATALOG: tuple[MoveRule, ...] = (
+    MoveRule("launch_amortise", "up", "amortise launches: CUDA graphs, or fuse with the "
+             "neighbouring kernels", "up, same AI: toward the graph-replay time",
+             gain="launch_speedup"),
+    MoveRule("fill_the_gpu", "up", "more parallelism: more blocks or warps, or split the "
+             "reduction across blocks or warps (split-K), so every SM has enough resident "
+             "warps", "up, same AI: up to {grid_fill:.1f}x from the warps the GPU could hold",
+             requires=("chain_bound",), excludes=("pipe_saturated",),
+             gain="grid_fill"),
+    MoveRule("fix_spills", "up", "remove register spills: fewer live values, register arrays "
+             "indexed only with constants, __launch_bounds__", "up, and right: local-memory "
+             "traffic leaves the caches"),
+    MoveRule("cut_redundant_traffic", "right", "make each byte cross DRAM once: coalesce "
+             "accesses, tile for reuse, fuse", "right toward the algorithmic AI "
+             "({algorithmic_ai:.3g} FLOP/B): up to {traffic_gap:.1f}x less time",
+             requires=("bandwidth_bound", "extra_traffic"), excludes=("l1_bound", "l2_bound"),
+             gain="traffic_gap", lines="excessive_sectors"),
+    MoveRule("cut_l1_traffic", "up", "cut L1 traffic per FLOP: make each warp's loads "
+             "contiguous (one 128-byte line per request) and stage the values it reuses in "
+             "shared memory or registers", "up at the same DRAM AI: L1 ({l1_pct:.0f}% of its "
+             "peak) is the ceiling", requires=("l1_bound",), excludes=("shared_memory_tiles",),
+             lines="excessive_sectors"),
+    MoveRule("tile_for_reuse", "up+right", "tile for reuse: shared-memory and register tiles "
+             "so each loaded value feeds many FMAs (fewer memory instructions, fewer DRAM bytes)",
+             "up and right toward the algorithmic AI ({algorithmic_ai:.3g} FLOP/B)",
+             requires=("chain_bound", "extra_traffic")),
+    MoveRule("register_blocking", "up", "register-block: each thread computes several "
+             "outputs from register-held operands, fewer shared-memory loads per FMA",
+             "up toward the compute roof ({compute_headroom:.1f}x away)",
+             any_of=("shared_memory_bound",), excludes=("register_blocked",)),
+    MoveRule("bank_conflicts_off", "up", "remove shared-memory bank conflicts: pad each tile "
+             "row by one element or swizzle the index, so a warp's 32 accesses fall in 32 "
+             "banks", "up, same AI: {bank_conflict_ways:.1f} shared-memory wavefronts per "
+             "request become one", requires=("bank_conflicts",),
+             gain="bank_conflict_ways", lines="bank_conflicts"),
+    MoveRule("warp_tiling", "up", "warp tiling: give each warp a 2-D tile of outputs and each "
+             "thread a few fragments of it, so shared-memory loads are broadcast or "
+             "conflict-free and more independent FMAs are in flight",
+             "up toward the compute roof ({compute_headroom:.1f}x away)",
+             requires=("register_blocked",), any_of=("shared_memory_bound",),
+             excludes=("bank_conflicts",)),
+    MoveRule("fewer_bytes_per_element", "right", "fewer bytes per element: lower precision "
+             "or quantize, or fuse with the kernel that produces or consumes the data",
+             "right along the DRAM roof: time falls in proportion to the bytes cut",
+             requires=("bandwidth_bound",), excludes=("extra_traffic", "l2_bound", "l1_bound")),
+    MoveRule("reuse_on_chip", "up", "keep reused data on chip: share each loaded value "
+             "across the threads or heads that need it (registers, shared memory), or fewer "
+             "bytes per element, so fewer bytes cross from L2 to the SMs",
+             "up at the same DRAM AI: L2 ({l2_pct:.0f}% of its roof) is the ceiling, not DRAM",
+             requires=("l2_bound",)),
+    MoveRule("sync_off_the_path", "up", "take the barrier off the per-iteration path: one "
+             "sync instead of two (double-buffer the reduction scratch), or single-warp "
+             "blocks with warp shuffles instead of __syncthreads",
+             "up, same AI: the chain loses a barrier per iteration", requires=("chain_bound",)),
+    MoveRule("fewer_fences", "up", "fewer memory fences: __threadfence, volatile accesses "
+             "and ordered atomics only where the algorithm needs the ordering; batch the work "
+             "between them", "up, same AI: the chain loses a fence per iteration",
+             requires=("chain_bound",)),
+    MoveRule("hoist_loads", "up", "prefetch: issue the next loads before the barrier, so "
+             "memory latency overlaps the synchronisation", "up, same AI",
+             requires=("chain_bound", "memory_latency_stalls")),
+    MoveRule("vectorize_loads", "up", "vectorize: 16-byte loads, so a quarter of the memory "
+             "instructions carry the same bytes", "up, same AI", excludes=("extra_traffic",)),
+    MoveRule("bytes_in_flight", "up", "more bytes in flight: 16-byte loads, several "
+             "independent loads per thread, enough resident warps",
+             "up along the same AI toward the DRAM roof ({dram_headroom:.1f}x away)",
+             requires=("left_of_ridge", "dram_headroom"), any_of=("bandwidth_bound", "idle_math"),
+             excludes=("launch_overhead", "barrier_stalls", "l2_bound", "l1_bound")),
+    MoveRule("more_ilp", "up", "more independent work per thread: several accumulators, "
+             "unrolled loops (ILP), fewer dependent steps per iteration",
+             "up toward the compute roof ({compute_headroom:.1f}x away)",
+             excludes=("bandwidth_bound", "pipe_saturated")),
+    MoveRule("fewer_special_functions", "up", "fewer special-function instructions: fold "
+             "constants into one exp2 (log2(e) into the scale), reuse results, or evaluate "
+             "some with FMA polynomials, so the FMA pipe takes the work",
+             "up: the XU pipe ({xu_pct:.0f}% busy) is the ceiling, not the FMA roof"),
+    MoveRule("warpgroup_mma", "raise-the-roof", "use warpgroup MMA (wgmma, Hopper's "
+             "asynchronous tensor-core instructions, as cuBLAS and CUTLASS 3 do) instead of "
+             "mma.sync: the tensor pipe is saturated by instructions that cannot reach its roof",
+             "a higher roof: toward the tensor roof ({compute_headroom:.1f}x away) at the "
+             "same AI", requires=("mma_sync_on_hopper",), gain="compute_headroom"),
+    MoveRule("tensor_cores", "raise-the-roof", "use tensor cores (MMA) for the arithmetic",
+             "a higher roof: up to {tensor_ratio:.1f}x the FLOP/s, if the precision allows",
+             requires=("compute_bound", "cuda_cores_with_tensor_roof"),
+             gain="tensor_ratio"),
+    MoveRule("fp8_tensor_cores", "raise-the-roof", "fp8 tensor cores (e4m3 inputs, fp32 "
+             "accumulation, per-tensor or per-block scales) where the accuracy allows",
+             "a higher roof: up to {fp8_ratio:.1f}x the FLOP/s, and half the operand bytes",
+             requires=("compute_bound", "fp8_roof_above"),
+             gain="fp8_ratio", changes_precision=True),
+    MoveRule("fewer_l1_wavefronts", "up", "fewer L1 wavefronts per FLOP: 16-byte loads and "
+             "stores (LDG/LDS/STS.128), each value loaded once into registers and reused, "
+             "shared-memory tiles read without bank conflicts",
+             "up at the same DRAM AI: L1 ({l1_pct:.0f}% of its peak) is the ceiling",
+             requires=("l1_bound",)),
+    MoveRule("compute_efficiency", "up", "more FMAs in flight: larger register tiles, fewer "
+             "non-math instructions, no bank conflicts",
+             "up toward the compute roof ({compute_headroom:.1f}x away)",
+             requires=("compute_bound", "compute_headroom"), excludes=("pipe_saturated",)),
+    MoveRule("shorten_the_chain", "up", "shorten the chain: fewer dependent steps, barriers "
+             "or long-latency operations per iteration",
+             "up, same AI: the nearest roof is {roof_headroom:.1f}x away",
+             requires=("chain_bound",)),
+    MoveRule("fewer_flops", "left", "do less arithmetic: skip work whose result is known "
+             "(zeros, masked elements), reuse partial results, a cheaper algorithm",
+             "the time falls with the FLOPs cut, at the same FLOP/s",
+             requires=("compute_bound",)),
+)
+_RULES = {rule.id: rule for rule in CATALOG}
+
+
+def rule_for(move_id: str) -> MoveRule | None:
+    """The catalog's rule behind a verdict's move (None for a move that a result file from
+    another version of rooflint names)."""
+    return _RULES.get(move_id)
+
+
+def keeps_precision(move_id: str) -> bool:
+    """The move keeps the kernel's precision (an unknown move is taken to)."""
+    rule = rule_for(move_id)
+    return rule is None or not rule.changes_precision
+
+
+# The move a verdict gets when no other applies, so every verdict has one, by its bound
+# and, for a bandwidth bound, the memory level that binds (a fallback that spoke of the
+# DRAM roof for an L1-bound tile would name a roof 30x away); all but the DRAM one are
+# only ever that (beside a more specific move they would say nothing).
+FALLBACK = {"chain": "shorten_the_chain", "compute": "fewer_flops",
+            "bandwidth": "fewer_bytes_per_element", "l2": "reuse_on_chip",
+            "l1": "fewer_l1_wavefronts"}
+FALLBACK_ONLY = ("shorten_the_chain", "fewer_flops", "fewer_l1_wavefronts")
+
+
+def fallback(evidence: Evidence) -> str:
+    """The bound's (for a memory bound, the binding level's) move of last resort."""
+    level = next((level for level in ("l1", "l2") if evidence.has(f"{level}_bound")), None)
+    return FALLBACK[level if evidence.bound == "bandwidth" and level else evidence.bound]
+
+TRAPS: tuple[Trap, ...] = (
+    Trap("not_fewer_bytes", "not fewer bytes (quantize, compress, fuse for traffic): DRAM "
+         "runs at {dram_pct:.0f}% of its roof, so the bytes are not the limit (the book's "
+         "INT8-KV trap: half the bytes, same time)", excludes=("bandwidth_bound",)),
+    Trap("not_fewer_dram_bytes", "not fewer DRAM bytes (fusion or cache blocking for DRAM "
+         "traffic): DRAM runs at {dram_pct:.0f}% of its roof; the data already lives in L2",
+         requires=("l2_bound",)),
+    Trap("not_fewer_dram_bytes_l1", "not fewer DRAM bytes (fusion, quantization): DRAM runs "
+         "at {dram_pct:.0f}% of its roof; the loads are served from L1, which is the ceiling",
+         requires=("l1_bound",)),
+    Trap("not_more_sms", "not split-K / more SMs: the grid already fills the GPU "
+         "({waves:.3g} waves) and every SM would keep the same chain (the book's v4 trap)",
+         requires=("chain_bound", "full_grid")),
+    Trap("not_async_copy", "not cp.async / more asynchronous loads: memory waits are not the "
+         "top stall ({top_stall_detail}), so an extra shared-memory hop only lengthens the "
+         "chain (the book's v5 trap)",
+         requires=("chain_bound", "counted"), excludes=("memory_latency_stalls",)),
+    Trap("not_more_flops", "not more FLOP/s (tensor cores, ILP): the math units are at "
+         "{compute_pct:.0f}% of their roof", requires=("bandwidth_bound",)),
+)
+
+
+def _format(template: str, evidence: Evidence) -> str:
+    values = {**evidence.values, "top_stall_detail": evidence.flags.get("top_stall", "")}
+    try:
+        return template.format(**values)
+    except (KeyError, ValueError):
+        return template.split("(")[0].strip()
+
+
+WORTHWHILE_GAIN = 1.2   # an estimated speed-up under this ranks after the roof-bounded moves
+
+
+@dataclass(frozen=True)
+class Gain:
+    """How much faster a move could make the kernel, at most. From its own evidence (the
+    grid it could fill, the bytes it could cut, the faster roof it could reach), capped by
+    the roof it would then meet; else, for a move up, the nearest roof's distance; else
+    (a move right or left without a count of what it cuts) unknown."""
+
+    speedup: float | None
+    from_evidence: bool
+
+
+def gain(rule: MoveRule, evidence: Evidence) -> Gain:
+    own = evidence.values.get(rule.gain) if rule.gain else None
+    ceiling = {"up": "roof_headroom", "right": "compute_headroom",
+               "up+right": "compute_headroom"}.get(rule.direction)
+    cap = evidence.values.get(ceiling) if ceiling else None
+    if own is not None:
+        return Gain(min(own, cap) if cap else own, True)
+    return Gain(cap if rule.direction == "up" else None, False)
+
+
+def _rank(rule: MoveRule, estimate: Gain) -> tuple:
+    """Moves that keep the precision first; among them, those whose own evidence promises
+    a worthwhile gain, largest first; then those bounded only by the roof, in catalog
+    (cause) order; then those whose evidence promises little."""
+    promising = estimate.from_evidence and (estimate.speedup or 0.0) >= WORTHWHILE_GAIN
+    tier = 0 if promising else 2 if estimate.from_evidence else 1
+    return rule.changes_precision, tier, -(estimate.speedup or 0.0) if tier == 0 else 0.0
+
+
+def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str, Gain]], list[str]]:
+    """The applicable moves as (rule, reason, expect, gain), ranked; the bound's fallback
+    move when none applies; and the traps' texts."""
+    rules = [rule for rule in CATALOG
+             if rule.id not in FALLBACK_ONLY and rule.applies(evidence)]
+    if not rules:
+        rules = [rule for rule in CATALOG if rule.id == fallback(evidence)]
+    estimates = {rule.id: gain(rule, evidence) for rule in rules}
+    rules.sort(key=lambda rule: _rank(rule, estimates[rule.id]))
+    moves = [(rule, "; ".join(evidence.flags[f] for f in rule.triggers(evidence)),
+              _format(rule.expect, evidence), estimates[rule.id]) for rule in rules]
+    traps = [_format(trap.text, evidence) for trap in TRAPS if trap.holds(evidence)]
+    return moves, traps

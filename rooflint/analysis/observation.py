@@ -1,0 +1,98 @@
+"""One kernel as measured, whatever measured it, and the one function that judges it.
+
+A manifest run (a variant timed in rooflint's worker, its counters from its NVTX range in
+the ncu pass) and an application profile (a kernel's launch durations from a whole program, its
+counters from one profiled launch) both become an `Observation`; `analyse` turns either
+into roofs, a roofline point, the counters' reading and a verdict. So a verdict means the
+same thing wherever the kernel came from, and the result schema that `show`, `plot`,
+`compare` and `gate` read is filled the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rooflint.analysis import calibration as calibrations
+from rooflint.analysis.counters import traffic
+from rooflint.analysis.diagnose import Verdict, diagnose
+from rooflint.analysis.evidence import LaunchFacts, l1_fraction
+from rooflint.formats.gpus import GpuSpec
+from rooflint.analysis.counters import Counters
+from rooflint.formats.results import TimeStats
+from rooflint.analysis.roofline import Level, Point, Roofs, levels, place
+
+
+@dataclass
+class Model:
+    """The author's count of the work: algorithmic FLOPs, compulsory DRAM bytes, and the
+    bytes of the outputs it writes (the compulsory writes ncu may not see)."""
+
+    flops: float
+    bytes: float
+    written_bytes: float = 0.0
+
+
+@dataclass
+class Observation:
+    name: str
+    precision: str
+    samples_s: list[float]          # a variant's timed runs, or a kernel's launch durations
+    counters: Counters | None
+    model: Model | None             # None: nobody counted the algorithm (an application kernel)
+    grid_blocks: int
+    threads_per_block: int
+    launches: int                   # kernel launches in one sample
+    graph_samples_s: list[float] = field(default_factory=list)
+    point_time_s: float | None = None  # the time the counters were taken over, when not the
+    #                                    samples' median (a profile's one profiled launch)
+
+
+@dataclass
+class Analysis:
+    roofs: Roofs
+    time: TimeStats | None
+    graph_time: TimeStats | None
+    point: Point | None
+    verdict: Verdict | None
+    flops: dict[str, float]         # by source: model, ncu
+    dram_bytes: dict[str, float]
+    notes: list[str]
+    levels: list[Level]             # DRAM, L2, L1: with counters only
+
+
+def analyse(o: Observation, spec: GpuSpec, sms: int,
+            calibration: calibrations.Calibration | None) -> Analysis:
+    """Roofs, point and verdict for one observation (no point without a time, or without
+    either a model or counters to say how many bytes moved)."""
+    roofs = calibrations.roofs(spec, o.precision, calibration)
+    time = TimeStats.of(o.samples_s) if o.samples_s else None
+    graph_time = TimeStats.of(o.graph_samples_s) if o.graph_samples_s else None
+    model = o.model or Model(0.0, 0.0)
+    measured = (traffic(o.counters, model.flops, model.bytes, model.written_bytes, o.precision)
+                if o.counters else None)
+    flops = ({"model": model.flops} if o.model else {}) | (
+        {"ncu": measured.counted_flops} if measured else {})
+    dram_bytes = ({"model": model.bytes} if o.model else {}) | (
+        {"ncu": measured.dram_bytes} if measured else {})
+    point = verdict = None
+    hierarchy: list[Level] = []
+    if time and (o.model or measured):
+        point = place(o.point_time_s or time.median_s,
+                      model.flops if o.model else measured.counted_flops,
+                      measured.dram_bytes if measured else model.bytes,
+                      model.bytes if o.model else None, roofs,
+                      "ncu" if measured else "model")
+        facts = LaunchFacts(
+            grid_blocks=o.grid_blocks, threads_per_block=o.threads_per_block,
+            launches=o.launches, sms=sms, precision=o.precision,
+            tensor_roof=calibrations.tensor_roof(spec, o.precision, calibration),
+            l2_roof=calibrations.bandwidth(calibration, "l2"),
+            fp8_roof=calibrations.fp8_roof(spec, o.precision, calibration),
+            compute_capability=spec.compute_capability)
+        verdict = diagnose(point, facts, o.counters, graph_time.median_s if graph_time else None)
+        if o.counters:
+            hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
+                               o.counters.l1_bytes, calibrations.bandwidth(calibration, "l1"),
+                               l1_fraction(o.counters, sms))
+    return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes,
+                    measured.notes if measured else [], hierarchy)

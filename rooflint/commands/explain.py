@@ -1,0 +1,68 @@
+"""`rooflint explain`: the roofline verdict from numbers a user types. No GPU needed.
+
+The same `place` + `diagnose` as a measured run, fed from a profiler's numbers or a
+back-of-envelope estimate, so a what-if and a measurement are judged alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rooflint.analysis.diagnose import Verdict, diagnose
+from rooflint.common.errors import RooflintError
+from rooflint.analysis.evidence import LaunchFacts
+from rooflint.formats.gpus import GpuSpec
+from rooflint.analysis.calibration import Calibration, roofs as roofs_for, tensor_roof
+from rooflint.analysis.roofline import Point, Roofs, place
+from rooflint.common.units import format_rate
+
+
+@dataclass
+class Explanation:
+    spec: GpuSpec
+    roofs: Roofs
+    point: Point
+    verdict: Verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gpu": {"id": self.spec.id, "name": self.spec.name},
+                "roofs": asdict(self.roofs), "point": asdict(self.point),
+                "verdict": asdict(self.verdict)}
+
+
+# Typed numbers that put a kernel this far above a datasheet roof are a unit slip (ms for
+# us, GB for MB), not a measurement: datasheet peaks assume a boost clock that real clocks
+# can beat by a few percent, never by a quarter.
+IMPOSSIBLE_ABOVE_DATASHEET = 1.25
+
+
+def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
+            algorithmic_bytes: float | None, precision: str,
+            calibration: Calibration | None = None) -> Explanation:
+    check_possible(spec, time_s, flops, dram_bytes, precision)
+    roofs = roofs_for(spec, precision, calibration)
+    point = place(time_s, flops, dram_bytes,
+                  dram_bytes if algorithmic_bytes is None else algorithmic_bytes, roofs,
+                  bytes_source="given")
+    facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=spec.sms,
+                        precision=precision,
+                        tensor_roof=tensor_roof(spec, precision, calibration))
+    return Explanation(spec, roofs, point, diagnose(point, facts))
+
+
+def check_possible(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
+                   precision: str) -> None:
+    """RooflintError for numbers no kernel on this GPU could have produced: above its DRAM
+    bandwidth, or above its fastest compute peak (a fast fp16 GEMM typed with the default
+    --precision fp32 is a wrong precision, which the verdict shows, not an impossibility)."""
+    fastest = max(spec.peaks, key=lambda p: spec.peaks[p].flops_per_s)
+    rates = (("DRAM bandwidth", dram_bytes / time_s, spec.dram_bandwidth, "B/s", "--bytes"),
+             (f"fastest peak ({fastest})", flops / time_s, spec.peaks[fastest].flops_per_s,
+              "FLOP/s", "--flops"))
+    for what, rate, roof, unit, option in rates:
+        if rate > IMPOSSIBLE_ABOVE_DATASHEET * roof:
+            raise RooflintError(
+                f"{option} in --time gives {format_rate(rate, unit)}, {rate / roof:.3g}x the "
+                f"{spec.id} datasheet {what} ({format_rate(roof, unit)}): no kernel can; "
+                f"check the units (ms vs us, GB vs MB)")

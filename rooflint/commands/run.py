@@ -1,0 +1,467 @@
+"""`rooflint run`: manifests -> worker measurements -> points, verdicts, result document
+(each family judged by judge.py, which `compare` and `profile` share).
+
+The order is chosen so that mistakes surface before the GPU is touched: every manifest
+is loaded and every ``--size`` checked first, then the workers start, the device is
+matched to a spec, and families are timed one after another; with counters, all of them
+are then profiled in one Nsight Compute session (per GPU), which gives its counters only
+when it ends. The result file is rewritten after each family is timed and again once it
+is complete, so an interrupted run keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+
+from rooflint.analysis import calibration as calibrations
+
+
+from rooflint.common import phases
+from rooflint.formats.baseline import git_revision
+from rooflint.common.errors import RooflintError
+from rooflint.formats.expressions import Number
+from rooflint.formats.gpus import GpuSpec, find_spec, load_specs
+from rooflint.formats.manifest import (
+    Manifest, ResolvedFamily, bundled_manifests, check_code, check_sizes,
+    load_manifest, resolve, select_variants,
+)
+from rooflint.formats.gpus import DeviceInfo
+from rooflint.measure.protocol import (
+    TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch,
+)
+from rooflint.analysis.counters import Counters
+from rooflint.measure import ncu
+from rooflint.measure.ncu import CountersUnavailable
+from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
+from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
+from rooflint.common.phases import Stopwatch
+from rooflint.formats.results import FamilyResult, RunResult, write_result
+from rooflint.analysis.sourcelines import SourceProfile
+
+
+@dataclass
+class RunOptions:
+    targets: list[str]
+    variants: list[str]
+    sizes: dict[str, Number]
+    gpu: str | None = None
+    cache: str = "cold"
+    timeout_s: float = 120.0
+    json_path: Path | None = None
+    counters: str = "auto"       # auto: ncu when it works; ncu: required; off
+    devices: list[str] | None = None   # CUDA_VISIBLE_DEVICES entries to spread families over
+    gpm: bool = False            # sample NVML GPM utilizations (0.2 s a variant) as evidence
+    source: bool = False         # a source pass: the source lines behind each move
+
+
+def parse_sizes(items: list[str]) -> dict[str, Number]:
+    """``--size N=4096 --size K=2**12`` -> {"N": 4096, "K": 4096}."""
+    from rooflint.formats.expressions import evaluate
+    sizes = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise RooflintError(f"--size expects NAME=VALUE, got {item!r}")
+        try:
+            sizes[name.strip()] = evaluate(value, {})
+        except RooflintError as exc:
+            raise RooflintError(f"--size {item}: {exc}") from None
+    return sizes
+
+
+def check_inputs(options: RunOptions) -> list[Manifest]:
+    """Every mistake in what `run` was given that needs no GPU to see, said before any
+    worker starts: --timeout, --gpu, the manifests, their sizes and their Python code.
+    Only what depends on the device (``num_sms``, its memory) waits for it."""
+    check_timeout(options.timeout_s)
+    check_gpu_option(options.gpu)
+    return load_targets(options)
+
+
+def check_timeout(seconds: float) -> None:
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise RooflintError(f"--timeout {seconds:g}: expected the seconds a variant may take, "
+                            f"a number above zero such as 120")
+
+
+def check_gpu_option(gpu: str | None) -> None:
+    """``--gpu`` names a known spec (said before measuring, not after it)."""
+    if gpu is not None:
+        try:
+            find_spec(gpu, load_specs())
+        except RooflintError as exc:
+            raise RooflintError(f"--gpu: {exc}") from None
+
+
+def load_targets(options: RunOptions) -> list[Manifest]:
+    if len(options.targets) > 1 and options.variants:
+        raise RooflintError("variant names apply to a single target")
+    paths = options.targets or [str(p) for p in bundled_manifests()]
+    manifests = [load_manifest(p) for p in paths]
+    select_variants(manifests[0], options.variants)  # unknown names fail before the GPU starts
+    unused = set(options.sizes) - {k for m in manifests for k in m.params}
+    if unused:
+        raise RooflintError(f"--size {', '.join(sorted(unused))}: no such parameter in "
+                            f"{', '.join(m.name for m in manifests)}")
+    for manifest in manifests:
+        check_sizes(manifest, family_sizes(manifest, options.sizes), options.variants or None)
+        check_code(manifest, options.variants or None)
+    return manifests
+
+
+def family_sizes(manifest: Manifest, sizes: dict[str, Number]) -> dict[str, Number]:
+    """The ``--size`` values that are this family's parameters (a run may name several)."""
+    return {k: v for k, v in sizes.items() if k in manifest.params}
+
+
+def _silent(*_: object) -> None:
+    """A hook that wants to hear nothing."""
+
+
+def _no_progress(family: str, phase: str, total: int) -> Progress:
+    return _silent
+
+
+@dataclass
+class Listener:
+    """What `run` tells its caller while it works, so that output can stream.
+
+    ``started``: the device is known and the result begun (nothing measured yet).
+    ``progress(family, phase, total)``: the (event, variant) callback for one phase of a
+    family ("timing" over all its variants, "counters" over those that passed); a phase
+    that does not run (``--counters off``) never calls it back.
+    ``timed``: a family's timing is in the result (and, with a json path, written), judged
+    on model bytes until its counters come. ``finished``: a family is complete, counters
+    included. Without counters the two come together. ``warn``: once, why counters are
+    off if they are.
+    """
+
+    started: Callable[[RunResult], None] = _silent
+    progress: Callable[[str, str, int], Progress] = _no_progress
+    timed: Callable[[RunResult, FamilyResult], None] = _silent
+    finished: Callable[[RunResult, FamilyResult], None] = _silent
+    warn: Callable[[str], None] = _silent
+
+
+@dataclass
+class Lane:
+    """One GPU: its timing worker, and its profiler (a worker under ncu) for the families
+    that lane times; counters are taken once the lane has no family left to time."""
+
+    pool: WorkerPool
+    visible: str | None = None        # its CUDA_VISIBLE_DEVICES entry; None: the default GPU
+    profiler: Profiler | None = None  # None with counters off
+    sources: Profiler | None = None   # the source pass's (run --source)
+    device: DeviceInfo | None = None
+    failure: str = ""                 # why its worker did not start
+
+
+@dataclass
+class _Shared:
+    """What the lanes share while they work: the run's result, its order, its listener."""
+
+    options: RunOptions
+    spec: GpuSpec
+    calibration: calibrations.Calibration | None
+    result: RunResult
+    listener: Listener
+    watch: Stopwatch
+    order: list[str]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass
+class _Timed:
+    """A family whose timing is done, waiting for its counters."""
+
+    family: ResolvedFamily
+    measurements: list[Measurement]
+    watch: Stopwatch
+    ticket: int | None = None         # the profiler's, once it is profiled
+    source_ticket: int | None = None  # the source pass's
+
+
+def run(options: RunOptions, listener: Listener | None = None,
+        pools: list[WorkerPool] | None = None,
+        manifests: list[Manifest] | None = None) -> RunResult:
+    """Measure every family, telling ``listener`` as each step is done. With several
+    devices, each GPU's worker takes the next family as it finishes one. ``pools`` are
+    the timing workers of ``timing_pools(options.devices)`` if the caller started them
+    early (after `check_inputs`, whose ``manifests`` it passes); the run closes them."""
+    listener = listener or Listener()
+    manifests = manifests or check_inputs(options)
+    specs = load_specs()
+    unavailable = counters_unavailable(options)
+    metrics = ncu.metrics_for(v.precision for m in manifests for v in m.variants)
+    preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
+                                   for m in manifests for v in m.variants) else ()
+    every_lane = []
+    counting = options.counters != "off" and not unavailable
+    for visible, pool in zip(options.devices or [None], pools or timing_pools(options.devices)):
+        profiler = (Profiler(options.cache, ncu.Counting(tuple(metrics)), pool.env, preload)
+                    if counting else None)
+        sources = (Profiler(options.cache, ncu.SourceCounting(), pool.env, preload)
+                   if counting and options.source else None)
+        every_lane.append(Lane(pool, visible, profiler, sources))
+    watch = Stopwatch()
+    try:
+        with watch.phase("startup"):
+            lanes = start_lanes(every_lane, listener.warn)
+        device = lanes[0].device
+        spec = device_spec(device, options.gpu, specs)
+        calibration = calibrations.find(spec.id, device.driver)
+        result = RunResult(gpu=device, spec_id=spec.id,
+                           settings={"cache": options.cache, "counters": options.counters,
+                                     **calibrations.settings(calibration),
+                                     "git_revision": git_revision(str(manifests[0].directory))})
+        if options.devices:
+            result.settings["devices"] = [lane.visible for lane in lanes]
+        check_precisions(manifests, spec)
+        listener.started(result)
+        if unavailable:
+            counters_off(result.settings, unavailable, listener.warn)
+            if options.source:
+                listener.warn(NO_SOURCE_LINES)
+        shared = _Shared(options, spec, calibration, result, listener, watch,
+                         [m.name for m in manifests])
+        pending = deque(manifests)
+        if len(lanes) == 1:
+            _work(lanes[0], pending, shared)
+        else:
+            _work_in_parallel(lanes, pending, shared)
+        return result
+    except KeyboardInterrupt:
+        for lane in every_lane:  # a busy worker reads the end of its input only after its family
+            lane.pool.kill()
+        raise
+    finally:
+        for lane in every_lane:   # those left out too: a GPU of another model has a worker
+            lane.pool.close()
+            for profiler in (lane.profiler, lane.sources):
+                if profiler:
+                    profiler.kill()
+
+
+def counters_unavailable(options: RunOptions) -> str | None:
+    """Why counters cannot be taken at all (no ncu), found before anything starts."""
+    if options.counters == "off":
+        return None
+    try:
+        ncu.ncu_path()
+    except CountersUnavailable as exc:
+        return without_counters(exc, options)
+    return None
+
+
+def without_counters(exc: CountersUnavailable, options: RunOptions) -> str:
+    """The reason a run goes on with model bytes (``auto``); with ``--counters ncu`` the
+    run's error instead."""
+    if options.counters == "ncu":
+        raise RooflintError(f"--counters ncu: {exc}") from None
+    return str(exc)
+
+
+def counters_off(settings: dict, reason: str, warn: Callable[[str], None]) -> None:
+    settings["counters"] = "off"
+    settings["counters_unavailable"] = reason
+    warn(f"counters unavailable: {reason}; continuing with the manifests' model bytes")
+
+
+def start_lanes(lanes: list[Lane], warn: Callable[[str], None]) -> list[Lane]:
+    """Start every lane's workers (together: each pays CuPy's start-up, a profiler ncu's
+    too); a GPU that does not start is left out with a warning, and so is one of another
+    model than the first (a result judges every family against one GPU's roofline)."""
+    if len(lanes) == 1:
+        start_lane(lanes[0])   # its error is the run's
+        return lanes
+
+    def start(lane: Lane) -> None:
+        try:
+            start_lane(lane)
+        except RooflintError as exc:
+            lane.failure = str(exc)
+
+    threads = [threading.Thread(target=start, args=(lane,)) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    working = [lane for lane in lanes if lane.device is not None]
+    if not working:
+        raise RooflintError(f"no GPU of --devices started: {lanes[0].failure}")
+    for lane in lanes:
+        if lane.device is None:
+            warn(f"GPU {lane.visible} left out: {lane.failure}")
+        elif lane.device.name != working[0].device.name:
+            warn(f"GPU {lane.visible} left out: it is a {lane.device.name}, GPU "
+                 f"{working[0].visible} a {working[0].device.name} (run each model separately)")
+    return [lane for lane in working if lane.device.name == working[0].device.name]
+
+
+def start_lane(lane: Lane) -> None:
+    """The profiler is started first and not waited for: ncu's start-up (about 2 s on an
+    H100) runs while this lane's kernels are timed, its worker opening the GPU only when
+    the timing is done."""
+    if lane.profiler:
+        lane.profiler.start()
+    lane.device = lane.pool.start()
+
+
+def _work_in_parallel(lanes: list[Lane], pending: deque, shared: _Shared) -> None:
+    """A thread per lane; the first error (or interrupt) stops the others' next families
+    and is raised here, in the caller's thread."""
+    errors: list[BaseException] = []
+
+    def work(lane: Lane) -> None:
+        try:
+            _work(lane, pending, shared)
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            errors.append(exc)
+            pending.clear()
+
+    threads = [threading.Thread(target=work, args=(lane,), daemon=True) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(timeout=0.5)   # wakes for Ctrl-C
+    if errors:
+        raise errors[0]
+
+
+def _work(lane: Lane, pending: deque, shared: _Shared) -> None:
+    """Time families until none is left, each added to the result as it is timed; then
+    take the counters of all of them in one profiler session and complete each."""
+    timed: list[_Timed] = []
+    while True:
+        try:
+            manifest = pending.popleft()
+        except IndexError:
+            break
+        done = time_family(lane, manifest, shared)
+        final = lane.profiler is None or shared.result.settings["counters"] == "off"
+        _publish(shared, done, {}, lane, final)
+        if not final:
+            timed.append(done)
+    if timed:
+        if lane.pool.worker:   # it has freed its families' memory; its exit is not waited for
+            lane.pool.worker.end_input()
+        for done in timed:
+            profile_family(lane, done, shared)
+        counters = close_profiler(lane, shared)
+        sources = take_source_lines(lane, timed, shared) if lane.sources else {}
+        for done in timed:
+            _publish(shared, done, counters.get(done.ticket, {}), lane, final=True,
+                     sources=sources.get(done.source_ticket, {}))
+
+
+def time_family(lane: Lane, manifest: Manifest, shared: _Shared) -> _Timed:
+    """One family's variants checked and timed on this lane's GPU."""
+    options, device = shared.options, lane.device
+    family = resolve(manifest, family_sizes(manifest, options.sizes), {"num_sms": device.sms},
+                     TimingJob(cache=options.cache, gpm=options.gpm), options.variants or None)
+    check_fits(family, device)
+    lane.pool.phases = watch = Stopwatch()
+    measurements = list(lane.pool.measure(
+        family.job, options.timeout_s,
+        shared.listener.progress(manifest.name, "timing", len(family.job.variants))))
+    return _Timed(family, measurements, watch)
+
+
+def profile_family(lane: Lane, done: _Timed, shared: _Shared) -> None:
+    """The variants that passed, each run once under the lane's profiler."""
+    variants = profiled_variants(done.family, done.measurements)
+    if not variants:
+        return
+    progress = shared.listener.progress(done.family.manifest.name, "counters", len(variants))
+    with done.watch.phase("counters"):
+        done.ticket = lane.profiler.profile(replace(done.family.job, variants=variants),
+                                            5 * shared.options.timeout_s, progress, done.watch)
+
+
+NO_SOURCE_LINES = "no source lines: the source pass (--source) needs the counters that are off"
+
+
+def take_source_lines(lane: Lane, timed: list[_Timed], shared: _Shared
+                      ) -> dict[int, dict[str, SourceProfile]]:
+    """The source pass: every CUDA variant that passed, run once more under ncu's source
+    counters, after the counter pass (its session must end first: one profiler a GPU)."""
+    if shared.result.settings["counters"] == "off":
+        shared.listener.warn(NO_SOURCE_LINES)
+        return {}
+    for done in timed:
+        variants = [v for v in profiled_variants(done.family, done.measurements) if v.source]
+        if variants:
+            progress = shared.listener.progress(done.family.manifest.name, "source lines",
+                                                len(variants))
+            with done.watch.phase("source lines"):
+                done.source_ticket = lane.sources.profile(
+                    replace(done.family.job, variants=variants), 5 * shared.options.timeout_s,
+                    progress)
+    try:
+        with shared.watch.phase("source lines"):
+            return lane.sources.close()
+    except CountersUnavailable as exc:
+        shared.listener.warn(f"source lines unavailable: {exc}")
+        return {}
+
+
+def close_profiler(lane: Lane, shared: _Shared) -> dict[int, dict[str, Counters]]:
+    """End the lane's ncu session and read its counters (ncu prints them only then)."""
+    try:
+        with shared.watch.phase("counters"):
+            return lane.profiler.close()
+    except CountersUnavailable as exc:
+        reason = without_counters(exc, shared.options)
+        with shared.lock:
+            counters_off(shared.result.settings, reason, shared.listener.warn)
+        return {}
+
+
+def _publish(shared: _Shared, done: _Timed, counters: dict[str, Counters], lane: Lane,
+             final: bool, sources: dict[str, SourceProfile] | None = None) -> None:
+    """Analyse the family and put it in the result, in the order asked for (a timed
+    family is replaced by its complete self); write the file; tell the listener."""
+    with done.watch.phase("analysis"):
+        measured = family_result(done.family, done.measurements, counters, shared.spec,
+                                 lane.device, shared.calibration, sources or {})
+    measured.timings = dict(done.watch.seconds)
+    measured.device = lane.visible
+    with shared.lock:
+        families = [f for f in shared.result.families if f.name != measured.name] + [measured]
+        shared.result.families = sorted(families, key=lambda f: shared.order.index(f.name))
+        shared.result.timings = phases.totals([f.timings for f in families],
+                                              shared.watch.seconds)
+        if shared.options.json_path:
+            write_result(shared.result, shared.options.json_path)
+        shared.listener.timed(shared.result, measured)
+        if final:
+            shared.listener.finished(shared.result, measured)
+
+
+def family_counters(family: ResolvedFamily, measurements: list[Measurement],
+                    options: RunOptions, settings: dict, progress: Progress,
+                    warn: Callable[[str], None]) -> dict[str, Counters]:
+    """One family's counters in a profiler session of its own (`compare`'s sides); falls
+    back to model bytes if it can't."""
+    variants = profiled_variants(family, measurements)
+    if settings["counters"] == "off" or not variants:
+        return {}
+    try:
+        return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress,
+                       ncu.metrics_for(v.precision for v in family.manifest.variants))
+    except CountersUnavailable as exc:
+        counters_off(settings, without_counters(exc, options), warn)
+        return {}
+
+
+def profiled_variants(family: ResolvedFamily, measurements: list[Measurement]) -> list[VariantJob]:
+    """The variants the counters pass profiles: those that ran and passed their check."""
+    passed = {m.variant for m in measurements if m.status == "ok"}
+    return [v for v in family.job.variants if v.name in passed]

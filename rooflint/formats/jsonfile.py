@@ -1,0 +1,431 @@
+"""The files rooflint reads and writes: versioned JSON documents and the reports beside them.
+
+Writing: atomically (a temporary file beside the target, flushed to disk, then renamed),
+so a failed or interrupted write never leaves a truncated file that a later command would
+trust, never leaves the temporary file behind, and leaves an existing file as it was.
+Files get the permissions any other program would give them (0o666 less the umask;
+``mkstemp`` alone makes them 0600, which a CI artifact step or a colleague cannot read).
+A directory the user names must exist: a typo in ``--junit ci/reprots/x.xml`` is reported,
+not silently grown into a tree; only rooflint's own cache directory is created. Every
+failure is one RooflintError naming the path and the reason.
+
+Reading: a document is checked against the dataclasses it becomes. The schema is written
+once, as those dataclasses' fields and type hints; :func:`read_document` walks them, so a
+wrong or missing field is named by its path (``families[0].variants[2].time.median_s``)
+instead of surfacing later as a KeyError. A field with a default may be absent (files
+written before the field existed); keys the dataclasses do not know are ignored, so a
+file written by a newer rooflint that added fields still reads. A value must also make
+sense (rooflint.common.sense: a time above zero, a known status), as the fields declare. Only a
+regular file is read, and only so much of it (:func:`read_limited`): a FIFO, a device or
+a directory named as a document is refused by what it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import functools
+import json
+import math
+import os
+import stat
+import tempfile
+import types
+import typing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rooflint.common.errors import RooflintError
+from rooflint.common.sense import Sense, shown
+
+T = TypeVar("T")
+
+
+# --- writing -------------------------------------------------------------------------
+
+def require_directory(path: Path) -> None:
+    """RooflintError unless the directory that would hold ``path`` exists."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise RooflintError(f"cannot write {path}: no directory {parent}")
+
+
+def require_writable(path: Path) -> None:
+    """RooflintError unless :func:`write_bytes` could write ``path``, asked before minutes
+    of measuring rather than after them: an existing path is a regular file, or something
+    written in place that takes bytes (a pipe, the null device, one of rooflint's own
+    standard streams such as ``/dev/stdout``), not a directory nor another device
+    (``/dev/full`` takes nothing); a file's directory exists and takes new files, which
+    only creating one tells for sure (a read-only mount, or /sys, refuses even root)."""
+    path = Path(path)
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        status = None
+    except OSError as exc:          # a link loop, a directory on the way we may not enter
+        raise _cannot_write(path, exc) from None
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise RooflintError(f"cannot write {path}: Is a directory")
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        if not _takes_bytes(status):
+            raise RooflintError(f"cannot write {path}: a device, not a file (only a pipe, a "
+                                f"terminal rooflint writes to, or {os.devnull} can stand "
+                                f"for one)")
+        return
+    require_directory(path)
+    try:
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _takes_bytes(status: os.stat_result) -> bool:
+    """Whether a path that is not a regular file (``status``) may stand for an output file."""
+    if stat.S_ISFIFO(status.st_mode):
+        return True
+    allowed = [os.stat(os.devnull)]
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            allowed.append(os.fstat(fd))
+    return any(_same_node(status, other) for other in allowed)
+
+
+def _same_node(a: os.stat_result, b: os.stat_result) -> bool:
+    """The same file, or the same character device under another name."""
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) or (
+        stat.S_ISCHR(a.st_mode) and stat.S_ISCHR(b.st_mode) and a.st_rdev == b.st_rdev)
+
+
+def write_atomic(data: dict[str, Any], path: Path, *, create_directory: bool = False) -> None:
+    """Write a JSON document (see the module docstring for the guarantees)."""
+    write_text(json.dumps(data, indent=1) + "\n", path, create_directory=create_directory)
+
+
+def write_text(text: str, path: Path, *, create_directory: bool = False) -> None:
+    """Replace ``path`` with ``text`` (UTF-8), as :func:`write_bytes` does."""
+    write_bytes(text.encode("utf-8"), path, create_directory=create_directory)
+
+
+def write_bytes(data: bytes, path: Path, *, create_directory: bool = False) -> None:
+    """Replace ``path`` with ``data`` atomically; ``create_directory`` only for rooflint's own
+    directories. A device or pipe (``/dev/stdout``) is written in place: renaming over it
+    would replace the device with a regular file."""
+    path = Path(path)
+    if create_directory:
+        _create_directory(path.parent)
+    require_directory(path)
+    if _exists_not_regular(path):
+        _write_in_place(data, path, "wb")
+        return
+    try:
+        with replacing(path) as temporary, open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())    # a full disk or quota shows here, not after the rename
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A new empty file beside ``path`` for the block to write, renamed over ``path`` when
+    the block ends and removed when it raises: a reader (a later command, the counter
+    pass, a CI step) finds the old file or the new one whole, never a part, and no
+    temporary file is left behind. It gets the permissions any other program would give
+    it. The one way rooflint replaces a file: its documents (:func:`write_bytes`) and its
+    compile caches (measure/kernels, measure/build). OSErrors pass through as raised."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temporary = Path(name)
+    try:
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+        finally:
+            os.close(fd)
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()           # gone already once the rename succeeded
+
+
+def append_text(text: str, path: Path) -> None:
+    """Append to ``path`` (created if absent), e.g. GitHub's step summary."""
+    require_directory(path)
+    _write_in_place(text.encode("utf-8"), Path(path), "ab")
+
+
+def _write_in_place(data: bytes, path: Path, mode: str) -> None:
+    """Write to a device or pipe (or append to a file) where it is. A named pipe is opened
+    without blocking, so one that no process reads is an error, not a wait forever."""
+    flags = os.O_WRONLY | os.O_CLOEXEC | (os.O_APPEND | os.O_CREAT if "a" in mode else 0)
+    try:
+        descriptor = os.open(path, flags | os.O_NONBLOCK, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise RooflintError(f"cannot write {path}: it is a named pipe (FIFO) that no "
+                                f"process reads") from None
+        raise _cannot_write(path, exc) from None
+    try:
+        os.set_blocking(descriptor, True)      # the reader is there: write all of it
+        with open(descriptor, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+
+
+def _create_directory(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RooflintError(f"cannot create directory {directory}: {exc.strerror or exc}") from None
+
+
+def _exists_not_regular(path: Path) -> bool:
+    try:
+        return not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
+
+
+def _umask() -> int:
+    """The process umask (there is no way to read it without setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _cannot_write(path: Path, exc: OSError) -> RooflintError:
+    return RooflintError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+# --- reading -------------------------------------------------------------------------
+
+# The committed bundled results (38 variants with their samples and counters) are under
+# half a megabyte; a real document is far from this, and no read goes past it (`show
+# /dev/zero` once read 2.9 GB and ran out of memory).
+MAX_DOCUMENT_BYTES = 256 << 20
+_NOT_FILES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+              (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def read_limited(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``limit`` of them; anything else
+    is a RooflintError naming the file and what it is instead.
+
+    Its kind is checked before it is opened (opening a FIFO waits for a writer, forever),
+    the open does not block, and the read stops one byte past ``limit``, so a file that
+    is swapped or keeps growing meanwhile costs no more than that."""
+    if instead := not_a_file(path):
+        raise RooflintError(f"cannot read {what} {path}: it {instead}")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise RooflintError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    too_large = RooflintError(f"cannot read {what} {path}: too large for a rooflint {what} "
+                              f"(the limit is {limit} bytes)")
+    with open(descriptor, "rb") as handle:
+        status = os.fstat(descriptor)
+        if instead := _not_regular(status.st_mode):      # swapped since the check above
+            raise RooflintError(f"cannot read {what} {path}: it {instead}")
+        if status.st_size > limit:
+            raise too_large
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise RooflintError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise too_large
+    return data
+
+
+def not_a_file(path: Path) -> str | None:
+    """What is at ``path`` instead of a regular file, in words ("is a named pipe (FIFO),
+    not a file", "is a symbolic link that loops"); None for a regular file, or for nothing
+    there at all (reading it then says so), found without opening it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if not os.path.islink(path):
+            return None
+        if exc.errno == errno.ELOOP:
+            return "is a symbolic link that loops"
+        return f"is a symbolic link to {os.readlink(path)}, which does not exist"
+    return _not_regular(mode)
+
+
+def _not_regular(mode: int) -> str | None:
+    return next((f"is {kind}, not a file" for test, kind in _NOT_FILES if test(mode)), None)
+
+
+def read_versioned(path: Path, schema: str, what: str) -> dict[str, Any]:
+    """The document at ``path``; RooflintError unless it parses and declares ``schema``.
+    JSON's NaN and Infinity are read as Python's json module writes them; the fields'
+    senses decide where they may stand (rooflint.common.sense)."""
+    try:
+        data = json.loads(read_limited(path, what))
+    except (ValueError, RecursionError) as exc:     # bad JSON, bad UTF-8, absurd nesting
+        raise RooflintError(f"cannot read {what} {path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != schema:
+        raise RooflintError(f"{path} is not a rooflint {what} ({schema})")
+    return data
+
+
+def read_document(path: Path, cls: type[T], schema: str, what: str) -> T:
+    """The document at ``path`` as a ``cls``, every field checked against its type hint.
+
+    Unknown keys are ignored (a newer rooflint may have added fields); a missing field
+    without a default, a value of the wrong type, or one that makes no sense (a field's
+    ``Annotated`` senses, rooflint.common.sense; a number that is not finite where none says it
+    may be) is a RooflintError naming the file and the field's path.
+    """
+    data = read_versioned(path, schema, what)
+    try:
+        return _dataclass(cls, data, "")
+    except _Mismatch as exc:
+        raise RooflintError(f"{path}: field '{exc.where}' {exc.problem}") from None
+
+
+class _Mismatch(Exception):
+    def __init__(self, where: str, problem: str):
+        super().__init__(where, problem)
+        self.where, self.problem = where, problem
+
+
+class _Nonsense(_Mismatch):
+    """The value has the field's type but not its sense: no other type of a union fits it
+    better, so the sense is what is reported."""
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, include_extras=True)
+
+
+def _dataclass(cls: type[T], value: Any, where: str) -> T:
+    if not isinstance(value, dict):
+        raise _Mismatch(where, f"is {_describe(value)}, expected a mapping")
+    hints, known = _hints(cls), {}
+    for f in dataclasses.fields(cls):
+        inner = f"{where}.{f.name}" if where else f.name
+        if f.name in value:
+            known[f.name] = _value(hints[f.name], value[f.name], inner)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise _Mismatch(inner, "is missing")
+    return cls(**known)
+
+
+def _value(hint: Any, value: Any, where: str) -> Any:
+    """``value`` checked against ``hint`` (and built into dataclasses where it names one)."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        _finite_inside(value, where)
+        return value
+    if origin is typing.Annotated:
+        return _sensible(hint, value, where)
+    if origin in (typing.Union, types.UnionType):
+        return _union(typing.get_args(hint), value, where)
+    if dataclasses.is_dataclass(hint):
+        return _dataclass(hint, value, where)
+    if origin is list:
+        _expect(isinstance(value, list), value, "a list", where)
+        (item,) = typing.get_args(hint)
+        return [_value(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        _expect(isinstance(value, dict), value, "a mapping", where)
+        _, item = typing.get_args(hint)
+        return {k: _value(item, v, f"{where}.{k}") for k, v in value.items()}
+    if hint in _SCALARS:
+        if not _is_scalar(hint, value):
+            raise _Mismatch(where, f"is {_describe(value)}, expected {_expected(hint)}")
+        if hint is float and not math.isfinite(value):
+            raise _Nonsense(where, f"is {shown(value)}, expected a finite number")
+        return value
+    raise TypeError(f"no reader for {hint!r} at {where}")   # a dataclass rooflint declares
+
+
+def _finite_inside(value: Any, where: str) -> None:
+    """A value of any shape (a result's settings) holds no NaN or infinity either."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _Nonsense(where, f"is {shown(value)}, expected a finite number")
+    items = value.items() if isinstance(value, dict) else \
+        ((f"[{i}]", v) for i, v in enumerate(value)) if isinstance(value, list) else ()
+    for key, item in items:
+        _finite_inside(item, f"{where}{key}" if str(key).startswith("[") else f"{where}.{key}")
+
+
+def _sensible(hint: Any, value: Any, where: str) -> Any:
+    """``value`` checked against an ``Annotated[type, Sense...]`` hint: the type, then
+    each sense (a float may be infinite or NaN only where a sense says so)."""
+    base, senses, lenient = _annotation(hint)
+    if lenient and _is_scalar(float, value):
+        checked = value
+    else:
+        checked = _value(base, value, where)
+    for sense in senses:
+        if (problem := sense.problem(checked)) is not None:
+            raise _Nonsense(where, problem)
+    return checked
+
+
+@functools.cache
+def _annotation(hint: Any) -> tuple[Any, tuple[Sense, ...], bool]:
+    """An Annotated hint's type, its senses, and whether it is a float that may be
+    infinite or NaN."""
+    base, *marks = typing.get_args(hint)
+    senses = tuple(mark for mark in marks if isinstance(mark, Sense))
+    return base, senses, base is float and any(sense.nonfinite for sense in senses)
+
+
+def _union(options: tuple[Any, ...], value: Any, where: str) -> Any:
+    if value is None and type(None) in options:
+        return None
+    kinds = [o for o in options if o is not type(None)]
+    for kind in kinds:
+        try:
+            return _value(kind, value, where)
+        except _Mismatch as exc:
+            if exc.where != where or isinstance(exc, _Nonsense):
+                raise       # the value has the right shape; a field inside it is wrong
+    expected = [_expected(k) for k in kinds] + (["null"] if type(None) in options else [])
+    raise _Mismatch(where, f"is {_describe(value)}, expected {' or '.join(expected)}")
+
+
+# A float field takes an int (JSON does not tell 2 from 2.0); a bool is never a number.
+_SCALARS = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}
+
+
+def _is_scalar(hint: type, value: Any) -> bool:
+    return isinstance(value, _SCALARS[hint]) and (hint is bool or not isinstance(value, bool))
+
+
+def _expect(ok: bool, value: Any, expected: str, where: str) -> None:
+    if not ok:
+        raise _Mismatch(where, f"is {_describe(value)}, expected {expected}")
+
+
+def _expected(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _expected(typing.get_args(hint)[0])
+    if origin is list:
+        return "a list"
+    if origin is dict or dataclasses.is_dataclass(hint):
+        return "a mapping"
+    return {float: "a number", int: "an integer", str: "a string", bool: "true or false"}[hint]
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "a mapping"}[type(value)]

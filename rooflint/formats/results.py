@@ -1,0 +1,207 @@
+"""The result document: one JSON file per run, versioned, self-describing.
+
+``compare``, ``plot`` and ``gate`` read only this format, so they work on a laptop with
+results made on a GPU box. Every number says where it came from (``model`` for the
+manifest's algorithmic counts, ``ncu`` for counters), and the raw timing samples are
+kept so that later statistics need no re-run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+from rooflint.analysis.diagnose import Verdict
+from rooflint.formats.jsonfile import read_document, write_atomic
+from rooflint.analysis.counters import Counters
+from rooflint.formats.gpus import DeviceInfo, Precision
+from rooflint.measure.protocol import Clocks, OutputCheck
+from rooflint.analysis.roofline import Level, Point, Roofs
+from rooflint.common.sense import Amount, Positive, Seconds, Sense, Size, SpecId, one_of, shown
+from rooflint.analysis.sourcelines import SourceProfile
+from rooflint.analysis.stats import quartiles, relative_spread
+from rooflint.formats.trace_events import Origin
+from rooflint.common.version import __version__
+
+SCHEMA = "rooflint.result/1"
+# IQR / median above this and the median itself is in doubt (the w4a16 cuBLAS baseline on
+# the H200 read 17.5 us with an IQR of 88 %): flagged wherever such a time is shown.
+NOISY_SPREAD = 0.10
+STATUSES = ("ok", "fail", "error", "skipped")   # a variant's outcome (measure.protocol.Measurement)
+Status = Annotated[str, one_of(STATUSES)]
+
+
+@dataclass
+class KernelShare:
+    """A profiled program's kernel: what it costs the program and what fixing it could save."""
+
+    kernel: str                 # the demangled name, as Nsight Compute reports it
+    library: str | None         # who wrote it, in plain words (cuBLAS GEMM), when known
+    launches: Size              # in the profiled region
+    total_s: Seconds            # GPU time of all those launches
+    share: Amount               # of the region's GPU time
+    best_fraction: Amount | None  # of its nearest roof (DRAM, L2, L1 or compute); None: no counters
+    upside_s: Amount | None     # what its best move could save (application.upside)
+    origins: list[Origin] = field(default_factory=list)   # operators and lines that launched it
+
+
+def _upside_without_roof(s: KernelShare) -> str | None:
+    """An upside is measured from the nearest roof (application.upside)."""
+    return ("has an upside_s but no best_fraction it could be measured from"
+            if s.upside_s is not None and s.best_fraction is None else None)
+
+
+Share = Annotated[KernelShare, Sense(_upside_without_roof)]
+
+
+@dataclass
+class TimeStats:
+    median_s: Seconds
+    q1_s: Seconds
+    q3_s: Seconds
+    min_s: Seconds
+    n: Size                             # how many samples were taken
+
+    @property
+    def iqr_s(self) -> float:
+        return self.q3_s - self.q1_s
+
+    @property
+    def spread(self) -> float:
+        """The relative spread (stats.relative_spread) that decides whether the median is
+        trusted."""
+        return relative_spread(self.q1_s, self.median_s, self.q3_s)
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread > NOISY_SPREAD
+
+    @property
+    def noise(self) -> str:
+        """What makes it noisy, in words: the spread against the limit, and the sample count."""
+        return (f"IQR ±{100 * self.spread:.0f}% of the median over {self.n} samples "
+                f"(limit ±{100 * NOISY_SPREAD:.0f}%)")
+
+    @classmethod
+    def of(cls, samples: list[float]) -> "TimeStats":
+        q1, median, q3 = quartiles(samples)
+        return cls(median, q1, q3, float(min(samples)), len(samples))
+
+
+def _out_of_order(t: TimeStats) -> str | None:
+    """The order every set of samples has: a spread or a median outside it means nothing."""
+    if t.min_s <= t.q1_s <= t.median_s <= t.q3_s:
+        return None
+    return (f"is out of order (min_s {t.min_s:g}, q1_s {t.q1_s:g}, median_s {t.median_s:g}, "
+            f"q3_s {t.q3_s:g}; expected min_s <= q1_s <= median_s <= q3_s)")
+
+
+Timing = Annotated[TimeStats, Sense(_out_of_order)]
+
+
+def _disagrees(p: Point) -> str | None:
+    """A point's rates and intensity are its counts over its time and bytes
+    (roofline.place): a point whose figures disagree is placed nowhere in particular."""
+    derived = {"achieved_flops": p.flops / p.time_s, "achieved_bandwidth": p.dram_bytes / p.time_s,
+               "observed_ai": p.flops / p.dram_bytes if p.dram_bytes else math.inf,
+               "algorithmic_ai": (p.flops / p.algorithmic_bytes if p.algorithmic_bytes
+                                  else math.inf)}
+    for name, value in derived.items():
+        if not math.isclose(getattr(p, name), value, rel_tol=1e-9):
+            return (f"has {name} {shown(getattr(p, name))}, but its counts and time give "
+                    f"{shown(value)}")
+    return None
+
+
+Placed = Annotated[Point, Sense(_disagrees)]
+
+
+@dataclass
+class VariantResult:
+    name: str
+    description: str
+    status: Status
+    message: str
+    baseline: bool
+    source_sha256: str | None
+    precision: Precision
+    tolerance: Amount
+    checks: list[OutputCheck]
+    samples_s: list[Seconds]
+    time: Timing | None
+    clocks: Clocks
+    gpm: dict[str, Amount]              # NVML GPM utilizations (%), supporting evidence only
+    graph_time: Timing | None           # CUDA-graph replay of the same launches (short kernels)
+    flops: dict[str, Amount]            # by source: {"model": ..., "ncu": counted}
+    dram_bytes: dict[str, Amount]       # by source: {"model": ..., "ncu": measured}
+    counters: Counters | None           # the raw ncu summary, when counters ran
+    notes: list[str]                    # how the counters differ from the model, and why
+    roofs: Roofs | None
+    point: Placed | None
+    verdict: Verdict | None
+    expect: dict[str, str | None]
+    expectation_mismatch: str | None    # what the measurement contradicts, if anything
+    versus: str | None                  # bytes, AI and time against the variant it should beat
+    speed_vs_baseline: Positive | None  # baseline time / this time (1.0 = as fast)
+    gate: dict[str, Amount] = field(default_factory=dict)  # the manifest's `rooflint gate` thresholds
+    share: Share | None = None          # a kernel of a profiled program: its part of the GPU time
+    compiler: str = ""                  # what built it ("nvcc 13.0.88"); "" for a Python call
+    levels: list[Level] = field(default_factory=list)  # DRAM, L2, L1 (hierarchical roofline)
+    source_lines: SourceProfile | None = None   # the lines behind its moves (run --source)
+
+
+def _ok_but_not(v: VariantResult) -> str | None:
+    """A variant is ok only when it was timed and every output check passed (as
+    measure.launch decides): an ok without them would be judged on nothing."""
+    if v.status != "ok":
+        return None
+    if not (v.samples_s and v.time):
+        return "is ok, but has no timing samples or time"
+    wrong = next((c for c in v.checks if c.nonfinite or not c.rel_l2 <= v.tolerance), None)
+    if wrong is None:
+        return None
+    return (f"is ok, but its output {wrong.buffer!r} failed its check (relative error "
+            f"{shown(wrong.rel_l2)}, tolerance {v.tolerance:g}, {wrong.nonfinite} elements NaN "
+            f"or infinite)")
+
+
+Variant = Annotated[VariantResult, Sense(_ok_but_not)]
+
+
+@dataclass
+class FamilyResult:
+    name: str
+    directory: str
+    params: dict[str, float]
+    baseline: str | None
+    variants: list[Variant]
+    timings: dict[str, Amount] = field(default_factory=dict)  # seconds per phase (rooflint.common.phases)
+    device: str | None = None           # the CUDA_VISIBLE_DEVICES entry it ran on (--devices)
+
+
+@dataclass
+class RunResult:
+    gpu: DeviceInfo
+    spec_id: SpecId
+    settings: dict[str, Any]
+    families: list[FamilyResult] = field(default_factory=list)
+    timings: dict[str, Amount] = field(default_factory=dict)  # the families' phases + start-up
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    tool_version: str = __version__
+    schema: str = SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def write_result(result: RunResult, path: Path) -> None:
+    write_atomic(result.to_json(), path)
+
+
+def read_result(path: Path) -> RunResult:
+    """A result file, every field checked against the dataclasses above (fields a newer
+    rooflint added are ignored; see jsonfile.read_document)."""
+    return read_document(path, RunResult, SCHEMA, "result")
