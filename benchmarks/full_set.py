@@ -14,7 +14,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from rooflint.formats.manifest import load_manifest, resolve
+from rooflint.formats.family_job import resolve
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure import ncu
 from rooflint.measure.protocol import TimingJob
 from rooflint.measure.runner import WorkerPool

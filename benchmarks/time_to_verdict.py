@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from rooflint.formats.manifest import bundled_manifests
+from rooflint.formats.families import bundled_manifests
 
 RUN = [sys.executable, "-m", "rooflint", "run"]
 SHORT_RUNS = 5   # runs of each one-variant figure: its median is reported

@@ -10,7 +10,7 @@ from rooflint.common import paths
 from rooflint.commands.explain import explain
 from rooflint.formats.gpus import find_spec
 from rooflint.measure.protocol import DeviceInfo
-from rooflint.output.report import render_calibration
+from rooflint.output.roofs import render_calibration
 
 H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,
                   l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,

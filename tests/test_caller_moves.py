@@ -7,6 +7,8 @@ import itertools
 
 import pytest
 
+from rooflint.analysis import program_kernels
+from rooflint.analysis import upside
 from rooflint.commands import profile as app
 from rooflint.analysis import caller_moves as catalog
 from rooflint.analysis.diagnose import Move, Verdict
@@ -16,7 +18,7 @@ FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_b
 
 
 def test_every_library_rooflint_names_is_in_the_catalog():
-    assert {words for _, words in app.LIBRARIES} == set(catalog.EVERY_LIBRARY)
+    assert {words for _, words in program_kernels.LIBRARIES} == set(catalog.EVERY_LIBRARY)
 
 
 @pytest.mark.parametrize("library", catalog.EVERY_LIBRARY)
@@ -31,8 +33,8 @@ def test_every_library_kernel_gets_a_caller_move_whatever_its_evidence(library):
 
 def test_a_kernel_the_user_wrote_gets_no_caller_move():
     assert catalog.caller_moves(None, {"launch_overhead": ""}) == []
-    assert app.library("softmax_rows") is None                 # a user's own Triton kernel
-    assert app.library("my_kernel<float>(float*)") is None
+    assert program_kernels.library("softmax_rows") is None                 # a user's own Triton kernel
+    assert program_kernels.library("my_kernel<float>(float*)") is None
 
 
 @pytest.mark.parametrize("kernel, library", [
@@ -53,7 +55,7 @@ def test_a_kernel_the_user_wrote_gets_no_caller_move():
     ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", catalog.NCCL),
 ])
 def test_library_kernels_are_named_by_who_wrote_them(kernel, library):
-    assert app.library(kernel) == library
+    assert program_kernels.library(kernel) == library
 
 
 def verdict_with(move_id: str, flags: dict[str, str]) -> Verdict:
@@ -68,7 +70,7 @@ def test_the_caller_moves_lead_and_the_kernel_level_cause_stays_beside_them():
     assert verdict.moves[0].gain_from == catalog.CALLER
     assert "remove register spills" in verdict.moves[0].reason        # the cause: why
     assert verdict.moves[-1].id == "fix_spills"                        # still there, after
-    assert app.best_move(verdict).id == "fix_spills"                   # upside: the kernel's
+    assert upside.best_move(verdict).id == "fix_spills"                   # upside: the kernel's
 
 
 def test_a_precision_trade_comes_after_the_moves_that_keep_precision():
@@ -81,7 +83,7 @@ def test_every_library_kernel_of_a_recorded_profile_leads_with_a_caller_move(spe
     from test_profile import FIXTURES, H200_PASS1, H200_PASS2
     from rooflint.analysis import calibration as calibrations
     from rooflint.formats.gpus import find_spec
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     result = app.profile_result(
         "transformer_block.py", ".", kernels, kernels,
         app.counters_by_identity(kernels, H200_PASS2), find_spec("h200", specs),

@@ -8,7 +8,8 @@ from recorded import use_stand_in_pools
 
 from rooflint.commands import run as run_module
 from rooflint.common.errors import RooflintError
-from rooflint.formats.manifest import load_manifest, resolve
+from rooflint.formats.family_job import resolve
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure import ncu, runner
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.protocol import Measurement, TimingJob

@@ -25,7 +25,8 @@ from rooflint.commands.cli import app
 from rooflint.analysis.comparison import compare, decide, describe_movement
 from rooflint.commands.gate import evaluate
 from rooflint.measure.protocol import TimingJob
-from rooflint.output.report import render_comparison, render_family
+from rooflint.output.family_table import render_family
+from rooflint.output.tables import render_comparison
 from rooflint.formats.results import NOISY_SPREAD, TimeStats, read_result, write_result
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"

@@ -167,7 +167,7 @@ def test_the_display_shows_one_line_per_gpu_at_work(monkeypatch):
     import io
     import threading
     from rich.console import Console
-    from rooflint.output.report import RunDisplay
+    from rooflint.output.live import RunDisplay
     display = RunDisplay(Console(file=io.StringIO(), width=100), tables=False)
     first_variants, both_started, shown = [], threading.Event(), []
 

@@ -6,7 +6,9 @@ import importlib.util
 import numpy as np
 import pytest
 
-from rooflint.formats.manifest import DEFAULT_RANGES, DTYPES, bundled_manifests, load_manifest, resolve
+from rooflint.formats.families import bundled_manifests
+from rooflint.formats.family_job import resolve
+from rooflint.formats.manifest import DEFAULT_RANGES, DTYPES, load_manifest
 from rooflint.measure.checks import compare
 from rooflint.measure.inputs import HostCopies, RandomInputs, read_only_hint
 from rooflint.measure.protocol import BufferJob, TimingJob

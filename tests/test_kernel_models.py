@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from rooflint.analysis import program_kernels
 from rooflint.commands import profile as app
 from rooflint.formats import kernel_models
 from rooflint.common.errors import RooflintError
@@ -19,7 +20,7 @@ EXAMPLE = REPO / "examples" / "apps" / "transformer_block.models.yaml"
 
 @pytest.fixture
 def modelled(specs):
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)
     result = app.profile_result("transformer_block.py", "/work", kernels, kernels, counters,
                                 find_spec("h200", specs), app.device_from(H200_PASS1, "x"),

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.formats.manifest import bundled_manifests, load_manifest
+from rooflint.formats.families import bundled_manifests
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure import build
 from rooflint.common.paths import KERNELS_DIR
 

@@ -45,6 +45,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 FORBIDDEN = {
     "core": {"measure": "the core runs with no GPU and no CuPy (DESIGN.md)",
              "commands": "the core is what commands call, never the other way"},
+    "output": {"commands": "printers print what commands give them; they never call back up"},
 }
 
 
@@ -98,8 +99,8 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 def _targets(node: ast.AST, package: str) -> Iterator[str]:
     """The rooflint modules an import statement loads: ``from rooflint.common import paths`` loads
-    rooflint.common.paths, ``from rooflint.commands.gate import FAILING`` loads
-    rooflint.commands.gate."""
+    rooflint.common.paths, ``from rooflint.formats.gate_outcomes import FAILING``
+    loads rooflint.formats.gate_outcomes."""
     if isinstance(node, ast.Import):
         for alias in node.names:
             yield from _existing(alias.name)

@@ -4,7 +4,9 @@ from pathlib import Path
 import pytest
 
 from rooflint.common.errors import RooflintError
-from rooflint.formats.manifest import bundled_manifests, load_manifest, resolve
+from rooflint.formats.families import bundled_manifests
+from rooflint.formats.family_job import resolve
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure.protocol import FamilyJob, TimingJob
 
 DEVICE = {"num_sms": 132}

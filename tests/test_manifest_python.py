@@ -18,9 +18,10 @@ from rich.console import Console
 
 from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
 from rooflint.formats.gpus import find_spec
-from rooflint.formats.manifest import load_manifest, resolve
+from rooflint.formats.family_job import resolve
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure.protocol import Clocks, FamilyJob, Measurement, OutputCheck, TimingJob
-from rooflint.output.report import render_family
+from rooflint.output.family_table import render_family
 from rooflint.commands.judge import family_result
 from recorded import RECORDED
 

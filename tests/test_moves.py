@@ -256,7 +256,7 @@ def test_every_move_names_the_level_that_binds_and_no_fallback_hides_a_cause():
 def test_profile_ranks_an_l1_bound_kernel_by_its_l1_roof(specs):
     """`rooflint profile` ranks kernels by the time a fix could save, 1 - the fraction of
     the nearest roof: for a naive SGEMM that is L1 (98 %), not DRAM (1 %)."""
-    from rooflint.commands.profile import best_fraction
+    from rooflint.analysis.upside import best_fraction
     h100 = find_spec("h100-sxm", specs)
     point, counters = square_gemm(h100, "fp32", 4096, 4, 0.05, occupancy_pct=90.0, waves=8.0,
                                   registers_per_thread=32, grid_size=16384, l1_pct=98.0)
@@ -272,10 +272,11 @@ def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_pat
 
     from rich.console import Console
 
-    from rooflint.output.report import render_family
+    from rooflint.output.family_table import render_family
     from rooflint.formats.results import FamilyResult, RunResult, read_result, write_result
     from rooflint.commands.judge import family_result
-    from rooflint.formats.manifest import load_manifest, resolve
+    from rooflint.formats.family_job import resolve
+    from rooflint.formats.manifest import load_manifest
     from rooflint.measure.protocol import Clocks, Measurement, TimingJob
     from test_run import H100
 
@@ -342,7 +343,7 @@ def test_explain_prints_each_moves_gain_and_its_basis(specs):
 
     from rich.console import Console
 
-    from rooflint.output.report import render_verdict
+    from rooflint.output.roofs import render_verdict
     console = Console(file=io.StringIO(), width=200)
     render_verdict(console, recorded("stream", "strided_read", find_spec("h100-sxm", specs),
                                      threads=256))

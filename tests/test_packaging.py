@@ -3,7 +3,7 @@
 import tomllib
 
 from rooflint import __version__
-from rooflint.formats.manifest import MANIFEST_NAME
+from rooflint.formats.families import MANIFEST_NAME
 from rooflint.common.paths import KERNELS_DIR, REPO_ROOT, SPECS_DIR
 
 from edges import rooflint
@@ -30,3 +30,20 @@ def test_data_folders_are_mapped_into_the_package():
 def test_version_flag(tmp_path):
     outcome = rooflint("--version", cwd=tmp_path)
     assert outcome.code == 0 and outcome.stdout.strip() == f"rooflint {__version__}"
+
+
+def test_every_code_package_is_listed_and_every_import_in_ci_resolves():
+    """A non-editable install ships only the listed packages: each folder of rooflint/ with
+    an __init__.py must be one (the layer packages moved there on 2026-11-25), and the
+    imports .ci/run's install check makes must still exist after a module moves."""
+    import importlib
+    import re
+    code = {".".join(p.parent.relative_to(REPO_ROOT).parts)
+            for p in (REPO_ROOT / "rooflint").rglob("__init__.py")}
+    assert code <= set(_setuptools()["packages"])
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    imports = re.findall(r"^from (rooflint[\w.]*) import ([\w, ]+)$", ci, re.M)
+    assert imports
+    for module, names in imports:
+        loaded = importlib.import_module(module)
+        assert all(hasattr(loaded, n.strip()) for n in names.split(",")), (module, names)

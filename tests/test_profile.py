@@ -15,6 +15,8 @@ from dataclasses import replace
 
 import pytest
 
+from rooflint.analysis import program_kernels
+from rooflint.analysis import upside
 from rooflint.commands import profile as app
 from rooflint.analysis import calibration as calibrations
 from rooflint.formats.results import TimeStats, read_result
@@ -31,7 +33,7 @@ H100_PASS1 = parse_rows((NCU / "h100-transformer-block-pass1.csv").read_text())
 
 
 def test_every_launch_of_the_region_is_counted():
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     assert sum(len(k.durations_s) for k in kernels) == len(H200_PASS1) == 200   # 10 per step
     assert [len(k.durations_s) for k in kernels] == [80, 20, 20, 40, 40]
     totals = [k.total_s for k in kernels]
@@ -40,16 +42,16 @@ def test_every_launch_of_the_region_is_counted():
 
 
 def test_template_instances_stay_apart_and_get_short_names():
-    names = set(app.unique_names(app.kernel_times(H100_PASS1)).values())
+    names = set(program_kernels.unique_names(program_kernels.kernel_times(H100_PASS1)).values())
     assert {"vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
             "vectorized_elementwise_kernel<CUDAFunctor_add>",
             "vectorized_layer_norm_kernel"} <= names
 
 
 def test_a_kernel_at_two_grids_gets_two_names():
-    kernels = [app.KernelTime("void k<float>(int)", "(4, 1, 1)", [1e-6]),
-               app.KernelTime("void k<float>(int)", "(16, 2, 1)", [1e-6])]
-    assert set(app.unique_names(kernels).values()) == {"k@4", "k@32"}
+    kernels = [program_kernels.KernelTime("void k<float>(int)", "(4, 1, 1)", [1e-6]),
+               program_kernels.KernelTime("void k<float>(int)", "(16, 2, 1)", [1e-6])]
+    assert set(program_kernels.unique_names(kernels).values()) == {"k@4", "k@32"}
 
 
 @pytest.mark.parametrize("coverage, top, chosen", [
@@ -59,14 +61,14 @@ def test_a_kernel_at_two_grids_gets_two_names():
     (0.99, 2, 2),        # --top wins
 ])
 def test_choose_covers_the_asked_share(coverage, top, chosen):
-    kernels = app.kernel_times(H200_PASS1)
-    picked = app.choose(kernels, coverage, top)
+    kernels = program_kernels.kernel_times(H200_PASS1)
+    picked = program_kernels.choose(kernels, coverage, top)
     assert len(picked) == chosen
     assert picked == kernels[:chosen]
 
 
 def test_pass_two_rows_are_matched_by_identity():
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)
     assert len(counters) == 5
     gemm = counters[kernels[0].identity]
@@ -77,7 +79,7 @@ def test_pass_two_rows_are_matched_by_identity():
 def test_a_pass_two_in_another_launch_order_finds_the_same_counters():
     """Two runs of one program need not launch in the same order (the GPT-2 step's did
     not): every chosen kernel still gets its own counters, none another's."""
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     in_order = app.counters_by_identity(kernels, H200_PASS2)
     shuffled = list(H200_PASS2)
     random.Random(7).shuffle(shuffled)
@@ -90,22 +92,22 @@ def test_a_pass_two_in_another_launch_order_finds_the_same_counters():
 
 
 def test_a_kernel_pass_two_missed_says_why():
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     gemm, other = kernels[0], kernels[1]
     without_gemm = [r for r in H200_PASS2 if r["Kernel Name"] != gemm.kernel]
-    assert app.why_no_counters(gemm, without_gemm) == app.NO_COUNTERS
+    assert program_kernels.why_no_counters(gemm, without_gemm) == program_kernels.NO_COUNTERS
     reshaped = [{**r, "Grid Size": "(7, 7, 7)"} if r["Kernel Name"] == other.kernel else r
                 for r in H200_PASS2]
     assert other.identity not in app.counters_by_identity(kernels, reshaped)
-    assert "only at other launch shapes (grid (7, 7, 7)" in app.why_no_counters(other, reshaped)
+    assert "only at other launch shapes (grid (7, 7, 7)" in program_kernels.why_no_counters(other, reshaped)
     twin = [{**r, "Grid Size": gemm.grid, "Block Size": gemm.block} if r["Kernel Name"] ==
             other.kernel else r for r in without_gemm]
-    assert "took this one's" in app.why_no_counters(gemm, twin)     # the same configuration
+    assert "took this one's" in program_kernels.why_no_counters(gemm, twin)     # the same configuration
 
 
 @pytest.fixture(scope="module")
 def h200_result(specs):
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)
     spec = find_spec("h200", specs)
     device = app.device_from(H200_PASS1, "580.159.04")
@@ -118,7 +120,7 @@ def test_a_gemm_near_its_compute_roof_is_done_whatever_l2_reads(specs):
     """The GPT-2 step's cuBLAS GEMMs at 83-90 % of the bf16 roof were called bandwidth-bound
     at L2 with up to 977 us of upside: a kernel within reach of its compute roof is
     compute-bound and done, whichever memory level is also near its own."""
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)
     gemm = kernels[0]
     calibration = calibrations.load(FIXTURES / "h200-calibration-2026-11-22.json")
@@ -133,7 +135,7 @@ def test_a_gemm_near_its_compute_roof_is_done_whatever_l2_reads(specs):
     assert 0.80 <= v.point.compute_fraction < 0.90
     assert v.levels and max(level.fraction or 0 for level in v.levels) >= 0.9
     assert v.verdict.bound == "compute" and v.verdict.level is None
-    assert app.is_done(v)
+    assert upside.is_done(v)
 
 
 def test_the_device_comes_from_the_log():
@@ -161,15 +163,15 @@ def test_upside_is_what_the_best_move_could_save_by_the_move_rankings_arithmetic
     precision (the bf16 GEMM's fp8): it is judged as written, at 96 % of its roof: done."""
     by_name = {v.name: v for v in h200_result.families[0].variants}
     norm = by_name["vectorized_layer_norm_kernel"]
-    assert app.best_move(norm.verdict).id == "bytes_in_flight"
+    assert upside.best_move(norm.verdict).id == "bytes_in_flight"
     assert norm.share.upside_s == pytest.approx(
-        norm.share.total_s * (1 - 1 / app.best_move(norm.verdict).gain))
+        norm.share.total_s * (1 - 1 / upside.best_move(norm.verdict).gain))
     gelu = by_name["vectorized_elementwise_kernel<GeluCUDAKernelImpl>"]
-    assert app.best_move(gelu.verdict).gain is None
+    assert upside.best_move(gelu.verdict).gain is None
     assert gelu.share.upside_s == pytest.approx(gelu.share.total_s * (1 - gelu.share.best_fraction))
     gemm = by_name["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"]
     assert [m.id for m in gemm.verdict.moves if m.gain_from != "caller"] == ["fp8_tensor_cores"]
-    assert app.best_move(gemm.verdict) is None
+    assert upside.best_move(gemm.verdict) is None
     assert gemm.share.upside_s == pytest.approx(gemm.share.total_s * (1 - gemm.share.best_fraction))
     variants = list(by_name.values())
     for v in variants:
@@ -177,12 +179,12 @@ def test_upside_is_what_the_best_move_could_save_by_the_move_rankings_arithmetic
     upsides = [v.share.upside_s for v in variants]
     assert upsides == sorted(upsides, reverse=True)                      # the view's order
     assert math.isclose(sum(v.share.share for v in variants), 1.0)
-    done = [v.name for v in variants if app.is_done(v)]
+    done = [v.name for v in variants if upside.is_done(v)]
     assert done == ["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"]
 
 
 def test_a_kernel_without_counters_has_no_verdict_but_keeps_its_time(specs):
-    kernels = app.kernel_times(H200_PASS1)
+    kernels = program_kernels.kernel_times(H200_PASS1)
     result = app.profile_result("p", "/", kernels, kernels[:2], {}, find_spec("h200", specs),
                                 app.device_from(H200_PASS1, "x"), None, {})
     [v, _] = result.families[0].variants
@@ -202,7 +204,7 @@ def test_a_kernel_without_counters_has_no_verdict_but_keeps_its_time(specs):
     ("my_own_kernel", None),
 ])
 def test_library_kernels_are_named_plainly(kernel, words):
-    found = app.library(kernel)
+    found = program_kernels.library(kernel)
     assert (found is None) if words is None else words in found
 
 
@@ -267,13 +269,13 @@ def test_pass_two_selects_the_chosen_kernels_by_their_functions_names():
     writes it (namespaces, templates, parameters around the function's name), and not a
     kernel whose name merely contains another's."""
     from rooflint.measure import program as passes
-    kernels = app.kernel_times(H200_PASS1)
-    functions = sorted({app.function_name(k.kernel) for k in kernels[:3]})
+    kernels = program_kernels.kernel_times(H200_PASS1)
+    functions = sorted({program_kernels.function_name(k.kernel) for k in kernels[:3]})
     args = passes._selection(passes.Filters(), functions)
     pattern = args[args.index("-k") + 1].removeprefix("regex:")
     for k in kernels[:3]:
         assert re.search(pattern, k.kernel), k.kernel
-    assert app.function_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward"
+    assert program_kernels.function_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward"
                              "<8, float>(float*, int)") == "cunn_SoftMaxForward"
     layer_norm = passes._selection(passes.Filters(), ["vectorized_layer_norm_kernel"])[-1]
     assert not re.search(layer_norm.removeprefix("regex:"), "void my_vectorized_layer_norm_kernel_v2<4>(float*)")
@@ -284,7 +286,7 @@ def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
     """cuDNN's and cuBLAS's names run to 90 characters: shortened around an ellipsis, each
     kernel's name sits whole on its row at 100 and 140 columns (the full name is in the
     result document), and at 140 each kernel is one line, with the line it came from."""
-    from rooflint.output.report import shortened
+    from rooflint.output.terminal import shortened
     path = REPO / "examples" / "profile" / "h100-profile-train-eager.json"
     variants = read_result(path).families[0].variants
     outcome = rooflint("show", str(path), env={"COLUMNS": str(columns)})
@@ -308,14 +310,14 @@ def test_a_persistent_gemm_running_several_shapes_is_not_called_noisy():
     variants = {v.name: v for v in read_result(
         REPO / "examples" / "profile" / "h200-profile-train-eager.json").families[0].variants}
     gemm = variants["nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT"]
-    stats, note = app.mixed_shapes(app.KernelTime(gemm.share.kernel, "", gemm.samples_s))
+    stats, note = program_kernels.mixed_shapes(program_kernels.KernelTime(gemm.share.kernel, "", gemm.samples_s))
     assert not stats.noisy and stats.n == 20 and len(gemm.samples_s) == 40
     assert stats.median_s == pytest.approx(9.9e-6, rel=0.03)
     assert note.startswith("2 shapes at one launch configuration") and "20 of 40" in note
     assert gemm.time == stats and note in gemm.notes       # as the committed profile says
     copy = next(v for name, v in variants.items() if name.startswith("unrolled_elementwise")
                 and v.time.noisy)
-    assert app.mixed_shapes(app.KernelTime(copy.share.kernel, "", copy.samples_s)) is None
+    assert program_kernels.mixed_shapes(program_kernels.KernelTime(copy.share.kernel, "", copy.samples_s)) is None
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -327,12 +329,12 @@ def test_shapes_are_told_from_noise_over_random_launch_times(seed):
     jitter = lambda t, n: [t * (1 + rng.uniform(-0.02, 0.02)) for _ in range(n)]
     base = rng.uniform(2e-6, 1e-3)
     shapes = jitter(base, rng.randint(2, 30)) + jitter(base * rng.uniform(1.3, 5), rng.randint(2, 30))
-    mixed = app.mixed_shapes(app.KernelTime("k", "", shapes))
+    mixed = program_kernels.mixed_shapes(program_kernels.KernelTime("k", "", shapes))
     assert (mixed is not None) == TimeStats.of(shapes).noisy
     assert mixed is None or mixed[1].startswith("2 shapes")
     one = jitter(base, 40)
-    assert app.mixed_shapes(app.KernelTime("k", "", one)) is None
-    assert app.mixed_shapes(app.KernelTime("k", "", one + [base * 3])) is None
+    assert program_kernels.mixed_shapes(program_kernels.KernelTime("k", "", one)) is None
+    assert program_kernels.mixed_shapes(program_kernels.KernelTime("k", "", one + [base * 3])) is None
 
 
 def test_half_precision_fmas_on_the_tensor_pipe_are_not_uncounted_tensor_work():

@@ -39,7 +39,7 @@ def start(*args: str, env: dict[str, str], every_s: float | None = None) -> subp
     """``rooflint ARGS`` in a process group of its own (as a shell runs a job), saying a
     long pass's progress every ``every_s`` seconds instead of every PROGRESS_EVERY_S."""
     env = {**os.environ, **NO_GPU, **env, "PYTHONPATH": str(REPO)}
-    faster = (f"import rooflint.measure.program as m; m.PROGRESS_EVERY_S = {every_s}; "
+    faster = (f"import rooflint.measure.pass_runner as m; m.PROGRESS_EVERY_S = {every_s}; "
               if every_s else "")
     code = faster + "from rooflint.commands.cli import app; app(prog_name='rooflint')"
     return subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,

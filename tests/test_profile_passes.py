@@ -77,19 +77,19 @@ def test_a_program_whose_kernels_run_in_a_child_is_timed_again_alone(fake_ncu, t
 
 
 def test_the_early_start_is_sound_only_for_one_process_that_waited(tmp_path):
-    from rooflint.measure import program as passes
+    from rooflint.measure import early_start, pass_runner
     log = (NCU / "h200-transformer-block-pass1.csv").read_text()
     rows = ncu.parse_rows(log)
-    assert passes.processes_in(rows) == 1
-    assert passes.processes_in([*rows[:-1], {**rows[-1], "Process ID": 4242}]) == 2
+    assert pass_runner.processes_in(rows) == 1
+    assert pass_runner.processes_in([*rows[:-1], {**rows[-1], "Process ID": 4242}]) == 2
     output = tmp_path / "output.txt"
-    waiting = passes.Waiting(process=None, port=0, output=output)
+    waiting = early_start.Waiting(process=None, port=0, output=output)
     output.write_text("==PROF== Waiting for profiler to attach on ports 1-2\n")
-    assert passes._alone(waiting, passes.Pass(log, 1.0, processes=1))
-    assert not passes._alone(waiting, passes.Pass(log, 1.0, processes=2))
-    assert not passes._alone(waiting, passes.Pass("{}", 1.0, timer=passes.Timer.torch, processes=0))
+    assert early_start.alone(waiting, pass_runner.Pass(log, 1.0, processes=1))
+    assert not early_start.alone(waiting, pass_runner.Pass(log, 1.0, processes=2))
+    assert not early_start.alone(waiting, pass_runner.Pass("{}", 1.0, timer=pass_runner.Timer.torch, processes=0))
     output.write_text("")                               # never reached a CUDA call
-    assert not passes._alone(waiting, passes.Pass(log, 1.0, processes=1))
+    assert not early_start.alone(waiting, pass_runner.Pass(log, 1.0, processes=1))
 
 
 def test_a_program_failing_in_pass_one_says_why_in_its_own_words(fake_ncu):

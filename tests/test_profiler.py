@@ -10,7 +10,8 @@ import pytest
 
 from recorded import RECORDED
 
-from rooflint.formats.manifest import load_manifest, resolve
+from rooflint.formats.family_job import resolve
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure import ncu, runner
 from rooflint.measure.protocol import TimingJob
 

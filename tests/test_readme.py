@@ -2,7 +2,8 @@
 
 import re
 
-from rooflint.formats.manifest import load_manifest, resolve
+from rooflint.formats.family_job import resolve
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure.protocol import TimingJob
 from rooflint.common.paths import REPO_ROOT
 

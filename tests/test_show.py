@@ -15,11 +15,13 @@ from typer.testing import CliRunner
 from edges import REPO, Outcome, assert_intact, assert_one_line_error, rooflint, snapshot
 from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
 from rooflint.formats import baseline as baselines
-from rooflint.output import report
+from rooflint.output import live as report
 from rooflint.commands import run as run_module
 from rooflint.commands.cli import app
 from rooflint.commands.gate import evaluate
-from rooflint.output.report import RunDisplay, gate_junit, gate_markdown, render_gate, render_run
+from rooflint.output.live import RunDisplay
+from rooflint.output.gate_report import gate_junit, gate_markdown, render_gate
+from rooflint.output.tables import render_run
 from rooflint.formats.results import read_result, write_result
 
 EXAMPLES = sorted((REPO / "examples").glob("h*-bundled.json"))       # the latest GPU runs

@@ -15,7 +15,7 @@ from rooflint.commands import run as run_module
 from rooflint.commands.cli import app
 from rooflint.measure import ncu
 from rooflint.analysis.moves import CATALOG, rule_for
-from rooflint.output.report import RunDisplay
+from rooflint.output.live import RunDisplay
 from rooflint.formats.results import read_result, write_result
 from rooflint.analysis.sourcelines import MEASURES, profile_of, supporting
 from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
@@ -206,7 +206,7 @@ def test_a_source_pass_that_fails_warns_and_keeps_the_run(profilers, monkeypatch
 def test_a_result_naming_a_move_this_version_lacks_still_shows_its_lines(tmp_path):
     """A result file from another rooflint names a move the catalog no longer has: its
     lines are shown by stall samples."""
-    from rooflint.output.report import _notes
+    from rooflint.output.family_table import _notes
     from rooflint.analysis.diagnose import Move, Verdict
     profile = profile_of(ncu.parse_source_page(launches(PAGE)[0]))
     result = read_result(Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json")

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from rooflint.analysis import program_kernels
 from rooflint.commands import profile as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PROGRAM, _programs_frame
 from rooflint.measure import ncu
@@ -42,11 +43,11 @@ def lined():
     return launches(LINES_TRACE)
 
 
-def ncu_identities() -> set[app.Identity]:
+def ncu_identities() -> set[program_kernels.Identity]:
     text = NCU_SHAPES.read_text().splitlines()
     header = next(i for i, line in enumerate(text) if line.startswith('"ID"'))
     rows = list(csv.DictReader(io.StringIO("\n".join(text[header:]))))[1:]     # units row
-    return {app.identity(row) for row in rows}
+    return {program_kernels.identity(row) for row in rows}
 
 
 def test_every_kernel_of_the_step_is_a_launch_in_launch_order(step):
@@ -186,19 +187,19 @@ def test_optimizer_kernels_sit_in_the_optimizers_range(lined):
     adam = [x for x in lined if "FusedAdam" in x.name]
     assert adam and all("Optimizer.step#AdamW.step" in x.ranges for x in adam)
     assert {x.line for x in adam} == {"step.py:20 in step"}
-    assert app.selected(lined, "Optimizer.step#AdamW.step", None, 0) == \
+    assert program_kernels.selected(lined, "Optimizer.step#AdamW.step", None, 0) == \
         [x for x in lined if "Optimizer.step#AdamW.step" in x.ranges]
 
 
 def test_filters_apply_as_ncu_applies_them(step):
-    gelu = app.selected(step, None, "Gelu", 0)
+    gelu = program_kernels.selected(step, None, "Gelu", 0)
     assert gelu and all("Gelu" in x.name for x in gelu)
-    assert app.selected(step, None, "Gelu", 1) == gelu[1:]
-    assert app.selected(step, "no such range", None, 0) == []
+    assert program_kernels.selected(step, None, "Gelu", 1) == gelu[1:]
+    assert program_kernels.selected(step, "no such range", None, 0) == []
 
 
 def test_kernels_from_the_trace_carry_their_origins(step):
-    kernels = app.kernel_times_from_trace(step)
+    kernels = program_kernels.kernel_times_from_trace(step)
     assert sum(len(k.durations_s) for k in kernels) == len(step)
     assert [k.total_s for k in kernels] == sorted((k.total_s for k in kernels), reverse=True)
     for k in kernels:
@@ -219,12 +220,12 @@ def test_the_traces_kernels_meet_nsight_computes_names(step):
     every kernel of the traced step has the identity ncu gave it in another run of the
     same program, or failing that, exactly one by its function's name and launch shape."""
     ncu = ncu_identities()
-    kernels = app.kernel_times_from_trace(step)
+    kernels = program_kernels.kernel_times_from_trace(step)
     exact = [k for k in kernels if k.identity in ncu]
     assert len(exact) >= len(kernels) - 2
-    loose = {app._loosely(key): key for key in ncu}
+    loose = {program_kernels._loosely(key): key for key in ncu}
     for k in kernels:
-        assert k.identity in ncu or app._loosely(k.identity) in loose, k.kernel
+        assert k.identity in ncu or program_kernels._loosely(k.identity) in loose, k.kernel
 
 
 def test_name_keys_ignore_what_demanglers_disagree_on():
@@ -232,10 +233,10 @@ def test_name_keys_ignore_what_demanglers_disagree_on():
                   "<float, float, 32u, 32u, 256u, false, true, false>(long, long, float const*)")
     ncu_name = ("void at::<unnamed>::GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, "
                 "256, 0, 1, 0>(long, long, const T1 *)")
-    assert app.name_key(torch_name) == app.name_key(ncu_name)
-    assert app.name_key("void k<(at::NormType)1, float>(float*)") == app.name_key("void k<1, float>(T1 *)")
-    assert app.name_key("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
-    assert app.name_key("void k<4>(int)") != app.name_key("void k<8>(int)")
+    assert program_kernels.name_key(torch_name) == program_kernels.name_key(ncu_name)
+    assert program_kernels.name_key("void k<(at::NormType)1, float>(float*)") == program_kernels.name_key("void k<1, float>(T1 *)")
+    assert program_kernels.name_key("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
+    assert program_kernels.name_key("void k<4>(int)") != program_kernels.name_key("void k<8>(int)")
 
 
 def test_origins_are_counted_and_ranked(step):
@@ -274,8 +275,8 @@ def test_each_launch_carries_its_aten_operators_input_dtypes(lined):
 
 
 def test_the_steps_kernels_need_the_bf16_and_tf32_tensor_flops_only(lined):
-    kernels = app.kernel_times_from_trace(lined)
-    choice = app.pass2_choice(app.choose(kernels, 0.9, None))
+    kernels = program_kernels.kernel_times_from_trace(lined)
+    choice = app.pass2_choice(program_kernels.choose(kernels, 0.9, None))
     assert choice.tensor_precisions == {"bf16-tensor", "tf32-tensor"}
     read = set(choice.metrics)
     assert {ncu.TENSOR_FLOPS["bf16-tensor"], ncu.TENSOR_FLOPS["tf32-tensor"], ncu.HMMA,

@@ -25,7 +25,7 @@ from rooflint.commands.cli import app
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import load_spec
 from rooflint.formats.jsonfile import MAX_DOCUMENT_BYTES, read_limited
-from rooflint.output.report import render_comparison
+from rooflint.output.tables import render_comparison
 from rooflint.formats.results import read_result
 
 RESULT = REPO / "examples" / "h200-bundled.json"

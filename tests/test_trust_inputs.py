@@ -22,7 +22,10 @@ import yaml
 from edges import REPO, TOY, TOY_SOURCE, assert_intact, assert_one_line_error, rooflint, snapshot
 from rooflint.formats import compile_options
 from rooflint.common.errors import RooflintError
-from rooflint.formats.manifest import bundled_manifests, check_code, check_sizes, load_manifest
+from rooflint.formats.families import bundled_manifests
+from rooflint.formats.family_code import check_code
+from rooflint.formats.family_job import check_sizes
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure import build
 
 FAMILY = (TOY.replace("name: toy", "name: trust").replace("toy.cu", "k.cu")

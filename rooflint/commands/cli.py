@@ -196,7 +196,7 @@ def run(
     manifests = check_inputs(options)   # every input mistake, before any worker starts
     pools = timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
     try:
-        from rooflint.output.report import RunDisplay
+        from rooflint.output.live import RunDisplay
         screen = errors if to_stdout else console
         display = RunDisplay(screen, tables=True)
         try:
@@ -208,7 +208,7 @@ def run(
         for pool in pools:   # already closed by the run, unless it never began
             pool.kill()
     if timings:
-        from rooflint.output.report import render_timings
+        from rooflint.output.tables import render_timings
         render_timings(screen, result)
     if to_stdout:
         emit(json.dumps(result.to_json(), indent=1))
@@ -279,7 +279,7 @@ def profile(
     import re
 
     from rooflint.commands.profile import ProfileOptions, profile_program
-    from rooflint.output.report import render_run
+    from rooflint.output.tables import render_run
 
     if kernel:
         try:
@@ -369,7 +369,7 @@ def show(
     variants: Optional[List[str]] = typer.Argument(None, help="Only these variants (default: all)."),
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
-    from rooflint.output.report import only_variants, render_run
+    from rooflint.output.tables import only_variants, render_run
     from rooflint.formats.results import read_result
 
     render_run(console, only_variants(read_result(result_path), variants or [], result_path))
@@ -391,7 +391,7 @@ def explain(
     """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
     from rooflint.analysis import calibration as calibrations
     from rooflint.commands.explain import explain as explain_point
-    from rooflint.output.report import render_explanation
+    from rooflint.output.roofs import render_explanation
     from rooflint.common.units import parse_bytes, parse_count, parse_time
 
     if precision not in PRECISIONS:
@@ -441,7 +441,8 @@ def gate(
     from rooflint.commands.gate import evaluate, recheck as gate_recheck
     from rooflint.common.printable import printable
     from rooflint.commands.sides import remeasure_against
-    from rooflint.output.report import RunDisplay, render_gate
+    from rooflint.output.live import RunDisplay
+    from rooflint.output.gate_report import render_gate
     from rooflint.formats.results import read_result
     from rooflint.commands.run import RunOptions, run as run_families
 
@@ -506,7 +507,7 @@ def guard_gate_files(baseline: Path, current: Path | None, update: bool, markdow
 def threshold(option: str, value: str) -> float:
     """A gate threshold typed on the command line (``--max-slowdown 5%``) as a fraction;
     an error names the option."""
-    from rooflint.formats.manifest import parse_fraction
+    from rooflint.formats.thresholds import parse_fraction
     try:
         return parse_fraction(value)
     except RooflintError as exc:
@@ -519,7 +520,7 @@ def write_gate_reports(report: Report, markdown: Path | None, junit: Path | None
     that cannot be written is one line on stderr, and neither stops the others nor hides
     the verdict. False if any failed."""
     from rooflint.formats.jsonfile import append_text, write_text
-    from rooflint.output.report import gate_junit, gate_markdown
+    from rooflint.output.gate_report import gate_junit, gate_markdown
 
     summary = gate_markdown(report)
     writes = [(write_text, summary, markdown), (append_text, summary, step_summary),
@@ -545,7 +546,7 @@ def calibrate(
     """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and explain."""
     from rooflint.analysis import calibration as calibrations
     from rooflint.measure.runner import calibrate as measure_ceilings
-    from rooflint.output.report import render_calibration
+    from rooflint.output.roofs import render_calibration
     from rooflint.commands.judge import device_spec
 
     if gpu:
@@ -616,7 +617,7 @@ def compare(
 
     from rooflint.analysis.comparison import compare as compare_variants
     from rooflint.common.printable import printable
-    from rooflint.output.report import render_comparison
+    from rooflint.output.tables import render_comparison
     from rooflint.commands.sides import gpu_warning, resolve_pairs, split_side, unmatched
 
     gap = threshold("--max-slowdown", max_slowdown) if max_slowdown is not None else None
@@ -652,7 +653,7 @@ def compare(
 @one_line_errors
 def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU (id or name).")) -> None:
     """List the GPU datasheet specs, or show one with its ridge points."""
-    from rooflint.output.report import render_spec, render_specs
+    from rooflint.output.roofs import render_spec, render_specs
 
     known = load_specs()
     if gpu:

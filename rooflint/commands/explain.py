@@ -6,29 +6,14 @@ back-of-envelope estimate, so a what-if and a measurement are judged alike.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
-
-from rooflint.analysis.diagnose import Verdict, diagnose
+from rooflint.analysis.diagnose import diagnose
 from rooflint.common.errors import RooflintError
 from rooflint.analysis.evidence import LaunchFacts
+from rooflint.formats.explanation import Explanation
 from rooflint.formats.gpus import GpuSpec
 from rooflint.analysis.calibration import Calibration, roofs as roofs_for, tensor_roof
-from rooflint.analysis.roofline import Point, Roofs, place
+from rooflint.analysis.roofline import place
 from rooflint.common.units import format_rate
-
-
-@dataclass
-class Explanation:
-    spec: GpuSpec
-    roofs: Roofs
-    point: Point
-    verdict: Verdict
-
-    def to_json(self) -> dict[str, Any]:
-        return {"gpu": {"id": self.spec.id, "name": self.spec.name},
-                "roofs": asdict(self.roofs), "point": asdict(self.point),
-                "verdict": asdict(self.verdict)}
 
 
 # Typed numbers that put a kernel this far above a datasheet roof are a unit slip (ms for

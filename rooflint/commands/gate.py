@@ -17,42 +17,20 @@ samples, no entries, an unknown status) never reaches it: reading refuses it (ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable
 
 from rooflint.formats.baseline import Baseline, Entry
 from rooflint.analysis.comparison import DEFAULT_MAX_SLOWDOWN, speedup
 from rooflint.common.errors import RooflintError
+from rooflint.formats.gate_outcomes import Report, Row
 from rooflint.formats.results import TimeStats
 
 DEFAULTS = {"max_slowdown": DEFAULT_MAX_SLOWDOWN, "max_bytes_growth": 0.02,
             "max_flops_growth": 0.02}
 SPILL_SLACK_BYTES = 1024
-FAILING = ("regressed", "missing")
 OUTCOME_OF = {"slower": "regressed", "faster": "improved", "same": "pass",
               "inconclusive": "inconclusive"}     # compare's time decision -> the gate's
-
-
-@dataclass
-class Row:
-    family: str
-    variant: str
-    outcome: str                       # pass | regressed | improved | inconclusive | new | missing
-    reasons: list[str] = field(default_factory=list)    # what decided a non-pass outcome
-    warnings: list[str] = field(default_factory=list)   # reported, not failing
-    slowdown: float | None = None      # current time / baseline time
-    interval: tuple[float, float] | None = None
-    thresholds: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class Report:
-    rows: list[Row]
-    gpu_note: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return not any(r.outcome in FAILING for r in self.rows)
 
 
 def check_gpu(baseline: Baseline, current: Baseline, mismatch: str) -> str | None:

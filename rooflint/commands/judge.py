@@ -21,7 +21,8 @@ from rooflint.analysis.comparison import reconcile
 from rooflint.analysis.counters import Counters
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import DeviceInfo, GpuSpec, find_spec, match_device
-from rooflint.formats.manifest import Manifest, ResolvedFamily, VariantModel
+from rooflint.formats.family_job import ResolvedFamily, VariantModel
+from rooflint.formats.manifest import Manifest
 from rooflint.measure.protocol import Measurement, flush_bytes
 from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.common.paths import portable_path

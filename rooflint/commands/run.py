@@ -27,10 +27,10 @@ from rooflint.formats.baseline import git_revision
 from rooflint.common.errors import RooflintError
 from rooflint.formats.expressions import Number
 from rooflint.formats.gpus import GpuSpec, find_spec, load_specs
-from rooflint.formats.manifest import (
-    Manifest, ResolvedFamily, bundled_manifests, check_code, check_sizes,
-    load_manifest, resolve, select_variants,
-)
+from rooflint.formats.families import bundled_manifests
+from rooflint.formats.family_code import check_code
+from rooflint.formats.family_job import ResolvedFamily, check_sizes, resolve
+from rooflint.formats.manifest import Manifest, load_manifest, select_variants
 from rooflint.formats.gpus import DeviceInfo
 from rooflint.measure.protocol import (
     TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch,
@@ -41,7 +41,8 @@ from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
 from rooflint.common.phases import Stopwatch
-from rooflint.formats.results import FamilyResult, RunResult, write_result
+from rooflint.formats.results import RunResult, write_result
+from rooflint.output.live import Listener
 from rooflint.analysis.sourcelines import SourceProfile
 
 
@@ -118,35 +119,6 @@ def load_targets(options: RunOptions) -> list[Manifest]:
 def family_sizes(manifest: Manifest, sizes: dict[str, Number]) -> dict[str, Number]:
     """The ``--size`` values that are this family's parameters (a run may name several)."""
     return {k: v for k, v in sizes.items() if k in manifest.params}
-
-
-def _silent(*_: object) -> None:
-    """A hook that wants to hear nothing."""
-
-
-def _no_progress(family: str, phase: str, total: int) -> Progress:
-    return _silent
-
-
-@dataclass
-class Listener:
-    """What `run` tells its caller while it works, so that output can stream.
-
-    ``started``: the device is known and the result begun (nothing measured yet).
-    ``progress(family, phase, total)``: the (event, variant) callback for one phase of a
-    family ("timing" over all its variants, "counters" over those that passed); a phase
-    that does not run (``--counters off``) never calls it back.
-    ``timed``: a family's timing is in the result (and, with a json path, written), judged
-    on model bytes until its counters come. ``finished``: a family is complete, counters
-    included. Without counters the two come together. ``warn``: once, why counters are
-    off if they are.
-    """
-
-    started: Callable[[RunResult], None] = _silent
-    progress: Callable[[str, str, int], Progress] = _no_progress
-    timed: Callable[[RunResult, FamilyResult], None] = _silent
-    finished: Callable[[RunResult, FamilyResult], None] = _silent
-    warn: Callable[[str], None] = _silent
 
 
 @dataclass

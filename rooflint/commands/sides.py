@@ -21,7 +21,8 @@ from rooflint.analysis import calibration as calibrations
 from rooflint.formats.baseline import Baseline
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import load_specs
-from rooflint.formats.manifest import load_manifest, resolve
+from rooflint.formats.family_job import resolve
+from rooflint.formats.manifest import load_manifest
 from rooflint.measure.protocol import TimingJob
 from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.common.paths import locate_family

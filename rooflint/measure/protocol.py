@@ -132,6 +132,12 @@ class Clocks:
     mem_mhz: list[Amount] = field(default_factory=list)
     throttle_reasons: list[str] = field(default_factory=list)
 
+    @property
+    def held_down_by(self) -> list[str]:
+        """The reasons seen that held the clocks down (THROTTLING), in the order recorded;
+        the others (idle, a clock setting) cost the kernel nothing."""
+        return [r for r in self.throttle_reasons if r in THROTTLING]
+
 
 @dataclass
 class OutputCheck:

@@ -28,7 +28,7 @@ from rooflint.formats import baseline as baselines, results
 from rooflint.analysis import calibration as calibrations
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import read_versioned
-from rooflint.output.report import GATE_HEADING
+from rooflint.output.gate_report import GATE_HEADING
 
 HEAD_BYTES = 4096   # what is read of an existing file to tell its kind by its start
 

@@ -7,7 +7,8 @@ import importlib.util
 
 import pytest
 
-from rooflint.commands.run import Listener, RunOptions, run
+from rooflint.commands.run import RunOptions, run
+from rooflint.output.live import Listener
 
 pytestmark = pytest.mark.gpu
 

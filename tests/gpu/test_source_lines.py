@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from rooflint.analysis.moves import rule_for
-from rooflint.commands.run import Listener, RunOptions, run
+from rooflint.commands.run import RunOptions, run
+from rooflint.output.live import Listener
 from rooflint.analysis.sourcelines import supporting
 
 pytestmark = pytest.mark.gpu

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.commands.run import Listener, RunOptions, run
+from rooflint.commands.run import RunOptions, run
+from rooflint.output.live import Listener
 
 pytestmark = pytest.mark.gpu
 FAMILIES = Path(__file__).parent.parent / "families"

@@ -1,0 +1,306 @@
+"""A profiled program's kernels, from its launches: the pure analysis behind `rooflint profile`.
+
+Pass 1's launches (PyTorch's profiler trace, or Nsight Compute's rows) are grouped into
+kernels, one per identity (name_key, grid, block), and ranked by total GPU time; the
+chosen ones are those that cover ``coverage`` of it (or the ``top`` N). Pass 2's launches
+meet them by identity, never by position, since two runs of one program need not launch
+in the same order. Also here: each kernel's short, unique name, the library that wrote it
+(its caller's moves, caller_moves.py, lead its verdict), and the shapes a persistent
+kernel runs at one launch configuration. Numbers and names in, kernels out: nothing here
+runs a program or a GPU (commands/profile.py does, through measure/program.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter as Tally
+from dataclasses import dataclass, field, replace
+
+from rooflint.analysis import caller_moves as library_moves
+from rooflint.analysis.counters import Counters
+from rooflint.common.units import format_time
+from rooflint.formats.results import TimeStats
+from rooflint.formats.trace_events import Launch, Origin, origins, tensor_precisions
+
+DEFAULT_COVERAGE = 0.90
+# The columns of Nsight Compute's rows a kernel is named, shaped and timed by.
+NAME = "Kernel Name"
+GRID = "Grid Size"
+BLOCK = "Block Size"
+DURATION = "gpu__time_duration.sum"
+
+# Who wrote a kernel, from its name: (pattern, plain words). First match wins, so the
+# specific patterns come before PyTorch's generic element-wise kernels that wrap them.
+LIBRARIES = (
+    (r"^triton_", library_moves.INDUCTOR),
+    (r"nccl", library_moves.NCCL),
+    (r"^nvjet_|gemm|cutlass|xmma|cublas", library_moves.GEMM),
+    (r"fmha|flash|sdpa|attention", library_moves.ATTENTION),
+    (r"layer_norm|layernorm|rms_norm|GammaBeta", library_moves.NORM),
+    (r"Gelu|gelu", library_moves.GELU),
+    (r"SoftMax|softmax_warp|log_softmax|nll_loss|cross_entropy", library_moves.SOFTMAX),
+    (r"multi_tensor_apply|lpnorm", library_moves.OPTIMIZER),
+    (r"copy_kernel|direct_copy|CatArrayBatchedCopy", library_moves.CAST),
+    (r"FillFunctor", library_moves.FILL),
+    (r"embedding|indexSelect|index_select", library_moves.EMBEDDING),
+    (r"distribution_|normal_kernel|curand", library_moves.RANDOM),
+    (r"vectorized_elementwise_kernel|elementwise_kernel|unrolled_elementwise",
+     library_moves.ELEMENTWISE),
+    (r"reduce_kernel", library_moves.REDUCTION),
+    (r"cupy_", library_moves.CUPY),
+)
+
+
+@dataclass
+class KernelTime:
+    """One kernel at one grid shape in the duration pass: a library kernel launched at two
+    sizes (cuBLAS's GEMM for the QKV and the MLP projections) is two of these, each with
+    its own time and its own verdict."""
+
+    kernel: str                     # the demangled name
+    grid: str                       # "(1056, 1, 1)"
+    durations_s: list[float] = field(default_factory=list)
+    block: str = ""                 # "(256, 1, 1)"
+    origins: list[Origin] = field(default_factory=list)   # from the profiler's trace
+    # The tensor-core precisions its launches' operators name (the profiler's trace);
+    # None: any (launched outside PyTorch's ATen operators, or timed by ncu).
+    tensor_precisions: frozenset[str] | None = None
+
+    @property
+    def identity(self) -> Identity:
+        return name_key(self.kernel), self.grid, self.block
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.durations_s)
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(int(n) for n in re.findall(r"\d+", self.grid)) if self.grid else 0
+
+
+# What a launch is, whichever run of the program it came from: its name's key (see
+# name_key), the grid and the block. Pass 2's launches are matched to pass 1's kernels by
+# it, never by position, since two runs of one program need not launch in the same order.
+Identity = tuple[str, str, str]
+
+# Words two demanglers place differently or only one writes (ncu: "lambda instance 1",
+# "(T1 *, ...)"; the C++ runtime's: "lambda #1", "(float const*, ...)").
+_DEMANGLER_WORDS = {"const", "volatile", "void", "unsigned", "signed", "struct", "class",
+                    "instance", "anonymous", "namespace", "unnamed"}
+
+
+def name_key(name: str) -> str:
+    """A demangled kernel name reduced to what any demangler writes alike, so that pass 1's
+    names (PyTorch's profiler, from the C++ runtime's demangler) and pass 2's (Nsight
+    Compute's own) meet: the parameter list, namespaces, integer suffixes (``32u``), casts
+    of enum constants (``(NormType)1``) and the words in _DEMANGLER_WORDS are dropped,
+    ``false``/``true`` read as 0/1; what is left are the function's and its template
+    arguments' own names and numbers, in order."""
+    head = _without_parameters(name)
+    head = re.sub(r"\((?:[A-Za-z_][\w:]*)\)(?=-?\d)", "", head)         # (NormType)1 -> 1
+    words = re.findall(r"[A-Za-z_]\w*(?:::)?|\d+", head)
+    kept = [{"false": "0", "true": "1"}.get(w, w) for w in words
+            if not w.endswith("::") and w not in _DEMANGLER_WORDS
+            and not re.fullmatch(r"u|ul|ull|l|ll", w)]
+    return " ".join(kept)
+
+
+def _without_parameters(name: str) -> str:
+    """``void k<T>(float*, int)`` -> ``void k<T>``: the last top-level parenthesis group."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i]
+    return name
+
+
+def identity(row: dict) -> Identity:
+    return name_key(str(row[NAME])), str(row.get(GRID, "")), str(row.get(BLOCK, ""))
+
+
+def kernel_times(rows: list[dict]) -> list[KernelTime]:
+    """Every distinct kernel, grid and block with its launch durations, the most GPU time
+    first."""
+    kernels: dict[Identity, KernelTime] = {}
+    for row in rows:
+        k = kernels.setdefault(identity(row), KernelTime(str(row[NAME]), str(row.get(GRID, "")),
+                                                        block=str(row.get(BLOCK, ""))))
+        k.durations_s.append(float(row[DURATION]) * 1e-9)
+    return sorted(kernels.values(), key=lambda k: k.total_s, reverse=True)
+
+
+def kernel_times_from_trace(launches: list[Launch]) -> list[KernelTime]:
+    """kernel_times for the launches of PyTorch's profiler trace, each kernel with the
+    operators and Python lines its launches came from."""
+    groups: dict[Identity, list[Launch]] = {}
+    for launch in launches:
+        groups.setdefault((name_key(launch.name), launch.grid, launch.block), []).append(launch)
+    kernels = [KernelTime(mine[0].name, mine[0].grid, [x.duration_s for x in mine],
+                          block=mine[0].block, origins=origins(mine),
+                          tensor_precisions=tensor_precisions(mine))
+               for mine in groups.values()]
+    return sorted(kernels, key=lambda k: k.total_s, reverse=True)
+
+
+def selected(launches: list[Launch], nvtx: str | None, kernel: str | None,
+             skip: int) -> list[Launch]:
+    """The trace's launches that pass the same filters Nsight Compute applies to pass 2:
+    inside the range ``nvtx``, a name matching ``kernel``, after the first ``skip``."""
+    kept = [x for x in launches if (not nvtx or nvtx in x.ranges)
+            and (not kernel or re.search(kernel, x.name))]
+    return kept[skip:]
+
+
+def launches_by_identity(chosen: list[KernelTime], rows: list[dict],
+                         timed: list[KernelTime] | None = None) -> dict[Identity, list[dict]]:
+    """Each chosen kernel's launches among pass 2's rows, found by identity wherever they
+    sit in pass 2's launch order. A name the two demanglers still write apart (a lambda's
+    enclosing template: ``T1`` for ``CUDAGeneratorImpl``) is matched on its function's
+    name, grid and block when exactly one of pass 2's kernels and none other of pass 1's
+    (``timed``) has those."""
+    launches: dict[Identity, list[dict]] = {}
+    for row in rows:
+        launches.setdefault(identity(row), []).append(row)
+    known = {k.identity for k in timed or chosen}
+    loose: dict[Identity, list[Identity]] = {}
+    for key in launches:
+        if key not in known:
+            loose.setdefault(_loosely(key), []).append(key)
+    taken = {_loosely(k.identity) for k in timed or chosen if k.identity in launches}
+    found = {}
+    for k in chosen:
+        mine = launches.get(k.identity)
+        if not mine and _loosely(k.identity) not in taken:
+            candidates = loose.get(_loosely(k.identity), [])
+            mine = launches[candidates[0]] if len(candidates) == 1 else None
+        if mine:
+            found[k.identity] = mine
+    return found
+
+
+def function_name(kernel: str) -> str:
+    """The kernel's function, without namespaces, template arguments or parameters:
+    what pass 2 selects its launches by (ncu's regular expressions on the template
+    arguments as well lost cuBLAS's cluster GEMMs on an H100 and an H200: function names
+    alone lose none)."""
+    return name_key(kernel).split(" ", 1)[0]
+
+
+def _loosely(key: Identity) -> Identity:
+    """An identity with only the function's name of its name key."""
+    name, grid, block = key
+    return name.split(" ", 1)[0], grid, block
+
+
+NO_COUNTERS = "no counters: not among pass 2's profiled launches"
+
+
+def why_no_counters(k: KernelTime, rows: list[dict]) -> str:
+    """The reason a chosen kernel's row has no counters, from what pass 2 did see."""
+    shapes = sorted({f"grid {grid}, block {block}" for key, grid, block in map(identity, rows)
+                     if key == k.identity[0]})
+    if shapes:
+        return (f"no counters: pass 2 saw this kernel only at other launch shapes "
+                f"({'; '.join(shapes[:3])}), not at grid {k.grid}, block {k.block}")
+    twins = sorted({str(row[NAME]) for row in rows if identity(row)[1:] == k.identity[1:]})
+    if twins:
+        return (f"no counters: pass 2 profiles one launch of each launch configuration, and "
+                f"{short_name(twins[0])} took this one's (grid {k.grid}, block {k.block})")
+    return NO_COUNTERS
+
+
+def per_launch(c: Counters, launches: int) -> Counters:
+    """Counters summed over ``launches`` launches, as the mean of one."""
+    return replace(c, duration_s=c.duration_s / launches, dram_read=c.dram_read / launches,
+                   dram_write=c.dram_write / launches, l2_bytes=c.l2_bytes / launches,
+                   l1_bytes=c.l1_bytes / launches, local_bytes=c.local_bytes / launches,
+                   flops={p: x / launches for p, x in c.flops.items()})
+
+
+def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
+           top: int | None = None) -> list[KernelTime]:
+    """The top ``top`` kernels, or the fewest that together take ``coverage`` of the time."""
+    if top is not None:
+        return kernels[:top]
+    total = sum(k.total_s for k in kernels) or 1.0
+    chosen, covered = [], 0.0
+    for k in kernels:
+        if covered >= coverage * total:
+            break
+        chosen.append(k)
+        covered += k.total_s
+    return chosen
+
+
+def library(kernel: str) -> str | None:
+    return next((words for pattern, words in LIBRARIES if re.search(pattern, kernel)), None)
+
+
+def short_name(kernel: str) -> str:
+    """A demangled signature, shortened to what tells it apart: the function's name, and
+    for a template the first named argument (``vectorized_elementwise_kernel<GeluCUDAKernelImpl>``)."""
+    head = re.sub(r"<unnamed>::|\(anonymous namespace\)::", "", kernel)
+    head = re.sub(r"^(void|auto)\s+", "", head.split("(")[0]).strip()
+    base, _, arguments = head.partition("<")
+    function = base.split("::")[-1] or base
+    named = [n.split("::")[-1] for n in re.findall(r"[A-Za-z_][\w:]*", arguments)
+             if not re.fullmatch(r"(c10::)?(BFloat16|Half|float|double|int|long|char|bool|"
+                                 r"unsigned|const|std::array|signed|short)", n)]
+    return f"{function}<{named[0]}>" if named else function
+
+
+def unique_names(kernels: list[KernelTime]) -> dict[Identity, str]:
+    """Identity -> a short name no other of the program's kernels shares: the grid's
+    block count added where one kernel runs at several grids (``nvjet_..._TNT@1536``), then
+    #2, #3 for whatever still collides."""
+    grids = Tally(k.kernel for k in kernels)
+    names: dict[Identity, str] = {}
+    seen: Tally = Tally()
+    for k in kernels:
+        name = short_name(k.kernel) + (f"@{k.blocks}" if grids[k.kernel] > 1 else "")
+        seen[name] += 1
+        names[k.identity] = name if seen[name] == 1 else f"{name}#{seen[name]}"
+    return names
+
+
+# Launch times of one kernel this far apart (the next 15 % longer or more) are different
+# shapes of a persistent kernel at one launch configuration, not noise: cuBLAS's GEMM at
+# 10 us and 27 us, or 91, 258, 327 and 347 us, on the same grid.
+SHAPE_GAP = 1.15
+
+
+def shape_groups(durations: list[float]) -> list[list[float]]:
+    """A kernel's launch durations, sorted, split wherever one is SHAPE_GAP longer than
+    the one before."""
+    ordered = sorted(durations)
+    groups = [ordered[:1]]
+    for duration in ordered[1:]:
+        if duration >= groups[-1][-1] * SHAPE_GAP:
+            groups.append([])
+        groups[-1].append(duration)
+    return groups
+
+
+def mixed_shapes(time: KernelTime) -> tuple[TimeStats, str] | None:
+    """For a kernel whose launch times spread because it ran several shapes at one launch
+    configuration (two or more groups of launches, each of two or more, each tight): the
+    time of its most frequent shape, and a note saying so; else None (one shape, or a
+    spread no grouping explains, which stays noise)."""
+    groups = shape_groups(time.durations_s)
+    stats = [TimeStats.of(g) for g in groups]
+    if len(groups) < 2 or not TimeStats.of(time.durations_s).noisy or \
+            any(len(g) < 2 or s.noisy for g, s in zip(groups, stats)):
+        return None
+    main = max(range(len(groups)), key=lambda i: len(groups[i]))
+    medians = ", ".join(format_time(s.median_s) for s in stats)
+    return stats[main], (
+        f"{len(groups)} shapes at one launch configuration (a persistent kernel; medians "
+        f"{medians}): its times spread by shape, not noise; its time is the most frequent "
+        f"shape's ({len(groups[main])} of {len(time.durations_s)} launches), its share "
+        f"counts them all, its counters are the profiled launch's own")
+

@@ -1,0 +1,68 @@
+"""What fixing a profiled kernel could save, and when nothing is worth fixing.
+
+A profiled kernel's upside is the time its best move could save, by the same arithmetic
+that ranks the moves (moves.gain): total time x (1 - 1 / the move's estimated speed-up),
+the nearest roof's distance where the move has no estimate. A kernel whose best move could
+save no more than 1 - NEAR_ROOF of its time, or one at AT_ROOF of its nearest roof with no
+evidence of waste, is done. `rooflint profile` (commands/profile.py) ranks a program's
+kernels by it, and the tables say which are done.
+"""
+
+from __future__ import annotations
+
+from rooflint.analysis import calibration as calibrations
+from rooflint.analysis import caller_moves as library_moves
+from rooflint.analysis.counters import Counters
+from rooflint.analysis.diagnose import Move, Verdict
+from rooflint.analysis.evidence import AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
+from rooflint.analysis.moves import keeps_precision
+from rooflint.formats.results import VariantResult
+
+
+def best_fraction(point, counters: Counters | None, calibration, precision: str,
+                  sms: int) -> float | None:
+    """The fraction of its nearest roof a kernel reaches: DRAM, L2 (when calibrated), L1
+    or compute. 1 - this is how much of its time a perfect fix could save."""
+    if point is None:
+        return None
+    facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=sms,
+                        precision=precision,
+                        l2_roof=calibrations.bandwidth(calibration, "l2"))
+    l2 = l2_fraction(point, facts, counters) or 0.0
+    return max(point.dram_fraction, point.compute_fraction, l2, l1_fraction(counters, sms))
+
+
+def upside(total_s: float, verdict: Verdict | None, best: float | None) -> float | None:
+    """The time the kernel's best move at its precision could save: total x (1 - 1/gain),
+    with the speed-up the move ranking estimated for it; the nearest roof's distance
+    (gain 1/best) where that move has none. A move that trades precision (fp8) is not
+    counted: the kernel is judged as written."""
+    if verdict is None or best is None:
+        return None
+    move = best_move(verdict)
+    gain = move.gain if move and move.gain else 1 / max(best, 1e-9)
+    return total_s * max(0.0, 1 - 1 / gain)
+
+
+def best_move(verdict: Verdict) -> Move | None:
+    """The first kernel-level move that keeps the kernel's precision (the moves are ranked
+    by gain; a caller's move has no estimate of its own)."""
+    return next((m for m in verdict.moves
+                 if keeps_precision(m.id) and m.gain_from != library_moves.CALLER), None)
+
+
+def is_done(v: VariantResult) -> bool:
+    """Nothing worth fixing: its best move could save no more than 1 - NEAR_ROOF of its
+    time, or it is at AT_ROOF of its nearest roof (compute, or any memory level) and no
+    evidence of its own (wasted bytes, idle SMs...) promises more than that roof's distance."""
+    if not (v.share and v.share.upside_s is not None and v.verdict):
+        return False
+    move = best_move(v.verdict)
+    wasteful = move is not None and move.gain_from == "evidence"
+    at_roof = (v.share.best_fraction or 0.0) >= AT_ROOF and not wasteful
+    return at_roof or v.share.upside_s <= (1 - NEAR_ROOF) * v.share.total_s
+
+
+def by_upside(variants: list[VariantResult]) -> list[VariantResult]:
+    """The application view's order: the most time a fix could save first."""
+    return sorted(variants, key=lambda v: -(v.share.upside_s or 0.0) if v.share else 0.0)

@@ -1,0 +1,27 @@
+"""The explain document: a point placed under one GPU's roofs, with its verdict.
+
+`rooflint explain` makes it (commands/explain.py); ``--json`` writes it, and the terminal
+printer (output/roofs.py) shows it, so the record sits below both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rooflint.analysis.diagnose import Verdict
+from rooflint.analysis.roofline import Point, Roofs
+from rooflint.formats.gpus import GpuSpec
+
+
+@dataclass
+class Explanation:
+    spec: GpuSpec
+    roofs: Roofs
+    point: Point
+    verdict: Verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gpu": {"id": self.spec.id, "name": self.spec.name},
+                "roofs": asdict(self.roofs), "point": asdict(self.point),
+                "verdict": asdict(self.verdict)}

@@ -1,0 +1,46 @@
+"""Finding kernel families on disk: a family is a directory with a ``kernel.yaml``.
+
+A command names a family as a directory, as its ``kernel.yaml`` or by the name of a
+bundled family (``rooflint run gemm_fp32``); this module turns any of these into the
+manifest's path, or says what was named instead, and lists the bundled families. Reading
+the manifest itself is `rooflint.formats.manifest`'s job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooflint.common.errors import RooflintError
+from rooflint.common.paths import KERNELS_DIR
+from rooflint.formats.jsonfile import not_a_file
+
+MANIFEST_NAME = "kernel.yaml"
+SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
+
+
+def find_manifest(target: str | Path) -> Path:
+    """``kernels/gemm_fp32``, ``path/to/kernel.yaml`` or a bundled family name."""
+    path = Path(target)
+    if path.is_dir() and path.name != MANIFEST_NAME:   # a directory named so is a mistake to name
+        path = path / MANIFEST_NAME
+    elif not path.exists():
+        bundled = KERNELS_DIR / str(target) / MANIFEST_NAME
+        if bundled.exists():
+            return bundled
+    if not path.is_file():
+        instead = not_a_file(path)
+        if instead:
+            raise RooflintError(f"{path} {instead}; a kernel manifest is a {MANIFEST_NAME} file")
+        raise RooflintError(f"no kernel manifest at {target} (expected a directory with "
+                            f"{MANIFEST_NAME}, a {MANIFEST_NAME} file, or a bundled family name)")
+    if path.suffix in SOURCE_SUFFIXES:
+        raise RooflintError(f"{target} is a CUDA source; rooflint expects a {MANIFEST_NAME} "
+                            f"that names it (or its directory): see 'Writing a manifest' in "
+                            f"the README")
+    return path
+
+
+def bundled_manifests() -> list[Path]:
+    """The bundled families' manifests, by name; ``_`` and ``.`` directories are not families."""
+    return sorted(p for p in KERNELS_DIR.glob(f"*/{MANIFEST_NAME}")
+                  if not p.parent.name.startswith(("_", ".")))

@@ -1,0 +1,70 @@
+"""The files a manifest may name: only what its family's directory holds.
+
+A family is a directory one can move or share, and rooflint builds and runs what its
+manifest names: a CUDA source, a python variant's module, a compiler option's include
+directory or file. Each is looked up relative to the manifest's directory (not wherever
+rooflint was started), symbolic links and ``..`` resolved, and refused when it lies
+outside the family (a compiler option may also name the CUDA toolkit's include directory)
+or when nvcc's shell would expand its name. Which compiler options exist at all is
+`rooflint.formats.compile_options`'s table; this module checks the paths they take.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rooflint.formats import compile_options
+from rooflint.formats.jsonfile import not_a_file
+from rooflint.formats.manifest_fields import FieldReader
+from rooflint.measure import build
+
+
+def source_file(r: FieldReader, source: Any, where: str, directory: Path) -> str:
+    """A CUDA variant's ``source``: a file in the family's directory whose name nvcc's
+    shell leaves as it is."""
+    if not isinstance(source, str):
+        raise r.fail(where, f"is {source!r}; expected the name of a .cu file")
+    if build.SHELL_ACTIVE.search(source):
+        raise r.fail(where, f"is {source!r}: nvcc's shell would expand its $, `, "
+                            f"\" or \\; rename the file")
+    if not (directory / source).is_file():
+        instead = not_a_file(directory / source)
+        raise r.fail(where, f"names {source}, which " + (
+            f"{instead}" if instead else f"is not in {directory}"))
+    return source
+
+
+def python_module(r: FieldReader, module: str, where: str, directory: Path) -> Path:
+    """The ``module.py`` of ``python: module.py:FUNCTION``: a file inside the family's
+    directory, since a python variant runs the family's own code."""
+    path = directory / module
+    if not path.resolve().is_relative_to(directory.resolve()):
+        raise r.fail(where, f"names {module}, which is outside the family's directory "
+                            f"({directory}): a python variant runs the family's own code")
+    if not path.is_file():
+        raise r.fail(where, f"names {module}, which is not in {directory}")
+    return path
+
+
+def option_in_family(r: FieldReader, option: compile_options.Option, where: str,
+                     directory: Path) -> compile_options.Option:
+    """A path option made absolute, if it names a directory (``-I``) or file
+    (``-include``) inside the family's directory or the CUDA toolkit's include directory,
+    symbolic links and ``..`` resolved: the compiler may read nothing else."""
+    if not option.is_path:
+        return option
+    if not compile_options.plain(option.value):
+        raise r.fail(where, f"is {' '.join(option.items)!r}: a path in options may not hold "
+                            f"spaces, quotes, $, backquotes or backslashes")
+    path = directory / option.value
+    roots = (directory.resolve(), *build.toolkit_include_dirs())
+    kind = "directory" if option.flag.value is compile_options.Value.DIRECTORY else "file"
+    if not any(path.resolve().is_relative_to(root) for root in roots):
+        raise r.fail(where, f"is {' '.join(option.items)!r}: {option.spelling} takes a {kind} "
+                            f"inside the family's directory ({directory}) or the CUDA "
+                            f"toolkit's include directory; {option.value} is {path.resolve()}")
+    if not (path.is_dir() if kind == "directory" else path.is_file()):
+        raise r.fail(where, f"is {' '.join(option.items)!r}: {path} is not a {kind}")
+    return replace(option, value=str(path))

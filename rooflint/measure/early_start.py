@@ -1,0 +1,104 @@
+"""Pass 2's program started while pass 1 runs, to save its start-up time.
+
+Pass 2's program is started while pass 1 runs, under ``ncu --mode launch`` and for its
+own process only: it gets through its start-up (for a PyTorch program, most of its wall
+time) and waits at its first CUDA call, before touching the GPU, until pass 1 is done
+and ``ncu --mode attach`` profiles it (program.py's pass 2 by attaching). That is sound
+when the program's kernels all run in that one process, which pass 1 shows (``alone``);
+otherwise (a shell script around the real program, workers that launch kernels) a child
+may have run on the GPU beside pass 1, so the early start is stopped and pass 1 is taken
+again, alone, before an ordinary pass 2. Only the program's own process waits: ncu would
+suspend its children too, and nobody attaches to them (torch.compile's compile workers
+then hang the program at exit).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from rooflint.common.errors import RooflintError
+from rooflint.measure.pass_runner import Pass, ncu_executable
+
+
+@dataclass
+class Waiting:
+    """Pass 2's program under ``ncu --mode launch``: started, to wait for the profiler."""
+
+    process: subprocess.Popen
+    port: int
+    output: Path                   # the program's (and ncu's) stdout and stderr
+
+
+WAITING_LINE = "Waiting for profiler to attach"
+# ncu 2025.3 finds no waiting program with --max-connections 1 (the launcher binds the
+# first port of the range, the attacher then finds nothing); with two it does.
+PORTS = 2
+
+
+@contextmanager
+def started_early(command: list[str]) -> Iterator[Waiting]:
+    """``command`` started for pass 2, its own process to wait at its first CUDA call; on
+    the way out (pass 2 done, pass 1 failing, Ctrl-C) killed if still running."""
+    with tempfile.TemporaryDirectory(prefix="rooflint-pass2-") as scratch:
+        output = Path(scratch) / "output.txt"
+        port = _free_ports()
+        with output.open("w") as sink:
+            try:
+                process = subprocess.Popen(
+                    [ncu_executable(), "--mode", "launch", "--target-processes",
+                     "application-only", "--port", str(port), "--max-connections",
+                     str(PORTS), *command],
+                    stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+            except OSError as exc:
+                raise RooflintError(f"cannot start ncu: {exc.strerror or exc}") from None
+        try:
+            yield Waiting(process, port, output)
+        finally:
+            stop(process)
+
+
+def alone(waiting: Waiting, first: Pass) -> bool:
+    """Whether the early start was sound: the waiting program reached its first CUDA call
+    (so it ran nothing on the GPU), and pass 1 saw every kernel launched by one process."""
+    suspended = WAITING_LINE in waiting.output.read_text(errors="replace")
+    return suspended and first.processes == 1
+
+
+def _free_ports() -> int:
+    """The first of PORTS consecutive TCP ports nothing listens on now, for the waiting
+    program alone: ncu's default range is shared by every ncu on the machine, and an attach
+    there could find another's program."""
+    for _ in range(100):
+        with socket.socket() as first:
+            first.bind(("127.0.0.1", 0))
+            base = first.getsockname()[1]
+            if base + PORTS - 1 <= 65535 and all(_is_free(base + n) for n in range(1, PORTS)):
+                return base
+    raise RooflintError("no two free consecutive TCP ports on 127.0.0.1 for ncu to attach by")
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Kill a waiting program and its ncu (one process group) if it is still running."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()

@@ -1,0 +1,149 @@
+"""One pass of `rooflint profile`: the user's program run once under a profiler, and what it
+gives back (a Pass).
+
+Every pass (program.py says which and why) runs the same way: a subprocess whose output is
+captured, a line every PROGRESS_EVERY_S saying how long a long pass has run, the process
+killed when rooflint is interrupted, and one line saying why for every failure (no ncu, no
+permission, the program failing, nothing profiled). Under Nsight Compute the pass's CSV
+log is kept in the user's --logs directory or a temporary one.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from rooflint.common.errors import RooflintError
+from rooflint.measure import ncu
+
+
+class Timer(str, Enum):
+    """What timed pass 1's launches."""
+
+    torch = "torch"                # PyTorch's profiler (CUPTI), at the program's own speed
+    ncu = "ncu"                    # Nsight Compute, every launch serialised
+
+    @property
+    def words(self) -> str:
+        return {"torch": "PyTorch's profiler", "ncu": "Nsight Compute"}[self.value]
+
+
+@dataclass
+class Stopped:
+    """Why pass 2 ended without counters after pass 1 had measured: the profile keeps
+    pass 1's kernel times, each chosen kernel's row saying this."""
+
+    why: str                       # one line: "pass 2 was interrupted", "pass 2 failed: ..."
+    interrupted: bool = False      # Ctrl-C (or SIGTERM), not a failure
+
+
+@dataclass
+class Pass:
+    """One run of the program: its log (ncu's CSV, or the profiler's JSON trace), how long
+    it took, and how many processes launched the kernels it saw."""
+
+    log: str
+    wall_s: float
+    attached: bool = False         # pass 2 profiled the program started early (two_passes)
+    timer: Timer = Timer.ncu
+    processes: int = 1
+    trace: dict | None = None      # the profiler's trace, parsed (Timer.torch)
+    stopped: Stopped | None = None  # pass 2 failed or was interrupted: no log
+
+
+def ncu_executable() -> str:
+    try:
+        return ncu.ncu_path()
+    except ncu.CountersUnavailable:
+        raise RooflintError("rooflint profile needs Nsight Compute: ncu is not on PATH "
+                            "(install Nsight Compute, or add its directory to PATH)") from None
+
+
+def program_tail(program: str, log: str) -> str:
+    """The last lines the program printed; if it printed none, ncu's errors from its log."""
+    said = [line for line in program.splitlines()
+            if line.strip() and not line.startswith("==")][-3:]
+    errors = [line for line in log.splitlines() if line.startswith("==ERROR==")][-2:]
+    return " | ".join(said or errors) or "no output"
+
+
+# How often a pass that runs on says how long it has run (a pass shorter says nothing).
+PROGRESS_EVERY_S = 10.0
+T = TypeVar("T")
+
+
+@dataclass
+class PassProgress:
+    """Says, every PROGRESS_EVERY_S while a pass runs, how long it has run so far. Time is
+    all that is known meanwhile: ncu writes its CSV rows (``--csv`` prints no line per
+    profiled launch) and the profiler its trace only when the program ends."""
+
+    step: str                      # "pass 1"
+    say: Callable[[str], None]
+    began: float = field(default_factory=time.monotonic)
+
+    def wait(self, until_done: Callable[[float], T]) -> T:
+        """``until_done(timeout)``, called again after each subprocess.TimeoutExpired."""
+        while True:
+            try:
+                return until_done(PROGRESS_EVERY_S)
+            except subprocess.TimeoutExpired:
+                self.say(f"{self.step}: {time.monotonic() - self.began:.0f} s so far")
+
+
+def output_of(args: list[str], progress: PassProgress) -> subprocess.CompletedProcess:
+    """subprocess.run(args, capture_output=True, text=True), saying how long a long pass
+    has run (communicate loses no output across its timeouts); the process is killed when
+    rooflint is interrupted while it runs."""
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          errors="replace") as process:
+        try:
+            stdout, stderr = progress.wait(lambda seconds: process.communicate(timeout=seconds))
+        except BaseException:
+            process.kill()
+            raise
+    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
+            progress: PassProgress, program_output: Path | None = None,
+            program: subprocess.Popen | None = None) -> Pass:
+    """ncu ARGS COMMAND, its CSV kept in ``logs`` (or a temporary folder); one line saying
+    why for every failure: no ncu, no permission, the program failing, nothing profiled.
+    When ncu attaches to a waiting ``program``, that program's exit and output count."""
+    with tempfile.TemporaryDirectory(prefix="rooflint-profile-") as scratch:
+        log = (logs or Path(scratch)) / name
+        began = time.perf_counter()
+        try:
+            done = output_of([ncu_executable(), *args, "--log-file", str(log), *command],
+                             progress)
+        except OSError as exc:
+            raise RooflintError(f"cannot start ncu: {exc.strerror or exc}") from None
+        if program is not None:
+            done.returncode = done.returncode or progress.wait(
+                lambda seconds: program.wait(timeout=seconds))
+            done.stdout += program_output.read_text(errors="replace")
+        wall = time.perf_counter() - began
+        text = log.read_text(errors="replace") if log.exists() else ""
+    output = f"{text}\n{done.stdout}\n{done.stderr}"
+    if "ERR_NVGPUCTRPERM" in output or "LibraryNotLoaded" in output:
+        raise RooflintError(f"ncu cannot profile here: {ncu.failure_reason(output)}")
+    if done.returncode != 0:
+        raise RooflintError(f"the command failed under ncu (exit {done.returncode}): "
+                            f"{program_tail(done.stdout + done.stderr, text)}")
+    rows = ncu.parse_rows(text)
+    if not rows:
+        raise RooflintError(f"{' '.join(command) or 'the program'} launched no CUDA kernel "
+                            f"that ncu saw ({ncu.failure_reason(output)}); check --nvtx and "
+                            f"--kernel")
+    return Pass(text, wall, processes=processes_in(rows))
+
+
+def processes_in(rows: list[dict]) -> int:
+    """How many processes launched the kernels of an ncu log."""
+    return len({row.get("Process ID") for row in rows})

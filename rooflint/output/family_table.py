@@ -1,0 +1,193 @@
+"""One family's table, as `run` prints it when the family is done and `show` prints it
+again: the device header, a row per variant (wide when the terminal has room, compact
+otherwise) and, under the table, the notes it has no room for: counters, levels, causes,
+the top move with its source lines, clocks held down. live.py prints it while a run works;
+tables.py, for a whole result.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from rich.console import Console
+from rich.markup import escape
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from rooflint.analysis.evidence import BOUND_THRESHOLD, pct
+from rooflint.analysis.moves import rule_for
+from rooflint.analysis.roofline import Level
+from rooflint.analysis.sourcelines import supporting
+from rooflint.common.printable import printable_fields
+from rooflint.common.units import counted, format_bytes, format_params, format_rate, format_time
+from rooflint.formats.results import FamilyResult, RunResult, VariantResult
+from rooflint.output.terminal import (
+    BOUND_STYLE, HEAD_RULE, STATUS_STYLE, WHOLE_NAME, ai_text, labelled, lead_phrase,
+    roofs_line, shortened,
+)
+
+
+def render_run_header(console: Console, result: RunResult) -> None:
+    """The device and settings; printed by `run` before its first family is measured, when
+    the byte source is the one it will try (a fallback is announced when it happens)."""
+    result = printable_fields(result)
+    gpu = result.gpu
+    clocks = f", max SM clock {gpu.max_sm_clock_mhz:.0f} MHz" if gpu.max_sm_clock_mhz else ""
+    if result.families:
+        counted = any(v.counters for f in result.families for v in f.variants)
+    else:
+        counted = result.settings.get("counters", "off") != "off"
+    source = "DRAM bytes from ncu counters" if counted else "DRAM bytes from the manifests' model"
+    console.print(f"[bold]{escape(gpu.name)}[/] (spec {escape(result.spec_id)}), {gpu.sms} SMs, "
+                  f"L2 {format_bytes(gpu.l2_bytes)}, driver {escape(gpu.driver)}{clocks}; "
+                  f"cache {escape(str(result.settings.get('cache', 'cold')))}; {source}")
+    if result.settings.get("counters_unavailable"):
+        console.print(Text(f"counters unavailable: {result.settings.get('counters_unavailable')}",
+                           style="yellow"))
+
+
+# The family table's columns. The wide layout is used when it fits the terminal without
+# wrapping; otherwise the compact one, which shows a failed variant's status in the verdict
+# column and puts the top move among the notes.
+WIDE = ("variant", "status", "time", "DRAM", "FLOP/s", "AI obs/alg", "verdict", "top move")
+COMPACT = ("variant", "time", "DRAM", "FLOP/s", "AI obs/alg", "verdict")
+NUMERIC = {"time", "DRAM", "FLOP/s", "AI obs/alg"}
+UNBOUNDED = 10**6  # a width no table reaches: measures its natural (unwrapped) width
+
+
+def render_family(console: Console, family: FamilyResult) -> None:
+    family = printable_fields(family)
+    params = f" ({format_params(family.params)})" if family.params else ""
+    console.print(Text(f"{family.name}{params}", "table.title"))
+    wide = _family_table(family, WIDE)
+    compact = console.measure(wide, options=console.options.update_width(UNBOUNDED)).maximum \
+        > console.width
+    console.print(_family_table(family, COMPACT) if compact else wide)
+    precisions = {v.roofs.precision: v.roofs for v in family.variants if v.roofs}
+    for roofs in precisions.values():
+        console.print(f"{escape(roofs_line(roofs))}; bound = at >= {100 * BOUND_THRESHOLD:.0f}% of a "
+                      f"roof; DRAM and FLOP/s as % of their roofs")
+    console.print(_notes_grid(family, top_move=compact))
+
+def _family_table(family: FamilyResult, columns: tuple[str, ...]) -> Table:
+    table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
+    whole = max((len(v.name) for v in family.variants), default=0) <= WHOLE_NAME
+    for column in columns:
+        table.add_column(column, justify="right" if column in NUMERIC else "left",
+                         no_wrap=column == "variant" and whole, overflow="fold")
+    for v in family.variants:
+        cells = _cells(v)
+        if "top move" not in columns:
+            cells.setdefault("verdict", cells["status"])
+        table.add_row(*(cells.get(column, "") for column in columns))
+    return table
+
+def _cells(v: VariantResult) -> dict[str, Text]:
+    """One variant's row, by column; a variant that was not timed has only name and status."""
+    name = Text(shortened(v.name))
+    if v.baseline:
+        name.append(" (baseline)", "dim")
+    cells = {"variant": name, "status": Text(v.status.upper(), STATUS_STYLE[v.status])}
+    if not v.time or not v.point:
+        return cells
+    p = v.point
+    time = f"{format_time(v.time.median_s)} ±{100 * v.time.spread:.0f}%"
+    verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound])
+    if v.expect.get("bound") not in (None, v.verdict.bound):
+        verdict.append(f" (expected {v.expect['bound']})", "red")
+    top = v.verdict.moves[0] if v.verdict.moves else None
+    return cells | {
+        "time": Text(f"{time} noisy", "bold yellow") if v.time.noisy else Text(time),
+        "DRAM": Text(f"{format_rate(p.achieved_bandwidth, 'B/s')} {pct(p.dram_fraction)}"),
+        "FLOP/s": Text(f"{format_rate(p.achieved_flops, '')} {pct(p.compute_fraction)}"
+                       if p.flops else "-"),
+        "AI obs/alg": Text(f"{ai_text(p.observed_ai)}/"
+                           f"{ai_text(p.algorithmic_ai) if p.algorithmic_known else '-'}"
+                           if p.flops else "-"),
+        "verdict": verdict,
+        "top move": Text(f"{top.direction}: {lead_phrase(top.action)}" if top else ""),
+    }
+
+
+def _notes_grid(family: FamilyResult, top_move: bool) -> Padding:
+    """Each variant's notes, one per row behind its name (see _labelled)."""
+    baseline = next((v for v in family.variants if v.name == family.baseline), None)
+    return labelled([(shortened(v.name), note) for v in family.variants
+                      for note in _notes(v, top_move, baseline)])
+
+
+def _notes(v: VariantResult, top_move: bool,
+           baseline: VariantResult | None = None) -> list[Text]:
+    """What the table has no room for; with ``top_move`` the move leads its reason."""
+    notes = []
+    if v.status != "ok":
+        notes.append(Text(v.message, STATUS_STYLE[v.status]))
+    if v.share and v.share.origins:
+        notes.append(Text("launched by " + "; ".join(
+            f"{o.words} ({counted(o.launches, 'launch', 'launches')})" for o in v.share.origins)))
+    if v.share and v.message:
+        notes.append(Text(v.message, "yellow"))
+    if v.time and v.time.noisy:
+        notes.append(Text(f"noisy time: {v.time.noise}; its median is uncertain", "yellow"))
+    if v.counters:
+        notes.append(Text(_counter_summary(v), "dim"))
+    if v.levels:
+        notes.append(Text(_levels_line(v), "dim"))
+    notes += [Text(note) for note in v.notes]
+    if v.verdict:
+        notes += [Text(f"{c.name}: {c.detail}") for c in v.verdict.causes]
+        if v.verdict.moves:
+            top = v.verdict.moves[0]
+            lead = (f"move {top.direction}: {lead_phrase(top.action)}; why" if top_move
+                    else f"why {top.direction}")
+            notes.append(Text(f"{lead}: {top.reason}; expect {top.expect}"))
+            if v.source_lines:
+                rule = rule_for(top.id)
+                notes += [Text(f"  {line}", "cyan") for line in supporting(
+                    v.source_lines, rule.lines if rule else "stall_samples")]
+        notes += [Text(text) for text in v.verdict.ruled_out]
+    if v.gpm:
+        shown = ", ".join(f"{k.removesuffix('_util').replace('_', ' ')} {x:.0f}%"
+                          for k, x in v.gpm.items())
+        notes.append(Text(f"GPM utilization (NVML, back-to-back runs): {shown}", "dim"))
+    if v.speed_vs_baseline:
+        note = Text(f"{v.speed_vs_baseline:.2f}x the speed of the baseline")
+        if baseline and baseline.time and baseline.time.noisy:
+            note.append(f" (a noisy baseline: {baseline.name} spreads "
+                        f"±{100 * baseline.time.spread:.0f}%)", "yellow")
+        notes.append(note)
+    if v.expectation_mismatch:
+        notes.append(Text.assemble(("prediction missed", "red"), f": {v.expectation_mismatch}"))
+    if v.versus:
+        notes.append(Text(v.versus))
+    limits = v.clocks.held_down_by
+    if limits:
+        sm = f"SM clock {statistics.median(v.clocks.sm_mhz):.0f} MHz, " if v.clocks.sm_mhz else ""
+        notes.append(Text(f"{sm}clocks held down by {', '.join(limits)}", "yellow"))
+    return notes
+
+
+def _counter_summary(v: VariantResult) -> str:
+    c = v.counters
+    flops = ", ".join(f"{format_rate(x, 'FLOP')} {p}" for p, x in c.flops.items()
+                      if x >= 0.01 * c.counted_flops) or "no FLOPs"
+    return (f"ncu: DRAM read {format_bytes(c.dram_read)}, write {format_bytes(c.dram_write)}; "
+            f"L2 {format_bytes(c.l2_bytes)}; counted {flops}"
+            + (f" (model {format_rate(v.flops['model'], 'FLOP')})" if "model" in v.flops else "")
+            + f"; occupancy {c.occupancy_pct:.0f}%, "
+            f"{c.registers_per_thread} registers, {c.waves:.3g} waves")
+
+
+def _levels_line(v: VariantResult) -> str:
+    """The hierarchical roofline in one line: each level's bandwidth, the intensity it
+    gives, and how close it ran to its roof; the binding level marked."""
+    binding = v.verdict.level if v.verdict else None
+
+    def one(level: Level) -> str:
+        of_roof = (f" ({pct(level.fraction)} of {'its peak' if level.name == 'l1' else 'roof'})"
+                   if level.fraction is not None else "")
+        mark = " (binds)" if level.name == binding else ""
+        return (f"{level.name.upper()} {format_rate(level.bandwidth, 'B/s')}{of_roof}, "
+                f"AI {ai_text(level.intensity)}{mark}")
+    return "levels: " + "; ".join(one(level) for level in v.levels)

@@ -1,0 +1,87 @@
+"""The gate's report in each form it is written: the terminal table, the Markdown summary
+(``--markdown``, $GITHUB_STEP_SUMMARY) and JUnit XML (``--junit``). One row per variant,
+read from the record commands/gate.py fills (formats/gate_outcomes.py).
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from rooflint.common.printable import printable_fields
+from rooflint.formats.gate_outcomes import FAILING, Report, Row
+from rooflint.output.terminal import HEAD_RULE, WHOLE_NAME
+
+
+GATE_STYLE = {"pass": "green", "improved": "green", "new": "cyan", "inconclusive": "yellow",
+              "regressed": "bold red", "missing": "bold red"}
+
+
+def _slowdown(row: Row) -> str:
+    return f"{100 * (row.slowdown - 1):+.1f}%" if row.slowdown is not None else "-"
+
+
+def render_gate(console: Console, report: Report) -> None:
+    report = printable_fields(report)
+    table = Table(title="rooflint gate", title_justify="left", box=HEAD_RULE, pad_edge=False)
+    whole = all(len(r.variant) <= WHOLE_NAME and len(r.family) <= WHOLE_NAME
+                for r in report.rows)
+    for column in ("family", "variant", "outcome", "time", "why"):
+        # the outcome and the time always show; long names fold rather than hide them
+        table.add_column(column, justify="right" if column == "time" else "left",
+                         no_wrap=column in ("outcome", "time") or
+                         (whole and column in ("family", "variant")),
+                         overflow="fold", ratio=1 if column == "why" else None)
+    for row in report.rows:
+        why = Text("; ").join([Text(r) for r in row.reasons] +
+                              [Text(w, "yellow") for w in row.warnings])
+        table.add_row(Text(row.family), Text(row.variant),
+                      Text(row.outcome, GATE_STYLE[row.outcome]), _slowdown(row), why)
+    console.print(table)
+    if report.gpu_note:
+        console.print(Text(report.gpu_note, "yellow"))
+    verdict = "[bold green]PASS[/]" if report.passed else "[bold red]FAIL[/]"
+    counts = {o: sum(r.outcome == o for r in report.rows) for o in GATE_STYLE}
+    console.print(f"{verdict}: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+
+
+# How a gate summary starts: `--markdown` replaces an existing file only if it starts so.
+GATE_HEADING = "### rooflint gate:"
+
+
+def gate_markdown(report: Report) -> str:
+    """A GitHub-flavoured summary: one table row per variant."""
+    report = printable_fields(report)
+    lines = [f"{GATE_HEADING} {'PASS' if report.passed else 'FAIL'}", ""]
+    if report.gpu_note:
+        lines += [f"> {report.gpu_note}", ""]
+    lines += ["| family | variant | outcome | time | why |", "|---|---|---|---|---|"]
+    for row in report.rows:
+        cells = [row.family, row.variant, row.outcome, _slowdown(row),
+                 "; ".join(row.reasons + row.warnings)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def gate_junit(report: Report) -> str:
+    """JUnit XML: one testcase per variant; those whose outcome fails the gate
+    (FAILING) fail. Names are printable: XML 1.0 cannot carry a control character,
+    even escaped."""
+    # Imported here for start-up time: run and profile load this module (outputs.py, their
+    # guard, takes GATE_HEADING from it) and never write XML.
+    import xml.etree.ElementTree as ET
+    report = printable_fields(report)
+    failures = sum(r.outcome in FAILING for r in report.rows)
+    suite = ET.Element("testsuite", name="rooflint gate", tests=str(len(report.rows)),
+                       failures=str(failures), errors="0")
+    for row in report.rows:
+        case = ET.SubElement(suite, "testcase", classname=f"rooflint.{row.family}",
+                             name=row.variant)
+        if row.outcome in FAILING:
+            failure = ET.SubElement(case, "failure", message="; ".join(row.reasons),
+                                    type=row.outcome)
+            failure.text = "; ".join(row.reasons + row.warnings)
+        elif row.outcome == "inconclusive" or row.warnings:
+            ET.SubElement(case, "system-out").text = "; ".join(row.reasons + row.warnings)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

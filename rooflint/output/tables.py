@@ -1,0 +1,171 @@
+"""A whole result on the terminal, as `show` and `profile` print it: the header and every
+family's table (family_table.py), a profile's application view (each kernel's share of the
+GPU time, how near its roof it runs and its upside), seconds per phase (``run
+--timings``), and `compare`'s two sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from rooflint.analysis.comparison import Comparison, Figures, describe_movement
+from rooflint.analysis.evidence import pct
+from rooflint.analysis.upside import is_done
+from rooflint.common.errors import RooflintError
+from rooflint.common.phases import PHASES
+from rooflint.common.printable import printable_fields
+from rooflint.common.units import counted, format_bytes, format_rate, format_time
+from rooflint.formats.results import FamilyResult, RunResult
+from rooflint.output.family_table import render_family, render_run_header
+from rooflint.output.terminal import (
+    BOUND_STYLE, HEAD_RULE, labelled, lead_phrase, shortened,
+)
+
+
+def render_run(console: Console, result: RunResult) -> None:
+    result = printable_fields(result)
+    render_run_header(console, result)
+    for family in result.families:
+        if result.settings.get("mode") == "profile":
+            render_upside(console, result, family)
+        render_family(console, family)
+
+
+def render_timings(console: Console, result: RunResult) -> None:
+    """Where the run's seconds went, by phase, per family and in all (``rooflint run
+    --timings``). The counter pass's own worker phases are in the result document."""
+    result = printable_fields(result)
+    shown = [p for p in PHASES if result.timings.get(p)]
+    table = Table(title="seconds per phase", title_justify="left", box=HEAD_RULE,
+                  show_edge=False, pad_edge=False)
+    table.add_column("phase")
+    columns = [(f.name, f.timings) for f in result.families] + [("run", result.timings)]
+    for name, _ in columns:
+        table.add_column(name, justify="right", overflow="fold")
+    for phase in shown:
+        table.add_row(phase, *(f"{seconds.get(phase, 0.0):.1f}" for _, seconds in columns))
+    table.add_row("total", *(f"{sum(seconds.get(p, 0.0) for p in shown):.1f}"
+                             for _, seconds in columns))
+    console.print(table)
+
+
+ORIGIN_COLUMNS = 137     # the table has room for "launched from" from this width (else the notes)
+ORIGIN_WIDTH = 26        # its line there (file:line function); the operator in the notes
+
+
+def origin_cell(line: str | None) -> str:
+    """``train_step.py:37 in Block.forward`` as the table has room for it: the file and
+    line, then the function's own name (``forward``, not its class or enclosing
+    functions), shortened only if the file's name is long."""
+    if not line:
+        return ""
+    place, _, function = line.partition(" in ")
+    return shortened(f"{place} {function.rsplit('.', 1)[-1]}".strip(), ORIGIN_WIDTH)
+
+
+def render_upside(console: Console, result: RunResult, family: FamilyResult) -> None:
+    """The application view: each profiled kernel's share of the GPU time, how near its
+    roof it runs, and the most a fix could save, the biggest saving first."""
+    result, family = printable_fields((result, family))
+    region = result.settings.get("gpu_time_s") or 0.0
+    # The heading is a line of its own, as wide as the screen: a table title would wrap at
+    # the width of a table of one short kernel.
+    console.print(Text(f"{family.name}: {format_time(region)} of GPU time in "
+                       f"{counted(result.settings.get('kernels', 0), 'kernel')}; where "
+                       f"a fix could save the most"))
+    table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
+    traced = (any(v.share and v.share.origins for v in family.variants)
+              and console.width >= ORIGIN_COLUMNS)
+    columns = ("kernel", "what", *(("launched from",) if traced else ()), "share", "launches",
+               "verdict", "at roof", "upside")
+    for column in columns:
+        table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
+                                                               "upside") else "left",
+                         no_wrap=column != "what" or traced,
+                         overflow="ellipsis" if column == "what" else "fold",
+                         ratio=1 if column == "what" else None)
+    for v in family.variants:
+        s = v.share
+        if not s:
+            continue
+        verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound]) if v.verdict else Text("-")
+        upside = ("done" if is_done(v) else
+                  f"{format_time(s.upside_s)} ({pct(s.upside_s / region)})" if s.upside_s
+                  is not None and region else "-")
+        origin = [Text(origin_cell(s.origins[0].line) if s.origins else "")] if traced else []
+        table.add_row(Text(shortened(v.name)), Text(s.library or ""), *origin, pct(s.share),
+                      str(s.launches), verdict,
+                      pct(s.best_fraction) if s.best_fraction is not None else "-", upside)
+    console.print(table)
+    other = result.settings.get("other_kernels")
+    if other:
+        console.print(Text(f"  not profiled: {other} more kernels, "
+                           f"{pct(result.settings.get('other_share', 0.0))} of the GPU time"))
+    top = next((v for v in family.variants if v.share and v.share.upside_s
+                and not is_done(v) and v.verdict and v.verdict.moves), None)
+    if top:
+        move = top.verdict.moves[0]
+        console.print(Text(f"  biggest upside: {shortened(top.name)}, {pct(top.share.share)} of GPU time, "
+                           f"{top.verdict.bound}-bound at {pct(top.share.best_fraction)} of its "
+                           f"roof: {move.direction}: {lead_phrase(move.action)}; up to "
+                           f"{format_time(top.share.upside_s)} of {format_time(region)}"))
+
+def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:
+    """The result cut down to the named variants (all with no names), families in order;
+    a name the file does not hold is bad input, answered with the names it does hold."""
+    if not names:
+        return result
+    held = {v.name for f in result.families for v in f.variants}
+    unknown = [n for n in names if n not in held]
+    if unknown:
+        listing = "; ".join(f"{f.name}: {', '.join(v.name for v in f.variants)}"
+                            for f in result.families)
+        raise RooflintError(f"{path} has no variant {', '.join(unknown)}; it has {listing}")
+    families = [replace(f, variants=[v for v in f.variants if v.name in names])
+                for f in result.families]
+    return replace(result, families=[f for f in families if f.variants])
+
+def render_comparison(console: Console, c: Comparison) -> None:
+    c = printable_fields(c)
+    style = {"faster": "green", "slower": "red", "same": "cyan", "inconclusive": "yellow"}
+    console.print(f"[bold {style[c.speedup.decision]}]{escape(c.sentence)}[/]")
+    console.print(labelled([("warning", f"[bold yellow]{escape(w)}[/]") for w in c.warnings]
+                            + ([("where it came from", c.attribution.sentence)]
+                               if c.attribution else [])
+                            + [("movement", describe_movement(c.movement))]))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("", c.a, c.b):
+        table.add_column(escape(column), justify="left" if not column else "right")
+
+    def time_cell(f: Figures) -> str:
+        shown = f"{format_time(f.time_s)} ±{100 * f.spread:.0f}% ({f.samples} samples)"
+        return f"[bold yellow]{shown} noisy[/]" if f.noisy else shown
+    sides = [c.figures[c.a], c.figures[c.b]]
+    table.add_row("time (median ± IQR)", *map(time_cell, sides))
+    table.add_row("FLOP/s", *[format_rate(f.flop_rate, "FLOP/s") if f.flop_rate else "-"
+                              for f in sides])
+    table.add_row("DRAM bandwidth", *[format_rate(f.bandwidth, "B/s") for f in sides])
+    sources = sorted({k for side in c.bytes.values() for k in side})
+    for source in sources:
+        table.add_row(f"DRAM bytes ({source})",
+                      *[format_bytes(c.bytes[n][source]) if source in c.bytes[n] else "-"
+                        for n in (c.a, c.b)])
+    for source in sorted({k for side in c.flops.values() for k in side}):
+        table.add_row(f"FLOPs ({source})",
+                      *[format_rate(c.flops[n][source], "FLOP") if source in c.flops[n] else "-"
+                        for n in (c.a, c.b)])
+    table.add_row("correctness", c.correctness[c.a], c.correctness[c.b])
+    table.add_row("verdict", str(c.movement["verdict_before"]), str(c.movement["verdict_after"]))
+    console.print(table)
+    held = c.expectation and "missed" not in c.expectation
+    console.print(labelled(
+        ([("prediction", f"[{'green' if held else 'red'}]{escape(c.expectation)}[/]")]
+         if c.expectation else [])
+        + [("note", f"[yellow]{escape(note)}[/]") for note in c.notes]))
