@@ -43,7 +43,7 @@ def variant(result: "RunResult", name: str) -> "VariantResult":
 def plot(results: "RunResult | list[RunResult]", ax: "Axes | None" = None,
          variants: list[str] | None = None, trajectory: bool = False) -> "Figure":
     """The roofline of one or more results, drawn on ``ax`` (or a new figure)."""
-    from rooflint.output.plotting import figure
+    from rooflint.output.plotting import figure    # matplotlib: only when drawing
     return figure(results if isinstance(results, list) else [results], variants, trajectory, ax)
 
 

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 import rooflint
 from rooflint.commands.cli import app
 from rooflint.common.errors import RooflintError
-from rooflint.output.plotting import LEADER_FROM, figure, save
+from rooflint.output.plot_labels import LEADER_FROM
+from rooflint.output.plotting import figure, save
 from rooflint.formats.results import read_result
 
 from edges import assert_intact, assert_one_line_error, rooflint as run_rooflint, snapshot

@@ -254,7 +254,8 @@ def test_profile_refuses_in_one_line(args, fragments):
 
 
 def test_a_profile_plot_sizes_dots_by_time_share(h200_result):
-    from rooflint.output.plotting import SHARE_DOT_SIZE, figure
+    from rooflint.output.plot_marks import SHARE_DOT_SIZE
+    from rooflint.output.plotting import figure
     fig = figure([h200_result])
     sizes = {line.get_gid().removeprefix("variant-"): line.get_markersize()
              for line in fig.axes[0].lines if (line.get_gid() or "").startswith("variant-")}

@@ -1,0 +1,55 @@
+"""`rooflint compare` as the command line runs it: the two sides read or measured (a
+spinner while they are), each pair compared, then printed as text or JSON.
+
+Apart from sides.py, which finds and measures the sides for any caller: this is only what
+the `compare` command adds around them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Optional
+
+from rich.progress import Progress, TextColumn
+
+from rooflint.analysis.comparison import compare as compare_variants
+from rooflint.commands.gate_command import threshold
+from rooflint.commands.sides import gpu_warning, resolve_pairs, split_side, unmatched
+from rooflint.commands.streams import console, emit, errors
+from rooflint.common.printable import printable
+from rooflint.formats.gpus import find_spec, load_specs
+from rooflint.output.tables import render_comparison
+
+
+def compare_command(a: str, b: Optional[str], rev: Optional[str], as_json: bool,
+                    allow_different_gpu: bool, gpu: Optional[str], counters: str,
+                    max_slowdown: Optional[str]) -> None:
+    """Compare A with B as `rooflint compare` was asked, and print the comparisons."""
+    gap = threshold("--max-slowdown", max_slowdown) if max_slowdown is not None else None
+    if gpu:
+        find_spec(gpu, load_specs())     # an unknown id is an error, whatever the sides are
+
+    with Progress(TextColumn("{task.description}"), console=console, transient=True) as bar:
+        bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
+        pairs = resolve_pairs(a, b, rev, gpu, counters,
+                              lambda family, phase: (lambda event, variant: None))
+    warning = gpu_warning(pairs, allow_different_gpu)
+    comparisons = [compare_variants(x.variant, y.variant, x.label, y.label, gap)
+                   for x, y in pairs]
+    vanished, new = unmatched(a, b) if b is not None else ([], [])
+    if as_json:
+        emit(json.dumps({"warning": warning, "vanished": vanished, "new": new,
+                               "comparisons": [
+            {**asdict(c), "sentence": c.sentence,
+             "attribution": c.attribution and {**asdict(c.attribution),
+                                               "sentence": c.attribution.sentence}}
+            for c in comparisons]}, indent=1))
+        return
+    if warning:
+        errors.print(f"rooflint: {printable(warning)}", style="bold yellow", markup=False)
+    for comparison in comparisons:
+        render_comparison(console, comparison)
+    for what, names in (("only in A (vanished in B)", vanished), ("only in B (new)", new)):
+        if names:
+            console.print(f"{what}: {printable(', '.join(names))}", markup=False)

@@ -1,0 +1,40 @@
+"""`rooflint explain` as the command line runs it: the typed numbers parsed and checked,
+the point judged against the cached calibration or the datasheet, then printed as text
+or JSON.
+
+Apart from explain.py, which judges a point for any caller: this is only what the
+`explain` command adds around it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from rooflint.analysis import calibration as calibrations
+from rooflint.commands.explain import explain as explain_point
+from rooflint.commands.streams import console, emit, fail
+from rooflint.common.units import parse_bytes, parse_count, parse_time
+from rooflint.formats.gpus import PRECISIONS, find_spec, load_specs
+from rooflint.output.roofs import render_explanation
+
+
+def explain_command(time: str, flops: str, bytes_: str, gpu: str,
+                    algorithmic_bytes: Optional[str], precision: str, as_json: bool,
+                    datasheet: bool) -> None:
+    """Explain the point as `rooflint explain` was asked, and print the verdict."""
+    if precision not in PRECISIONS:
+        fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    spec = find_spec(gpu, load_specs())
+    compulsory = parse_bytes(algorithmic_bytes) if algorithmic_bytes else None
+    if compulsory == 0:
+        fail(f"--algorithmic-bytes {algorithmic_bytes}: a kernel's compulsory bytes are more "
+             f"than 0 (it reads its inputs and writes its outputs); leave the option out to "
+             f"take --bytes")
+    calibration = None if datasheet else calibrations.find(spec.id)
+    explanation = explain_point(spec, parse_time(time), parse_count(flops), parse_bytes(bytes_),
+                                compulsory, precision, calibration)
+    if as_json:
+        emit(json.dumps(explanation.to_json(), indent=1))
+    else:
+        render_explanation(console, explanation)

@@ -1,0 +1,122 @@
+"""`rooflint gate` as the command line runs it: its files guarded, the current result read
+or measured, the baseline written or judged, the verdict printed and its reports written,
+and the exit code.
+
+Apart from gate.py, which is the gate's judgement alone (a baseline and a result in, a
+report out): this is only what the `gate` command adds around it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rooflint.commands.gate import evaluate, recheck as gate_recheck
+from rooflint.commands.guards import guard_outputs
+from rooflint.commands.run import RunOptions, run as run_families
+from rooflint.commands.sides import remeasure_against
+from rooflint.commands.streams import console, fail, say
+from rooflint.common.errors import RooflintError
+from rooflint.common.printable import printable
+from rooflint.formats import baseline as baselines
+from rooflint.formats.gate_outcomes import Report
+from rooflint.formats.jsonfile import append_text, write_text
+from rooflint.formats.results import read_result
+from rooflint.formats.thresholds import parse_fraction
+from rooflint.output import outputs
+from rooflint.output.gate_report import gate_junit, gate_markdown, render_gate
+from rooflint.output.live import RunDisplay
+
+
+def gate_command(baseline_path: Path, targets: list[str], current: Optional[Path],
+                 update: bool, max_slowdown: Optional[str], max_bytes_growth: Optional[str],
+                 max_flops_growth: Optional[str], gpu_mismatch: str, markdown: Optional[Path],
+                 junit: Optional[Path], counters: str, recheck: bool) -> None:
+    """Gate as `rooflint gate` was asked: exit 1 when the gate fails, 2 when a report
+    could not be written."""
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    summary_path = Path(step_summary) if step_summary else None
+    guard_gate_files(baseline_path, current, update, markdown, junit, summary_path)
+    if current and targets:
+        fail(f"--current {current} is judged instead of measuring, so TARGET "
+             f"{' '.join(targets)} would be ignored: drop the targets, or drop --current")
+    unjudged = [option for option, path in (("--markdown", markdown), ("--junit", junit)) if path]
+    if update and unjudged:
+        fail(f"--update writes the baseline and judges nothing: drop {' and '.join(unjudged)}")
+    overrides = {key: threshold(f"--{key.replace('_', '-')}", value) for key, value in (
+        ("max_slowdown", max_slowdown), ("max_bytes_growth", max_bytes_growth),
+        ("max_flops_growth", max_flops_growth)) if value is not None}
+    if current is None and not update and not baseline_path.exists():
+        fail(f"no baseline at {baseline_path}; make one with: rooflint gate --update "
+             f"--baseline {baseline_path}")
+    if current:
+        result = read_result(current)
+    else:
+        with RunDisplay(console, tables=False) as display:
+            result = run_families(RunOptions(targets=targets, variants=[], sizes={},
+                                             counters=counters), display.listener())
+    measured = baselines.from_result(result)
+    if update:
+        baselines.write(measured, baseline_path)
+        console.print(f"baseline written to {baseline_path}: {len(measured.entries)} variants "
+                      f"on {printable(measured.gpu)}, driver {printable(measured.driver)}",
+                      markup=False)
+        return
+    reference = baselines.read(baseline_path)
+    report = evaluate(reference, measured, overrides, gpu_mismatch)
+    if recheck:
+        report = gate_recheck(report, remeasure_against(reference, result))
+    render_gate(console, report)
+    written = write_gate_reports(report, markdown, junit, summary_path)
+    if not report.passed:
+        raise typer.Exit(1)
+    if not written:
+        raise typer.Exit(2)
+
+
+def guard_gate_files(baseline: Path, current: Path | None, update: bool, markdown: Path | None,
+                     junit: Path | None, step_summary: Path | None) -> None:
+    """The gate's files, guarded: with --update it writes the baseline (from --current, if
+    given); otherwise it reads the baseline (and --current) and writes the reports. With
+    --current, a report that cannot be written is said after the verdict; measuring takes
+    minutes, so then every path must work first."""
+    read = [outputs.Named("--current", current)] if current else []
+    if update:
+        written = [outputs.Output("--baseline", baseline, outputs.BASELINE)]
+    else:
+        read.append(outputs.Named("--baseline", baseline))
+        written = [outputs.Output(option, path, kind) for option, path, kind in (
+            ("--markdown", markdown, outputs.GATE_SUMMARY), ("--junit", junit, outputs.JUNIT),
+            ("GITHUB_STEP_SUMMARY", step_summary, None)) if path]
+    guard_outputs(written, read, writable=current is None)
+
+
+def threshold(option: str, value: str) -> float:
+    """A gate threshold typed on the command line (``--max-slowdown 5%``) as a fraction;
+    an error names the option."""
+    try:
+        return parse_fraction(value)
+    except RooflintError as exc:
+        raise RooflintError(f"{option} {exc}") from None
+
+
+def write_gate_reports(report: Report, markdown: Path | None, junit: Path | None,
+                       step_summary: Path | None) -> bool:
+    """Write every report the gate was asked for, after its verdict is on the screen; one
+    that cannot be written is one line on stderr, and neither stops the others nor hides
+    the verdict. False if any failed."""
+    summary = gate_markdown(report)
+    writes = [(write_text, summary, markdown), (append_text, summary, step_summary),
+              (write_text, gate_junit(report), junit)]
+    written = True
+    for write, text, path in writes:
+        try:
+            if path:
+                write(text, path)
+        except RooflintError as exc:
+            say(str(exc))
+            written = False
+    return written

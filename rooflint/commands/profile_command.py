@@ -1,0 +1,64 @@
+"""`rooflint profile` as the command line runs it: its options checked, the program
+profiled with SIGTERM taken as Ctrl-C, then the result printed, written and drawn, and
+what a stopped pass 2 leaves said.
+
+Apart from profile.py, which profiles a program for any caller: this is only what the
+`profile` command adds around it.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+from typing import Optional
+
+from rooflint.commands.guards import check_outputs
+from rooflint.commands.profile import ProfileOptions, profile_program
+from rooflint.commands.streams import console, fail, say
+from rooflint.formats.results import write_result
+from rooflint.output.tables import render_run
+
+
+def profile_command(command: list[str], top: Optional[int], coverage: float,
+                    nvtx: Optional[str], kernel: Optional[str], skip: int, gpu: Optional[str],
+                    json_path: Optional[Path], svg: Optional[Path], logs: Optional[Path],
+                    model: Optional[Path]) -> None:
+    """Profile ``command`` as `rooflint profile` was asked; exit 2 (130 if interrupted)
+    when pass 2 stopped, after what pass 1 measured is printed and written."""
+    if kernel:
+        try:
+            re.compile(kernel)
+        except re.error as exc:
+            fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
+    if logs and not logs.is_dir():
+        fail(f"--logs {logs}: no such directory")
+    check_outputs(json_path, picture=svg, logs=logs, model=model)
+    terminate = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result, stopped = profile_program(
+            ProfileOptions(command=command, coverage=coverage, top=top, nvtx=nvtx,
+                           kernel=kernel, skip=skip, gpu=gpu, logs=str(logs) if logs else None,
+                           model=str(model) if model else None), say)
+    finally:
+        signal.signal(signal.SIGTERM, terminate)
+    render_run(console, result)
+    if json_path:
+        write_result(result, json_path)
+        console.print(f"result written to {json_path}", markup=False)
+    if svg and not stopped:
+        from rooflint.output import plotting    # matplotlib, only for --svg
+        plotting.save(plotting.figure([result]), svg)
+        console.print(f"roofline drawn to {svg}", markup=False)
+    if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
+        kept = f"{json_path} keeps" if json_path else "the table shows"
+        fail(f"{stopped.why}; {kept} pass 1's kernel times, without counters"
+             + (f" (no roofline to draw in {svg})" if svg else ""),
+             130 if stopped.interrupted else 2)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM while a program is profiled (``timeout``, a batch scheduler's limit) is
+    handled as Ctrl-C is: pass 1's times are kept, and pass 2's early-started program, in
+    a session of its own that the signal does not reach, is stopped, not left waiting."""
+    raise KeyboardInterrupt

@@ -1,0 +1,82 @@
+"""`rooflint run` as the command line runs it: its options checked, the lanes run under
+the live display, then the result written, printed and drawn, and the exit code.
+
+Apart from run.py, which runs lanes and workers for run, gate and compare alike: this is
+only what the `run` command adds around them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from rooflint.commands.guards import check_outputs
+from rooflint.commands.run import RunOptions, check_inputs, parse_sizes, run as run_families
+from rooflint.commands.streams import console, emit, errors, fail
+from rooflint.measure import runner
+from rooflint.measure.devices import device_indices, parse_devices, visible_devices
+
+STDOUT = Path("-")  # `--json -`: the result document goes to standard output
+
+
+def run_command(target: Optional[str], variants: list[str], size: list[str],
+                gpu: Optional[str], cache: str, json_path: Optional[Path],
+                svg: Optional[Path], timeout: float, counters: str, timings: bool,
+                devices: Optional[str], gpm: bool, source: bool) -> None:
+    """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
+    to_stdout = json_path == STDOUT
+    if source and counters == "off":
+        fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
+    check_outputs(None if to_stdout else json_path, picture=svg)
+    if devices is not None:
+        device_indices(devices)    # nonsense is refused before any GPU is counted
+    chosen = parse_devices(devices, visible_devices()) if devices is not None else None
+    options = RunOptions(targets=[target] if target else [], variants=variants,
+                         sizes=parse_sizes(size), gpu=gpu, cache=cache,
+                         timeout_s=timeout, json_path=None if to_stdout else json_path,
+                         counters=counters, devices=chosen, gpm=gpm, source=source)
+    manifests = check_inputs(options)   # every input mistake, before any worker starts
+    pools = runner.timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
+    try:
+        # here, not at the top: loaded while the pools above start
+        from rooflint.output.live import RunDisplay
+        screen = errors if to_stdout else console
+        display = RunDisplay(screen, tables=True)
+        try:
+            with display:
+                result = run_families(options, display.listener(), pools, manifests)
+        except KeyboardInterrupt:
+            fail(interrupted_run(display.done, display.timed, options.json_path), 130)
+    finally:
+        for pool in pools:   # already closed by the run, unless it never began
+            pool.kill()
+    if timings:
+        # here, not at the top: like RunDisplay, loaded once the pools are starting
+        from rooflint.output.tables import render_timings
+        render_timings(screen, result)
+    if to_stdout:
+        emit(json.dumps(result.to_json(), indent=1))
+    elif json_path:
+        screen.print(f"result written to {json_path}", markup=False)
+    if svg:
+        from rooflint.output import plotting    # matplotlib, only for --svg
+        plotting.save(plotting.figure([result]), svg)
+        screen.print(f"roofline drawn to {svg}", markup=False)
+    if any(v.status in ("fail", "error") for f in result.families for v in f.variants):
+        raise typer.Exit(1)
+
+
+def interrupted_run(done: list[str], timed: list[str], json_path: Optional[Path]) -> str:
+    """What an interrupted run leaves: the families already in the result file, if any
+    (those timed but not yet profiled, with their timings and model bytes)."""
+    if json_path and timed:
+        partial = [name for name in timed if name not in done]
+        kept = [", ".join(done)] if done else []
+        kept += [f"{', '.join(partial)} timed only (counters not taken)"] if partial else []
+        return f"interrupted; {json_path} keeps {'; '.join(kept)}"
+    if json_path:
+        return f"interrupted before a family finished; {json_path} not written"
+    return "interrupted; nothing written"

@@ -1,0 +1,100 @@
+"""The command line's doors to the terminal, shared by every command: standard output
+guarded, an error as one line on stderr, and the exit codes that go with them.
+
+Apart from cli.py so that each command's module (run_command, gate_command, ...) prints
+and fails the same way without importing the typer app that calls it.
+Exit codes: 0 ok, 1 a correctness failure, 2 usage or environment error (bad input,
+no GPU), 130 interrupted, 141 a reader that stopped reading.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import sys
+
+import typer
+from rich.console import Console
+
+from rooflint.common.errors import RooflintError
+from rooflint.common.printable import printable
+
+console = Console()
+errors = Console(stderr=True)
+
+SIGPIPE_STATUS = 141    # 128 + SIGPIPE, as a shell reports `yes | head`
+
+
+class GuardedOutput:
+    """Standard output whose failure is a RooflintError, so `rooflint specs > /dev/full` is
+    one line and exit 2 like any other unwritable output. A reader that stopped reading
+    (`rooflint show r.json | head`) is not an error: rooflint stops quietly with the
+    status a shell gives a program ended by SIGPIPE. Once it has failed, the descriptor
+    is pointed at /dev/null: the interpreter's last flush of what is still buffered then
+    has nowhere to fail."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush)
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except OSError as exc:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), self._stream.fileno())
+            if exc.errno == errno.EPIPE:
+                raise typer.Exit(SIGPIPE_STATUS) from None
+            raise RooflintError(f"cannot write to standard output: "
+                                f"{exc.strerror or exc}") from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def emit(text: str) -> None:
+    """A line of plain output (JSON, the version) on standard output, flushed now so a
+    full disk or a closed pipe is reported by GuardedOutput, not lost at exit."""
+    out = sys.stdout if isinstance(sys.stdout, GuardedOutput) else GuardedOutput(sys.stdout)
+    out.write(text + "\n")
+    out.flush()
+
+
+def say(message: str) -> None:
+    """One line on stderr, as every rooflint error is printed: the one door for errors, so
+    the names from files that messages quote are made printable here (an escape sequence
+    in a variant's name would otherwise drive the terminal, a newline split the line)."""
+    errors.print(f"rooflint: {printable(message)}", markup=False, highlight=False,
+                 soft_wrap=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    say(message)
+    raise typer.Exit(code)
+
+
+def one_line_errors(command):
+    """User errors become one line on stderr and exit code 2, never a traceback; Ctrl-C
+    becomes one line and exit code 130."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except KeyboardInterrupt:
+            fail("interrupted; nothing written", 130)
+        except RooflintError as exc:
+            fail(str(exc))
+        except Exception as exc:
+            if os.environ.get("ROOFLINT_DEBUG"):
+                raise
+            fail(f"internal error: {type(exc).__name__}: {exc} "
+                 "(set ROOFLINT_DEBUG=1 for the traceback)")
+    return wrapper
