@@ -20,15 +20,11 @@ from dataclasses import dataclass, field, replace
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.counters import Counters
 from rooflint.common.units import format_time
+from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME as NAME
 from rooflint.formats.results import TimeStats
 from rooflint.formats.trace_events import Launch, Origin, origins, tensor_precisions
 
 DEFAULT_COVERAGE = 0.90
-# The columns of Nsight Compute's rows a kernel is named, shaped and timed by.
-NAME = "Kernel Name"
-GRID = "Grid Size"
-BLOCK = "Block Size"
-DURATION = "gpu__time_duration.sum"
 
 # Who wrote a kernel, from its name: (pattern, plain words). First match wins, so the
 # specific patterns come before PyTorch's generic element-wise kernels that wrap them.

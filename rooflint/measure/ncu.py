@@ -30,8 +30,9 @@ from pathlib import Path
 
 from rooflint.analysis.causes import STALL_REASONS
 from rooflint.analysis.counters import Counters
-from rooflint.common.errors import RooflintError
 from rooflint.analysis.sourcelines import SourceLine, SourceProfile, profile_of
+from rooflint.common.errors import RooflintError
+from rooflint.formats.ncu_log import DURATION, ID, KERNEL_NAME
 
 VARIANT_RANGE = "rooflint-variant"    # the NVTX range around a variant's profiled run
 _RANGE_INDEX = re.compile(rf"{VARIANT_RANGE}/(\d+)")
@@ -52,7 +53,6 @@ TENSOR_FLOPS = {
     "int8-tensor": "sm__ops_path_tensor_src_int8.sum",
     "fp64-tensor": "sm__ops_path_tensor_src_fp64.sum",
 }
-DURATION = "gpu__time_duration.sum"
 DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 L2_BYTES, L1_BYTES = "lts__t_bytes.sum", "l1tex__t_bytes.sum"
 LOCAL_BYTES = ("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
@@ -182,7 +182,7 @@ def read_source_report(report: Path) -> dict[int, SourceProfile]:
     """Each profiled variant's source lines, by its NVTX range index: the raw page says
     which launches (by ID) ran in which range, each launch's source page gives its lines."""
     rows = parse_rows(_imported(report, "--page", "raw"))
-    launches = {index: [int(row["ID"]) for row in group]
+    launches = {index: [int(row[ID]) for row in group]
                 for index, group in split_by_variant(rows).items()}
     ids = [launch for group in launches.values() for launch in group]
     with ThreadPoolExecutor(IMPORTS_AT_ONCE) as pool:
@@ -278,13 +278,13 @@ def _number(text: str) -> float | str:
 def parse_rows(text: str) -> list[dict[str, float | str]]:
     """Kernel rows of an ``ncu --csv --page raw`` log (profiler messages and units skipped)."""
     lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    start = next((i for i, line in enumerate(lines) if line.startswith(f'"{ID}"')), None)
     if start is None:
         return []
     reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
-    return [{key: _number(value) if key != "Kernel Name" else value
+    return [{key: _number(value) if key != KERNEL_NAME else value
              for key, value in row.items()}
-            for row in reader if row.get("ID") not in (None, "")]
+            for row in reader if row.get(ID) not in (None, "")]
 
 
 def variant_range(index: int) -> str:
@@ -332,7 +332,7 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
               if all(metric in r for r in rows)}
     largest = max(rows, key=lambda r: r[GRID_SIZE])
     return Counters(
-        kernels=[str(r["Kernel Name"]) for r in rows],
+        kernels=[str(r[KERNEL_NAME]) for r in rows],
         duration_s=total(DURATION) * 1e-9,
         dram_read=total(DRAM_READ),
         dram_write=total(DRAM_WRITE),

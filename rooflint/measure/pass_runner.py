@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from rooflint.common.errors import RooflintError
+from rooflint.formats.ncu_log import PROCESS
 from rooflint.measure import ncu
 
 
@@ -146,4 +147,4 @@ def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
 
 def processes_in(rows: list[dict]) -> int:
     """How many processes launched the kernels of an ncu log."""
-    return len({row.get("Process ID") for row in rows})
+    return len({row.get(PROCESS) for row in rows})

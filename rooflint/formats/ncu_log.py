@@ -1,0 +1,10 @@
+"""The columns of Nsight Compute's raw CSV page (``--csv --page raw``) that rooflint reads
+by name, written once for the code that runs ncu (measure/ncu.py, measure/pass_runner.py)
+and the analysis that reads its rows without a GPU (analysis/program_kernels.py)."""
+
+ID = "ID"                              # the launch's number in the session
+KERNEL_NAME = "Kernel Name"            # demangled or not, as --kernel-name-base asked
+GRID = "Grid Size"                     # "(1056, 1, 1)"
+BLOCK = "Block Size"
+PROCESS = "Process ID"
+DURATION = "gpu__time_duration.sum"    # the launch's GPU time, ns (the one metric every log has)
