@@ -8,6 +8,7 @@ waiting."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 
@@ -83,13 +84,35 @@ def test_the_early_start_is_sound_only_for_one_process_that_waited(tmp_path):
     assert pass_runner.processes_in(rows) == 1
     assert pass_runner.processes_in([*rows[:-1], {**rows[-1], "Process ID": 4242}]) == 2
     output = tmp_path / "output.txt"
-    waiting = early_start.Waiting(process=None, port=0, output=output)
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    waiting = early_start.Waiting(process=exited, port=0, output=output)
     output.write_text("==PROF== Waiting for profiler to attach on ports 1-2\n")
     assert early_start.alone(waiting, pass_runner.Pass(log, 1.0, processes=1))
     assert not early_start.alone(waiting, pass_runner.Pass(log, 1.0, processes=2))
     assert not early_start.alone(waiting, pass_runner.Pass("{}", 1.0, timer=pass_runner.Timer.torch, processes=0))
-    output.write_text("")                               # never reached a CUDA call
+    output.write_text("")                      # never reached a CUDA call, and exited
     assert not early_start.alone(waiting, pass_runner.Pass(log, 1.0, processes=1))
+
+
+def test_a_pass_one_faster_than_the_early_starts_start_waits_for_it(tmp_path):
+    """A pass 1 that ends before ncu has said the early-started program waits (a short
+    program, a loaded machine: seen in CI) waits for the line, instead of timing the
+    program again alone."""
+    import threading
+    from rooflint.measure import early_start, pass_runner
+    output = tmp_path / "output.txt"
+    output.write_text("")
+    with subprocess.Popen(["sleep", "30"]) as running:
+        waiting = early_start.Waiting(process=running, port=0, output=output)
+        later = threading.Timer(0.3, output.write_text,
+                                ["==PROF== Waiting for profiler to attach on ports 1-2\n"])
+        later.start()
+        try:
+            assert early_start.alone(waiting, pass_runner.Pass("", 1.0, processes=1))
+        finally:
+            later.join()
+            running.kill()
 
 
 def test_a_program_failing_in_pass_one_says_why_in_its_own_words(fake_ncu):

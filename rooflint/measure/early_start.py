@@ -1,8 +1,8 @@
 """Pass 2's program started while pass 1 runs, to save its start-up time.
 
 Pass 2's program is started while pass 1 runs, under ``ncu --mode launch`` and for its
-own process only: it gets through its start-up (for a PyTorch program, most of its wall
-time) and waits at its first CUDA call, before touching the GPU, until pass 1 is done
+own process only: it gets through its start-up (a PyTorch program's imports and
+set-up before its first CUDA call) and waits at its first CUDA call, before touching the GPU, until pass 1 is done
 and ``ncu --mode attach`` profiles it (program.py's pass 2 by attaching). That is sound
 when the program's kernels all run in that one process, which pass 1 shows (``alone``);
 otherwise (a shell script around the real program, workers that launch kernels) a child
@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,11 +66,26 @@ def started_early(command: list[str]) -> Iterator[Waiting]:
             stop(process)
 
 
+# How long the end of pass 1 waits for the early-started program to say it waits. ncu
+# says so as the program starts (0.2 s on an H200), so only a pass 1 faster than that
+# start waits at all, and a program that has exited is not waited for.
+WAIT_FOR_LINE_S = 5.0
+
+
 def alone(waiting: Waiting, first: Pass) -> bool:
     """Whether the early start was sound: the waiting program reached its first CUDA call
     (so it ran nothing on the GPU), and pass 1 saw every kernel launched by one process."""
-    suspended = WAITING_LINE in waiting.output.read_text(errors="replace")
-    return suspended and first.processes == 1
+    return first.processes == 1 and _says_it_waits(waiting)
+
+
+def _says_it_waits(waiting: Waiting) -> bool:
+    """Whether ncu has said the program waits for the profiler, within WAIT_FOR_LINE_S."""
+    deadline = time.monotonic() + WAIT_FOR_LINE_S
+    while WAITING_LINE not in waiting.output.read_text(errors="replace"):
+        if waiting.process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _free_ports() -> int:
