@@ -289,6 +289,12 @@ def test_the_steps_kernels_need_the_bf16_and_tf32_tensor_flops_only(lined):
 def kernel_launch(operator: str | None, types: list | None, dims: list | None = None) -> Launch:
     """A launch attributed from a one-operator trace, as launches() reads it."""
     args = {} if types is None else {"Input type": types, "Input Dims": dims or [[4]] * len(types)}
+    return launch_under(operator, args)
+
+
+def launch_under(operator: str | None, args: dict) -> Launch:
+    """The one kernel of a trace whose launch call sits inside ``operator`` (none: no
+    operator) recorded with ``args``."""
     events = [{"ph": "X", "cat": "cpu_op", "name": operator or "", "pid": 1, "tid": 1,
                "ts": 0.0, "dur": 10.0, "args": args},
               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
@@ -322,3 +328,22 @@ def test_a_kernel_no_aten_operator_launched_can_have_run_any_precision():
 def test_zero_dimensional_inputs_and_scalars_feed_no_tensor_core():
     launch = kernel_launch("aten::mul", ["float", "double", "Scalar"], [[8, 8], [], []])
     assert launch.dtypes == ("float",) and launch.tensor_precisions == {"tf32-tensor"}
+
+
+@pytest.mark.parametrize("args", [
+    {"Input type": "c10::Half"},                                  # not a list
+    {"Input type": ["c10::Half", 7, None, ""], "Input Dims": [[4], [4], [4], [4]]},
+    {"Input type": ["c10::Half"], "Input Dims": "[[4]]"},          # dims not a list
+    {"Input type": ["c10::Half", "float"], "Input Dims": [[4]]},   # dims of another length
+], ids=["types-string", "odd-entries", "dims-string", "dims-short"])
+def test_a_malformed_operator_record_reads_as_what_it_can_say(args):
+    """A trace is a file the user hands over: input types that are not a list of names say
+    nothing (every precision is read); odd entries are skipped; dims that do not line up
+    with the types are not trusted to rule any input out."""
+    types = args["Input type"]
+    launch = launch_under("aten::mm", args)
+    if not isinstance(types, list):
+        assert launch.tensor_precisions is None
+    else:
+        assert launch.tensor_precisions == {TENSOR_PRECISION_OF_DTYPE[t] for t in types
+                                            if isinstance(t, str) and t}

@@ -19,7 +19,7 @@ Pure: a parsed document in, launches out.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -227,9 +227,9 @@ class _Scopes:
     def _forward_of(self, node: dict) -> dict | None:
         """The forward operator an autograd node differentiates: the last one before it
         with its sequence number."""
-        before = [e for e in self.forward.get((node.get("args") or {}).get("Sequence number"), [])
-                  if e["ts"] < node["ts"]]
-        return before[-1] if before else None
+        carriers = self.forward.get((node.get("args") or {}).get("Sequence number"), [])
+        before = bisect_left([e["ts"] for e in carriers], node["ts"])
+        return carriers[before - 1] if before else None
 
     def _line_at(self, thread: tuple[Any, Any], moment: float) -> str | None:
         """The program's line around ``moment``: the innermost line range; inside a
