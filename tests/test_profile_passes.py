@@ -37,6 +37,8 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
         in selection and "vectorized_layer_norm_kernel" in selection
     doc = json.loads(out.read_text())
     assert doc["settings"]["pass2_started_early"] is True
+    # what ncu was asked for is kept, so the same launches can be profiled again
+    assert f"regex:{doc['settings']['pass2_kernel_filter']}" == selection
     assert pass2[pass2.index("--filter-mode") + 1] == "per-launch-config"
     assert pass2[pass2.index("--launch-count") + 1] == "1"       # one launch of each shape
     assert "--launch-skip" not in pass2 and "--launch-skip-before-match" not in pass2

@@ -38,9 +38,15 @@ AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
 # are operators of their own), so the tensor-core precisions they can run are these, by the
 # dtype names the profiler writes in an operator's "Input type" (record_shapes). Pass 2
 # reads the tensor FLOPs of only the precisions its kernels' operators name: each costs up
-# to three replay passes of every profiled launch. Any other operator (a custom op, a
-# compiled region) may run anything.
+# to three replay passes of every profiled launch. Only the operators that can reach a
+# tensor core name one, their first tensor input's: products, convolutions, attention
+# and recurrent cells (an element-wise add of fp32 tensors runs no TF32 MMA; an attention
+# backward's fp32 log-sum-exp input is not what its MMAs take; a tensor pipe busy where no
+# FLOPs were read shows in ncu.TENSOR_PIPE). Any other operator (a custom op, a compiled
+# region) may run anything.
 ATEN = "aten::"
+TENSOR_CORE_OPERATOR = re.compile(r"mm|matmul|linear|einsum|tensordot|conv|attention|rnn"
+                                  r"|lstm|gru")
 TENSOR_PRECISION_OF_DTYPE = {
     "c10::Half": "fp16-tensor", "c10::BFloat16": "bf16-tensor", "float": "tf32-tensor",
     "double": "fp64-tensor", "signed char": "int8-tensor", "unsigned char": "int8-tensor",
@@ -70,8 +76,10 @@ class Launch:
         """The tensor-core precisions its kernel can have run; None: any."""
         if self.dtypes is None:
             return None
-        return frozenset(TENSOR_PRECISION_OF_DTYPE[t] for t in self.dtypes
-                         if t in TENSOR_PRECISION_OF_DTYPE)
+        if not TENSOR_CORE_OPERATOR.search(self.operator or ""):
+            return frozenset()
+        first = next((t for t in self.dtypes if t in TENSOR_PRECISION_OF_DTYPE), None)
+        return frozenset([TENSOR_PRECISION_OF_DTYPE[first]] if first else [])
 
 
 def tensor_precisions(launches: Iterable[Launch]) -> frozenset[str] | None:
