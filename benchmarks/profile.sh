@@ -23,7 +23,7 @@ profile() {   # NAME ARGS...: the plain program, then rooflint profile of it
 train() {
 profile train-eager python3 examples/apps/train_step.py
 kernels=$(python3 -c "import json; print(json.load(open('$out/$tag-profile-train-eager.json'))['settings']['pass2_kernel_filter'])")
-timed full-set-train-eager ncu --clock-control none --set full --filter-mode per-launch-config --launch-count 1 -k "regex:$kernels" --log-file $out/logs/full-set.txt python3 examples/apps/train_step.py > /dev/null 2>&1
+timed full-set-train-eager ncu --clock-control none --set full --kernel-name-base demangled --filter-mode per-launch-config --launch-count 1 -k "regex:$kernels" --log-file $out/logs/full-set.txt python3 examples/apps/train_step.py > /dev/null 2>&1
 grep -c "Section: Launch Statistics" $out/logs/full-set.txt | sed 's/^/full-set launches: /'
 profile train-compiled python3 examples/apps/train_step.py --compile
 }

@@ -265,96 +265,21 @@ def test_a_profile_plot_sizes_dots_by_time_share(h200_result):
     assert sizes[gemm] == max(sizes.values())
 
 
-def _pass2_pattern(selectors: list) -> str:
-    from rooflint.measure import program as passes
-    args = passes._selection(passes.Filters(), selectors)
-    return args[args.index("-k") + 1].removeprefix("regex:")
-
-
-def test_pass_two_selects_the_chosen_kernels_and_not_a_kernel_whose_name_holds_one():
-    """The regular expression ncu's -k gets matches each chosen kernel's name as ncu
+def test_pass_two_selects_the_chosen_kernels_by_their_functions_names():
+    """The regular expression ncu's -k gets: it matches each chosen kernel's name as ncu
     writes it (namespaces, templates, parameters around the function's name), and not a
-    kernel whose name merely contains another's function."""
+    kernel whose name merely contains another's."""
+    from rooflint.measure import program as passes
     kernels = program_kernels.kernel_times(H200_PASS1)
-    pattern = _pass2_pattern(program_kernels.selectors(kernels[:3], kernels))
+    functions = sorted({program_kernels.function_name(k.kernel) for k in kernels[:3]})
+    args = passes._selection(passes.Filters(), functions)
+    pattern = args[args.index("-k") + 1].removeprefix("regex:")
     for k in kernels[:3]:
         assert re.search(pattern, k.kernel), k.kernel
     assert program_kernels.function_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward"
                              "<8, float>(float*, int)") == "cunn_SoftMaxForward"
-    layer_norm = _pass2_pattern([program_kernels.Selector("vectorized_layer_norm_kernel")])
-    assert not re.search(layer_norm, "void my_vectorized_layer_norm_kernel_v2<4>(float*)")
-
-
-STEP_NAMES = json.loads((REPO / "tests/fixtures/trace/h200-step-kernel-names.json").read_text())
-
-
-def _ncu_rows_of_the_step() -> list[dict]:
-    return [{"Kernel Name": n, "Grid Size": g, "Block Size": b}
-            for n, g, b in STEP_NAMES["pass2_by_function"]]
-
-
-def test_template_words_are_the_same_from_either_demangler():
-    """The same 38 kernels of a training step as PyTorch's profiler names them and as
-    Nsight Compute does (lambdas, T1 placeholders, dropped namespaces): the words pass 2
-    selects by are the same, so a word taken from pass 1 is found in pass 2's name."""
-    ncu_names = {program_kernels.identity(r): r["Kernel Name"] for r in _ncu_rows_of_the_step()}
-    pairs = [(name, ncu_names[(program_kernels.name_key(name), grid, block)])
-             for name, grid, block in STEP_NAMES["chosen"]
-             if (program_kernels.name_key(name), grid, block) in ncu_names]
-    assert len(pairs) == 38
-    assert sum(bool(program_kernels.template_words(a)) for a, _ in pairs) >= 15
-    for pytorch, ncu in pairs:
-        assert program_kernels.template_words(pytorch) == program_kernels.template_words(ncu)
-
-
-def test_selectors_keep_every_chosen_kernel_and_leave_out_functors_nobody_chose():
-    """On a training step's recorded names: selected by function name alone, ncu profiled
-    67 launch configurations; the selectors (words of the template arguments that tell
-    the chosen functor apart) match every chosen kernel's launches and leave out the
-    element-wise kernels of functors nobody chose (the same functor at other grids stays:
-    ncu cannot tell grids apart before a launch). On the H200 itself, 56 were profiled."""
-    rows = _ncu_rows_of_the_step()
-    chosen = [program_kernels.KernelTime(n, g, [1.0], block=b) for n, g, b in STEP_NAMES["chosen"]]
-    others = [program_kernels.KernelTime(r["Kernel Name"], r["Grid Size"], [0.1],
-                                         block=r["Block Size"]) for r in rows]
-    found = {k.identity for k in chosen}
-    pattern = _pass2_pattern(program_kernels.selectors(chosen, chosen + others))
-    kept = [r for r in rows if re.search(pattern, r["Kernel Name"])]
-    assert {program_kernels.identity(r) for r in rows} & found \
-        <= {program_kernels.identity(r) for r in kept}
-    assert len(rows) == 67 and len(kept) == 60
-    assert any(s.words for s in program_kernels.selectors(chosen, chosen + others))
-
-
-@pytest.mark.parametrize("pytorch, words", [
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
-     "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-     ["FillFunctor", "float", "array", "char"]),
-    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
-     "at::native::NormTwoOps<float, float, float>, unsigned int, float, 4, 4> >"
-     "(at::native::ReduceOp<float, at::native::NormTwoOps<float, float, float>, unsigned int, "
-     "float, 4, 4>)", ["ReduceOp", "float", "NormTwoOps", "int"]),
-    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", []),
-    ("void k<4u, true, (NormType)1>(float*)", []),
-])
-def test_template_words_are_names_of_the_kernels_own_template_arguments(pytorch, words):
-    assert program_kernels.template_words(pytorch) == words
-
-
-def test_a_selector_takes_the_word_that_tells_its_kernel_apart():
-    """Of three element-wise kernels, the fill is told by its functor alone, the bf16 add
-    by its element type alone; the float add needs both its functor and its type; a
-    kernel alone in its function needs no word."""
-    fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int)"
-    add = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(int)"
-    add16 = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul> >(int)"
-    norm = "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float, false>(int)"
-    kernels = [program_kernels.KernelTime(n, "(1, 1, 1)", [1.0]) for n in (fill, add, add16, norm)]
-    assert [str(s) for s in program_kernels.selectors(kernels, kernels)] == [
-        "vectorized_elementwise_kernel<…BFloat16…>",
-        "vectorized_elementwise_kernel<…CUDAFunctor_add…float…>",
-        "vectorized_elementwise_kernel<…FillFunctor…>",
-        "vectorized_layer_norm_kernel"]
+    layer_norm = passes._selection(passes.Filters(), ["vectorized_layer_norm_kernel"])[-1]
+    assert not re.search(layer_norm.removeprefix("regex:"), "void my_vectorized_layer_norm_kernel_v2<4>(float*)")
 
 
 @pytest.mark.parametrize("columns", [100, 140])

@@ -279,7 +279,7 @@ def test_the_steps_kernels_need_the_bf16_tensor_flops_only(lined):
     """Its GEMMs and attention run under bf16 autocast; its fp32 operators (layer norms,
     the loss, the optimizer) reach no tensor core, so TF32's FLOPs are not read."""
     kernels = program_kernels.kernel_times_from_trace(lined)
-    choice = app.pass2_choice(program_kernels.choose(kernels, 0.9, None), kernels)
+    choice = app.pass2_choice(program_kernels.choose(kernels, 0.9, None))
     assert choice.tensor_precisions == {"bf16-tensor"}
     read = set(choice.metrics)
     assert {ncu.TENSOR_FLOPS["bf16-tensor"], ncu.HMMA, ncu.GMMA} <= read
@@ -313,7 +313,7 @@ def test_every_tensor_dtype_names_a_precision_ncu_counts(dtype, precision):
     assert precision in ncu.TENSOR_FLOPS
     launch = kernel_launch("aten::mm", [dtype, dtype])
     assert launch.tensor_precisions == {precision}
-    assert Choice([], launch.tensor_precisions).metrics == ncu.metrics_for([precision])
+    assert Choice(["k"], launch.tensor_precisions).metrics == ncu.metrics_for([precision])
 
 
 def test_a_kernel_no_aten_operator_launched_can_have_run_any_precision():
@@ -324,7 +324,7 @@ def test_a_kernel_no_aten_operator_launched_can_have_run_any_precision():
     known = kernel_launch("aten::mm", ["c10::Half", "c10::Half"])
     assert tensor_precisions([known]) == {"fp16-tensor"}
     assert tensor_precisions([known, unknown[0]]) is None
-    assert Choice([], None).metrics == ncu.METRICS
+    assert Choice(["k"], None).metrics == ncu.METRICS
 
 
 def test_zero_dimensional_inputs_and_scalars_feed_no_tensor_core():

@@ -180,87 +180,13 @@ def launches_by_identity(chosen: list[KernelTime], rows: list[dict],
 
 
 def function_name(kernel: str) -> str:
-    """The kernel's function, without namespaces, template arguments or parameters."""
+    """The kernel's function, without namespaces, template arguments or parameters:
+    what pass 2 selects its launches by. Narrower selections lose kernels to Nsight
+    Compute: words of the template arguments as well (the training step's 67 launch shapes
+    down to 56) left out the cuBLAS GEMMs launched after the element-wise kernels no
+    longer selected, on an H200, every time, though the expression matched their names;
+    function names alone lose none."""
     return name_key(kernel).split(" ", 1)[0]
-
-
-@dataclass(frozen=True)
-class Selector:
-    """The launches pass 2 asks Nsight Compute for, for one chosen kernel: those of its
-    function whose template arguments hold ``words``, in order. PyTorch's element-wise,
-    reduction and multi-tensor kernels are each one function over many functors: by the
-    function alone, ncu profiles every launch configuration of every functor (the
-    training step's 40 chosen kernels came to 68 configurations, 44 with the words)."""
-
-    function: str
-    words: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        return f"{self.function}<{'…'.join(('', *self.words, ''))}>" if self.words \
-            else self.function
-
-
-WORDS_PER_SELECTOR = 2     # enough to tell a functor and its element type apart
-
-
-def selectors(chosen: list[KernelTime], timed: list[KernelTime]) -> list[Selector]:
-    """One Selector per chosen kernel, its words the fewest (up to WORDS_PER_SELECTOR) of
-    its template words that leave out most of pass 1's other kernels of its function.
-    Words only narrow what ncu profiles; the launches are matched by identity after."""
-    names: dict[str, set[str]] = {}
-    for k in timed:
-        names.setdefault(function_name(k.kernel), set()).add(k.kernel)
-    found = set()
-    for k in chosen:
-        function = function_name(k.kernel)
-        others = [template_words(n) for n in names.get(function, ())
-                  if name_key(n) != name_key(k.kernel)]
-        found.add(Selector(function, tuple(_telling_words(template_words(k.kernel), others))))
-    return sorted(found, key=lambda s: (s.function, s.words))
-
-
-def _telling_words(mine: list[str], others: list[list[str]]) -> list[str]:
-    """Greedily, the word of ``mine`` (after those taken) that the fewest ``others`` still
-    hold in order, while one leaves any out."""
-    taken: list[str] = []
-    while len(taken) < WORDS_PER_SELECTOR:
-        rivals = [o for o in others if _holds_in_order(o, taken)]
-        later = mine[mine.index(taken[-1]) + 1:] if taken else mine
-        if not rivals or not later:
-            break
-        best = min(later, key=lambda w: sum(_holds_in_order(o, [*taken, w]) for o in rivals))
-        if all(_holds_in_order(o, [*taken, best]) for o in rivals):
-            break
-        taken.append(best)
-    return taken
-
-
-def _holds_in_order(words: list[str], wanted: list[str]) -> bool:
-    remaining = iter(words)
-    return all(w in remaining for w in wanted)
-
-
-# Words of a template argument list that say nothing of the kernel, or that one demangler
-# writes and the other not.
-_NOT_TELLING = _DEMANGLER_WORDS | {"operator", "lambda", "false", "true"}
-
-
-def template_words(kernel: str) -> list[str]:
-    """The names among a kernel's own template arguments, in order, once each, as both
-    demanglers write them: none inside parentheses, brackets or braces (parameter lists,
-    lambdas and casts, where Nsight Compute writes ``T1`` for a type the C++ runtime
-    spells out), no namespaces, no placeholders."""
-    head = _without_parameters(kernel)
-    opening = re.search(rf"(^|[\s:]){re.escape(function_name(kernel))}<", head)
-    if not opening:
-        return []
-    depth, kept = 0, []
-    for char in head[opening.end():]:
-        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
-        kept.append(char if depth == 0 and char not in ")]}" else " ")
-    words = re.findall(r"(?<!\w)[A-Za-z_]\w*(?:::)?", "".join(kept))
-    return list(dict.fromkeys(w for w in words if not w.endswith("::")
-                              and w not in _NOT_TELLING and not re.fullmatch(r"T\d+", w)))
 
 
 def _loosely(key: Identity) -> Identity:

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rooflint.analysis.program_kernels import Selector
 from rooflint.common.errors import RooflintError
 from rooflint.measure import ncu
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
@@ -57,11 +56,11 @@ class Filters:
 
 @dataclass
 class Choice:
-    """What pass 2 profiles: the launches these selectors name, with the tensor-path FLOPs
+    """What pass 2 profiles: launches of these kernel functions, with the tensor-path FLOPs
     of these precisions only (None: all of them; each costs up to three replay passes of
     every profiled launch, and a tensor pipe busy in another shows in ncu.TENSOR_PIPE)."""
 
-    selectors: list[Selector]
+    functions: list[str]
     tensor_precisions: frozenset[str] | None = None
 
     @property
@@ -221,13 +220,13 @@ def counter_pass(command: list[str], filters: Filters, choice: Choice,
     """rooflint's counters on the first launch of each launch configuration of the chosen
     kernels (see _selection)."""
     args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
-            "--metrics", ",".join(choice.metrics), *_selection(filters, choice.selectors)]
+            "--metrics", ",".join(choice.metrics), *_selection(filters, choice.functions)]
     return run_ncu(args, command, logs, COUNTERS_LOG, PassProgress("pass 2", say))
 
 
-def _selection(filters: Filters, selectors: list[Selector]) -> list[str]:
-    """Pass 2's launches: LAUNCHES_PER_CONFIG of each launch configuration whose kernel
-    one of ``selectors`` names (or that matches the user's ``--kernel``).
+def _selection(filters: Filters, functions: list[str]) -> list[str]:
+    """Pass 2's launches: LAUNCHES_PER_CONFIG of each launch configuration whose kernel is
+    one of ``functions`` (the chosen kernels' function names, or the user's ``--kernel``).
 
     Not ``--nvtx`` nor ``--skip``: an NVTX range holds only the launches of the thread that
     pushed it (PyTorch's backward runs on a thread of its own, whose kernels would all be
@@ -235,24 +234,16 @@ def _selection(filters: Filters, selectors: list[Selector]) -> list[str]:
     do not need the steady state: bytes, FLOPs and stalls are the kernel's own, and every
     profiled launch starts from flushed caches."""
     return ["--filter-mode", "per-launch-config", "--launch-count", str(LAUNCHES_PER_CONFIG),
-            "-k", f"regex:{kernel_filter(filters, selectors)}"]
+            "-k", f"regex:{kernel_filter(filters, functions)}"]
 
 
-def kernel_filter(filters: Filters, selectors: list[Selector]) -> str:
-    """The regular expression pass 2 gives ncu's ``-k``: kept in the result's settings, so
-    the same launches can be profiled again (benchmarks/profile.sh's ``--set full``)."""
-    return filters.kernel or "|".join(_pattern(s) for s in selectors)
-
-
-def _pattern(selector: Selector) -> str:
-    """A selector as Nsight Compute's regular expressions read it, on the demangled name:
-    the function's name whole (after a space or a namespace's colon), then its words in
-    order with anything between. Only ``.*`` between them: ncu's matcher found nothing
-    with a bracket that excludes a parenthesis (``[^(]*``) on an H200, 2026-11-25."""
-    head = f"(^|[\\s:]){re.escape(selector.function)}"
-    if not selector.words:
-        return f"{head}(<|\\(|$)"
-    return f"{head}<" + "".join(f".*{re.escape(w)}" for w in selector.words)
+def kernel_filter(filters: Filters, functions: list[str]) -> str:
+    """The regular expression pass 2 gives ncu's ``-k``: each function's name whole (after
+    a space or a namespace's colon), or the user's ``--kernel``. Kept in the result's
+    settings, so the same launches can be profiled again (benchmarks/profile.sh's
+    ``--set full``)."""
+    names = "|".join(re.escape(f) for f in functions)
+    return filters.kernel or f"(^|[\\s:])({names})(<|\\(|$)"
 
 
 def _attach(waiting: Waiting, filters: Filters, choice: Choice,
@@ -262,7 +253,7 @@ def _attach(waiting: Waiting, filters: Filters, choice: Choice,
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
             "--max-connections", str(PORTS), *ncu.BASE_OPTIONS, *NAME_BASE,
             "--cache-control", "all", "--metrics", ",".join(choice.metrics),
-            *_selection(filters, choice.selectors)]
+            *_selection(filters, choice.functions)]
     began = time.perf_counter()
     attached = run_ncu(args, [], logs, COUNTERS_LOG, PassProgress("pass 2", say),
                       program_output=waiting.output, program=waiting.process)
