@@ -6,11 +6,8 @@ whose only purpose is to cover many pairs and gaps.
 """
 
 import copy
-import importlib
 import itertools
 import json
-import sys
-import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +21,7 @@ from rooflint.formats.baseline import Baseline, Entry
 from rooflint.commands.cli import app
 from rooflint.analysis.comparison import compare, decide, describe_movement
 from rooflint.commands.gate import evaluate
+from rooflint.measure import sampling
 from rooflint.measure.protocol import TimingJob
 from rooflint.output.family_table import render_family
 from rooflint.output.tables import render_comparison
@@ -258,15 +256,6 @@ def test_compare_prints_a_warning_naming_the_noisy_side(result):
     assert "±88% (200 samples) noisy" in text
 
 
-@pytest.fixture
-def launch(monkeypatch):
-    """measure/launch.py with a stand-in for CuPy: its sampling loop is plain Python."""
-    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
-    monkeypatch.delitem(sys.modules, "rooflint.measure.launch", raising=False)
-    yield importlib.import_module("rooflint.measure.launch")
-    sys.modules.pop("rooflint.measure.launch", None)
-
-
 class FakeSession:
     """Times nothing: hands out samples drawn from ``draw``, in batches of 50."""
 
@@ -280,23 +269,23 @@ class FakeSession:
         return [self.draw() for _ in range(count)]
 
 
-def test_sampling_goes_past_max_samples_while_the_spread_is_wide(launch):
+def test_sampling_goes_past_max_samples_while_the_spread_is_wide():
     rng = np.random.default_rng(0)
     timing = TimingJob(min_samples=10, max_samples=200, target_spread=0.02, budget_s=1.0)
 
     def noisy():
         return rng.choice([17e-6, 50e-6])
-    taken = [len(samples) for samples, _ in launch.time_interleaved(
+    taken = [len(samples) for samples, _ in sampling.time_interleaved(
         [(FakeSession(noisy), None), (FakeSession(noisy), None)], timing)]
-    assert taken == [launch.NOISY_SAMPLES_FACTOR * timing.max_samples] * 2
+    assert taken == [sampling.NOISY_SAMPLES_FACTOR * timing.max_samples] * 2
 
-    [(quiet, _)] = launch.time_interleaved([(FakeSession(lambda: 20e-6), None)], timing)
+    [(quiet, _)] = sampling.time_interleaved([(FakeSession(lambda: 20e-6), None)], timing)
     assert len(quiet) == 50                                  # settled after one batch
 
     def slow_and_noisy():
         return rng.choice([2e-3, 4e-3])
-    [(budgeted, _)] = launch.time_interleaved([(FakeSession(slow_and_noisy), None)], timing)
-    assert timing.max_samples < len(budgeted) < launch.NOISY_SAMPLES_FACTOR * timing.max_samples
+    [(budgeted, _)] = sampling.time_interleaved([(FakeSession(slow_and_noisy), None)], timing)
+    assert timing.max_samples < len(budgeted) < sampling.NOISY_SAMPLES_FACTOR * timing.max_samples
     assert sum(budgeted[:-50]) <= timing.budget_s < sum(budgeted)   # stopped by the budget
 
 

@@ -7,8 +7,11 @@ on numpy in the CPU tests.
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 from rooflint.measure.protocol import OutputCheck
 
@@ -30,3 +33,21 @@ def compare(name: str, output: Any, expected: Any, xp: ModuleType) -> OutputChec
         max_rel=max_abs / (scale or 1.0),
         nonfinite=int(output.size - int(xp.count_nonzero(finite))),
     )
+
+
+def poison(dtype: np.dtype) -> float | int:
+    """What an output buffer is filled with before a checked run, so that an element the
+    kernel never writes cannot pass: NaN, or the largest integer."""
+    dtype = np.dtype(dtype)
+    return math.nan if dtype.kind == "f" else np.iinfo(dtype).max
+
+
+def failure_message(failed: list[OutputCheck], tolerance: float) -> str:
+    parts = []
+    for c in failed:
+        if c.nonfinite:
+            parts.append(f"{c.buffer}: {c.nonfinite} elements NaN/inf (unwritten output is "
+                         f"NaN-poisoned; if the kernel reads {c.buffer}, declare it role: inout)")
+        else:
+            parts.append(f"{c.buffer}: relative error {c.rel_l2:.2e} > tolerance {tolerance:.1e}")
+    return "; ".join(parts)

@@ -14,11 +14,8 @@ launch on PyTorch's current stream) are timed, checked and profiled like CUDA la
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import inspect
-import math
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -32,16 +29,17 @@ import numpy as np
 
 from rooflint.measure import ncu
 from rooflint.measure.build import BuildError
-from rooflint.measure.checks import compare
+from rooflint.measure.checks import compare, failure_message, poison
 from rooflint.measure.inputs import HostCopies, RandomInputs, read_only, read_only_hint
 from rooflint.measure.kernels import Kernels, load_kernels
-from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml, driver_version
+from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
+from rooflint.measure.python_modules import load_module, missing_module_note
+from rooflint.measure.sampling import time_interleaved
 from rooflint.measure.protocol import (
     REFERENCE_FILE, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob,
-    Measurement, OutputCheck, TimingJob, VariantJob, uses_torch,
+    Measurement, OutputCheck, VariantJob, uses_torch,
 )
 from rooflint.common.phases import Stopwatch
-from rooflint.analysis.stats import quartiles, relative_spread
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
             "f32": np.float32, "f64": np.float64}
@@ -49,7 +47,6 @@ NO_NVTX = ("this CuPy has no NVTX (cupy.cuda.nvtx.available is False), which the
            "pass needs to tell variants apart; install a CuPy wheel, or run with --counters off")
 GRAPH_REPLAY_BELOW_S = 50e-6  # a median under this gets graph replay timed too: the evidence
                               # of launch overhead (evidence.GRAPH_SPEEDUP judges it)
-NOISY_SAMPLES_FACTOR = 5  # still above the target spread at max_samples: up to 5x as many samples
 _FLUSH_SOURCE = r"""
 extern "C" __global__ void rooflint_l2_flush(const float4* p, size_t n, float* sink) {
     float acc = 0.f;
@@ -71,34 +68,6 @@ class VariantFailed(Exception):
     """The variant cannot be measured (compile error, bad launch); others can."""
 
 
-def device_info(device_id: int, nvml: Nvml | None) -> DeviceInfo:
-    props = cupy.cuda.runtime.getDeviceProperties(device_id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    max_sm, max_mem = nvml.max_clocks_mhz() if nvml else (None, None)
-    return DeviceInfo(
-        name=name,
-        index=device_id,
-        compute_capability=f"{props['major']}.{props['minor']}",
-        sms=int(props["multiProcessorCount"]),
-        l2_bytes=int(props["l2CacheSize"]),
-        memory_bytes=int(props["totalGlobalMem"]),
-        max_sm_clock_mhz=max_sm,
-        max_mem_clock_mhz=max_mem,
-        driver=driver_version() if nvml else str(cupy.cuda.runtime.driverGetVersion()),
-        cuda_runtime=str(cupy.cuda.runtime.runtimeGetVersion()),
-        cupy=cupy.__version__,
-    )
-
-
-def open_nvml(device_id: int) -> Nvml | None:
-    try:
-        return Nvml(cupy.cuda.runtime.deviceGetPCIBusId(device_id))
-    except Exception as exc:  # NVML missing in a container: measure without clocks
-        print(f"rooflint worker: NVML unavailable ({exc}); clocks will not be recorded",
-              file=sys.stderr)
-        return None
-
-
 class FamilySession:
     """Everything shared by the variants of one family: inputs, references, the stream."""
 
@@ -111,7 +80,7 @@ class FamilySession:
         self.compilers: dict[str, str] = {}   # variant -> the compiler that built it
         self.builds: dict[tuple, Kernels | None] = {}   # shared builds (None: failed)
         self.reference_path = self.directory / REFERENCE_FILE
-        self.reference_module = _load_module(self.reference_path)
+        self.reference_module = load_module(self.reference_path)
         self.modules = {str(self.reference_path): self.reference_module}  # by path, loaded once
         self.watch = Stopwatch()    # where this family's seconds go (rooflint run --timings)
         # Everything the session does on the GPU is ordered on its one non-blocking stream:
@@ -178,7 +147,7 @@ class FamilySession:
             _raise_if_context_lost()
             return Measurement(variant.name, "error", str(exc))
         except ImportError as exc:  # a python variant whose library (triton, ...) is missing
-            return Measurement(variant.name, "skipped", _missing_module_note(exc))
+            return Measurement(variant.name, "skipped", missing_module_note(exc))
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
             raise CudaFault(str(exc)) from None
         except Exception as exc:  # user code (a python variant, a reference) raised: this row only
@@ -186,7 +155,7 @@ class FamilySession:
             return Measurement(variant.name, "error", f"{type(exc).__name__}: {exc}")
         failed = [c for c in checks if c.nonfinite or not c.rel_l2 <= variant.tolerance]
         if failed:
-            return Measurement(variant.name, "fail", _failure_message(failed, variant.tolerance),
+            return Measurement(variant.name, "fail", failure_message(failed, variant.tolerance),
                                checks)
         return run, checks
 
@@ -279,7 +248,7 @@ class FamilySession:
 
     def _module(self, path: str) -> ModuleType | None:
         if path not in self.modules:
-            self.modules[path] = _load_module(Path(path))
+            self.modules[path] = load_module(Path(path))
         return self.modules[path]
 
     @cached_property
@@ -303,7 +272,7 @@ class FamilySession:
         for b in self.job.buffers:
             target = self.device_buffers[b.name]
             if b.role == "out":
-                target.fill(_poison(target.dtype))
+                target.fill(poison(target.dtype))
             else:
                 cupy.copyto(target, self.pristine[b.name])
 
@@ -439,70 +408,7 @@ class FamilySession:
         clocks.throttle_reasons = sorted(set(clocks.throttle_reasons) | set(reading.reasons))
 
 
-def time_interleaved(runs: list[tuple[FamilySession, Callable[[], None]]], timing: TimingJob
-                     ) -> list[tuple[list[float], Clocks]]:
-    """Event-timed samples for each run, batches alternating (A B A B ...) so that drift in
-    clocks or temperature hits every side alike; until every side has at least
-    ``min_samples`` and a small spread, or the time budget (per side) is spent. A spread
-    still above target at ``max_samples`` is no reason to stop: sampling goes on, up to
-    ``NOISY_SAMPLES_FACTOR`` times as many, within the same budget. Every sample is kept,
-    so the result says how many were taken and how wide they spread."""
-    cold = timing.cache == "cold"
-    batches = [int(min(50, max(1, 0.05 / max(session.warm_up(run, cold), 1e-6))))
-               for session, run in runs]
-    samples: list[list[float]] = [[] for _ in runs]
-    clocks = [Clocks() for _ in runs]
-    most = NOISY_SAMPLES_FACTOR * timing.max_samples
-    while min(len(s) for s in samples) < most:
-        for index, (session, run) in enumerate(runs):
-            count = min(batches[index], most - len(samples[index]))
-            if count > 0:
-                samples[index] += session.batch(run, cold, count, clocks[index])
-        enough = all(len(s) >= timing.min_samples for s in samples)
-        settled = all(relative_spread(*quartiles(s)) < timing.target_spread for s in samples)
-        spent = sum(map(sum, samples)) > timing.budget_s * len(runs)
-        if enough and (settled or spent):
-            break
-    return list(zip(samples, clocks))
-
-
-def measure_pair(first: tuple[FamilySession, VariantJob], second: tuple[FamilySession, VariantJob]
-                 ) -> list[Measurement]:
-    """Two variants, each checked, then timed interleaved (for `rooflint compare`)."""
-    checked = [session.checked_runner(variant) for session, variant in (first, second)]
-    failed = [c for c in checked if isinstance(c, Measurement)]
-    if failed:  # the other side is still measured, alone
-        return [c if isinstance(c, Measurement) else session.measure(variant)
-                for c, (session, variant) in zip(checked, (first, second))]
-    with first[0].watch.phase("timing"):
-        timed = time_interleaved([(first[0], checked[0][0]), (second[0], checked[1][0])],
-                                 first[0].job.timing)
-    return [session.finish(variant, run, checks, samples, clocks)
-            for (session, variant), (run, checks), (samples, clocks)
-            in zip((first, second), checked, timed)]
-
-
 # -- helpers ---------------------------------------------------------------------------
-
-def free_memory() -> None:
-    """Hand the blocks CuPy's pool keeps back to CUDA between families: the next family
-    may need them, and under Nsight Compute every allocation a kernel could reach is saved
-    and restored on each replay pass (4 GB more cost 70 ms per kernel on an H100)."""
-    gc.collect()   # a session's runners refer back to it: only the collector frees them
-    cupy.get_default_memory_pool().free_all_blocks()
-    cupy.get_default_pinned_memory_pool().free_all_blocks()
-
-
-def _load_module(path: Path) -> ModuleType | None:
-    """A family's reference.py (or a python variant's module), None if there is none."""
-    if not path.exists():
-        return None
-    spec = importlib.util.spec_from_file_location(
-        f"rooflint_{path.stem}_{path.parent.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def _function(module: ModuleType | None, name: str, path: Path) -> Callable:
     if module is None:
@@ -511,13 +417,6 @@ def _function(module: ModuleType | None, name: str, path: Path) -> Callable:
     if not callable(function):
         raise VariantFailed(f"{path} has no function {name}()")
     return function
-
-
-def _missing_module_note(exc: ImportError) -> str:
-    """The skipped row's note, e.g. needs triton (No module named 'triton'): the package
-    to install, then Python's own words (which name the submodule or symbol missing)."""
-    package = (exc.name or "").split(".")[0]
-    return f"needs {package} ({exc})" if package else f"cannot import: {exc}"
 
 
 def _build_key(variant: VariantJob) -> tuple:
@@ -541,22 +440,6 @@ def _guarded(run: Callable[[], None], stream: cupy.cuda.Stream) -> None:
         stream.synchronize()
     except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
         raise CudaFault(str(exc)) from None
-
-
-def _poison(dtype: np.dtype) -> float | int:
-    dtype = np.dtype(dtype)
-    return math.nan if dtype.kind == "f" else np.iinfo(dtype).max
-
-
-def _failure_message(failed: list[OutputCheck], tolerance: float) -> str:
-    parts = []
-    for c in failed:
-        if c.nonfinite:
-            parts.append(f"{c.buffer}: {c.nonfinite} elements NaN/inf (unwritten output is "
-                         f"NaN-poisoned; if the kernel reads {c.buffer}, declare it role: inout)")
-        else:
-            parts.append(f"{c.buffer}: relative error {c.rel_l2:.2e} > tolerance {tolerance:.1e}")
-    return "; ".join(parts)
 
 
 def _elapsed(start: cupy.cuda.Event, end: cupy.cuda.Event) -> float:

@@ -23,10 +23,14 @@ import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from rooflint.measure.nvml import Nvml
-from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, send
+from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, Measurement, VariantJob, send
+from rooflint.measure.sampling import time_interleaved
+
+if TYPE_CHECKING:   # launch imports CuPy: the worker imports it only once CuPy is there
+    from rooflint.measure.launch import FamilySession
 
 FAULT_EXIT = 3
 NO_GPU_EXIT = 4
@@ -67,10 +71,10 @@ def main() -> int:
 def open_device() -> tuple[DeviceInfo, Nvml | None]:
     """The first visible GPU (choose another with CUDA_VISIBLE_DEVICES), made current."""
     import cupy
-    from rooflint.measure import launch
+    from rooflint.measure import gpu
     cupy.cuda.Device(0).use()
-    nvml = launch.open_nvml(0)
-    return launch.device_info(0, nvml), nvml
+    nvml = gpu.open_nvml(0)
+    return gpu.device_info(0, nvml), nvml
 
 
 def preload(modules: list[str]) -> None:
@@ -97,7 +101,7 @@ def no_gpu_message(exc: Exception) -> str:
 def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> int:
     """Measure (or profile) each family job read from stdin until stdin closes; without a
     device yet (the profiler), the GPU is opened at the first job."""
-    from rooflint.measure import launch
+    from rooflint.measure import gpu, launch
     from rooflint.measure.protocol import FamilyJob
 
     profiled = 0   # variants profiled so far: NVTX range indices count on across jobs
@@ -133,7 +137,7 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
                 measurement = (session.profile(variant, index) if job.mode == "profile"
                                else session.measure(variant))
             except launch.CudaFault as exc:
-                send(out, "measured", measurement=asdict(launch.Measurement(
+                send(out, "measured", measurement=asdict(Measurement(
                     variant.name, "error", f"CUDA fault: {exc}")))
                 return FAULT_EXIT
             send(out, "measured", measurement=asdict(measurement))
@@ -141,7 +145,7 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
         if job.mode == "profile":
             profiled += len(job.variants)
         del session
-        launch.free_memory()
+        gpu.free_memory()
     return 0
 
 
@@ -151,10 +155,10 @@ def serve_pair(jobs: list, out: IO[str], device: DeviceInfo, nvml: Nvml | None) 
     send(out, "start", variant=jobs[0].variants[0].name)
     try:
         sessions = [launch.FamilySession(job, device, nvml) for job in jobs]
-        measurements = launch.measure_pair(*[(s, j.variants[0]) for s, j in zip(sessions, jobs)])
+        measurements = measure_pair(*[(s, j.variants[0]) for s, j in zip(sessions, jobs)])
     except launch.CudaFault as exc:
         for job in jobs:
-            send(out, "measured", measurement=asdict(launch.Measurement(
+            send(out, "measured", measurement=asdict(Measurement(
                 job.variants[0].name, "error", f"CUDA fault: {exc}")))
         return FAULT_EXIT
     except Exception as exc:
@@ -166,6 +170,22 @@ def serve_pair(jobs: list, out: IO[str], device: DeviceInfo, nvml: Nvml | None) 
     sessions[1].watch.add(sessions[0].watch.seconds)
     send(out, "done", phases=sessions[1].watch.seconds)
     return 0
+
+
+def measure_pair(first: tuple[FamilySession, VariantJob], second: tuple[FamilySession, VariantJob]
+                 ) -> list[Measurement]:
+    """Two variants, each checked, then timed interleaved (for `rooflint compare`)."""
+    checked = [session.checked_runner(variant) for session, variant in (first, second)]
+    failed = [c for c in checked if isinstance(c, Measurement)]
+    if failed:  # the other side is still measured, alone
+        return [c if isinstance(c, Measurement) else session.measure(variant)
+                for c, (session, variant) in zip(checked, (first, second))]
+    with first[0].watch.phase("timing"):
+        timed = time_interleaved([(first[0], checked[0][0]), (second[0], checked[1][0])],
+                                 first[0].job.timing)
+    return [session.finish(variant, run, checks, samples, clocks)
+            for (session, variant), (run, checks), (samples, clocks)
+            in zip((first, second), checked, timed)]
 
 
 if __name__ == "__main__":
