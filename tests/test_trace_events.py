@@ -365,3 +365,10 @@ def test_a_malformed_operator_record_reads_as_what_it_can_say(args):
     else:
         first = next(t for t in types if t in TENSOR_PRECISION_OF_DTYPE)
         assert launch.tensor_precisions == {TENSOR_PRECISION_OF_DTYPE[first]}
+
+
+def test_an_event_whose_name_is_not_text_is_left_out():
+    """An operator named by a number (a hand-edited or foreign trace) is not read: the
+    kernel under it has no operator, and no precision is ruled out."""
+    launch = launch_under(5, {"Input type": ["float"], "Input Dims": [[4]]})
+    assert launch.operator is None and launch.tensor_precisions is None

@@ -169,6 +169,12 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     return e
 
 
+def nearest_roof_fraction(point: Point, l2_fraction: float | None, l1_fraction: float) -> float:
+    """The fraction of its nearest roof a kernel reaches: DRAM's, L2's (when calibrated),
+    L1's or compute's; 1 - this is how much of its time a perfect fix could save."""
+    return max(point.dram_fraction, point.compute_fraction, l2_fraction or 0.0, l1_fraction)
+
+
 def l1_fraction(counters: Counters | None, sms: int) -> float:
     """L1/shared-memory throughput as a fraction of the whole GPU's L1 peak (0 without
     counters). Nsight Compute's percentage is of the cycles the SMs it ran on were

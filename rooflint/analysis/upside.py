@@ -14,22 +14,22 @@ from rooflint.analysis import calibration as calibrations
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.diagnose import Move, Verdict
-from rooflint.analysis.evidence import AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction, l2_fraction
+from rooflint.analysis.evidence import (AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction,
+                                       l2_fraction, nearest_roof_fraction)
 from rooflint.analysis.moves import keeps_precision
 from rooflint.formats.results import VariantResult
 
 
 def best_fraction(point, counters: Counters | None, calibration, precision: str,
                   sms: int) -> float | None:
-    """The fraction of its nearest roof a kernel reaches: DRAM, L2 (when calibrated), L1
-    or compute. 1 - this is how much of its time a perfect fix could save."""
+    """evidence.nearest_roof_fraction of a profiled kernel, its L2 roof the calibrated one."""
     if point is None:
         return None
     facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=sms,
                         precision=precision,
                         l2_roof=calibrations.bandwidth(calibration, "l2"))
-    l2 = l2_fraction(point, facts, counters) or 0.0
-    return max(point.dram_fraction, point.compute_fraction, l2, l1_fraction(counters, sms))
+    return nearest_roof_fraction(point, l2_fraction(point, facts, counters),
+                                 l1_fraction(counters, sms))
 
 
 def upside(total_s: float, verdict: Verdict | None, best: float | None) -> float | None:
