@@ -130,8 +130,9 @@ def origins(launches: Iterable[Launch]) -> list[Origin]:
 
 def launches(trace: dict[str, Any]) -> list[Launch]:
     """Every kernel launch in ``trace``, in launch order, with its origin."""
+    # an event whose name is not text (a foreign or hand-edited trace) is not read
     events = [e for e in trace.get("traceEvents", [])
-              if isinstance(e, dict) and isinstance(e.get("name", ""), str)]  # a name not text: not read
+              if isinstance(e, dict) and isinstance(e.get("name", ""), str)]
     calls = {e["args"]["correlation"]: e for e in events
              if e.get("cat") in ("cuda_runtime", "cuda_driver")
              and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
