@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # benchmarks/profile.sh TAG [PART...], from the checkout: calibrate, then profile the
 # training step (eager and compiled: PART "train", with ncu --set full on the same kernels
-# as pass 2, one launch of each launch shape), the transformer block (eager and compiled:
+# as pass 2, one launch of each launch shape, and every kernel's mangled name), the transformer block (eager and compiled:
 # "block") and the Triton and CuPy programs ("others"); each plain program is timed beside
 # its profile. No PART: all three, about 9 minutes on an H100, more than one device call
 # allows, so a GPU's figures are taken in two calls ("train", then "block others").
@@ -21,10 +21,13 @@ profile() {   # NAME ARGS...: the plain program, then rooflint profile of it
   head -4 $out/$tag-profile-$name.txt
 }
 train() {
+python3 examples/apps/train_step.py --steps 1 > /dev/null 2>&1   # untimed: the plain run is timed with a warm page cache, as the profile's passes run
 profile train-eager python3 examples/apps/train_step.py
-kernels=$(python3 -c "import json; print(json.load(open('$out/$tag-profile-train-eager.json'))['settings']['pass2_kernel_filter'])")
-timed full-set-train-eager ncu --clock-control none --set full --kernel-name-base demangled --filter-mode per-launch-config --launch-count 1 -k "regex:$kernels" --log-file $out/logs/full-set.txt python3 examples/apps/train_step.py > /dev/null 2>&1
+mapfile -t selection < <(python3 -c "import json; print('\n'.join(json.load(open('$out/$tag-profile-train-eager.json'))['settings']['pass2_selection']))")
+timed full-set-train-eager ncu --clock-control none --set full "${selection[@]}" --log-file $out/logs/full-set.txt python3 examples/apps/train_step.py > /dev/null 2>&1
 grep -c "Section: Launch Statistics" $out/logs/full-set.txt | sed 's/^/full-set launches: /'
+# every kernel's mangled name beside its grid and block (tests/fixtures/ncu: pass 2's patterns on real names)
+ncu --clock-control none --csv --page raw --metrics gpu__time_duration.sum --print-kernel-base mangled --filter-mode per-launch-config --launch-count 1 --log-file $out/$tag-train-mangled.csv python3 examples/apps/train_step.py --steps 1 > /dev/null 2>&1
 profile train-compiled python3 examples/apps/train_step.py --compile
 }
 block() {

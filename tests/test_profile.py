@@ -265,21 +265,86 @@ def test_a_profile_plot_sizes_dots_by_time_share(h200_result):
     assert sizes[gemm] == max(sizes.values())
 
 
-def test_pass_two_selects_the_chosen_kernels_by_their_functions_names():
-    """The regular expression ncu's -k gets: it matches each chosen kernel's name as ncu
-    writes it (namespaces, templates, parameters around the function's name), and not a
-    kernel whose name merely contains another's."""
+# Mangled names as the compiler writes them, with the names PyTorch's profiler gives them
+# (the C++ runtime's demangler; c++filt writes the same).
+MANGLED = {
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_":
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIN3c108BFloat16EEESt5arrayIPcLm3EEEEviT0_T1_":
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)",
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_":
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+        "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+    "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_10NormTwoOpsIfffLb1EEEjfLi4ELi4EEEEEvT1_":
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::NormTwoOps<float, "
+        "float, float, true>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, "
+        "at::native::NormTwoOps<float, float, float, true>, unsigned int, float, 4, 4>)",
+    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT": "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT_v2": "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT_v2",
+    "_Z33my_vectorized_elementwise_kernel2v": "void my_vectorized_elementwise_kernel2()",
+}
+
+
+def _pass2_expression(chosen_names: list[str]) -> str:
     from rooflint.measure import program as passes
-    kernels = program_kernels.kernel_times(H200_PASS1)
-    functions = sorted({program_kernels.function_name(k.kernel) for k in kernels[:3]})
-    args = passes._selection(passes.Filters(), functions)
-    pattern = args[args.index("-k") + 1].removeprefix("regex:")
-    for k in kernels[:3]:
-        assert re.search(pattern, k.kernel), k.kernel
+    timed = [program_kernels.KernelTime(name, "(1, 1, 1)", [1e-6]) for name in MANGLED.values()]
+    chosen = [k for k in timed if k.kernel in chosen_names]
+    args = passes.selection(passes.Filters(),
+                            program_kernels.mangled_patterns(chosen, timed))
+    assert args[args.index("--kernel-name-base") + 1] == "mangled"
+    assert args[args.index("--print-kernel-base") + 1] == "demangled"
+    return args[args.index("-k") + 1].removeprefix("regex:")
+
+
+@pytest.mark.parametrize("chosen", [
+    ["CUDAFunctor_add<c10::BFloat16>", "FillFunctor", "coopA_NNT"],
+    ["NormTwoOps"], ["CUDAFunctor_add<float>"], ["coopA_NNT_v2", "FillFunctor"]])
+def test_pass_two_selects_each_chosen_kernel_by_its_mangled_name(chosen):
+    """ncu's -k (on mangled names, the one spelling every tool shares) matches each chosen
+    kernel, and of the others of its function only those its template words cannot tell
+    apart (``CUDAFunctor_add<float>`` is every word of ``<c10::BFloat16>``: a float is
+    no word of a mangled name); never another function whose name holds its name."""
+    names = [n for n in MANGLED.values() if any(word in n for word in chosen)
+             and not (n.endswith("_v2") and "coopA_NNT_v2" not in chosen)]
+    expression = _pass2_expression(names)
+    selected = {d for m, d in MANGLED.items() if re.search(expression, m)}
+    loose = {MANGLED[m] for m in MANGLED if "CUDAFunctor_addIN3c10" in m} \
+        if "CUDAFunctor_add<float>" in chosen else set()
+    assert selected == set(names) | loose
+
+
+REAL_NAMES = json.loads((REPO / "tests" / "fixtures" / "ncu" /
+                         "h100-train-mangled-names.json").read_text())
+
+
+@pytest.mark.parametrize("mangled", sorted(REAL_NAMES))
+def test_each_kernel_of_a_real_training_step_is_selected_by_its_own_pattern(mangled):
+    """The 51 kernels of examples/apps/train_step.py as the H100 ran them (ncu's mangled
+    names, demangled as PyTorch's profiler names them: c++filt): chosen alone, each is
+    matched by pass 2's expression, and no kernel of another function is."""
+    timed = [program_kernels.KernelTime(name, "(1, 1, 1)", [1e-6]) for name in REAL_NAMES.values()]
+    mine = REAL_NAMES[mangled]
+    chosen = [k for k in timed if k.kernel == mine]
+    from rooflint.measure import program as passes
+    args = passes.selection(passes.Filters(), program_kernels.mangled_patterns(chosen, timed))
+    expression = args[args.index("-k") + 1].removeprefix("regex:")
+    selected = [d for m, d in REAL_NAMES.items() if re.search(expression, m)]
+    assert mine in selected
+    assert {program_kernels.function_name(d) for d in selected} == \
+        {program_kernels.function_name(mine)}
+
+
+def test_template_words_are_the_names_a_mangled_name_spells():
+    name = MANGLED["_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_10NormTwoOpsIfffLb1EEEjfLi4ELi4EEEEEvT1_"]
+    assert program_kernels.template_words(name) == ["ReduceOp", "NormTwoOps"]
+    lambda_kernel = ("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl("
+                     "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::"
+                     "{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, float, std::array<char*, 2ul>)")
+    assert program_kernels.template_words(lambda_kernel) == ["GeluCUDAKernelImpl", "array"]
     assert program_kernels.function_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward"
-                             "<8, float>(float*, int)") == "cunn_SoftMaxForward"
-    layer_norm = passes._selection(passes.Filters(), ["vectorized_layer_norm_kernel"])[-1]
-    assert not re.search(layer_norm.removeprefix("regex:"), "void my_vectorized_layer_norm_kernel_v2<4>(float*)")
+                                         "<8, float>(float*, int)") == "cunn_SoftMaxForward"
 
 
 @pytest.mark.parametrize("columns", [100, 140])

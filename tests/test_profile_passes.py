@@ -33,12 +33,14 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     # selects by kernel instead, one launch of each shape of the kernels pass 1 chose
     assert "--nvtx" not in launch and "--nvtx-include" not in pass2
     selection = pass2[pass2.index("-k") + 1]
-    assert selection.startswith("regex:") and "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA" \
-        in selection and "vectorized_layer_norm_kernel" in selection
+    assert selection.startswith("regex:") and "^nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA" \
+        in selection and "28vectorized_layer_norm_kernel" in selection
+    assert pass2[pass2.index("--kernel-name-base") + 1] == "mangled"
     doc = json.loads(out.read_text())
     assert doc["settings"]["pass2_started_early"] is True
     # what ncu was asked for is kept, so the same launches can be profiled again
-    assert f"regex:{doc['settings']['pass2_kernel_filter']}" == selection
+    kept = doc["settings"]["pass2_selection"]
+    assert kept == pass2[pass2.index(kept[0]):pass2.index(kept[0]) + len(kept)]
     assert pass2[pass2.index("--filter-mode") + 1] == "per-launch-config"
     assert pass2[pass2.index("--launch-count") + 1] == "1"       # one launch of each shape
     assert "--launch-skip" not in pass2 and "--launch-skip-before-match" not in pass2
@@ -63,6 +65,7 @@ def test_skip_and_kernel_filters(fake_ncu, tmp_path):
     assert pass2[pass2.index("--filter-mode") + 1] == "per-launch-config"
     for args in (pass1, pass2):
         assert args[args.index("-k") + 1] == "regex:nvjet|layer_norm"
+        assert args[args.index("--kernel-name-base") + 1] == "demangled"   # as the user wrote it
 
 
 def test_a_program_whose_kernels_run_in_a_child_is_timed_again_alone(fake_ncu, tmp_path):

@@ -279,7 +279,7 @@ def test_the_steps_kernels_need_the_bf16_tensor_flops_only(lined):
     """Its GEMMs and attention run under bf16 autocast; its fp32 operators (layer norms,
     the loss, the optimizer) reach no tensor core, so TF32's FLOPs are not read."""
     kernels = program_kernels.kernel_times_from_trace(lined)
-    choice = app.pass2_choice(program_kernels.choose(kernels, 0.9, None))
+    choice = app.pass2_choice(program_kernels.choose(kernels, 0.9, None), kernels)
     assert choice.tensor_precisions == {"bf16-tensor"}
     read = set(choice.metrics)
     assert {ncu.TENSOR_FLOPS["bf16-tensor"], ncu.HMMA, ncu.GMMA} <= read

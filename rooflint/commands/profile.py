@@ -31,7 +31,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
 from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Identity,
-                                               KernelTime, choose, function_name,
+                                               KernelTime, choose, mangled_patterns,
                                                kernel_times, kernel_times_from_trace,
                                                launches_by_identity, library, mixed_shapes,
                                                per_launch, selected, unique_names,
@@ -196,7 +196,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         kernels = kernels_of(first)
         chosen = choose(kernels, options.coverage, options.top)
         covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
-        choice = pass2_choice(chosen)
+        choice = pass2_choice(chosen, kernels)
         say(f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
             f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
             f"({covered:.0%} of GPU time), the first launch of each kernel shape, tensor "
@@ -210,7 +210,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     profiled = parse_rows(second.log)
     counters = counters_by_identity(chosen, profiled, kernels)
     stopped = second.stopped
-    choice = pass2_choice(chosen)
+    choice = pass2_choice(chosen, kernels)
     missing = {k.identity: f"no counters: {stopped.why}" if stopped
                else why_no_counters(k, profiled) for k in chosen if k.identity not in counters}
     device = device_of(first, profiled, passes.driver_version())
@@ -222,8 +222,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                 "pass1_timer": first.timer.value,
                 "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
                 "pass2_profiled_launches": len(profiled), "model": options.model,
-                "pass2_kernels": choice.functions,
-                "pass2_kernel_filter": passes.kernel_filter(filters, choice.functions),
+                "pass2_kernels": choice.patterns,
+                "pass2_selection": passes.selection(filters, choice.patterns),
                 "pass2_tensor_precisions": _sorted_or_none(choice.tensor_precisions),
                 "pass2_started_early": second.attached,
                 "pass2_stopped": stopped.why if stopped else None}
@@ -232,10 +232,11 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                           missing), stopped
 
 
-def pass2_choice(chosen: list[KernelTime]) -> Choice:
-    """Pass 2's functions, and the tensor precisions the chosen kernels' operators name
-    (all of them when one kernel's operators are unknown)."""
-    return Choice(sorted({function_name(k.kernel) for k in chosen}),
+def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime]) -> Choice:
+    """Pass 2's patterns (on mangled names: the chosen kernels among all of pass 1's,
+    ``timed``), and the tensor precisions the chosen kernels' operators name (all of them
+    when one kernel's operators are unknown)."""
+    return Choice(mangled_patterns(chosen, timed),
                   union_unless_any(k.tensor_precisions for k in chosen))
 
 

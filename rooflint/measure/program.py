@@ -8,8 +8,9 @@ cannot serve (no torch, an NVTX range not pushed through torch.cuda.nvtx, a trac
 unreadable or over MAX_TRACE_BYTES), under Nsight Compute (one metric,
 ``gpu__time_duration``, no replay, every launch serialised). Pass 2 runs the program
 again under Nsight Compute and collects rooflint's counter list on the first launch of
-each launch configuration (``--filter-mode per-launch-config``) of the chosen kernels'
-functions, so each is profiled once, wherever it falls in the launch order: two runs of
+each launch configuration (``--filter-mode per-launch-config``) of the chosen kernels,
+selected by patterns on their mangled names (analysis/program_kernels.mangled_patterns),
+so each is profiled once, wherever it falls in the launch order: two runs of
 one program need not launch in the same order (a GPT-2 training step's did not), and the
 analysis matches pass 2's launches to pass 1's kernels by what they are, not where they
 are. A program's launch configurations are tens where its launches are thousands. (ncu
@@ -56,11 +57,12 @@ class Filters:
 
 @dataclass
 class Choice:
-    """What pass 2 profiles: launches of these kernel functions, with the tensor-path FLOPs
-    of these precisions only (None: all of them; each costs up to three replay passes of
-    every profiled launch, and a tensor pipe busy in another shows in ncu.TENSOR_PIPE)."""
+    """What pass 2 profiles: launches of the kernels whose mangled names these patterns
+    match, with the tensor-path FLOPs of these precisions only (None: all of them; each
+    costs up to three replay passes of every profiled launch, and a tensor pipe busy in
+    another shows in ncu.TENSOR_PIPE)."""
 
-    functions: list[str]
+    patterns: list[str]
     tensor_precisions: frozenset[str] | None = None
 
     @property
@@ -219,31 +221,28 @@ def counter_pass(command: list[str], filters: Filters, choice: Choice,
                  logs: Path | None, say: Callable[[str], None]) -> Pass:
     """rooflint's counters on the first launch of each launch configuration of the chosen
     kernels (see _selection)."""
-    args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "all",
-            "--metrics", ",".join(choice.metrics), *_selection(filters, choice.functions)]
+    args = [*ncu.BASE_OPTIONS, "--cache-control", "all",
+            "--metrics", ",".join(choice.metrics), *selection(filters, choice.patterns)]
     return run_ncu(args, command, logs, COUNTERS_LOG, PassProgress("pass 2", say))
 
 
-def _selection(filters: Filters, functions: list[str]) -> list[str]:
-    """Pass 2's launches: LAUNCHES_PER_CONFIG of each launch configuration whose kernel is
-    one of ``functions`` (the chosen kernels' function names, or the user's ``--kernel``).
+def selection(filters: Filters, patterns: list[str]) -> list[str]:
+    """Pass 2's launches, as ncu options: LAUNCHES_PER_CONFIG of each launch configuration
+    of the kernels whose mangled names ``patterns`` match (the user's ``--kernel``, on
+    demangled names as pass 1 reads it, instead), names printed demangled. Kept in the
+    result's settings, so the same launches can be profiled again (benchmarks/profile.sh's
+    ``--set full``).
 
     Not ``--nvtx`` nor ``--skip``: an NVTX range holds only the launches of the thread that
     pushed it (PyTorch's backward runs on a thread of its own, whose kernels would all be
     left out), and the first launch of a configuration is often in the warm-up. Counters
     do not need the steady state: bytes, FLOPs and stalls are the kernel's own, and every
     profiled launch starts from flushed caches."""
+    base, expression = (("demangled", filters.kernel) if filters.kernel
+                        else ("mangled", "|".join(patterns)))
     return ["--filter-mode", "per-launch-config", "--launch-count", str(LAUNCHES_PER_CONFIG),
-            "-k", f"regex:{kernel_filter(filters, functions)}"]
-
-
-def kernel_filter(filters: Filters, functions: list[str]) -> str:
-    """The regular expression pass 2 gives ncu's ``-k``: each function's name whole (after
-    a space or a namespace's colon), or the user's ``--kernel``. Kept in the result's
-    settings, so the same launches can be profiled again (benchmarks/profile.sh's
-    ``--set full``)."""
-    names = "|".join(re.escape(f) for f in functions)
-    return filters.kernel or f"(^|[\\s:])({names})(<|\\(|$)"
+            "--kernel-name-base", base, "--print-kernel-base", "demangled",
+            "-k", f"regex:{expression}"]
 
 
 def _attach(waiting: Waiting, filters: Filters, choice: Choice,
@@ -251,9 +250,9 @@ def _attach(waiting: Waiting, filters: Filters, choice: Choice,
     """counter_pass's selection, profiled by attaching to the waiting program, which then
     runs to its end."""
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
-            "--max-connections", str(PORTS), *ncu.BASE_OPTIONS, *NAME_BASE,
+            "--max-connections", str(PORTS), *ncu.BASE_OPTIONS,
             "--cache-control", "all", "--metrics", ",".join(choice.metrics),
-            *_selection(filters, choice.functions)]
+            *selection(filters, choice.patterns)]
     began = time.perf_counter()
     attached = run_ncu(args, [], logs, COUNTERS_LOG, PassProgress("pass 2", say),
                       program_output=waiting.output, program=waiting.process)
