@@ -83,11 +83,12 @@ def test_every_library_kernel_of_a_recorded_profile_leads_with_a_caller_move(spe
     from test_profile import FIXTURES, H200_PASS1, H200_PASS2
     from rooflint.analysis import calibration as calibrations
     from rooflint.formats.gpus import find_spec
+    from rooflint.formats.settings import Settings
     kernels = program_kernels.kernel_times(H200_PASS1)
     result = app.profile_result(
         "transformer_block.py", ".", kernels, kernels,
         app.counters_by_identity(kernels, H200_PASS2), find_spec("h200", specs),
         app.device_from(H200_PASS1, "x"),
-        calibrations.load(FIXTURES / "h200-calibration-2026-11-22.json"), {})
+        calibrations.load(FIXTURES / "h200-calibration-2026-11-22.json"), Settings())
     for v in result.families[0].variants:
         assert v.share.library and v.verdict.moves[0].gain_from == catalog.CALLER, v.name

@@ -10,6 +10,7 @@ from rooflint.commands import run as run_module
 from rooflint.common.errors import RooflintError
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
+from rooflint.formats.settings import Settings
 from rooflint.measure import ncu, runner
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.protocol import Measurement, TimingJob
@@ -47,42 +48,47 @@ def ok(name):
     return Measurement(name, "ok", samples_s=[1e-3] * 10)
 
 
+def switch_on(warn=lambda message: None):
+    return run_module.CountersSwitch(True, Settings(), warn)
+
+
 def test_auto_warns_once_and_falls_back(fake_ncu, stream):
     warnings = []
-    settings = {"counters": "auto"}
+    settings = Settings(counters="auto")
+    switch = run_module.CountersSwitch(True, settings, warnings.append)
     options = run_module.RunOptions(targets=[], variants=[], sizes={}, counters="auto")
-    counters = run_module.family_counters(stream, [ok("copy_float4")], options, settings,
-                                          lambda e, v: None, warnings.append)
+    counters = run_module.family_counters(stream, [ok("copy_float4")], options, switch,
+                                          lambda e, v: None)
     assert counters == {}
-    assert settings["counters"] == "off" and "ERR_NVGPUCTRPERM" in settings["counters_unavailable"]
+    assert settings.counters == "off" and "ERR_NVGPUCTRPERM" in settings.counters_unavailable
     assert len(warnings) == 1 and "model bytes" in warnings[0]
     # the next family does not try again, and does not warn again
-    assert run_module.family_counters(stream, [ok("copy_float4")], options, settings,
-                                      lambda e, v: None, warnings.append) == {}
+    assert run_module.family_counters(stream, [ok("copy_float4")], options, switch,
+                                      lambda e, v: None) == {}
     assert len(warnings) == 1
 
 
 def test_ncu_required_makes_it_an_error(fake_ncu, stream):
     options = run_module.RunOptions(targets=[], variants=[], sizes={}, counters="ncu")
     with pytest.raises(RooflintError, match="--counters ncu: ERR_NVGPUCTRPERM"):
-        run_module.family_counters(stream, [ok("copy_float4")], options, {"counters": "ncu"},
-                                   lambda e, v: None, lambda message: None)
+        run_module.family_counters(stream, [ok("copy_float4")], options, switch_on(),
+                                   lambda e, v: None)
 
 
 def test_missing_ncu_falls_back(monkeypatch, tmp_path, stream):
     monkeypatch.setenv("PATH", str(tmp_path))
     warnings = []
     options = run_module.RunOptions(targets=[], variants=[], sizes={})
-    run_module.family_counters(stream, [ok("copy_float4")], options, {"counters": "auto"},
-                               lambda e, v: None, warnings.append)
+    run_module.family_counters(stream, [ok("copy_float4")], options,
+                               switch_on(warnings.append), lambda e, v: None)
     assert "not on PATH" in warnings[0]
 
 
 def test_failed_variants_are_not_profiled(stream):
     options = run_module.RunOptions(targets=[], variants=[], sizes={})
     failed = Measurement("copy_float4", "fail", "out: relative error 1.0e+00 > tolerance 0.0e+00")
-    assert run_module.family_counters(stream, [failed], options, {"counters": "auto"},
-                                      lambda e, v: None, lambda m: None) == {}
+    assert run_module.family_counters(stream, [failed], options, switch_on(),
+                                      lambda e, v: None) == {}
 
 
 def test_no_ncu_on_path_is_known_before_any_gpu_work(monkeypatch, tmp_path):
@@ -94,7 +100,7 @@ def test_no_ncu_on_path_is_known_before_any_gpu_work(monkeypatch, tmp_path):
     warnings = []
     result = run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={}),
                             run_module.Listener(warn=warnings.append))
-    assert result.settings["counters"] == "off" and "not on PATH" in warnings[0]
+    assert result.settings.counters == "off" and "not on PATH" in warnings[0]
     with pytest.raises(RooflintError, match="--counters ncu: ncu .* is not on PATH"):
         run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={},
                                              counters="ncu"))
@@ -123,5 +129,5 @@ def test_a_profiler_that_gives_nothing_at_the_end(monkeypatch, counters):
         return
     result = run_module.run(options, listener)
     assert finished == ["stream", "gemm_fp32"] and len(warnings) == 1
-    assert result.settings["counters"] == "off"
+    assert result.settings.counters == "off"
     assert all(v.counters is None for f in result.families for v in f.variants)

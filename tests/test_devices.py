@@ -92,7 +92,7 @@ def test_families_are_spread_over_the_gpus_and_merged_in_order(monkeypatch, tmp_
     for family in result.families:
         pool = next(p for p in lanes.pools if ("measure", family.name) in p.log)
         assert family.device == pool.env["CUDA_VISIBLE_DEVICES"]
-    assert result.settings["devices"] == ["0", "1"]
+    assert result.settings.devices == ["0", "1"]
     assert read_result(tmp_path / "out.json") == result          # the merged document
     for pool, profiler in zip(lanes.pools, lanes.profilers):     # each GPU profiles its own
         assert profiler.env == pool.env

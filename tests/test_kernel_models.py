@@ -11,6 +11,7 @@ from rooflint.commands import profile as app
 from rooflint.formats import kernel_models
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import find_spec
+from rooflint.formats.settings import Settings
 
 from edges import REPO
 from test_profile import H200_PASS1, H200_PASS2
@@ -24,7 +25,7 @@ def modelled(specs):
     counters = app.counters_by_identity(kernels, H200_PASS2)
     result = app.profile_result("transformer_block.py", "/work", kernels, kernels, counters,
                                 find_spec("h200", specs), app.device_from(H200_PASS1, "x"),
-                                None, {}, kernel_models.load(EXAMPLE))
+                                None, Settings(), kernel_models.load(EXAMPLE))
     return {v.name: v for v in result.families[0].variants}
 
 

@@ -297,7 +297,7 @@ def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_pat
     render_family(console, result)
     assert "AI" in console.file.getvalue() and "(binds)" in console.file.getvalue()
     path = tmp_path / "r.json"
-    write_result(RunResult(gpu=H100, spec_id="h100-sxm", settings={}, families=[result]), path)
+    write_result(RunResult(gpu=H100, spec_id="h100-sxm", families=[result]), path)
     assert read_result(path).families[0].variants[0].levels == naive.levels
 
 

@@ -345,7 +345,7 @@ def with_levels(result, l2_bandwidth_share: float):
     tiled = next(v for v in gemm.variants if v.name == "tiled")
     l2_roof = 3 * tiled.point.dram_bytes / tiled.point.time_s / l2_bandwidth_share
     l1_roof = 10 / 3 * l2_roof
-    result.settings |= {"l2_bandwidth": l2_roof, "l1_bandwidth": l1_roof}
+    result.settings.l2_bandwidth, result.settings.l1_bandwidth = l2_roof, l1_roof
     for v in gemm.variants:
         if v.point:
             v.levels = levels(v.point, v.roofs, 3 * v.point.dram_bytes, l2_roof,

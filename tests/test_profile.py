@@ -20,6 +20,7 @@ from rooflint.analysis import upside
 from rooflint.commands import profile as app
 from rooflint.analysis import calibration as calibrations
 from rooflint.formats.results import TimeStats, read_result
+from rooflint.formats.settings import Settings
 from rooflint.formats.gpus import find_spec
 from rooflint.measure.ncu import parse_rows
 
@@ -113,7 +114,7 @@ def h200_result(specs):
     device = app.device_from(H200_PASS1, "580.159.04")
     calibration = calibrations.load(FIXTURES / "h200-calibration-2026-11-22.json")
     return app.profile_result("transformer_block.py", "/work", kernels, kernels, counters,
-                              spec, device, calibration, {"cache": "cold", "counters": "ncu"})
+                              spec, device, calibration, Settings(counters="ncu"))
 
 
 def test_a_gemm_near_its_compute_roof_is_done_whatever_l2_reads(specs):
@@ -130,7 +131,7 @@ def test_a_gemm_near_its_compute_roof_is_done_whatever_l2_reads(specs):
     hot_l2 = replace(slower, l2_bytes=0.95 * l2_roof * slower.duration_s)
     result = app.profile_result("gpt2.py", ".", [gemm], [gemm], {gemm.identity: hot_l2},
                                 find_spec("h200", specs), app.device_from(H200_PASS1, "x"),
-                                calibration, {})
+                                calibration, Settings())
     (v,) = result.families[0].variants
     assert 0.80 <= v.point.compute_fraction < 0.90
     assert v.levels and max(level.fraction or 0 for level in v.levels) >= 0.9
@@ -186,13 +187,13 @@ def test_upside_is_what_the_best_move_could_save_by_the_move_rankings_arithmetic
 def test_a_kernel_without_counters_has_no_verdict_but_keeps_its_time(specs):
     kernels = program_kernels.kernel_times(H200_PASS1)
     result = app.profile_result("p", "/", kernels, kernels[:2], {}, find_spec("h200", specs),
-                                app.device_from(H200_PASS1, "x"), None, {})
+                                app.device_from(H200_PASS1, "x"), None, Settings())
     [v, _] = result.families[0].variants
     assert v.point is None and v.share.upside_s is None
     assert v.share.launches == len(v.samples_s) == 80
     # its time: that of the most frequent of the shapes this persistent GEMM ran
     assert v.time.n == 40 and any(n.startswith("3 shapes at one launch") for n in v.notes)
-    assert result.settings["other_kernels"] == 3
+    assert result.settings.other_kernels == 3
 
 
 @pytest.mark.parametrize("kernel, words", [
@@ -315,8 +316,9 @@ def test_pass_two_selects_each_chosen_kernel_by_its_mangled_name(chosen):
     assert selected == set(names) | loose
 
 
-REAL_NAMES = json.loads((REPO / "tests" / "fixtures" / "ncu" /
-                         "h100-train-mangled-names.json").read_text())
+REAL_NAMES = dict(line.split("\t") for line in (
+    REPO / "tests" / "fixtures" / "ncu" / "h100-train-mangled-names.tsv").read_text().splitlines()
+    if not line.startswith("#"))
 
 
 @pytest.mark.parametrize("mangled", sorted(REAL_NAMES))

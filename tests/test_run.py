@@ -102,7 +102,7 @@ def test_failed_variants_get_no_speed_figure(specs):
 
 
 def test_result_document_round_trip(gemm, tmp_path):
-    result = RunResult(gpu=H200, spec_id="h200", settings={"cache": "cold"}, families=[gemm])
+    result = RunResult(gpu=H200, spec_id="h200", families=[gemm])
     path = tmp_path / "result.json"
     write_result(result, path)
     data = json.loads(path.read_text())

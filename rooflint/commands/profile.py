@@ -15,7 +15,7 @@ best move could save (analysis/upside.py, which also says when a kernel is done)
 from __future__ import annotations
 
 from collections import Counter as Tally
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from rooflint.analysis import calibration as calibrations
@@ -39,6 +39,7 @@ from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Id
 from rooflint.analysis.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
+from rooflint.formats.settings import Settings
 from rooflint.formats.trace_events import launches as trace_launches, union_unless_any
 from rooflint.common.units import counted
 
@@ -126,7 +127,7 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
                    chosen: list[KernelTime], counters: dict[Identity, Counters],
                    spec: GpuSpec,
                    device: DeviceInfo, calibration: calibrations.Calibration | None,
-                   settings: dict, models: list[KernelModel] | None = None,
+                   settings: Settings, models: list[KernelModel] | None = None,
                    missing: dict[Identity, str] | None = None) -> RunResult:
     """The result document of a profile: one family (the program), one variant per chosen
     kernel (those without counters with the reason in ``missing``); the rest of the GPU
@@ -139,10 +140,10 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
                               (missing or {}).get(k.identity, NO_COUNTERS))
                 for k in chosen]
     rest = kernels[len(chosen):]
-    settings = {**settings, "mode": "profile", "gpu_time_s": region,
-                "kernels": len(kernels), "other_kernels": len(rest),
-                "other_share": sum(k.total_s for k in rest) / region if region else 0.0,
-                **calibrations.settings(calibration)}
+    settings = replace(settings, mode="profile", gpu_time_s=region, kernels=len(kernels),
+                       other_kernels=len(rest),
+                       other_share=sum(k.total_s for k in rest) / region if region else 0.0,
+                       **calibrations.settings(calibration))
     result = RunResult(gpu=device, spec_id=spec.id, settings=settings)
     result.families.append(FamilyResult(name=program, directory=directory, params={},
                                         baseline=None, variants=by_upside(variants)))
@@ -217,16 +218,14 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     specs = load_specs()
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
-    settings = {"cache": "cold", "counters": "ncu", "command": options.command,
-                "nvtx": options.nvtx, "kernel_filter": options.kernel, "skip": options.skip,
-                "pass1_timer": first.timer.value,
-                "pass1_wall_s": first.wall_s, "pass2_wall_s": second.wall_s,
-                "pass2_profiled_launches": len(profiled), "model": options.model,
-                "pass2_kernels": choice.patterns,
-                "pass2_selection": passes.selection(filters, choice.patterns),
-                "pass2_tensor_precisions": _sorted_or_none(choice.tensor_precisions),
-                "pass2_started_early": second.attached,
-                "pass2_stopped": stopped.why if stopped else None}
+    settings = Settings(
+        counters="ncu", command=options.command, nvtx=options.nvtx, kernel_filter=options.kernel,
+        skip=options.skip, model=options.model, pass1_timer=first.timer.value,
+        pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,
+        pass2_profiled_launches=len(profiled), pass2_kernels=choice.patterns,
+        pass2_selection=passes.selection(filters, choice.patterns),
+        pass2_tensor_precisions=_sorted_or_none(choice.tensor_precisions),
+        pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None)
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                           chosen, counters, spec, device, calibration, settings, models,
                           missing), stopped

@@ -42,6 +42,7 @@ from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, tim
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import RunResult, write_result
+from rooflint.formats.settings import COUNTERS_OFF, Settings
 from rooflint.output.live import Listener
 from rooflint.analysis.sourcelines import SourceProfile
 
@@ -145,6 +146,7 @@ class _Shared:
     listener: Listener
     watch: Stopwatch
     order: list[str]
+    counters: CountersSwitch
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -188,20 +190,19 @@ def run(options: RunOptions, listener: Listener | None = None,
         device = lanes[0].device
         spec = device_spec(device, options.gpu, specs)
         calibration = calibrations.find(spec.id, device.driver)
-        result = RunResult(gpu=device, spec_id=spec.id,
-                           settings={"cache": options.cache, "counters": options.counters,
-                                     **calibrations.settings(calibration),
-                                     "git_revision": git_revision(str(manifests[0].directory))})
-        if options.devices:
-            result.settings["devices"] = [lane.visible for lane in lanes]
+        result = RunResult(gpu=device, spec_id=spec.id, settings=Settings(
+            cache=options.cache, counters=options.counters, **calibrations.settings(calibration),
+            git_revision=git_revision(str(manifests[0].directory)),
+            devices=[lane.visible for lane in lanes] if options.devices else None))
         check_precisions(manifests, spec)
         listener.started(result)
+        switch = CountersSwitch(counting, result.settings, listener.warn)
         if unavailable:
-            counters_off(result.settings, unavailable, listener.warn)
+            switch.off(unavailable)
             if options.source:
                 listener.warn(NO_SOURCE_LINES)
         shared = _Shared(options, spec, calibration, result, listener, watch,
-                         [m.name for m in manifests])
+                         [m.name for m in manifests], switch)
         pending = deque(manifests)
         if len(lanes) == 1:
             _work(lanes[0], pending, shared)
@@ -239,10 +240,21 @@ def without_counters(exc: CountersUnavailable, options: RunOptions) -> str:
     return str(exc)
 
 
-def counters_off(settings: dict, reason: str, warn: Callable[[str], None]) -> None:
-    settings["counters"] = "off"
-    settings["counters_unavailable"] = reason
-    warn(f"counters unavailable: {reason}; continuing with the manifests' model bytes")
+@dataclass
+class CountersSwitch:
+    """Whether a run still takes counters: on unless asked off, until ncu cannot give them;
+    then off for the rest of the run, said once and recorded in the result's settings. The
+    run decides by this, never by what it wrote in its result."""
+
+    on: bool
+    settings: Settings
+    warn: Callable[[str], None]
+
+    def off(self, reason: str) -> None:
+        self.on = False
+        self.settings.counters = COUNTERS_OFF
+        self.settings.counters_unavailable = reason
+        self.warn(f"counters unavailable: {reason}; continuing with the manifests' model bytes")
 
 
 def start_lanes(lanes: list[Lane], warn: Callable[[str], None]) -> list[Lane]:
@@ -317,7 +329,7 @@ def _work(lane: Lane, pending: deque, shared: _Shared) -> None:
         except IndexError:
             break
         done = time_family(lane, manifest, shared)
-        final = lane.profiler is None or shared.result.settings["counters"] == "off"
+        final = lane.profiler is None or not shared.counters.on
         _publish(shared, done, {}, lane, final)
         if not final:
             timed.append(done)
@@ -364,7 +376,7 @@ def take_source_lines(lane: Lane, timed: list[_Timed], shared: _Shared
                       ) -> dict[int, dict[str, SourceProfile]]:
     """The source pass: every CUDA variant that passed, run once more under ncu's source
     counters, after the counter pass (its session must end first: one profiler a GPU)."""
-    if shared.result.settings["counters"] == "off":
+    if not shared.counters.on:
         shared.listener.warn(NO_SOURCE_LINES)
         return {}
     for done in timed:
@@ -392,7 +404,7 @@ def close_profiler(lane: Lane, shared: _Shared) -> dict[int, dict[str, Counters]
     except CountersUnavailable as exc:
         reason = without_counters(exc, shared.options)
         with shared.lock:
-            counters_off(shared.result.settings, reason, shared.listener.warn)
+            shared.counters.off(reason)
         return {}
 
 
@@ -418,18 +430,18 @@ def _publish(shared: _Shared, done: _Timed, counters: dict[str, Counters], lane:
 
 
 def family_counters(family: ResolvedFamily, measurements: list[Measurement],
-                    options: RunOptions, settings: dict, progress: Progress,
-                    warn: Callable[[str], None]) -> dict[str, Counters]:
+                    options: RunOptions, counters: CountersSwitch,
+                    progress: Progress) -> dict[str, Counters]:
     """One family's counters in a profiler session of its own (`compare`'s sides); falls
-    back to model bytes if it can't."""
+    back to model bytes if it can't (the switch goes off), or stops with ``--counters ncu``."""
     variants = profiled_variants(family, measurements)
-    if settings["counters"] == "off" or not variants:
+    if not counters.on or not variants:
         return {}
     try:
         return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress,
                        ncu.metrics_for(v.precision for v in family.manifest.variants))
     except CountersUnavailable as exc:
-        counters_off(settings, without_counters(exc, options), warn)
+        counters.off(without_counters(exc, options))
         return {}
 
 

@@ -27,8 +27,9 @@ from rooflint.measure.protocol import TimingJob
 from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.common.paths import locate_family
 from rooflint.formats.results import RunResult, VariantResult, read_result
+from rooflint.formats.settings import COUNTERS_OFF, Settings
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
-from rooflint.commands.run import RunOptions, family_counters
+from rooflint.commands.run import CountersSwitch, RunOptions, family_counters
 
 
 @dataclass
@@ -151,12 +152,12 @@ def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, count
                                              progress_for(families[0], "timing"))
         finally:
             pool.close()
-        settings = {"cache": "cold", "counters": counters, **calibrations.settings(calibration)}
-        sides = []
+        settings = Settings(counters=counters, **calibrations.settings(calibration))
+        switch, sides = CountersSwitch(counters != COUNTERS_OFF, settings, lambda said: None), []
         for family, measurement, label in zip(families, measurements, labels):
-            found = family_counters(family, [measurement], options, settings,
-                                    progress_for(family, "counters"), lambda message: None)
-            result = RunResult(gpu=device, spec_id=spec.id, settings=dict(settings))
+            found = family_counters(family, [measurement], options, switch,
+                                    progress_for(family, "counters"))
+            result = RunResult(gpu=device, spec_id=spec.id, settings=replace(settings))
             result.families.append(family_result(family, [measurement], found, spec, device,
                                                  calibration))
             sides.append(Side(label, result, result.families[0].variants[0]))

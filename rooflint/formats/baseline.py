@@ -102,7 +102,7 @@ def from_result(result: RunResult) -> Baseline:
     return Baseline(
         gpu=result.gpu.name, spec_id=result.spec_id, driver=result.gpu.driver,
         sm_clock_mhz=statistics.median(clocks) if clocks else None,
-        git_revision=result.settings.get("git_revision"),
+        git_revision=result.settings.git_revision,
         entries=[_entry(f.name, v) for f in result.families for v in f.variants])
 
 

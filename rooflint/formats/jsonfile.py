@@ -340,10 +340,10 @@ def _value(hint: Any, value: Any, where: str) -> Any:
         _, item = typing.get_args(hint)
         return {k: _value(item, v, f"{where}.{k}") for k, v in value.items()}
     if hint in _SCALARS:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _Nonsense(where, f"is {shown(value)}, expected a finite number")
         if not _is_scalar(hint, value):
             raise _Mismatch(where, f"is {_describe(value)}, expected {_expected(hint)}")
-        if hint is float and not math.isfinite(value):
-            raise _Nonsense(where, f"is {shown(value)}, expected a finite number")
         return value
     raise TypeError(f"no reader for {hint!r} at {where}")   # a dataclass rooflint declares
 

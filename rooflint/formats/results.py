@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from rooflint.analysis.diagnose import Verdict
 from rooflint.formats.jsonfile import read_document, write_atomic
+from rooflint.formats.settings import Settings
 from rooflint.analysis.counters import Counters
 from rooflint.formats.gpus import DeviceInfo, Precision
 from rooflint.measure.protocol import Clocks, OutputCheck
@@ -186,7 +187,7 @@ class FamilyResult:
 class RunResult:
     gpu: DeviceInfo
     spec_id: SpecId
-    settings: dict[str, Any]
+    settings: Settings = field(default_factory=Settings)
     families: list[FamilyResult] = field(default_factory=list)
     timings: dict[str, Amount] = field(default_factory=dict)  # the families' phases + start-up
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -194,7 +195,7 @@ class RunResult:
     schema: str = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "settings": self.settings.to_json()}
 
 
 def write_result(result: RunResult, path: Path) -> None:

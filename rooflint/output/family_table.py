@@ -37,13 +37,13 @@ def render_run_header(console: Console, result: RunResult) -> None:
     if result.families:
         counted = any(v.counters for f in result.families for v in f.variants)
     else:
-        counted = result.settings.get("counters", "off") != "off"
+        counted = result.settings.counting
     source = "DRAM bytes from ncu counters" if counted else "DRAM bytes from the manifests' model"
     console.print(f"[bold]{escape(gpu.name)}[/] (spec {escape(result.spec_id)}), {gpu.sms} SMs, "
                   f"L2 {format_bytes(gpu.l2_bytes)}, driver {escape(gpu.driver)}{clocks}; "
-                  f"cache {escape(str(result.settings.get('cache', 'cold')))}; {source}")
-    if result.settings.get("counters_unavailable"):
-        console.print(Text(f"counters unavailable: {result.settings.get('counters_unavailable')}",
+                  f"cache {escape(result.settings.cache)}; {source}")
+    if result.settings.counters_unavailable:
+        console.print(Text(f"counters unavailable: {result.settings.counters_unavailable}",
                            style="yellow"))
 
 

@@ -176,7 +176,7 @@ def _draw_roofs(ax, placed: list[Placed], result: RunResult, x_low: float, x_hig
                     xytext=(4, 4), fontsize=7, color="#333333")
     top = max(r.compute for r in roofs.values())
     for level, style, colour in (("l2", "-.", "#2ca02c"), ("l1", (0, (1, 1)), "#9467bd")):
-        bandwidth = result.settings.get(f"{level}_bandwidth")
+        bandwidth = getattr(result.settings, f"{level}_bandwidth")
         if bandwidth:
             _roof_line(ax, x_low, x_high, bandwidth, top, f"roof-{level}", style, colour,
                        f"{level.upper()} roof (calibrated)")

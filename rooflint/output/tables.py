@@ -33,7 +33,7 @@ def render_run(console: Console, result: RunResult) -> None:
     result = printable_fields(result)
     render_run_header(console, result)
     for family in result.families:
-        if result.settings.get("mode") == "profile":
+        if result.settings.mode == "profile":
             render_upside(console, result, family)
         render_family(console, family)
 
@@ -74,11 +74,11 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     """The application view: each profiled kernel's share of the GPU time, how near its
     roof it runs, and the most a fix could save, the biggest saving first."""
     result, family = printable_fields((result, family))
-    region = result.settings.get("gpu_time_s") or 0.0
+    region = result.settings.gpu_time_s or 0.0
     # The heading is a line of its own, as wide as the screen: a table title would wrap at
     # the width of a table of one short kernel.
     console.print(Text(f"{family.name}: {format_time(region)} of GPU time in "
-                       f"{counted(result.settings.get('kernels', 0), 'kernel')}; where "
+                       f"{counted(result.settings.kernels or 0, 'kernel')}; where "
                        f"a fix could save the most"))
     table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
     traced = (any(v.share and v.share.origins for v in family.variants)
@@ -104,10 +104,10 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
                       str(s.launches), verdict,
                       pct(s.best_fraction) if s.best_fraction is not None else "-", upside)
     console.print(table)
-    other = result.settings.get("other_kernels")
+    other = result.settings.other_kernels
     if other:
         console.print(Text(f"  not profiled: {other} more kernels, "
-                           f"{pct(result.settings.get('other_share', 0.0))} of the GPU time"))
+                           f"{pct(result.settings.other_share or 0.0)} of the GPU time"))
     top = next((v for v in family.variants if v.share and v.share.upside_s
                 and not is_done(v) and v.verdict and v.verdict.moves), None)
     if top:

@@ -1,0 +1,58 @@
+"""How a result was measured: the typed record every result carries as its ``settings``.
+
+`run`, `compare`'s measured sides and `profile` write it; the printers (which source the
+bytes came from, a profile's GPU time and kernels left out), the plot (the calibrated L2
+and L1 roofs) and the baseline (the git revision) read it. No command reads it back to
+decide what to do: a run keeps its own state (whether it still takes counters) and
+writes it here. In the document it is one flat mapping, as results have always held it:
+a field with no value is left out, and a document written before a field existed reads
+with its default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+COUNTERS_OFF = "off"          # the --counters mode, and what a run fell back to without ncu
+
+
+@dataclass
+class Settings:
+    cache: str = "cold"                   # cold: L2 flushed before each sample; warm: not
+    counters: str = COUNTERS_OFF          # auto | ncu | off: off once they were unavailable
+    counters_unavailable: str | None = None   # why a run went on without counters
+    calibration: str | None = None        # when the calibration judged with was made
+    l2_bandwidth: float | None = None     # its L2 and L1 bandwidths (B/s): the plot's roofs
+    l1_bandwidth: float | None = None
+    git_revision: str | None = None       # the families' checkout (the gate's --recheck)
+    devices: list[str] | None = None      # the CUDA_VISIBLE_DEVICES entries of --devices
+    mode: str | None = None               # "profile" for `rooflint profile`; else a run
+    # A profile: the program, its filters, the two passes, and the GPU time it covered.
+    command: list[str] | None = None
+    nvtx: str | None = None
+    kernel_filter: str | None = None
+    skip: int | None = None
+    model: str | None = None              # the kernel_models file given with --model
+    pass1_timer: str | None = None        # torch | ncu
+    pass1_wall_s: float | None = None
+    pass2_wall_s: float | None = None
+    pass2_profiled_launches: int | None = None
+    pass2_kernels: list[str] | None = None    # the patterns ncu selected pass 2's launches by
+    pass2_selection: list[str] | None = None  # the ncu options that did (to profile again)
+    pass2_kernel_filter: str | None = None    # before pass2_selection: ncu's -k expression
+    pass2_tensor_precisions: list[str] | None = None   # None: every precision
+    pass2_started_early: bool | None = None
+    pass2_stopped: str | None = None      # why pass 2 ended early (a failure, Ctrl-C)
+    gpu_time_s: float | None = None       # the GPU time of every kernel pass 1 kept
+    kernels: int | None = None
+    other_kernels: int | None = None      # kernels not chosen, and their share of that time
+    other_share: float | None = None
+
+    @property
+    def counting(self) -> bool:
+        """Whether the result's bytes came from counters (for a result read from a file)."""
+        return self.counters != COUNTERS_OFF
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: value for name, value in asdict(self).items() if value is not None}
