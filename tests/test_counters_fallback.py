@@ -7,6 +7,7 @@ import pytest
 from recorded import use_stand_in_pools
 
 from rooflint.commands import run as run_module
+from rooflint.commands.counting import CountersSwitch
 from rooflint.common.errors import RooflintError
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
@@ -49,13 +50,13 @@ def ok(name):
 
 
 def switch_on(warn=lambda message: None):
-    return run_module.CountersSwitch(True, Settings(), warn)
+    return CountersSwitch(True, Settings(), warn)
 
 
 def test_auto_warns_once_and_falls_back(fake_ncu, stream):
     warnings = []
     settings = Settings(counters="auto")
-    switch = run_module.CountersSwitch(True, settings, warnings.append)
+    switch = CountersSwitch(True, settings, warnings.append)
     options = run_module.RunOptions(targets=[], variants=[], sizes={}, counters="auto")
     counters = run_module.family_counters(stream, [ok("copy_float4")], options, switch,
                                           lambda e, v: None)

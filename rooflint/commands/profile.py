@@ -196,13 +196,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         """The kernels pass 2 profiles, said before it starts."""
         kernels = kernels_of(first)
         chosen = choose(kernels, options.coverage, options.top)
-        covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
         choice = pass2_choice(chosen, kernels)
-        say(f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
-            f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
-            f"({covered:.0%} of GPU time), the first launch of each kernel shape, tensor "
-            f"FLOPs in {precisions_words(choice.tensor_precisions)}: about "
-            f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
+        say(plan_words(first, kernels, chosen, choice))
         return choice
 
     first, second = passes.two_passes(options.command, filters, logs, plan, say)
@@ -218,17 +213,36 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     specs = load_specs()
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
-    settings = Settings(
-        counters="ncu", command=options.command, nvtx=options.nvtx, kernel_filter=options.kernel,
-        skip=options.skip, model=options.model, pass1_timer=first.timer.value,
-        pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,
-        pass2_profiled_launches=len(profiled), pass2_kernels=choice.patterns,
-        pass2_selection=passes.selection(filters, choice.patterns),
-        pass2_tensor_precisions=_sorted_or_none(choice.tensor_precisions),
-        pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None)
+    settings = passes_settings(options, first, second, len(profiled), choice,
+                               passes.selection(filters, choice.patterns))
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                           chosen, counters, spec, device, calibration, settings, models,
                           missing), stopped
+
+
+def plan_words(first: Pass, kernels: list[KernelTime], chosen: list[KernelTime],
+               choice: Choice) -> str:
+    """What pass 1 found and what pass 2 will profile, said before pass 2 starts."""
+    covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
+    return (f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
+            f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
+            f"({covered:.0%} of GPU time), the first launch of each kernel shape, tensor "
+            f"FLOPs in {precisions_words(choice.tensor_precisions)}: about "
+            f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
+
+
+def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled: int,
+                    choice: Choice, selection: list[str]) -> Settings:
+    """What a profile records of how it ran the program: its filters and both passes."""
+    stopped = second.stopped
+    return Settings(
+        counters="ncu", command=options.command, nvtx=options.nvtx, kernel_filter=options.kernel,
+        skip=options.skip, model=options.model, pass1_timer=first.timer.value,
+        pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,
+        pass2_profiled_launches=profiled, pass2_kernels=choice.patterns,
+        pass2_selection=selection,
+        pass2_tensor_precisions=_sorted_or_none(choice.tensor_precisions),
+        pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None)
 
 
 def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime]) -> Choice:

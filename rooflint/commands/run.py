@@ -43,6 +43,7 @@ from rooflint.commands.judge import check_fits, check_precisions, device_spec, f
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import RunResult, write_result
 from rooflint.formats.settings import COUNTERS_OFF, Settings
+from rooflint.commands.counting import CountersSwitch, counters_unavailable, without_counters
 from rooflint.output.live import Listener
 from rooflint.analysis.sourcelines import SourceProfile
 
@@ -171,18 +172,9 @@ def run(options: RunOptions, listener: Listener | None = None,
     listener = listener or Listener()
     manifests = manifests or check_inputs(options)
     specs = load_specs()
-    unavailable = counters_unavailable(options)
-    metrics = ncu.metrics_for(v.precision for m in manifests for v in m.variants)
-    preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
-                                   for m in manifests for v in m.variants) else ()
-    every_lane = []
-    counting = options.counters != "off" and not unavailable
-    for visible, pool in zip(options.devices or [None], pools or timing_pools(options.devices)):
-        profiler = (Profiler(options.cache, ncu.Counting(tuple(metrics)), pool.env, preload)
-                    if counting else None)
-        sources = (Profiler(options.cache, ncu.SourceCounting(), pool.env, preload)
-                   if counting and options.source else None)
-        every_lane.append(Lane(pool, visible, profiler, sources))
+    unavailable = counters_unavailable(options.counters)
+    counting = options.counters != COUNTERS_OFF and not unavailable
+    every_lane = lanes_for(options, manifests, pools or timing_pools(options.devices), counting)
     watch = Stopwatch()
     try:
         with watch.phase("startup"):
@@ -221,40 +213,22 @@ def run(options: RunOptions, listener: Listener | None = None,
                     profiler.kill()
 
 
-def counters_unavailable(options: RunOptions) -> str | None:
-    """Why counters cannot be taken at all (no ncu), found before anything starts."""
-    if options.counters == "off":
-        return None
-    try:
-        ncu.ncu_path()
-    except CountersUnavailable as exc:
-        return without_counters(exc, options)
-    return None
-
-
-def without_counters(exc: CountersUnavailable, options: RunOptions) -> str:
-    """The reason a run goes on with model bytes (``auto``); with ``--counters ncu`` the
-    run's error instead."""
-    if options.counters == "ncu":
-        raise RooflintError(f"--counters ncu: {exc}") from None
-    return str(exc)
-
-
-@dataclass
-class CountersSwitch:
-    """Whether a run still takes counters: on unless asked off, until ncu cannot give them;
-    then off for the rest of the run, said once and recorded in the result's settings. The
-    run decides by this, never by what it wrote in its result."""
-
-    on: bool
-    settings: Settings
-    warn: Callable[[str], None]
-
-    def off(self, reason: str) -> None:
-        self.on = False
-        self.settings.counters = COUNTERS_OFF
-        self.settings.counters_unavailable = reason
-        self.warn(f"counters unavailable: {reason}; continuing with the manifests' model bytes")
+def lanes_for(options: RunOptions, manifests: list[Manifest], pools: list[WorkerPool],
+              counting: bool) -> list[Lane]:
+    """A lane per device: its timing pool, and when counting its profilers (the counter
+    pass, the source pass with --source), which import PyTorch ahead when a python
+    variant uses it."""
+    metrics = ncu.metrics_for(v.precision for m in manifests for v in m.variants)
+    preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
+                                   for m in manifests for v in m.variants) else ()
+    lanes = []
+    for visible, pool in zip(options.devices or [None], pools):
+        profiler = (Profiler(options.cache, ncu.Counting(tuple(metrics)), pool.env, preload)
+                    if counting else None)
+        sources = (Profiler(options.cache, ncu.SourceCounting(), pool.env, preload)
+                   if counting and options.source else None)
+        lanes.append(Lane(pool, visible, profiler, sources))
+    return lanes
 
 
 def start_lanes(lanes: list[Lane], warn: Callable[[str], None]) -> list[Lane]:
@@ -402,7 +376,7 @@ def close_profiler(lane: Lane, shared: _Shared) -> dict[int, dict[str, Counters]
         with shared.watch.phase("counters"):
             return lane.profiler.close()
     except CountersUnavailable as exc:
-        reason = without_counters(exc, shared.options)
+        reason = without_counters(exc, shared.options.counters)
         with shared.lock:
             shared.counters.off(reason)
         return {}
@@ -441,7 +415,7 @@ def family_counters(family: ResolvedFamily, measurements: list[Measurement],
         return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress,
                        ncu.metrics_for(v.precision for v in family.manifest.variants))
     except CountersUnavailable as exc:
-        counters.off(without_counters(exc, options))
+        counters.off(without_counters(exc, options.counters))
         return {}
 
 

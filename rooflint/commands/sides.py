@@ -29,7 +29,8 @@ from rooflint.common.paths import locate_family
 from rooflint.formats.results import RunResult, VariantResult, read_result
 from rooflint.formats.settings import COUNTERS_OFF, Settings
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
-from rooflint.commands.run import CountersSwitch, RunOptions, family_counters
+from rooflint.commands.counting import CountersSwitch
+from rooflint.commands.run import RunOptions, family_counters
 
 
 @dataclass
