@@ -282,3 +282,28 @@ def test_every_stall_reason_gives_a_cause_and_a_move(reason, specs):
     assert v.bound == "chain"
     assert any(reason in c.detail for c in v.causes), v.causes
     assert v.moves
+
+
+def _recorded(family: str, variant: str):
+    from rooflint.formats.results import read_result
+    result = read_result(FIXTURES.parent.parent / "examples" / "h100-bundled.json")
+    return next(v for f in result.families if f.name == family for v in f.variants
+                if v.name == variant)
+
+
+def test_the_compilers_half_precision_moves_are_not_held_against_the_model():
+    """stream's strided read (``x[j] * 2.0f``, fp32) counted 268 MFLOP of fp16 and no fp32
+    on the H100: HFMA2.MMA register moves, not work. No note blames its model, and the
+    mismatch note compares the declared precision only (decode_attention's naive online
+    softmax still reads as redundant work, on its fp32 FLOPs alone)."""
+    from rooflint.analysis.counters import traffic
+    strided = _recorded("stream", "strided_read")
+    assert strided.counters.flops.get("fp16", 0) > 2e8 and "fp32" not in strided.counters.flops
+    for model_flops in (0.0, 1.34e8, 8.9e7):
+        notes = traffic(strided.counters, model_flops, 1e9, 5e8, "fp32").notes
+        assert not any("FLOPs are" in n for n in notes), notes
+    online = _recorded("decode_attention", "v1_online_naive")
+    fp32 = online.counters.flops["fp32"]
+    notes = traffic(online.counters, fp32 / 8, 1e9, 1e6, "fp32").notes
+    assert any(n.startswith("counted fp32 FLOPs are 8.00x the model's (redundant work") for n in notes)
+    assert not any("FLOPs are" in n for n in traffic(online.counters, fp32, 1e9, 1e6, "fp32").notes)

@@ -5,8 +5,8 @@ Pure accounting, with the reasons written down:
   ``dram__bytes_write`` (REFERENCE.md: a 256 MiB copy showed 21 MB missing). They reach
   DRAM later all the same, so the point counts at least the compulsory writes (the
   outputs the variant writes) and says how much it added.
-- Counted FLOPs are shown beside the model's; a large difference is redundant work,
-  or tensor operations the manifest did not declare.
+- Counted FLOPs in the declared precision are shown beside the model's; a large
+  difference is redundant work, or tensor operations the manifest did not declare.
 - Fewer DRAM bytes than the compulsory ones means data served from L2 (observed AI
   above algorithmic): cache reuse, not magic; the L2 traffic is the evidence.
 """
@@ -70,6 +70,23 @@ class Traffic:
     notes: list[str] = field(default_factory=list)
 
 
+def _model_notes(counters: Counters, model_flops: float, precision: str) -> list[str]:
+    """The model's FLOPs against those counted in the precision the variant declares.
+
+    Not against every precision counted: the compiler moves registers with half-precision
+    FMAs (``HFMA2.MMA Rx, -RZ, RZ, ...``), which Nsight Compute counts as fp16 FLOPs in
+    kernels with no half arithmetic at all (an fp32 strided read counted 268 MFLOP of
+    fp16 and no fp32, H100 and H200), and the counters cannot tell those from real half
+    arithmetic: a model is not blamed for leaving out what nobody wrote, and a precision
+    the variant does not declare is not reported as its work."""
+    declared = counters.flops.get(precision, 0.0)
+    if not (model_flops and declared and abs(declared / model_flops - 1) > FLOP_MISMATCH):
+        return []
+    kind = "redundant work" if declared > model_flops else "less work than the model"
+    return [f"counted {precision} FLOPs are {declared / model_flops:.2f}x the model's ({kind}, "
+            f"or a wrong flops expression)"]
+
+
 def traffic(counters: Counters, model_flops: float, model_bytes: float, written_bytes: float,
             precision: str) -> Traffic:
     dirty = max(0.0, written_bytes - counters.dram_write)
@@ -92,11 +109,7 @@ def traffic(counters: Counters, model_flops: float, model_bytes: float, written_
 
 def _flop_notes(counters: Counters, model_flops: float, precision: str) -> list[str]:
     counted = counters.counted_flops
-    notes = []
-    if model_flops and counted and abs(counted / model_flops - 1) > FLOP_MISMATCH:
-        kind = "redundant work" if counted > model_flops else "less work than the model"
-        notes.append(f"counted FLOPs are {counted / model_flops:.2f}x the model's ({kind}, or "
-                     f"a wrong flops expression)")
+    notes = _model_notes(counters, model_flops, precision)
     tensor = sum(v for k, v in counters.flops.items() if k.endswith("-tensor"))
     if counted and tensor > UNDECLARED_TENSOR * counted and not precision.endswith("-tensor"):
         main = max((k for k in counters.flops if k.endswith("-tensor")), key=counters.flops.get)
