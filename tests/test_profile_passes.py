@@ -162,3 +162,19 @@ def test_a_bad_model_file_is_refused_before_the_program_runs(fake_ncu, tmp_path)
                        env=env)
     assert_one_line_error(outcome, 2, str(model), "kernels[0].flops")
     assert not (state / "calls.jsonl").exists()
+
+
+def test_profile_json_and_tables_to_standard_output(fake_ncu, tmp_path):
+    """`--json -` prints the result document on standard output (the tables go to standard
+    error) and writes no file called -; so does `--csv -` with a CSV table."""
+    env, _ = fake_ncu
+    done = rooflint("profile", "--coverage", "0.99", "--json", "-", "--markdown",
+                    str(tmp_path / "t.md"), "--", sys.executable, "-c", "pass", env=env,
+                    cwd=tmp_path)
+    assert done.code == 0, done.stderr
+    assert json.loads(done.stdout)["settings"]["mode"] == "profile"
+    assert not (tmp_path / "-").exists() and (tmp_path / "t.md").read_text().startswith("| family")
+    piped = rooflint("profile", "--coverage", "0.99", "--csv", "-", "--", sys.executable, "-c",
+                     "pass", env=env, cwd=tmp_path)
+    assert piped.code == 0, piped.stderr
+    assert piped.stdout.startswith("family,variant,") and "kernel" in piped.stderr

@@ -50,6 +50,12 @@ def main(version: bool = typer.Option(False, "--version", callback=_print_versio
         sys.stdout = GuardedOutput(sys.stdout)
 
 
+CSV_HELP = ("Also write a CSV table here, a row per variant or kernel: time, FLOP/s, "
+            "bandwidth, intensities and fractions of each level, verdict, top move and gain "
+            "(- for standard output).")
+MARKDOWN_HELP = "Also write that table as Markdown here (- for standard output)."
+
+
 class Cache(str, Enum):
     cold = "cold"
     warm = "warm"
@@ -86,11 +92,13 @@ def run(
     source: bool = typer.Option(False, "--source", help="Profile each CUDA variant once more "
                                 "with Nsight Compute's source counters and print, under its "
                                 "top move, the lines of its .cu that move is about."),
+    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run_command import run_command   # start-up: see the top
     run_command(target, variants or [], size, gpu, cache.value, json_path, svg, timeout,
-                counters.value, timings, devices, gpm, source)
+                counters.value, timings, devices, gpm, source, csv, markdown)
 
 
 class ProgramCommand(TyperCommand):
@@ -138,17 +146,21 @@ def profile(
     skip: int = typer.Option(0, min=0, help="Leave out the first N kernel launches (warm-up)."),
     gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device)."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
-                                             "(the schema show, plot, compare and gate read)."),
+                                             "(the schema show, plot, compare and gate read; "
+                                             "- for standard output)."),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline."),
     logs: Optional[Path] = typer.Option(None, help="Keep Nsight Compute's CSV logs in this "
                                         "directory."),
     model: Optional[Path] = typer.Option(None, help="YAML giving kernels (by name pattern) "
                                          "their FLOPs and compulsory bytes per launch, so they "
                                          "get an algorithmic intensity."),
+    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP),
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
     from rooflint.commands.profile_command import profile_command   # start-up: see the top
-    profile_command(command, top, coverage, nvtx, kernel, skip, gpu, json_path, svg, logs, model)
+    profile_command(command, top, coverage, nvtx, kernel, skip, gpu, json_path, svg, logs,
+                    model, csv, markdown)
 
 
 @app.command()
@@ -157,12 +169,12 @@ def show(
     result_path: Path = typer.Argument(..., metavar="RESULT", help="A result file written by "
                                        "`rooflint run --json`."),
     variants: Optional[List[str]] = typer.Argument(None, help="Only these variants (default: all)."),
+    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP),
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
-    from rooflint.output.tables import only_variants, render_run    # start-up: see the top
-    from rooflint.formats.results import read_result
-
-    render_run(console, only_variants(read_result(result_path), variants or [], result_path))
+    from rooflint.commands.show_command import show_command    # start-up: see the top
+    show_command(result_path, variants or [], csv, markdown)
 
 
 @app.command()

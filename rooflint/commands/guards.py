@@ -15,17 +15,19 @@ from rooflint.output import outputs
 
 
 def check_outputs(json_path: Optional[Path], picture: Optional[Path] = None,
-                  logs: Optional[Path] = None, model: Optional[Path] = None) -> None:
+                  logs: Optional[Path] = None, model: Optional[Path] = None,
+                  tables: Sequence[outputs.Output] = ()) -> None:
     """`run`'s and `profile`'s outputs, checked before minutes of measuring, not after:
     --json replaces only a rooflint result, --svg only a picture of its format, profile's
-    --logs only its own earlier logs, none of them is --model, and all can be written
-    (see rooflint.outputs)."""
+    --logs only its own earlier logs, the --csv and --markdown ``tables`` only tables of
+    their own format, none of them is --model, and all can be written (see
+    rooflint.outputs)."""
     # here, not at the top: plot's guard needs no part of the measure layer
     from rooflint.measure.program import LOGS
     asked = ([outputs.Output("--json", json_path, outputs.RESULT)] if json_path else []) + \
         ([outputs.Output("--svg", picture, outputs.PICTURE)] if picture else []) + \
         [outputs.Output("--logs", logs / name, outputs.PROFILE_LOG) for name in LOGS
-         if logs]
+         if logs] + list(tables)
     guard_outputs(asked, [outputs.Named("--model", model)] if model else [])
 
 

@@ -8,14 +8,17 @@ Apart from profile.py, which profiles a program for any caller: this is only wha
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 from pathlib import Path
 from typing import Optional
 
+from rooflint.commands import exporting
+from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import check_outputs
 from rooflint.commands.profile import ProfileOptions, profile_program
-from rooflint.commands.streams import console, fail, say
+from rooflint.commands.streams import console, emit, errors, fail, say
 from rooflint.formats.results import write_result
 from rooflint.output.tables import render_run
 
@@ -23,7 +26,8 @@ from rooflint.output.tables import render_run
 def profile_command(command: list[str], top: Optional[int], coverage: float,
                     nvtx: Optional[str], kernel: Optional[str], skip: int, gpu: Optional[str],
                     json_path: Optional[Path], svg: Optional[Path], logs: Optional[Path],
-                    model: Optional[Path]) -> None:
+                    model: Optional[Path], csv: Optional[Path] = None,
+                    markdown: Optional[Path] = None) -> None:
     """Profile ``command`` as `rooflint profile` was asked; exit 2 (130 if interrupted)
     when pass 2 stopped, after what pass 1 measured is printed and written."""
     if kernel:
@@ -33,7 +37,11 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
             fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
     if logs and not logs.is_dir():
         fail(f"--logs {logs}: no such directory")
-    check_outputs(json_path, picture=svg, logs=logs, model=model)
+    tables = exporting.asked(csv, markdown)
+    piped = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
+    check_outputs(None if json_path == STDOUT else json_path, picture=svg, logs=logs,
+                  model=model, tables=exporting.files(tables))
+    screen = errors if piped else console
     terminate = signal.signal(signal.SIGTERM, _interrupt)
     try:
         result, stopped = profile_program(
@@ -42,16 +50,21 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
                            model=str(model) if model else None), say)
     finally:
         signal.signal(signal.SIGTERM, terminate)
-    render_run(console, result)
-    if json_path:
+    render_run(screen, result)
+    if json_path == STDOUT:
+        emit(json.dumps(result.to_json(), indent=1))
+    elif json_path:
         write_result(result, json_path)
-        console.print(f"result written to {json_path}", markup=False)
+        screen.print(f"result written to {json_path}", markup=False)
+    for said in exporting.write(tables, [result]):
+        screen.print(said, markup=False)
     if svg and not stopped:
         from rooflint.output import plotting    # matplotlib, only for --svg
         plotting.save(plotting.figure([result]), svg)
-        console.print(f"roofline drawn to {svg}", markup=False)
+        screen.print(f"roofline drawn to {svg}", markup=False)
     if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
-        kept = f"{json_path} keeps" if json_path else "the table shows"
+        kept = ("the result document keeps" if json_path == STDOUT else
+                f"{json_path} keeps" if json_path else "the table shows")
         fail(f"{stopped.why}; {kept} pass 1's kernel times, without counters"
              + (f" (no roofline to draw in {svg})" if svg else ""),
              130 if stopped.interrupted else 2)

@@ -13,30 +13,32 @@ from typing import Optional
 
 import typer
 
+from rooflint.commands import exporting
+from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import check_outputs
 from rooflint.commands.run import RunOptions, check_inputs, parse_sizes, run as run_families
 from rooflint.commands.streams import console, emit, errors, fail
 from rooflint.measure import runner
 from rooflint.measure.devices import device_indices, parse_devices, visible_devices
 
-STDOUT = Path("-")  # `--json -`: the result document goes to standard output
-
-
 def run_command(target: Optional[str], variants: list[str], size: list[str],
                 gpu: Optional[str], cache: str, json_path: Optional[Path],
                 svg: Optional[Path], timeout: float, counters: str, timings: bool,
-                devices: Optional[str], gpm: bool, source: bool) -> None:
+                devices: Optional[str], gpm: bool, source: bool, csv: Optional[Path] = None,
+                markdown: Optional[Path] = None) -> None:
     """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
-    to_stdout = json_path == STDOUT
+    tables = exporting.asked(csv, markdown)
+    to_stdout = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
     if source and counters == "off":
         fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
-    check_outputs(None if to_stdout else json_path, picture=svg)
+    check_outputs(None if json_path == STDOUT else json_path, picture=svg,
+                  tables=exporting.files(tables))
     if devices is not None:
         device_indices(devices)    # nonsense is refused before any GPU is counted
     chosen = parse_devices(devices, visible_devices()) if devices is not None else None
     options = RunOptions(targets=[target] if target else [], variants=variants,
                          sizes=parse_sizes(size), gpu=gpu, cache=cache,
-                         timeout_s=timeout, json_path=None if to_stdout else json_path,
+                         timeout_s=timeout, json_path=None if json_path == STDOUT else json_path,
                          counters=counters, devices=chosen, gpm=gpm, source=source)
     manifests = check_inputs(options)   # every input mistake, before any worker starts
     pools = runner.timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
@@ -57,10 +59,12 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
         # here, not at the top: like RunDisplay, loaded once the pools are starting
         from rooflint.output.tables import render_timings
         render_timings(screen, result)
-    if to_stdout:
+    if json_path == STDOUT:
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
         screen.print(f"result written to {json_path}", markup=False)
+    for said in exporting.write(tables, [result]):
+        screen.print(said, markup=False)
     if svg:
         from rooflint.output import plotting    # matplotlib, only for --svg
         plotting.save(plotting.figure([result]), svg)

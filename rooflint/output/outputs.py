@@ -28,6 +28,7 @@ from rooflint.formats import baseline as baselines, results
 from rooflint.analysis import calibration as calibrations
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import read_versioned
+from rooflint.output import exports
 from rooflint.output.gate_report import GATE_HEADING
 
 HEAD_BYTES = 4096   # what is read of an existing file to tell its kind by its start
@@ -147,6 +148,9 @@ BASELINE = Kind("a rooflint baseline", _document(baselines.SCHEMA))
 CALIBRATION = Kind("a rooflint calibration", _document(calibrations.SCHEMA))
 GATE_SUMMARY = Kind("a rooflint gate summary", _starts_with(GATE_HEADING.encode()))
 JUNIT = Kind("JUnit XML", _starts_with(b"<", containing=b"<testsuite"))
+# --csv and --markdown: tables that begin as every such table of rooflint's does.
+TABLES = {format: Kind(exporter.name, _starts_with(exporter.starts))
+          for format, exporter in exports.EXPORTERS.items()}
 # What Nsight Compute's logs and PyTorch's profiler trace begin with.
 PROFILE_LOG = Kind("a log of rooflint profile", _starts_with(b"==", b'"ID"', b"{"))
 _PICTURE_STARTS = {"svg": _starts_with(b"<", containing=b"<svg"),

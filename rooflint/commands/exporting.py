@@ -1,0 +1,63 @@
+"""The tables a command writes beside its result (``--csv``, ``--markdown``), and which
+of its outputs goes to standard output (``-``).
+
+run, profile and show take the same two options, with the same meaning: a file path, or
+``-`` for standard output, where the terminal's tables then give way (to standard error
+for run and profile, whose display goes on; not at all for show, whose table it is).
+At most one output can be ``-``: two documents on one stream could not be told apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from rooflint.commands.streams import emit
+from rooflint.common.errors import RooflintError
+from rooflint.formats.jsonfile import write_text
+from rooflint.formats.results import RunResult
+from rooflint.output import exports
+from rooflint.output.outputs import TABLES, Output
+
+STDOUT = Path("-")
+
+
+@dataclass(frozen=True)
+class Export:
+    option: str           # --csv
+    format: str           # a key of exports.EXPORTERS
+    path: Path
+
+
+
+def asked(csv: Optional[Path], markdown: Optional[Path]) -> list[Export]:
+    return [Export(option, format, path) for option, format, path in
+            (("--csv", "csv", csv), ("--markdown", "markdown", markdown)) if path]
+
+
+def to_stdout(*named: tuple[str, Optional[Path]]) -> bool:
+    """Whether one of the outputs ``(option, path)`` is ``-``; RooflintError if several."""
+    dashes = [option for option, path in named if path == STDOUT]
+    if len(dashes) > 1:
+        raise RooflintError(f"{' and '.join(dashes)} each name - (standard output), where "
+                            f"only one output can go; give the others a file")
+    return bool(dashes)
+
+
+def files(wanted: Sequence[Export]) -> list[Output]:
+    """The exports written to files, for the output guard."""
+    return [Output(e.option, e.path, TABLES[e.format]) for e in wanted if e.path != STDOUT]
+
+
+def write(wanted: Sequence[Export], results: Sequence[RunResult]) -> list[str]:
+    """Each export written (``-``: printed); what was written where, to say so."""
+    said = []
+    for e in wanted:
+        text = exports.export(results, e.format)
+        if e.path == STDOUT:
+            emit(text.rstrip("\n"))
+        else:
+            write_text(text, e.path)
+            said.append(f"{e.format} table written to {e.path}")
+    return said

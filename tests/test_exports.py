@@ -1,0 +1,132 @@
+"""CSV and Markdown tables of results (issue 27): one row per variant or profiled kernel,
+the same columns in both, read back by a CSV reader and a Markdown table parser; `show`,
+`run` and `profile` take --csv and --markdown, each a file or - for standard output."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
+from rooflint.formats.results import read_result
+from rooflint.output.exports import COLUMNS, export, table
+
+BUNDLED = REPO / "examples" / "h200-bundled.json"
+PROFILE = REPO / "examples" / "profile" / "h200-profile-train-eager.json"
+
+
+def variants_of(result):
+    return [(f, v) for f in result.families for v in f.variants]
+
+
+def markdown_rows(text: str) -> list[list[str]]:
+    """A GitHub table's cells, the header first, the rule left out; ``\\|`` is a pipe."""
+    lines = text.strip().splitlines()
+    assert lines[1].strip("|").split("|") == ["---"] * len(lines[0].split(" | "))
+    return [[cell.replace("\\|", "|") for cell in _cells(line)] for line in [lines[0], *lines[2:]]]
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()[2:-2]
+    out, cell, escaped = [], "", False
+    for char in inner:
+        if char == "|" and not escaped:
+            out.append(cell.strip())
+            cell = ""
+        else:
+            cell += char
+        escaped = char == "\\"
+    return [*out, cell.strip()]
+
+
+def test_csv_round_trips_every_variant_with_its_numbers():
+    result = read_result(BUNDLED)
+    rows = list(csv.DictReader(io.StringIO(export([result], "csv"))))
+    assert [(r["family"], r["variant"]) for r in rows] == \
+        [(f.name, v.name) for f, v in variants_of(result)]
+    for row, (_, v) in zip(rows, variants_of(result)):
+        if v.point:
+            assert float(row["time_s"]) == v.time.median_s
+            assert float(row["flops_per_s"]) == v.point.achieved_flops
+            assert float(row["dram_fraction"]) == v.point.dram_fraction
+            assert row["bound"] == v.verdict.bound
+        if v.verdict and v.verdict.moves:
+            assert row["top_move"] == v.verdict.moves[0].action
+            gain = v.verdict.moves[0].gain
+            assert (float(row["move_gain"]) == gain) if gain is not None else row["move_gain"] == ""
+        l1 = next((level for level in v.levels if level.name == "l1"), None)
+        if l1 and l1.fraction is not None:
+            assert float(row["l1_fraction"]) == l1.fraction
+
+
+def test_markdown_is_the_same_table_as_shown():
+    result = read_result(BUNDLED)
+    header, cells = table([result])
+    rows = markdown_rows(export([result], "markdown"))
+    assert rows[0] == header
+    assert [row[:2] for row in rows[1:]] == [[f.name, v.name] for f, v in variants_of(result)]
+    assert all(len(row) == len(header) for row in rows)
+    assert [row for row in rows[1:]] == [[c.shown for c in r] for r in cells]
+
+
+def test_a_profile_has_shares_and_no_algorithmic_intensity():
+    """A profile's kernels have a share, launches and an upside; nobody counted their
+    compulsory bytes, so that column, empty in every row, is left out."""
+    header, _ = table([read_result(PROFILE)])
+    assert {"share", "launches", "upside_s"} <= set(header)
+    assert "algorithmic_ai" not in header
+    run_header, _ = table([read_result(BUNDLED)])
+    assert "share" not in run_header and "algorithmic_ai" in run_header
+    assert header == [c.name for c in COLUMNS if c.name in header]      # in declared order
+
+
+def test_names_cannot_break_the_markdown_table(tmp_path):
+    data = json.loads(BUNDLED.read_text())
+    data["families"][0]["variants"][0]["name"] = "a|b\x1b[2J"
+    edited = tmp_path / "r.json"
+    edited.write_text(json.dumps(data))
+    text = export([read_result(edited)], "markdown")
+    assert "a\\|b\\x1b[2J" in text and "\x1b" not in text
+    assert markdown_rows(text)[1][1] == "a|b\\x1b[2J"
+
+
+def test_show_writes_the_tables_or_prints_one(tmp_path):
+    csv_path, md_path = tmp_path / "t.csv", tmp_path / "t.md"
+    done = rooflint("show", str(BUNDLED), "--csv", str(csv_path), "--markdown", str(md_path))
+    assert done.code == 0, done.stderr
+    assert "roofline" in done.stdout.lower() or "variant" in done.stdout   # the tables printed
+    assert csv_path.read_text() == export([read_result(BUNDLED)], "csv")
+    assert md_path.read_text() == export([read_result(BUNDLED)], "markdown")
+    piped = rooflint("show", str(BUNDLED), "naive", "tiled", "--csv", "-")
+    assert piped.code == 0, piped.stderr
+    rows = list(csv.DictReader(io.StringIO(piped.stdout)))          # nothing else on stdout
+    assert [r["variant"] for r in rows] == ["naive", "tiled"]
+    again = rooflint("show", str(BUNDLED), "--csv", str(csv_path))  # its own table: replaced
+    assert again.code == 0, again.stderr
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--csv", "-", "--markdown", "-"], ["--csv and --markdown", "standard output"]),
+    (["--csv", "{notes}"], ["--csv", "is not a rooflint CSV table"]),
+    (["--markdown", "{notes}"], ["--markdown", "is not a rooflint Markdown table"]),
+    (["--csv", "{result}"], ["--csv", "does not write over a file it reads"]),
+    (["--csv", "{missing}/t.csv"], ["cannot write", "no directory"]),
+])
+def test_bad_table_outputs_are_one_line_and_touch_nothing(tmp_path, args, fragments):
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n")
+    result = tmp_path / "r.json"
+    result.write_bytes(BUNDLED.read_bytes())
+    before = snapshot(tmp_path)
+    filled = [a.format(notes=notes, result=result, missing=tmp_path / "nowhere") for a in args]
+    assert_one_line_error(rooflint("show", str(result), *filled), 2, *fragments)
+    assert_intact(before)
+
+
+def test_run_and_profile_take_the_same_table_options():
+    for command in ("run", "profile", "show"):
+        help_text = rooflint(command, "--help", env={"COLUMNS": "200"}).stdout
+        assert "--csv" in help_text and "--markdown" in help_text, command
