@@ -42,6 +42,7 @@ from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, tim
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import RunResult, write_result
+from rooflint.formats.status import Status
 from rooflint.output.live import Listener
 from rooflint.analysis.sourcelines import SourceProfile
 
@@ -435,5 +436,5 @@ def family_counters(family: ResolvedFamily, measurements: list[Measurement],
 
 def profiled_variants(family: ResolvedFamily, measurements: list[Measurement]) -> list[VariantJob]:
     """The variants the counters pass profiles: those that ran and passed their check."""
-    passed = {m.variant for m in measurements if m.status == "ok"}
+    passed = {m.variant for m in measurements if m.status == Status.OK}
     return [v for v in family.job.variants if v.name in passed]
