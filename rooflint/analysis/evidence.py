@@ -82,6 +82,19 @@ class LaunchFacts:
     fp8_roof: float | None = None      # FLOP/s of fp8 tensor cores, for a 16-bit tensor type
     compute_capability: str = ""       # "9.0": Hopper's instructions (wgmma) are there
 
+    @classmethod
+    def of(cls, sms: int, precision: str, *, grid_blocks: int = 0, threads_per_block: int = 0,
+           launches: int = 1, tensor_roof: float | None = None, l2_roof: float | None = None,
+           fp8_roof: float | None = None, compute_capability: str = "") -> LaunchFacts:
+        """The facts of a kernel of ``precision`` on a GPU of ``sms`` SMs, as rooflint
+        builds them (observation.analyse, upside.best_fraction, explain). A launch not given
+        is one launch of a grid not known (0 blocks of 0 threads): a kernel typed in, or a
+        program's kernel placed by its nearest roof. A roof or compute capability not given
+        is not known."""
+        return cls(grid_blocks=grid_blocks, threads_per_block=threads_per_block,
+                   launches=launches, sms=sms, precision=precision, tensor_roof=tensor_roof,
+                   l2_roof=l2_roof, fp8_roof=fp8_roof, compute_capability=compute_capability)
+
 
 @dataclass
 class Evidence:
