@@ -148,3 +148,12 @@ def test_each_memory_level_has_its_intensity_and_its_fraction_of_its_roof():
     _, uncalibrated_l2, uncalibrated_l1 = levels(point, roofs, 4e8, None, 2e9, None, 0.7)
     assert uncalibrated_l2.roof is None and uncalibrated_l2.fraction is None
     assert uncalibrated_l1.roof is None and uncalibrated_l1.fraction == 0.7
+
+
+def test_launch_facts_of_a_kernel_whose_launch_is_not_known():
+    """LaunchFacts.of, the one constructor: a launch not given is one launch of a grid not
+    known, and every roof not given is unknown (explain and upside.best_fraction rely on it)."""
+    assert LaunchFacts.of(132, "fp16") == LaunchFacts(
+        grid_blocks=0, threads_per_block=0, launches=1, sms=132, precision="fp16",
+        tensor_roof=None, l2_roof=None, fp8_roof=None, compute_capability="")
+    assert LaunchFacts.of(100, "fp32", grid_blocks=10_000, threads_per_block=256) == facts()

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rooflint.analysis.evidence import Bound
 from rooflint.common.errors import RooflintError
+from rooflint.common.sense import Vocabulary
 from rooflint.formats.results import VariantResult
+from rooflint.formats.status import Status
 
 MIN_CLEAR_GAP = 0.01    # where a ratio counts as "the same" in words
 DEFAULT_MAX_SLOWDOWN = 0.05  # the minimum clear gap of a time decision, in compare and gate alike
@@ -37,13 +40,22 @@ BYTE_CUT = 0.8          # DRAM bytes under this fraction of the other's: a byte 
 BYTE_CUT_SLACK = 1.25   # GB/s within this factor of the other's: the time followed the bytes
 
 
+class Decision(Vocabulary):
+    """The time decision for B against A (``decide``), in compare and gate alike."""
+
+    FASTER = "faster"               # the whole interval is past the gap, towards B
+    SLOWER = "slower"               # the whole interval is past the gap, towards A
+    SAME = "same"                   # the estimate is within the gap
+    INCONCLUSIVE = "inconclusive"   # the estimate is past the gap, the interval is not
+
+
 @dataclass
 class Speedup:
     ratio: float            # time A / time B: above 1 means B is faster
     low: float              # the interval on that ratio
     high: float
     gap: float              # the minimum clear gap the decision used (relative)
-    decision: str           # faster | slower | same | inconclusive (B relative to A)
+    decision: Decision      # B relative to A
 
 
 @dataclass
@@ -115,15 +127,16 @@ class Comparison:
         s = self.speedup
         interval = f"95 % interval {s.low:.2f}-{s.high:.2f}"
         gap = f"{100 * s.gap:.1f} % minimum clear gap"
-        if s.decision == "same":
+        if s.decision == Decision.SAME:
             return (f"{self.b} and {self.a} take the same time ({s.ratio:.3f}x, {interval}; "
                     f"within the {gap})")
-        if s.decision == "inconclusive":
+        if s.decision == Decision.INCONCLUSIVE:
             return (f"{self.b} vs {self.a}: inconclusive ({s.ratio:.3f}x, but the {interval} "
                     f"is not clear of the {gap}): re-measure")
-        word, value = (("faster", s.ratio) if s.decision == "faster" else ("slower", 1 / s.ratio))
-        low, high = ((s.low, s.high) if word == "faster" else (1 / s.high, 1 / s.low))
-        return (f"{self.b} is {value:.2f}x {word} than {self.a} (95 % interval {low:.2f}-"
+        faster = s.decision == Decision.FASTER
+        value, low, high = ((s.ratio, s.low, s.high) if faster
+                            else (1 / s.ratio, 1 / s.high, 1 / s.low))
+        return (f"{self.b} is {value:.2f}x {s.decision} than {self.a} (95 % interval {low:.2f}-"
                 f"{high:.2f}; {gap})")
 
 
@@ -146,19 +159,19 @@ def _rate(ratio: float, what: str) -> str:
     return f"{max(ratio, 1 / ratio):.2f}x {'more' if ratio > 1 else 'less'} {what}"
 
 
-def decide(ratio: float, low: float, high: float, gap: float) -> str:
+def decide(ratio: float, low: float, high: float, gap: float) -> Decision:
     """The time decision for B against A, for `compare` and `rooflint gate` alike.
 
     ``ratio`` is time A / time B with its interval ``low``-``high``; ``gap`` is the
     smallest relative change worth a word. Clear only when the whole interval is past it."""
     clear = 1 + gap
     if low > clear:
-        return "faster"
+        return Decision.FASTER
     if high < 1 / clear:
-        return "slower"
+        return Decision.SLOWER
     if 1 / clear <= ratio <= clear:
-        return "same"
-    return "inconclusive"
+        return Decision.SAME
+    return Decision.INCONCLUSIVE
 
 
 def speedup(samples_a: list[float], samples_b: list[float], gap: float = DEFAULT_MAX_SLOWDOWN,
@@ -184,7 +197,7 @@ def compare(a: VariantResult, b: VariantResult, a_label: str | None = None,
     if gap is None:
         gap = b.gate.get("max_slowdown", DEFAULT_MAX_SLOWDOWN)
     for side in (a, b):
-        if side.status != "ok" or not side.samples_s or not (side.time and side.point):
+        if side.status != Status.OK or not side.samples_s or not (side.time and side.point):
             raise RooflintError(f"{side.name} has no speed to compare ({side.status}: "
                                 f"{side.message or 'no samples'})")
     a_name, b_name = a_label or a.name, b_label or b.name
@@ -329,7 +342,7 @@ def _why_bytes_were_not_the_limit(v: VariantResult, other: VariantResult) -> str
     dram = f"DRAM at {100 * other.point.dram_fraction:.0f}% of its roof"
     if applied_roof(other) == "l2":
         return f"{other.name} was bound by L2 ({dram}), so DRAM bytes were not its limit"
-    if other.verdict.bound != "bandwidth":
+    if other.verdict.bound != Bound.BANDWIDTH:
         return f"{other.name} was {other.verdict.bound}-bound ({dram}), so bytes were not its limit"
     return (f"{v.name} keeps DRAM less busy ({100 * v.point.dram_fraction:.0f}% of its roof "
             f"against {100 * other.point.dram_fraction:.0f}%)")

@@ -13,13 +13,12 @@ from typing import Annotated
 
 from rooflint.analysis import moves as catalog
 from rooflint.analysis.causes import CAUSES
-from rooflint.analysis.evidence import BOUNDS, THRESHOLDS, Evidence, LaunchFacts, gather, pct
+from rooflint.analysis.evidence import (THRESHOLDS, Bound, BoundWord, Evidence, LaunchFacts,
+                                       gather, pct)
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.roofline import LEVELS, Point
 from rooflint.common.sense import Amount, one_of
 from rooflint.common.units import format_rate
-
-Bound = Annotated[str, one_of(BOUNDS)]
 
 
 @dataclass
@@ -41,7 +40,7 @@ class Move:
 
 @dataclass
 class Verdict:
-    bound: Bound
+    bound: BoundWord
     summary: str
     level: Annotated[str, one_of(LEVELS)] | None = None   # binds a bandwidth-bound kernel
     causes: list[Cause] = field(default_factory=list)
@@ -55,11 +54,12 @@ def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
              graph_time_s: float | None = None) -> Verdict:
     evidence = gather(point, facts, counters, graph_time_s)
     bound = evidence.bound
-    causes = _chain_causes(point, evidence) if bound == "chain" else []
+    causes = _chain_causes(point, evidence) if bound == Bound.CHAIN else []
     selected, ruled_out = catalog.select(evidence)
     level = next((f for f in ("l1_bound", "l2_bound") if evidence.has(f)), None)
     summary = evidence.flags[level] if level else _summary(point, bound)
-    binding = (level.removesuffix("_bound") if level else "dram") if bound == "bandwidth" else None
+    binding = ((level.removesuffix("_bound") if level else "dram") if bound == Bound.BANDWIDTH
+               else None)
     return Verdict(
         bound=bound, summary=summary, level=binding, causes=causes,
         moves=[Move(rule.id, rule.direction, rule.action, reason, expect, estimate.speedup,
@@ -68,12 +68,12 @@ def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
         ruled_out=ruled_out, evidence=dict(evidence.flags))
 
 
-def _summary(point: Point, bound: str) -> str:
+def _summary(point: Point, bound: Bound) -> str:
     threshold = f"bound at >= {pct(THRESHOLDS['bound_at_fraction_of_roof'])}"
-    if bound == "bandwidth":
+    if bound == Bound.BANDWIDTH:
         return (f"at {pct(point.dram_fraction)} of the DRAM roof "
                 f"({format_rate(point.achieved_bandwidth, 'B/s')}; {threshold})")
-    if bound == "compute":
+    if bound == Bound.COMPUTE:
         return (f"at {pct(point.compute_fraction)} of the compute roof "
                 f"({format_rate(point.achieved_flops, 'FLOP/s')}; {threshold})")
     return (f"at neither roof: DRAM {pct(point.dram_fraction)}, compute "

@@ -11,13 +11,26 @@ Stall reasons set the flags the cause registry (causes.py) gives them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
 
 from rooflint.analysis.causes import OTHER_STALL_FLAG, STALL_FLAGS
 from rooflint.analysis.counters import CACHE_REUSE, Counters
 from rooflint.analysis.roofline import Point
+from rooflint.common.sense import Vocabulary, one_of
 from rooflint.common.units import format_bytes, format_rate, format_time
 
-BOUNDS = ("bandwidth", "compute", "chain")     # what classify can answer
+
+class Bound(Vocabulary):
+    """What limits a kernel: what classify answers, a verdict's bound, a manifest's
+    ``expect.bound``."""
+
+    BANDWIDTH = "bandwidth"     # at a memory roof: DRAM's, L2's or L1's
+    COMPUTE = "compute"         # at the compute roof
+    CHAIN = "chain"             # below both roofs: diagnose names the causes
+
+
+BoundWord = Annotated[str, one_of(Bound)]       # a bound in a document (Vocabulary)
+
 BOUND_THRESHOLD = 0.60          # fraction of a roof that counts as "at" it (Nsight Compute's)
 NEAR_ROOF = 0.90                # above this, little headroom is left on that roof
 AT_ROOF = 0.80                  # a roof this near is reached: compute here is the bound
@@ -69,10 +82,23 @@ class LaunchFacts:
     fp8_roof: float | None = None      # FLOP/s of fp8 tensor cores, for a 16-bit tensor type
     compute_capability: str = ""       # "9.0": Hopper's instructions (wgmma) are there
 
+    @classmethod
+    def of(cls, sms: int, precision: str, *, grid_blocks: int = 0, threads_per_block: int = 0,
+           launches: int = 1, tensor_roof: float | None = None, l2_roof: float | None = None,
+           fp8_roof: float | None = None, compute_capability: str = "") -> LaunchFacts:
+        """The facts of a kernel of ``precision`` on a GPU of ``sms`` SMs, as rooflint
+        builds them (observation.analyse, upside.best_fraction, explain). A launch not given
+        is one launch of a grid not known (0 blocks of 0 threads): a kernel typed in, or a
+        program's kernel placed by its nearest roof. A roof or compute capability not given
+        is not known."""
+        return cls(grid_blocks=grid_blocks, threads_per_block=threads_per_block,
+                   launches=launches, sms=sms, precision=precision, tensor_roof=tensor_roof,
+                   l2_roof=l2_roof, fp8_roof=fp8_roof, compute_capability=compute_capability)
+
 
 @dataclass
 class Evidence:
-    bound: str                                            # bandwidth | compute | chain
+    bound: Bound
     flags: dict[str, str] = field(default_factory=dict)   # name -> the numbers behind it
     values: dict[str, float] = field(default_factory=dict)  # for the catalog's expect texts
 
@@ -91,7 +117,7 @@ def pct(fraction: float) -> str:
     return f"{100 * fraction:.0f}%"
 
 
-def classify(point: Point, l2_fraction: float = 0.0, l1_fraction: float = 0.0) -> str:
+def classify(point: Point, l2_fraction: float = 0.0, l1_fraction: float = 0.0) -> Bound:
     """The book's diagnostic tree (5.10): memory roof first, then compute, else chain.
 
     The memory roof is the nearest of DRAM's, L2's (when the data lives in L2: a kernel
@@ -101,13 +127,13 @@ def classify(point: Point, l2_fraction: float = 0.0, l1_fraction: float = 0.0) -
     is as near its own (a cuBLAS GEMM at 85 % of the bf16 roof with L2 at 90 %): its data
     already moves as fast as its math needs, and no byte cut would make it faster."""
     if point.compute_fraction >= AT_ROOF:
-        return "compute"
+        return Bound.COMPUTE
     memory = max(point.dram_fraction, l2_fraction, l1_fraction)
     if memory >= BOUND_THRESHOLD and memory >= point.compute_fraction:
-        return "bandwidth"
+        return Bound.BANDWIDTH
     if point.compute_fraction >= BOUND_THRESHOLD:
-        return "compute"
-    return "chain"
+        return Bound.COMPUTE
+    return Bound.CHAIN
 
 
 def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
@@ -125,12 +151,12 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     })
     if l2 is not None:
         e.values["l2_pct"] = 100 * l2
-    if bound == "bandwidth" and l2 is not None and l2 > point.dram_fraction and l2 >= l1:
+    if bound == Bound.BANDWIDTH and l2 is not None and l2 > point.dram_fraction and l2 >= l1:
         e.set("l2_bound", f"L2 at {pct(l2)} of its calibrated roof "
                           f"({format_rate(counters.l2_bytes / point.time_s, 'B/s')} of "
                           f"{format_rate(facts.l2_roof, 'B/s')}), DRAM at "
                           f"{pct(point.dram_fraction)}: the data lives in L2")
-    if bound == "bandwidth" and l1 > max(point.dram_fraction, l2 or 0.0):
+    if bound == Bound.BANDWIDTH and l1 > max(point.dram_fraction, l2 or 0.0):
         e.values["l1_pct"] = 100 * l1
         e.set("l1_bound", f"L1 at {pct(l1)} of its peak, DRAM at {pct(point.dram_fraction)}"
                           f"{f', L2 at {pct(l2)}' if l2 is not None else ''}: loads are "

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooflint.analysis.causes import enabling_flags
-from rooflint.analysis.evidence import Evidence
+from rooflint.analysis.evidence import Bound, Evidence
 
 
 @dataclass(frozen=True)
@@ -188,8 +188,8 @@ def keeps_precision(move_id: str) -> bool:
 # and, for a bandwidth bound, the memory level that binds (a fallback that spoke of the
 # DRAM roof for an L1-bound tile would name a roof 30x away); all but the DRAM one are
 # only ever that (beside a more specific move they would say nothing).
-FALLBACK = {"chain": "shorten_the_chain", "compute": "fewer_flops",
-            "bandwidth": "fewer_bytes_per_element", "l2": "reuse_on_chip",
+FALLBACK = {Bound.CHAIN: "shorten_the_chain", Bound.COMPUTE: "fewer_flops",
+            Bound.BANDWIDTH: "fewer_bytes_per_element", "l2": "reuse_on_chip",
             "l1": "fewer_l1_wavefronts"}
 FALLBACK_ONLY = ("shorten_the_chain", "fewer_flops", "fewer_l1_wavefronts")
 
@@ -197,7 +197,7 @@ FALLBACK_ONLY = ("shorten_the_chain", "fewer_flops", "fewer_l1_wavefronts")
 def fallback(evidence: Evidence) -> str:
     """The bound's (for a memory bound, the binding level's) move of last resort."""
     level = next((level for level in ("l1", "l2") if evidence.has(f"{level}_bound")), None)
-    return FALLBACK[level if evidence.bound == "bandwidth" and level else evidence.bound]
+    return FALLBACK[level if evidence.bound == Bound.BANDWIDTH and level else evidence.bound]
 
 TRAPS: tuple[Trap, ...] = (
     Trap("not_fewer_bytes", "not fewer bytes (quantize, compress, fuse for traffic): DRAM "

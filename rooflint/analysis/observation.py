@@ -82,9 +82,9 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
                       measured.dram_bytes if measured else model.bytes,
                       model.bytes if o.model else None, roofs,
                       "ncu" if measured else "model")
-        facts = LaunchFacts(
-            grid_blocks=o.grid_blocks, threads_per_block=o.threads_per_block,
-            launches=o.launches, sms=sms, precision=o.precision,
+        facts = LaunchFacts.of(
+            sms, o.precision, grid_blocks=o.grid_blocks, threads_per_block=o.threads_per_block,
+            launches=o.launches,
             tensor_roof=calibrations.tensor_roof(spec, o.precision, calibration),
             l2_roof=calibrations.bandwidth(calibration, "l2"),
             fp8_roof=calibrations.fp8_roof(spec, o.precision, calibration),

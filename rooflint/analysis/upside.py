@@ -25,9 +25,7 @@ def best_fraction(point, counters: Counters | None, calibration, precision: str,
     """evidence.nearest_roof_fraction of a profiled kernel, its L2 roof the calibrated one."""
     if point is None:
         return None
-    facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=sms,
-                        precision=precision,
-                        l2_roof=calibrations.bandwidth(calibration, "l2"))
+    facts = LaunchFacts.of(sms, precision, l2_roof=calibrations.bandwidth(calibration, "l2"))
     return nearest_roof_fraction(point, l2_fraction(point, facts, counters),
                                  l1_fraction(counters, sms))
 

@@ -30,9 +30,8 @@ def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
     point = place(time_s, flops, dram_bytes,
                   dram_bytes if algorithmic_bytes is None else algorithmic_bytes, roofs,
                   bytes_source="given")
-    facts = LaunchFacts(grid_blocks=0, threads_per_block=0, launches=1, sms=spec.sms,
-                        precision=precision,
-                        tensor_roof=tensor_roof(spec, precision, calibration))
+    facts = LaunchFacts.of(spec.sms, precision,
+                           tensor_roof=tensor_roof(spec, precision, calibration))
     return Explanation(spec, roofs, point, diagnose(point, facts))
 
 

@@ -21,16 +21,18 @@ from dataclasses import replace
 from typing import Callable
 
 from rooflint.formats.baseline import Baseline, Entry
-from rooflint.analysis.comparison import DEFAULT_MAX_SLOWDOWN, speedup
+from rooflint.analysis.comparison import DEFAULT_MAX_SLOWDOWN, Decision, speedup
 from rooflint.common.errors import RooflintError
-from rooflint.formats.gate_outcomes import Report, Row
+from rooflint.formats.gate_outcomes import Outcome, Report, Row
 from rooflint.formats.results import TimeStats
+from rooflint.formats.status import Status
 
 DEFAULTS = {"max_slowdown": DEFAULT_MAX_SLOWDOWN, "max_bytes_growth": 0.02,
             "max_flops_growth": 0.02}
 SPILL_SLACK_BYTES = 1024
-OUTCOME_OF = {"slower": "regressed", "faster": "improved", "same": "pass",
-              "inconclusive": "inconclusive"}     # compare's time decision -> the gate's
+# compare's time decision -> the gate's
+OUTCOME_OF = {Decision.SLOWER: Outcome.REGRESSED, Decision.FASTER: Outcome.IMPROVED,
+              Decision.SAME: Outcome.PASS, Decision.INCONCLUSIVE: Outcome.INCONCLUSIVE}
 
 
 def check_gpu(baseline: Baseline, current: Baseline, mismatch: str) -> str | None:
@@ -60,9 +62,9 @@ def evaluate(baseline: Baseline, current: Baseline, overrides: dict[str, float] 
     rows = []
     for key in sorted(before.keys() | now.keys()):
         if key not in now:
-            rows.append(Row(*key, "missing", ["in the baseline, not in this run"]))
+            rows.append(Row(*key, Outcome.MISSING, ["in the baseline, not in this run"]))
         elif key not in before:
-            rows.append(Row(*key, "new", warnings=["not in the baseline"]))
+            rows.append(Row(*key, Outcome.NEW, warnings=["not in the baseline"]))
         else:
             thresholds = {**DEFAULTS, **now[key].gate, **(overrides or {})}
             rows.append(_decide(before[key], now[key], thresholds))
@@ -70,16 +72,16 @@ def evaluate(baseline: Baseline, current: Baseline, overrides: dict[str, float] 
 
 
 def _decide(base: Entry, cur: Entry, t: dict[str, float]) -> Row:
-    row = Row(cur.family, cur.variant, "pass", thresholds=t)
-    if cur.status in ("fail", "error"):
-        row.outcome = "regressed"
+    row = Row(cur.family, cur.variant, Outcome.PASS, thresholds=t)
+    if cur.status in (Status.FAIL, Status.ERROR):
+        row.outcome = Outcome.REGRESSED
         row.reasons.append(f"correctness: {cur.status.upper()}")
         return row
-    if base.status == "ok" and cur.status == "skipped":
-        row.outcome = "missing"         # not measured now: as unjudged as a vanished kernel
+    if base.status == Status.OK and cur.status == Status.SKIPPED:
+        row.outcome = Outcome.MISSING         # not measured now: as unjudged as a vanished kernel
         row.reasons.append("skipped in this run: not measured (the result says why)")
         return row
-    if cur.status != "ok" or base.status != "ok":
+    if cur.status != Status.OK or base.status != Status.OK:
         row.warnings.append(f"not compared: baseline {base.status}, now {cur.status}")
         return row
     row.outcome = _time(base, cur, t["max_slowdown"], row)
@@ -90,15 +92,15 @@ def _decide(base: Entry, cur: Entry, t: dict[str, float]) -> Row:
     return row
 
 
-def _time(base: Entry, cur: Entry, limit: float, row: Row) -> str:
+def _time(base: Entry, cur: Entry, limit: float, row: Row) -> Outcome:
     s = speedup(base.samples_s, cur.samples_s, gap=limit)   # ratio = base time / current time
     row.slowdown, row.interval = 1 / s.ratio, (1 / s.high, 1 / s.low)
     fast_end, slow_end = row.interval
     change = f"time {100 * (row.slowdown - 1):+.1f}%"
-    if s.decision == "slower":
+    if s.decision == Decision.SLOWER:
         row.reasons.append(f"{change} (interval {100 * (fast_end - 1):+.1f}% to "
                            f"{100 * (slow_end - 1):+.1f}%) > {100 * limit:.0f}%")
-    elif s.decision == "inconclusive":
+    elif s.decision == Decision.INCONCLUSIVE:
         nearest = fast_end if row.slowdown > 1 else slow_end
         row.reasons.append(f"{change} but the interval reaches {100 * (nearest - 1):+.1f}%: "
                            f"re-measure")
@@ -116,16 +118,16 @@ def _counters(base: Entry, cur: Entry, t: dict[str, float], row: Row) -> None:
     def grew(name: str, before: float | None, after: float | None, limit: float) -> None:
         if before and after is not None and after > before * (1 + limit):
             row.reasons.append(f"{name} +{100 * (after / before - 1):.1f}% > {100 * limit:.0f}%")
-            row.outcome = "regressed"
+            row.outcome = Outcome.REGRESSED
     grew("DRAM bytes", base.dram_bytes, cur.dram_bytes, t["max_bytes_growth"])
     grew("counted FLOPs", base.counted_flops, cur.counted_flops, t["max_flops_growth"])
     if base.registers is not None and cur.registers is not None and cur.registers > base.registers:
         row.reasons.append(f"registers per thread {base.registers} -> {cur.registers}")
-        row.outcome = "regressed"
+        row.outcome = Outcome.REGRESSED
     if base.spill_bytes is not None and cur.spill_bytes is not None \
             and cur.spill_bytes > base.spill_bytes + SPILL_SLACK_BYTES:
         row.reasons.append(f"spill traffic {base.spill_bytes:.0f} -> {cur.spill_bytes:.0f} bytes")
-        row.outcome = "regressed"
+        row.outcome = Outcome.REGRESSED
 
 
 Remeasure = Callable[[str, str], tuple[list[float], list[float]]]
@@ -137,7 +139,7 @@ def recheck(report: Report, remeasure: Remeasure) -> Report:
     taken now), and keep that verdict: drift between the two runs cannot fail the gate."""
     rows = []
     for row in report.rows:
-        suspect = row.outcome in ("regressed", "inconclusive") and \
+        suspect = row.outcome in (Outcome.REGRESSED, Outcome.INCONCLUSIVE) and \
             any(r.startswith("time") for r in row.reasons) and row.slowdown > 1
         if not suspect:
             rows.append(row)
@@ -146,9 +148,10 @@ def recheck(report: Report, remeasure: Remeasure) -> Report:
         standing = [r for r in row.reasons if not r.startswith("time")]  # counters, correctness
         fresh = replace(row, reasons=list(standing), warnings=row.warnings + [
             f"re-measured interleaved with the baseline's code (first run: {row.outcome})"])
-        entry = Entry(row.family, row.variant, "ok", base_samples, None, None, None, None, None)
+        entry = Entry(row.family, row.variant, Status.OK, base_samples, None, None, None, None,
+                      None)
         outcome = _time(entry, replace(entry, samples_s=now_samples),
                         row.thresholds["max_slowdown"], fresh)
-        fresh.outcome = "regressed" if standing else outcome
+        fresh.outcome = Outcome.REGRESSED if standing else outcome
         rows.append(fresh)
     return Report(rows, report.gpu_note)

@@ -19,6 +19,7 @@ import numpy as np
 from rooflint.analysis import calibration as calibrations
 from rooflint.analysis.comparison import reconcile
 from rooflint.analysis.counters import Counters
+from rooflint.analysis.evidence import Bound
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import DeviceInfo, GpuSpec, find_spec, match_device
 from rooflint.formats.family_job import ResolvedFamily, VariantModel
@@ -27,6 +28,7 @@ from rooflint.measure.protocol import Measurement, flush_bytes
 from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, VariantResult
+from rooflint.formats.status import Status
 from rooflint.analysis.sourcelines import SourceProfile
 from rooflint.common.units import format_bytes, format_params
 
@@ -101,7 +103,7 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
     job = next(v for v in family.job.variants if v.name == model.name)
     analysis = analyse(Observation(
         name=model.name, precision=model.precision,
-        samples_s=m.samples_s if m.status == "ok" else [], counters=counters,
+        samples_s=m.samples_s if m.status == Status.OK else [], counters=counters,
         model=Model(model.flops, model.bytes, model.written_bytes),
         grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
         launches=model.launches, graph_samples_s=m.graph_samples_s), spec, device.sms, calibration)
@@ -143,7 +145,7 @@ def expectation_mismatch(v: VariantResult, by_name: dict[str, VariantResult]) ->
 def unseen_level(v: VariantResult) -> bool:
     """Expected bandwidth-bound, judged chain-bound without counters: the level that binds
     may be L1 or L2, which only counters show, so the expectation cannot be checked."""
-    return (v.expect.get("bound") == "bandwidth" and v.verdict.bound == "chain"
+    return (v.expect.get("bound") == Bound.BANDWIDTH and v.verdict.bound == Bound.CHAIN
             and v.counters is None)
 
 

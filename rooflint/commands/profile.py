@@ -40,6 +40,7 @@ from rooflint.analysis.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.formats.settings import Settings
+from rooflint.formats.status import Status
 from rooflint.formats.trace_events import launches as trace_launches, union_unless_any
 from rooflint.common.units import counted
 
@@ -112,7 +113,7 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         best_fraction=best, upside_s=upside(time.total_s, analysis.verdict, best),
         origins=time.origins[:ORIGINS_KEPT])
     return VariantResult(
-        name=name, description=time.kernel, status="ok",
+        name=name, description=time.kernel, status=Status.OK,
         message="" if counters else missing,
         baseline=False, source_sha256=None, precision=precision, tolerance=0.0, checks=[],
         samples_s=time.durations_s, time=stats, clocks=Clocks(), gpm={},

@@ -44,6 +44,7 @@ from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import RunResult, write_result
 from rooflint.formats.settings import COUNTERS_OFF, Settings
 from rooflint.commands.counting import CountersSwitch, counters_unavailable, without_counters
+from rooflint.formats.status import Status
 from rooflint.output.live import Listener
 from rooflint.analysis.sourcelines import SourceProfile
 
@@ -421,5 +422,5 @@ def family_counters(family: ResolvedFamily, measurements: list[Measurement],
 
 def profiled_variants(family: ResolvedFamily, measurements: list[Measurement]) -> list[VariantJob]:
     """The variants the counters pass profiles: those that ran and passed their check."""
-    passed = {m.variant for m in measurements if m.status == "ok"}
+    passed = {m.variant for m in measurements if m.status == Status.OK}
     return [v for v in family.job.variants if v.name in passed]

@@ -18,6 +18,7 @@ from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import check_outputs
 from rooflint.commands.run import RunOptions, check_inputs, parse_sizes, run as run_families
 from rooflint.commands.streams import console, emit, errors, fail
+from rooflint.formats.status import Status
 from rooflint.measure import runner
 from rooflint.measure.devices import device_indices, parse_devices, visible_devices
 
@@ -69,7 +70,7 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
         from rooflint.output import plotting    # matplotlib, only for --svg
         plotting.save(plotting.figure([result]), svg)
         screen.print(f"roofline drawn to {svg}", markup=False)
-    if any(v.status in ("fail", "error") for f in result.families for v in f.variants):
+    if any(v.status in (Status.FAIL, Status.ERROR) for f in result.families for v in f.variants):
         raise typer.Exit(1)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from enum import Enum
 from typing import Annotated, Any, Callable, Iterable
 
 
@@ -35,6 +36,17 @@ def expect(holds: Callable[[Any], bool], expected: str, nonfinite: bool = False)
     """The sense "``holds(value)``", refused as "is VALUE, expected EXPECTED"."""
     return Sense(lambda v: None if holds(v) else f"is {shown(v)}, expected {expected}",
                  nonfinite)
+
+
+class Vocabulary(str, Enum):
+    """A closed set of words rooflint writes (a verdict's bound, a variant's status, a
+    gate's outcome), each word a member. A member is its word: it equals the plain string a
+    document read back holds, and prints, formats and goes into JSON as that word (as
+    Python 3.11's StrEnum does, which 3.10 lacks). A document's field that holds one is
+    ``Annotated[str, one_of(vocabulary)]``: what is read back from a file stays a string."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
 
 
 def one_of(words: Iterable[str]) -> Sense:

@@ -16,9 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated
 
-from rooflint.analysis.diagnose import Bound
+from rooflint.analysis.evidence import BoundWord
 from rooflint.formats.jsonfile import read_document, write_atomic
-from rooflint.formats.results import RunResult, Status, VariantResult
+from rooflint.formats.results import RunResult, VariantResult
+from rooflint.formats.status import Status, StatusWord
 from rooflint.common.sense import Amount, Count, Seconds, Sense, SpecId, unique
 
 SCHEMA = "rooflint.baseline/1"
@@ -28,13 +29,13 @@ SCHEMA = "rooflint.baseline/1"
 class Entry:
     family: str
     variant: str
-    status: Status
+    status: StatusWord
     samples_s: list[Seconds]
     dram_bytes: Amount | None         # measured (ncu) DRAM bytes, when counters ran
     counted_flops: Amount | None
     registers: Count | None
     spill_bytes: Amount | None
-    bound: Bound | None
+    bound: BoundWord | None
     gate: dict[str, Amount] = field(default_factory=dict)   # the manifest's thresholds
 
     @property
@@ -43,7 +44,7 @@ class Entry:
 
 
 def _untimed(entry: Entry) -> str | None:
-    return "is ok, but has no timing samples" if entry.status == "ok" and not entry.samples_s \
+    return "is ok, but has no timing samples" if entry.status == Status.OK and not entry.samples_s \
         else None
 
 

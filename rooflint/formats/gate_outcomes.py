@@ -10,14 +10,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-FAILING = ("regressed", "missing")
+from rooflint.common.sense import Vocabulary
+
+
+class Outcome(Vocabulary):
+    """The gate's word for one variant (commands/gate.py says when each is given)."""
+
+    PASS = "pass"
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    INCONCLUSIVE = "inconclusive"
+    NEW = "new"
+    MISSING = "missing"
+
+
+FAILING = (Outcome.REGRESSED, Outcome.MISSING)
 
 
 @dataclass
 class Row:
     family: str
     variant: str
-    outcome: str                       # pass | regressed | improved | inconclusive | new | missing
+    outcome: Outcome
     reasons: list[str] = field(default_factory=list)    # what decided a non-pass outcome
     warnings: list[str] = field(default_factory=list)   # reported, not failing
     slowdown: float | None = None      # current time / baseline time

@@ -38,7 +38,7 @@ import numpy as np
 
 from rooflint.formats import compile_options, yamlfile
 from rooflint.common.errors import RooflintError
-from rooflint.analysis.evidence import BOUNDS
+from rooflint.analysis.evidence import Bound
 from rooflint.formats.expressions import Number, evaluate
 from rooflint.formats.families import find_manifest
 from rooflint.formats.family_files import option_in_family, python_module, source_file
@@ -276,7 +276,7 @@ def _variant(r: FieldReader, name: str, spec: Any, defaults: dict, buffer_names:
     expect = r.mapping(spec.get("expect", {}), where + "expect", EXPECT_KEYS)
     bound = expect.get("bound")
     if bound is not None:
-        r.choice(bound, BOUNDS, where + "expect.bound")
+        r.choice(bound, tuple(Bound), where + "expect.bound")
     options = [*_options(r, defaults.get("options", []), "options", directory),
                *_options(r, spec.get("options", []), where + "options", directory)]
     return Variant(

@@ -21,9 +21,10 @@ from rooflint.analysis.counters import Counters
 from rooflint.formats.gpus import DeviceInfo, Precision
 from rooflint.measure.protocol import Clocks, OutputCheck
 from rooflint.analysis.roofline import Level, Point, Roofs
-from rooflint.common.sense import Amount, Positive, Seconds, Sense, Size, SpecId, one_of, shown
+from rooflint.common.sense import Amount, Positive, Seconds, Sense, Size, SpecId, shown
 from rooflint.analysis.sourcelines import SourceProfile
 from rooflint.analysis.stats import quartiles, relative_spread
+from rooflint.formats.status import Status, StatusWord
 from rooflint.formats.trace_events import Origin
 from rooflint.common.version import __version__
 
@@ -31,8 +32,6 @@ SCHEMA = "rooflint.result/1"
 # IQR / median above this and the median itself is in doubt (the w4a16 cuBLAS baseline on
 # the H200 read 17.5 us with an IQR of 88 %): flagged wherever such a time is shown.
 NOISY_SPREAD = 0.10
-STATUSES = ("ok", "fail", "error", "skipped")   # a variant's outcome (measure.protocol.Measurement)
-Status = Annotated[str, one_of(STATUSES)]
 
 
 @dataclass
@@ -124,7 +123,7 @@ Placed = Annotated[Point, Sense(_disagrees)]
 class VariantResult:
     name: str
     description: str
-    status: Status
+    status: StatusWord
     message: str
     baseline: bool
     source_sha256: str | None
@@ -157,7 +156,7 @@ class VariantResult:
 def _ok_but_not(v: VariantResult) -> str | None:
     """A variant is ok only when it was timed and every output check passed (as
     measure.launch decides): an ok without them would be judged on nothing."""
-    if v.status != "ok":
+    if v.status != Status.OK:
         return None
     if not (v.samples_s and v.time):
         return "is ok, but has no timing samples or time"

@@ -40,6 +40,7 @@ from rooflint.measure.protocol import (
     Measurement, OutputCheck, VariantJob, uses_torch,
 )
 from rooflint.common.phases import Stopwatch
+from rooflint.formats.status import Status
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
             "f32": np.float32, "f64": np.float64}
@@ -145,18 +146,18 @@ class FamilySession:
                 checks = self._check(run, expected)
         except VariantFailed as exc:
             _raise_if_context_lost()
-            return Measurement(variant.name, "error", str(exc))
+            return Measurement(variant.name, Status.ERROR, str(exc))
         except ImportError as exc:  # a python variant whose library (triton, ...) is missing
-            return Measurement(variant.name, "skipped", missing_module_note(exc))
+            return Measurement(variant.name, Status.SKIPPED, missing_module_note(exc))
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as exc:
             raise CudaFault(str(exc)) from None
         except Exception as exc:  # user code (a python variant, a reference) raised: this row only
             _raise_if_context_lost()
-            return Measurement(variant.name, "error", f"{type(exc).__name__}: {exc}")
+            return Measurement(variant.name, Status.ERROR, f"{type(exc).__name__}: {exc}")
         failed = [c for c in checks if c.nonfinite or not c.rel_l2 <= variant.tolerance]
         if failed:
-            return Measurement(variant.name, "fail", failure_message(failed, variant.tolerance),
-                               checks)
+            return Measurement(variant.name, Status.FAIL,
+                               failure_message(failed, variant.tolerance), checks)
         return run, checks
 
     def finish(self, variant: VariantJob, run: Callable[[], None], checks: list[OutputCheck],
@@ -167,7 +168,7 @@ class FamilySession:
                              if float(np.median(samples)) < GRAPH_REPLAY_BELOW_S else [])
         with self.watch.phase("gpm"):
             gpm = self._gpm(run)
-        return Measurement(variant.name, "ok", "", checks, samples, clocks, gpm,
+        return Measurement(variant.name, Status.OK, "", checks, samples, clocks, gpm,
                            graph_samples, self.compilers.get(variant.name, ""))
 
     def profile(self, variant: VariantJob, index: int) -> Measurement:
@@ -178,12 +179,12 @@ class FamilySession:
         """
         from cupy.cuda import nvtx   # only the counter pass needs it
         if not nvtx.available:
-            return Measurement(variant.name, "error", NO_NVTX)
+            return Measurement(variant.name, Status.ERROR, NO_NVTX)
         try:
             with self.watch.phase("compile"):
                 run = self._runner(variant)
         except VariantFailed as exc:
-            return Measurement(variant.name, "error", str(exc))
+            return Measurement(variant.name, Status.ERROR, str(exc))
         with self.stream, self.watch.phase("profiled"):
             self._reset_buffers()
             _guarded(run, self.stream)
@@ -194,7 +195,7 @@ class FamilySession:
             finally:
                 nvtx.RangePop()
                 cupy.cuda.runtime.profilerStop()
-        return Measurement(variant.name, "ok", "profiled")
+        return Measurement(variant.name, Status.OK, "profiled")
 
     def _runner(self, variant: VariantJob) -> Callable[[], None]:
         if variant.python:

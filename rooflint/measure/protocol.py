@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rooflint.formats.gpus import DeviceInfo  # noqa: F401 - part of the worker protocol
+from rooflint.formats.status import StatusWord
 from rooflint.common.sense import Amount, Count, Error
 
 
@@ -151,7 +152,7 @@ class OutputCheck:
 @dataclass
 class Measurement:
     variant: str
-    status: str                        # ok | fail (wrong result) | error (did not run) | skipped
+    status: StatusWord                 # a Status; from_json keeps the word JSON gives
     message: str = ""
     checks: list[OutputCheck] = field(default_factory=list)
     samples_s: list[float] = field(default_factory=list)

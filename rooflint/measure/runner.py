@@ -26,6 +26,7 @@ from rooflint.measure import ncu
 from rooflint.measure.devices import VISIBLE
 from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, FamilyJob, Measurement
 from rooflint.common.phases import COUNTER_PASS_PREFIX, Stopwatch
+from rooflint.formats.status import Status
 
 Progress = Callable[[str, str], None]  # (event, variant name)
 
@@ -162,8 +163,8 @@ class WorkerPool:
         pending = [first.variants[0], second.variants[0]]
         measurements = list(self._drain(pending, 2 * timeout, progress))
         for variant in pending[len(measurements):]:
-            measurements.append(Measurement(variant.name, "error", "not measured: the worker "
-                                                                   "stopped after the other side"))
+            measurements.append(Measurement(variant.name, Status.ERROR, "not measured: the "
+                                            "worker stopped after the other side"))
         return measurements
 
     def _drain(self, pending: list, timeout: float, progress: Progress):
@@ -175,14 +176,14 @@ class WorkerPool:
             except TimeoutError:
                 self.worker.kill()
                 name = current or pending[settled].name
-                yield Measurement(name, "error", f"timed out after {timeout:.0f} s "
-                                                 "(hang or deadlock?); worker restarted")
+                yield Measurement(name, Status.ERROR, f"timed out after {timeout:.0f} s "
+                                                      "(hang or deadlock?); worker restarted")
                 return settled + 1
             if message is None:
                 if current is None and settled > 0:
                     return settled  # it exited after reporting a fault: restart for the rest
                 name = current or pending[settled].name
-                yield Measurement(name, "error", f"worker died: {self.worker.last_error()}")
+                yield Measurement(name, Status.ERROR, f"worker died: {self.worker.last_error()}")
                 return settled + 1
             event = message["event"]
             if event == "start":
@@ -195,7 +196,7 @@ class WorkerPool:
                 settled, current = settled + 1, None
             elif event == "family_error":
                 for variant in pending[settled:]:
-                    yield Measurement(variant.name, "error", message["message"])
+                    yield Measurement(variant.name, Status.ERROR, message["message"])
                 return len(pending)
             elif event == "done":
                 self.phases.add(message.get("phases", {}))
@@ -297,7 +298,7 @@ class Profiler:
         session.entries += [(ticket, v.name) for v in job.variants]
         session.pool.phases = Stopwatch()
         for measurement in session.pool.measure(replace(job, mode="profile"), timeout, progress):
-            if measurement.status != "ok":
+            if measurement.status != Status.OK:
                 session.failures.append(f"{measurement.variant}: {measurement.message}")
         if watch is not None:
             watch.add(session.pool.phases.seconds, COUNTER_PASS_PREFIX)

@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING
 from rooflint.measure.nvml import Nvml
 from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, Measurement, VariantJob, send
 from rooflint.measure.sampling import time_interleaved
+from rooflint.formats.status import Status
 
 if TYPE_CHECKING:   # launch imports CuPy: the worker imports it only once CuPy is there
     from rooflint.measure.launch import FamilySession
@@ -138,7 +139,7 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
                                else session.measure(variant))
             except launch.CudaFault as exc:
                 send(out, "measured", measurement=asdict(Measurement(
-                    variant.name, "error", f"CUDA fault: {exc}")))
+                    variant.name, Status.ERROR, f"CUDA fault: {exc}")))
                 return FAULT_EXIT
             send(out, "measured", measurement=asdict(measurement))
         send(out, "done", phases=session.watch.seconds)
@@ -159,7 +160,7 @@ def serve_pair(jobs: list, out: IO[str], device: DeviceInfo, nvml: Nvml | None) 
     except launch.CudaFault as exc:
         for job in jobs:
             send(out, "measured", measurement=asdict(Measurement(
-                job.variants[0].name, "error", f"CUDA fault: {exc}")))
+                job.variants[0].name, Status.ERROR, f"CUDA fault: {exc}")))
         return FAULT_EXIT
     except Exception as exc:
         send(out, "family_error", message=f"cannot prepare the comparison: "

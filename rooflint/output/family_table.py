@@ -22,6 +22,7 @@ from rooflint.analysis.sourcelines import supporting
 from rooflint.common.printable import printable_fields
 from rooflint.common.units import counted, format_bytes, format_params, format_rate, format_time
 from rooflint.formats.results import FamilyResult, RunResult, VariantResult
+from rooflint.formats.status import Status
 from rooflint.output.terminal import (
     BOUND_STYLE, HEAD_RULE, STATUS_STYLE, WHOLE_NAME, ai_text, labelled, lead_phrase,
     roofs_line, shortened,
@@ -121,7 +122,7 @@ def _notes(v: VariantResult, top_move: bool,
            baseline: VariantResult | None = None) -> list[Text]:
     """What the table has no room for; with ``top_move`` the move leads its reason."""
     notes = []
-    if v.status != "ok":
+    if v.status != Status.OK:
         notes.append(Text(v.message, STATUS_STYLE[v.status]))
     if v.share and v.share.origins:
         notes.append(Text("launched by " + "; ".join(

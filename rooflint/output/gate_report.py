@@ -10,12 +10,13 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflint.common.printable import printable_fields
-from rooflint.formats.gate_outcomes import FAILING, Report, Row
+from rooflint.formats.gate_outcomes import FAILING, Outcome, Report, Row
 from rooflint.output.terminal import HEAD_RULE, WHOLE_NAME
 
 
-GATE_STYLE = {"pass": "green", "improved": "green", "new": "cyan", "inconclusive": "yellow",
-              "regressed": "bold red", "missing": "bold red"}
+GATE_STYLE = {Outcome.PASS: "green", Outcome.IMPROVED: "green", Outcome.NEW: "cyan",
+              Outcome.INCONCLUSIVE: "yellow", Outcome.REGRESSED: "bold red",
+              Outcome.MISSING: "bold red"}
 
 
 def _slowdown(row: Row) -> str:
@@ -82,6 +83,6 @@ def gate_junit(report: Report) -> str:
             failure = ET.SubElement(case, "failure", message="; ".join(row.reasons),
                                     type=row.outcome)
             failure.text = "; ".join(row.reasons + row.warnings)
-        elif row.outcome == "inconclusive" or row.warnings:
+        elif row.outcome == Outcome.INCONCLUSIVE or row.warnings:
             ET.SubElement(case, "system-out").text = "; ".join(row.reasons + row.warnings)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

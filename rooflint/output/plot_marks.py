@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 from matplotlib.lines import Line2D
 
+from rooflint.analysis.evidence import Bound
 from rooflint.formats.results import FamilyResult, RunResult, VariantResult
 
-VERDICT_COLOURS = {"bandwidth": "#1f77b4", "compute": "#9467bd", "chain": "#ff7f0e"}
+VERDICT_COLOURS = {Bound.BANDWIDTH: "#1f77b4", Bound.COMPUTE: "#9467bd", Bound.CHAIN: "#ff7f0e"}
 DOT_SIZE, HOLLOW_SIZE = 7, 6     # marker diameters, points
 LEVEL_MARKERS = {"l2": "s", "l1": "^"}   # inner memory levels: square, triangle
 LEVEL_SIZE = 5                   # their marker diameter, points

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from rooflint.analysis.comparison import Comparison, Figures, describe_movement
+from rooflint.analysis.comparison import Comparison, Decision, Figures, describe_movement
 from rooflint.analysis.evidence import pct
 from rooflint.analysis.upside import is_done
 from rooflint.common.errors import RooflintError
@@ -134,7 +134,8 @@ def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:
 
 def render_comparison(console: Console, c: Comparison) -> None:
     c = printable_fields(c)
-    style = {"faster": "green", "slower": "red", "same": "cyan", "inconclusive": "yellow"}
+    style = {Decision.FASTER: "green", Decision.SLOWER: "red", Decision.SAME: "cyan",
+             Decision.INCONCLUSIVE: "yellow"}
     console.print(f"[bold {style[c.speedup.decision]}]{escape(c.sentence)}[/]")
     console.print(labelled([("warning", f"[bold yellow]{escape(w)}[/]") for w in c.warnings]
                             + ([("where it came from", c.attribution.sentence)]

@@ -13,14 +13,17 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from rooflint.analysis.evidence import Bound
 from rooflint.analysis.roofline import Roofs
 from rooflint.common.units import format_rate
+from rooflint.formats.status import Status
 
 # rich's SIMPLE_HEAD in ASCII: a header rule of "-", so a line of N characters is N bytes
 # and tools that count bytes (awk, cut, CI log viewers) agree that it fits the terminal.
 HEAD_RULE = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
-BOUND_STYLE = {"bandwidth": "cyan", "compute": "magenta", "chain": "yellow"}
-STATUS_STYLE = {"ok": "green", "fail": "bold red", "error": "bold red", "skipped": "yellow"}
+BOUND_STYLE = {Bound.BANDWIDTH: "cyan", Bound.COMPUTE: "magenta", Bound.CHAIN: "yellow"}
+STATUS_STYLE = {Status.OK: "green", Status.FAIL: "bold red", Status.ERROR: "bold red",
+                Status.SKIPPED: "yellow"}
 
 # Names up to this long stay on one line; longer ones (a library kernel's generated name)
 # fold rather than push every other column off the screen.
