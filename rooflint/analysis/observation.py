@@ -19,7 +19,8 @@ from rooflint.analysis.evidence import LaunchFacts, l1_fraction
 from rooflint.formats.gpus import GpuSpec
 from rooflint.analysis.counters import Counters
 from rooflint.formats.results import TimeStats
-from rooflint.analysis.roofline import Level, Point, Roofs, levels, place
+from rooflint.analysis.roofline import Floor, Level, Point, Roofs, floor, levels, place
+from rooflint.common.units import format_bytes, format_rate, format_time
 
 
 @dataclass
@@ -45,6 +46,8 @@ class Observation:
     graph_samples_s: list[float] = field(default_factory=list)
     point_time_s: float | None = None  # the time the counters were taken over, when not the
     #                                    samples' median (a profile's one profiled launch)
+    cached: bool = False            # its data may sit in L2 between runs (a warm-cache run, a
+    #                                 kernel of a program): its floor is its FLOPs' alone
 
 
 @dataclass
@@ -94,5 +97,21 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
             hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
                                o.counters.l1_bytes, calibrations.bandwidth(calibration, "l1"),
                                l1_fraction(o.counters, sms))
-    return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes,
-                    measured.notes if measured else [], hierarchy)
+    notes = measured.notes if measured else []
+    bound = floor(model.flops, model.bytes, roofs, o.cached) if o.model else None
+    if time and bound and bound.beaten_by(time.median_s):
+        notes = [faster_than_possible(time.median_s, bound), *notes]
+    return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes, notes,
+                    hierarchy)
+
+
+def faster_than_possible(time_s: float, bound: Floor) -> str:
+    """The note of a time under the work's floor, with what usually makes one."""
+    what = (f"its compulsory {format_bytes(bound.amount)} take at the DRAM roof "
+            f"({format_rate(bound.roof, 'B/s')})" if bound.bound_by == "dram" else
+            f"its {format_rate(bound.amount, 'FLOP')} take at the compute roof "
+            f"({format_rate(bound.roof, 'FLOP/s')})")
+    return (f"faster than physically possible: {format_time(time_s)}, under the "
+            f"{format_time(bound.time_s)} {what}; usually work skipped, an output served "
+            f"from a cache across samples, or a model that counts more than the kernel "
+            f"must do")

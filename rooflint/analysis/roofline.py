@@ -118,3 +118,36 @@ def levels(point: Point, roofs: Roofs, l2_bytes: float, l2_roof: float | None,
             level("l2", l2_bytes, l2_roof,
                   l2_bytes / point.time_s / l2_roof if l2_roof else None),
             level("l1", l1_bytes, l1_roof, l1_fraction)]
+
+
+# A time this far under its floor is not noise: the calibrated roofs are rates kernels
+# reach, so a measurement can beat them by a few percent, not by a tenth.
+SPEED_OF_LIGHT_MARGIN = 0.90
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The least time the algorithmic work can take on a GPU's roofs (its speed of light):
+    the compulsory bytes at the DRAM roof or the FLOPs at the compute roof, the longer."""
+
+    time_s: Seconds
+    bound_by: Annotated[str, one_of(("dram", "compute"))]
+    amount: Amount                # the bytes or FLOPs that set it
+    roof: Positive                # at this rate (bytes/s or FLOP/s)
+
+    def beaten_by(self, time_s: float) -> bool:
+        """Whether ``time_s`` is faster than physically possible."""
+        return time_s < SPEED_OF_LIGHT_MARGIN * self.time_s
+
+
+def floor(flops: float, compulsory_bytes: float, roofs: Roofs,
+          cached: bool = False) -> Floor | None:
+    """The work's floor under ``roofs``; with ``cached`` (a warm cache, or a kernel inside a
+    program that may read what the one before it left in L2) its FLOPs' alone, since its
+    bytes may never reach DRAM. None when there is no work to bound."""
+    bounds = [Floor(flops / roofs.compute, "compute", flops, roofs.compute)]
+    if not cached:
+        bounds.append(Floor(compulsory_bytes / roofs.dram_bandwidth, "dram", compulsory_bytes,
+                            roofs.dram_bandwidth))
+    longest = max(bounds, key=lambda f: f.time_s)
+    return longest if longest.time_s > 0 else None

@@ -12,7 +12,7 @@ from rooflint.analysis.evidence import LaunchFacts
 from rooflint.formats.explanation import Explanation
 from rooflint.formats.gpus import GpuSpec
 from rooflint.analysis.calibration import Calibration, roofs as roofs_for, tensor_roof
-from rooflint.analysis.roofline import place
+from rooflint.analysis.roofline import floor, place
 from rooflint.common.units import format_rate
 
 
@@ -32,7 +32,8 @@ def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
                   bytes_source="given")
     facts = LaunchFacts.of(spec.sms, precision,
                            tensor_roof=tensor_roof(spec, precision, calibration))
-    return Explanation(spec, roofs, point, diagnose(point, facts))
+    return Explanation(spec, roofs, point, diagnose(point, facts),
+                       floor(flops, point.algorithmic_bytes, roofs))
 
 
 def check_possible(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,

@@ -106,7 +106,8 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         samples_s=m.samples_s if m.status == Status.OK else [], counters=counters,
         model=Model(model.flops, model.bytes, model.written_bytes),
         grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
-        launches=model.launches, graph_samples_s=m.graph_samples_s), spec, device.sms, calibration)
+        launches=model.launches, graph_samples_s=m.graph_samples_s,
+        cached=family.job.timing.cache == "warm"), spec, device.sms, calibration)
     return VariantResult(
         name=model.name, description=model.description, status=m.status, message=m.message,
         baseline=model.baseline, source_sha256=_sha256(job.source),

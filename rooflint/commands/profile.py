@@ -101,7 +101,8 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         name=name, precision=precision, samples_s=time.durations_s, counters=counters,
         model=model, grid_blocks=counters.grid_size if counters else 0,
         threads_per_block=0, launches=1,
-        point_time_s=counters.duration_s if counters else None), spec, device.sms, calibration)
+        point_time_s=counters.duration_s if counters else None, cached=True), spec, device.sms,
+        calibration)
     best = best_fraction(analysis.point, counters, calibration, precision, device.sms)
     owner = library(time.kernel)
     mix = mixed_shapes(time)

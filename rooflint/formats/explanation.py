@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rooflint.analysis.diagnose import Verdict
-from rooflint.analysis.roofline import Point, Roofs
+from rooflint.analysis.roofline import Floor, Point, Roofs
 from rooflint.formats.gpus import GpuSpec
 
 
@@ -20,8 +20,10 @@ class Explanation:
     roofs: Roofs
     point: Point
     verdict: Verdict
+    floor: Floor | None = None      # the least time the algorithmic work can take
 
     def to_json(self) -> dict[str, Any]:
         return {"gpu": {"id": self.spec.id, "name": self.spec.name},
                 "roofs": asdict(self.roofs), "point": asdict(self.point),
-                "verdict": asdict(self.verdict)}
+                "verdict": asdict(self.verdict),
+                "floor": asdict(self.floor) if self.floor else None}

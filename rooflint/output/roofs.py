@@ -15,8 +15,9 @@ from rich.text import Text
 from rooflint.analysis.calibration import Calibration, fraction_of_datasheet_at_clock
 from rooflint.analysis.diagnose import Move, Verdict
 from rooflint.analysis.evidence import pct
+from rooflint.analysis.observation import faster_than_possible
 from rooflint.common.printable import printable_fields
-from rooflint.common.units import format_bytes, format_rate
+from rooflint.common.units import format_bytes, format_rate, format_time
 from rooflint.formats.explanation import Explanation
 from rooflint.formats.gpus import GpuSpec
 from rooflint.output.terminal import BOUND_STYLE, ai_text, labelled, roofs_line
@@ -32,6 +33,13 @@ def render_explanation(console: Console, e: Explanation) -> None:
     console.print(f"  AI observed {ai_text(p.observed_ai)} FLOP/B, algorithmic "
                   f"{ai_text(p.algorithmic_ai)} FLOP/B; {'left' if p.limiting_roof == 'dram' else 'right'} "
                   f"of the ridge; at {pct(p.roof_fraction)} of the applicable roof")
+    if e.floor:
+        console.print(f"  floor {format_time(e.floor.time_s)}: "
+                      + ("the algorithmic bytes at the DRAM roof" if e.floor.bound_by == "dram"
+                         else "the FLOPs at the compute roof"), markup=False)
+        if e.floor.beaten_by(p.time_s):
+            console.print(f"  {faster_than_possible(p.time_s, e.floor)}", style="bold red",
+                          markup=False)
     render_verdict(console, v)
 
 
