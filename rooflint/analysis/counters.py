@@ -13,10 +13,12 @@ Pure accounting, with the reasons written down:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 
 from rooflint.common.sense import Amount, Count
-from rooflint.common.units import format_bytes
+from rooflint.analysis.roofline import IMPOSSIBLE_ABOVE_DATASHEET
+from rooflint.common.units import format_bytes, format_rate
 
 FLOP_MISMATCH = 0.25      # counted vs model FLOPs differing by more than this is reported
 CACHE_REUSE = 0.90        # measured DRAM bytes under this fraction of compulsory: L2 reuse
@@ -126,3 +128,34 @@ def _flop_notes(counters: Counters, model_flops: float, precision: str) -> list[
                      f"the tensor precisions its manifest declares: declare fp16-tensor, "
                      f"bf16-tensor...; a profile those its kernels' operators take as inputs)")
     return notes
+
+
+def implausible(c: Counters, dram_bandwidth: float, fastest_flops: float) -> str | None:
+    """Why counters cannot be taken as read, or None: a value that is not a finite number
+    or is negative (a profiler release that returned NaN counters; a cell ncu left "n/a"),
+    no duration, or more DRAM bytes or FLOPs than the kernel's time allows at the GPU's
+    datasheet peaks (``dram_bandwidth``, ``fastest_flops``)."""
+    for name, value in _numbers(c):
+        if not math.isfinite(value) or value < 0:
+            return f"{name} is {value:g}"
+    if c.duration_s <= 0:
+        return "the profiled launches took no time"
+    for what, rate, peak, unit in (("DRAM", c.dram_bytes / c.duration_s, dram_bandwidth, "B/s"),
+                                   ("FLOP", c.counted_flops / c.duration_s, fastest_flops,
+                                    "FLOP/s")):
+        if rate > IMPOSSIBLE_ABOVE_DATASHEET * peak:
+            return (f"{what} rate {format_rate(rate, unit)} is {rate / peak:.3g}x the "
+                    f"datasheet's {format_rate(peak, unit)}")
+    return None
+
+
+def _numbers(c: Counters) -> list[tuple[str, float]]:
+    """Every number the counters hold, by field (a mapping's entries as field.key)."""
+    found = []
+    for f in fields(c):
+        value = getattr(c, f.name)
+        if isinstance(value, dict):
+            found += [(f"{f.name}.{key}", float(v)) for key, v in value.items()]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append((f.name, float(value)))
+    return found

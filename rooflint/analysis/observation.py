@@ -10,10 +10,10 @@ same thing wherever the kernel came from, and the result schema that `show`, `pl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rooflint.analysis import calibration as calibrations
-from rooflint.analysis.counters import traffic
+from rooflint.analysis.counters import implausible, traffic
 from rooflint.analysis.diagnose import Verdict, diagnose
 from rooflint.analysis.evidence import LaunchFacts, l1_fraction
 from rooflint.formats.gpus import GpuSpec
@@ -61,12 +61,21 @@ class Analysis:
     dram_bytes: dict[str, float]
     notes: list[str]
     levels: list[Level]             # DRAM, L2, L1: with counters only
+    counters: Counters | None       # the observation's, unless refused (implausible)
+    refused: str | None = None      # why its counters were not taken as read
 
 
 def analyse(o: Observation, spec: GpuSpec, sms: int,
             calibration: calibrations.Calibration | None) -> Analysis:
     """Roofs, point and verdict for one observation (no point without a time, or without
-    either a model or counters to say how many bytes moved)."""
+    either a model or counters to say how many bytes moved). Counters that cannot be true
+    (counters.implausible) are refused, with the reason in the notes, and the kernel
+    judged as without them."""
+    refused = (implausible(o.counters, spec.dram_bandwidth,
+                           max(p.flops_per_s for p in spec.peaks.values()))
+               if o.counters else None)
+    if refused:
+        o = replace(o, counters=None, point_time_s=None)
     roofs = calibrations.roofs(spec, o.precision, calibration)
     time = TimeStats.of(o.samples_s) if o.samples_s else None
     graph_time = TimeStats.of(o.graph_samples_s) if o.graph_samples_s else None
@@ -97,12 +106,12 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
             hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
                                o.counters.l1_bytes, calibrations.bandwidth(calibration, "l1"),
                                l1_fraction(o.counters, sms))
-    notes = measured.notes if measured else []
+    notes = [f"counters refused: {refused}"] if refused else measured.notes if measured else []
     bound = floor(model.flops, model.bytes, roofs, o.cached) if o.model else None
     if time and bound and bound.beaten_by(time.median_s):
         notes = [faster_than_possible(time.median_s, bound), *notes]
     return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes, notes,
-                    hierarchy)
+                    hierarchy, o.counters, refused)
 
 
 def faster_than_possible(time_s: float, bound: Floor) -> str:

@@ -120,6 +120,11 @@ def levels(point: Point, roofs: Roofs, l2_bytes: float, l2_roof: float | None,
             level("l1", l1_bytes, l1_roof, l1_fraction)]
 
 
+# Rates this far above a datasheet roof are no measurement (a unit slip in typed numbers, a
+# counter gone wrong): datasheet peaks assume a boost clock that real clocks can beat by a
+# few percent, never by a quarter.
+IMPOSSIBLE_ABOVE_DATASHEET = 1.25
+
 # A time this far under its floor is not noise: the calibrated roofs are rates kernels
 # reach, so a measurement can beat them by a few percent, not by a tenth.
 SPEED_OF_LIGHT_MARGIN = 0.90

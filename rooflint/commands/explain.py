@@ -12,14 +12,8 @@ from rooflint.analysis.evidence import LaunchFacts
 from rooflint.formats.explanation import Explanation
 from rooflint.formats.gpus import GpuSpec
 from rooflint.analysis.calibration import Calibration, roofs as roofs_for, tensor_roof
-from rooflint.analysis.roofline import floor, place
+from rooflint.analysis.roofline import IMPOSSIBLE_ABOVE_DATASHEET, floor, place
 from rooflint.common.units import format_rate
-
-
-# Typed numbers that put a kernel this far above a datasheet roof are a unit slip (ms for
-# us, GB for MB), not a measurement: datasheet peaks assume a boost clock that real clocks
-# can beat by a few percent, never by a quarter.
-IMPOSSIBLE_ABOVE_DATASHEET = 1.25
 
 
 def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,

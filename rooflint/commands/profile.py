@@ -103,7 +103,7 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         threads_per_block=0, launches=1,
         point_time_s=counters.duration_s if counters else None, cached=True), spec, device.sms,
         calibration)
-    best = best_fraction(analysis.point, counters, calibration, precision, device.sms)
+    best = best_fraction(analysis.point, analysis.counters, calibration, precision, device.sms)
     owner = library(time.kernel)
     mix = mixed_shapes(time)
     stats, notes = (mix[0], [*analysis.notes, mix[1]]) if mix else (analysis.time,
@@ -115,11 +115,12 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         origins=time.origins[:ORIGINS_KEPT])
     return VariantResult(
         name=name, description=time.kernel, status=Status.OK,
-        message="" if counters else missing,
+        message=("" if analysis.counters else
+                 f"counters refused: {analysis.refused}" if analysis.refused else missing),
         baseline=False, source_sha256=None, precision=precision, tolerance=0.0, checks=[],
         samples_s=time.durations_s, time=stats, clocks=Clocks(), gpm={},
         graph_time=None, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
-        counters=counters, notes=notes, roofs=analysis.roofs, point=analysis.point,
+        counters=analysis.counters, notes=notes, roofs=analysis.roofs, point=analysis.point,
         verdict=analysis.verdict and library_moves.with_caller_moves(analysis.verdict, owner),
         expect={}, expectation_mismatch=None, versus=None,
         speed_vs_baseline=None, share=share, levels=analysis.levels)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import shutil
 import subprocess
@@ -309,12 +310,24 @@ def _variant_index(row: dict[str, float | str]) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _cell(row: dict[str, float | str], metric: str) -> float:
+    """A metric's number; NaN where ncu wrote no number ("n/a"): a kernel whose counters
+    hold one is refused by the analysis (counters.implausible), never averaged in."""
+    value = row[metric]
+    return float(value) if isinstance(value, (int, float)) else math.nan
+
+
+def _whole(value: float) -> int:
+    """A count (registers, blocks); 0 where ncu gave none."""
+    return int(value) if math.isfinite(value) else 0
+
+
 def summarize(rows: list[dict[str, float | str]]) -> Counters:
     """Sum a variant's launches; ratios are weighted by each launch's duration."""
-    total_time = sum(r[DURATION] for r in rows) or 1.0
+    total_time = sum(_cell(r, DURATION) for r in rows) or 1.0
 
     def total(metric: str) -> float:
-        return float(sum(r[metric] for r in rows))
+        return float(sum(_cell(r, metric) for r in rows))
 
     def optional(metric: str) -> float:
         """A sum that is 0 where the log has no such column (not asked for)."""
@@ -324,13 +337,13 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         """0 where the log has no such column (not asked for, or recorded before it was)."""
         if not all(metric in r for r in rows):
             return 0.0
-        return float(sum(r[metric] * r[DURATION] for r in rows) / total_time)
+        return float(sum(_cell(r, metric) * _cell(r, DURATION) for r in rows) / total_time)
 
     flops = {precision: total(_sass(add)) + total(_sass(mul)) + 2 * total(_sass(fma))
              for precision, (add, mul, fma) in SASS_FLOPS.items()}
     flops |= {precision: total(metric) for precision, metric in TENSOR_FLOPS.items()
               if all(metric in r for r in rows)}
-    largest = max(rows, key=lambda r: r[GRID_SIZE])
+    largest = max(rows, key=lambda r: _whole(_cell(r, GRID_SIZE)))
     return Counters(
         kernels=[str(r[KERNEL_NAME]) for r in rows],
         duration_s=total(DURATION) * 1e-9,
@@ -341,9 +354,9 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         local_bytes=sum(total(m) for m in LOCAL_BYTES),
         flops={k: v for k, v in flops.items() if v},
         occupancy_pct=weighted(OCCUPANCY),
-        waves=float(largest[WAVES]),
-        registers_per_thread=int(max(r[REGISTERS] for r in rows)),
-        grid_size=int(largest[GRID_SIZE]),
+        waves=_cell(largest, WAVES),
+        registers_per_thread=max(_whole(_cell(r, REGISTERS)) for r in rows),
+        grid_size=_whole(_cell(largest, GRID_SIZE)),
         stalls={reason: weighted(_stall(reason)) for reason in STALL_REASONS},
         xu_pipe_pct=weighted(XU_PIPE),
         tensor_pipe_pct=weighted(TENSOR_PIPE),
