@@ -26,16 +26,19 @@ from typing import Annotated, Any, Callable, Iterable
 class Sense:
     """A condition on a value, for an ``Annotated`` hint. ``problem`` says what is wrong
     with a value (completing "field 'x' ..."), or None when it makes sense; ``nonfinite``
-    lets a float field hold infinity or NaN, for ``problem`` to judge."""
+    lets a float field hold infinity or NaN, for ``problem`` to judge; ``schema`` is the
+    same condition as JSON Schema keywords, where it can say it (formats/json_schema.py)."""
 
     problem: Callable[[Any], str | None]
     nonfinite: bool = False
+    schema: tuple[tuple[str, Any], ...] = ()
 
 
-def expect(holds: Callable[[Any], bool], expected: str, nonfinite: bool = False) -> Sense:
+def expect(holds: Callable[[Any], bool], expected: str, nonfinite: bool = False,
+           schema: tuple[tuple[str, Any], ...] = ()) -> Sense:
     """The sense "``holds(value)``", refused as "is VALUE, expected EXPECTED"."""
     return Sense(lambda v: None if holds(v) else f"is {shown(v)}, expected {expected}",
-                 nonfinite)
+                 nonfinite, schema)
 
 
 class Vocabulary(str, Enum):
@@ -51,7 +54,8 @@ class Vocabulary(str, Enum):
 
 def one_of(words: Iterable[str]) -> Sense:
     known = tuple(words)
-    return expect(lambda v: v in known, f"one of {', '.join(known)}")
+    return expect(lambda v: v in known, f"one of {', '.join(known)}",
+                  schema=(("enum", known),))
 
 
 def unique(key: Callable[[Any], tuple[str, ...]]) -> Sense:
@@ -76,16 +80,20 @@ def shown(value: Any) -> str:
 # Past any count, rate or roof of a GPU (a zettabyte is 1e21), and low enough that their
 # products and ratios stay finite: 1e308 bytes would print as "inf GB/s".
 LARGEST = 1e30
-ABOVE_ZERO = expect(lambda v: 0 < v <= LARGEST, "a positive number up to 1e30")
-NOT_NEGATIVE = expect(lambda v: 0 <= v <= LARGEST, "a number from 0 to 1e30")
+ABOVE_ZERO = expect(lambda v: 0 < v <= LARGEST, "a positive number up to 1e30",
+                    schema=(("exclusiveMinimum", 0), ("maximum", LARGEST)))
+NOT_NEGATIVE = expect(lambda v: 0 <= v <= LARGEST, "a number from 0 to 1e30",
+                      schema=(("minimum", 0), ("maximum", LARGEST)))
 # A GPU spec's id, which names its file (specs/h200.yaml) and its cached calibrations
 PLAIN_ID = expect(lambda v: re.fullmatch(r"[a-z0-9][a-z0-9._-]*", v) is not None,
-                  "a plain id such as h200 (lower-case letters, digits, - . _)")
+                  "a plain id such as h200 (lower-case letters, digits, - . _)",
+                  schema=(("pattern", "^[a-z0-9][a-z0-9._-]*$"),))
 
 # A time: anything that ran took some, none under a picosecond or over 1e6 s (11 days);
 # past these, ratios of times overflow into infinity.
 Seconds = Annotated[float, expect(lambda v: 1e-12 <= v <= 1e6,
-                                  "a time from 1e-12 to 1e6 seconds")]
+                                  "a time from 1e-12 to 1e6 seconds",
+                                  schema=(("minimum", 1e-12), ("maximum", 1e6)))]
 Amount = Annotated[float, NOT_NEGATIVE]         # bytes, FLOPs, rates, fractions, percents
 Positive = Annotated[float, ABOVE_ZERO]         # a roof, a ridge, a ratio of times
 Count = Annotated[int, NOT_NEGATIVE]            # registers, blocks, NaN/inf elements
