@@ -261,6 +261,19 @@ def plot(
 
 @app.command()
 @one_line_errors
+def report(
+    results: List[Path] = typer.Argument(..., metavar="RESULT", help="Result files written "
+                                         "by `rooflint run --json` or `rooflint profile --json`."),
+    output: Path = typer.Option(Path("report.html"), "--output", "-o",
+                                help="HTML file to write (- for standard output)."),
+) -> None:
+    """Write one self-contained HTML page of results: roofline, tables, verdicts, moves (no GPU needed)."""
+    from rooflint.commands.report_command import report_command   # start-up: see the top
+    report_command(results, output)
+
+
+@app.command()
+@one_line_errors
 def compare(
     a: str = typer.Argument(..., help="A: result.json, result.json:VARIANT, or TARGET:VARIANT to measure."),
     b: Optional[str] = typer.Argument(None, help="B, as A; omitted with --rev."),

@@ -52,26 +52,38 @@ def _is_file(path: str) -> bool:
 
 def file_sides(text: str) -> list[Side]:
     path, variant = split_side(text)
-    result = read_result(Path(path))
-    sides = [Side(v.name, result, v)
-             for f in result.families for v in f.variants if variant in (None, v.name)]
+    sides = result_sides(read_result(Path(path)), variant)
     if not sides:
         raise RooflintError(f"{path} has no variant {variant!r}" if variant else
                             f"{path} has no variants to compare")
     return sides
 
 
+def result_sides(result: RunResult, variant: str | None = None) -> list[Side]:
+    """Every variant of ``result`` (only those called ``variant``, when named) as a side
+    labelled by its name."""
+    return [Side(v.name, result, v)
+            for f in result.families for v in f.variants if variant in (None, v.name)]
+
+
 def pairs_from_files(a: str, b: str) -> list[tuple[Side, Side]]:
-    left, right = file_sides(a), file_sides(b)
+    names = (Path(split_side(a)[0]).name, Path(split_side(b)[0]).name)
+    pairs = paired(file_sides(a), file_sides(b), names)
+    if not pairs:
+        raise RooflintError(f"{a} and {b} share no variant names; name one on each side "
+                            f"(file.json:VARIANT)")
+    return pairs
+
+
+def paired(left: list[Side], right: list[Side], names: tuple[str, str]
+           ) -> list[tuple[Side, Side]]:
+    """The sides of two files paired: one with one, else by variant name (none when no name
+    is shared); a label both sides share is told apart by the file's name in ``names``."""
     if len(left) == 1 and len(right) == 1:
         pairs = [(left[0], right[0])]
     else:
         by_name = {s.variant.name: s for s in right}
         pairs = [(s, by_name[s.variant.name]) for s in left if s.variant.name in by_name]
-    if not pairs:
-        raise RooflintError(f"{a} and {b} share no variant names; name one on each side "
-                            f"(file.json:VARIANT)")
-    names = (Path(split_side(a)[0]).name, Path(split_side(b)[0]).name)
     return [(replace(x, label=f"{x.label} ({names[0]})"), replace(y, label=f"{y.label} ({names[1]})"))
             if x.label == y.label else (x, y) for x, y in pairs]
 
@@ -81,8 +93,13 @@ def unmatched(a: str, b: str) -> tuple[list[str], list[str]]:
     vanished, and only in B, which are new (a fused kernel replacing two, say)."""
     if not (_is_file(a) and _is_file(b)):
         return [], []
-    left, right = ({s.variant.name for s in file_sides(x)} for x in (a, b))
-    return sorted(left - right), sorted(right - left)
+    return unmatched_names(file_sides(a), file_sides(b))
+
+
+def unmatched_names(left: list[Side], right: list[Side]) -> tuple[list[str], list[str]]:
+    """The variant names only on the left (vanished) and only on the right (new), sorted."""
+    names = [{s.variant.name for s in sides} for sides in (left, right)]
+    return sorted(names[0] - names[1]), sorted(names[1] - names[0])
 
 
 def gpu_warning(pairs: list[tuple[Side, Side]], allow_different_gpu: bool) -> str | None:

@@ -15,6 +15,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from rooflint.analysis.diagnose import Move
 from rooflint.analysis.evidence import BOUND_THRESHOLD, pct
 from rooflint.analysis.moves import rule_for
 from rooflint.analysis.roofline import Level
@@ -33,6 +34,15 @@ def render_run_header(console: Console, result: RunResult) -> None:
     """The device and settings; printed by `run` before its first family is measured, when
     the byte source is the one it will try (a fallback is announced when it happens)."""
     result = printable_fields(result)
+    console.print(device_markup(result))
+    if result.settings.counters_unavailable:
+        console.print(Text(f"counters unavailable: {result.settings.counters_unavailable}",
+                           style="yellow"))
+
+
+def device_markup(result: RunResult) -> str:
+    """The device and settings in one line of rich markup (the GPU's name bold); the HTML
+    report shows the same line."""
     gpu = result.gpu
     clocks = f", max SM clock {gpu.max_sm_clock_mhz:.0f} MHz" if gpu.max_sm_clock_mhz else ""
     if result.families:
@@ -40,12 +50,9 @@ def render_run_header(console: Console, result: RunResult) -> None:
     else:
         counted = result.settings.counting
     source = "DRAM bytes from ncu counters" if counted else "DRAM bytes from the manifests' model"
-    console.print(f"[bold]{escape(gpu.name)}[/] (spec {escape(result.spec_id)}), {gpu.sms} SMs, "
-                  f"L2 {format_bytes(gpu.l2_bytes)}, driver {escape(gpu.driver)}{clocks}; "
-                  f"cache {escape(result.settings.cache)}; {source}")
-    if result.settings.counters_unavailable:
-        console.print(Text(f"counters unavailable: {result.settings.counters_unavailable}",
-                           style="yellow"))
+    return (f"[bold]{escape(gpu.name)}[/] (spec {escape(result.spec_id)}), {gpu.sms} SMs, "
+            f"L2 {format_bytes(gpu.l2_bytes)}, driver {escape(gpu.driver)}{clocks}; "
+            f"cache {escape(result.settings.cache)}; {source}")
 
 
 # The family table's columns. The wide layout is used when it fits the terminal without
@@ -59,17 +66,29 @@ UNBOUNDED = 10**6  # a width no table reaches: measures its natural (unwrapped) 
 
 def render_family(console: Console, family: FamilyResult) -> None:
     family = printable_fields(family)
-    params = f" ({format_params(family.params)})" if family.params else ""
-    console.print(Text(f"{family.name}{params}", "table.title"))
+    console.print(Text(family_title(family), "table.title"))
     wide = _family_table(family, WIDE)
     compact = console.measure(wide, options=console.options.update_width(UNBOUNDED)).maximum \
         > console.width
     console.print(_family_table(family, COMPACT) if compact else wide)
-    precisions = {v.roofs.precision: v.roofs for v in family.variants if v.roofs}
-    for roofs in precisions.values():
-        console.print(f"{escape(roofs_line(roofs))}; bound = at >= {100 * BOUND_THRESHOLD:.0f}% of a "
-                      f"roof; DRAM and FLOP/s as % of their roofs")
+    for line in family_roofs(family):
+        console.print(escape(line))
     console.print(_notes_grid(family, top_move=compact))
+
+
+def family_title(family: FamilyResult) -> str:
+    """The family's name with the sizes it was measured at: ``gemm_fp32 (N=4096)``."""
+    params = f" ({format_params(family.params)})" if family.params else ""
+    return f"{family.name}{params}"
+
+
+def family_roofs(family: FamilyResult) -> list[str]:
+    """The roofs the family was judged against, a line per precision, with how the table
+    reads against them."""
+    precisions = {v.roofs.precision: v.roofs for v in family.variants if v.roofs}
+    return [f"{roofs_line(roofs)}; bound = at >= {100 * BOUND_THRESHOLD:.0f}% of a roof; "
+            f"DRAM and FLOP/s as % of their roofs" for roofs in precisions.values()]
+
 
 def _family_table(family: FamilyResult, columns: tuple[str, ...]) -> Table:
     table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
@@ -78,14 +97,15 @@ def _family_table(family: FamilyResult, columns: tuple[str, ...]) -> Table:
         table.add_column(column, justify="right" if column in NUMERIC else "left",
                          no_wrap=column == "variant" and whole, overflow="fold")
     for v in family.variants:
-        cells = _cells(v)
+        cells = variant_cells(v)
         if "top move" not in columns:
             cells.setdefault("verdict", cells["status"])
         table.add_row(*(cells.get(column, "") for column in columns))
     return table
 
-def _cells(v: VariantResult) -> dict[str, Text]:
-    """One variant's row, by column; a variant that was not timed has only name and status."""
+def variant_cells(v: VariantResult) -> dict[str, Text]:
+    """One variant's row, by column; a variant that was not timed has only name and status.
+    The HTML report's family tables show the same cells."""
     name = Text(shortened(v.name))
     if v.baseline:
         name.append(" (baseline)", "dim")
@@ -113,14 +133,45 @@ def _cells(v: VariantResult) -> dict[str, Text]:
 
 def _notes_grid(family: FamilyResult, top_move: bool) -> Padding:
     """Each variant's notes, one per row behind its name (see _labelled)."""
-    baseline = next((v for v in family.variants if v.name == family.baseline), None)
+    baseline = baseline_variant(family)
     return labelled([(shortened(v.name), note) for v in family.variants
                       for note in _notes(v, top_move, baseline)])
+
+
+def baseline_variant(family: FamilyResult) -> VariantResult | None:
+    """The variant the family's speeds are measured against, if the result holds it."""
+    return next((v for v in family.variants if v.name == family.baseline), None)
 
 
 def _notes(v: VariantResult, top_move: bool,
            baseline: VariantResult | None = None) -> list[Text]:
     """What the table has no room for; with ``top_move`` the move leads its reason."""
+    notes = measurement_notes(v)
+    if v.verdict:
+        notes += [Text(f"{c.name}: {c.detail}") for c in v.verdict.causes]
+        if v.verdict.moves:
+            top = v.verdict.moves[0]
+            lead = (f"move {top.direction}: {lead_phrase(top.action)}; why" if top_move
+                    else f"why {top.direction}")
+            notes.append(Text(f"{lead}: {top.reason}; expect {top.expect}"))
+            notes += [Text(f"  {line}", "cyan") for line in move_lines(v, top)]
+        notes += [Text(text) for text in v.verdict.ruled_out]
+    return notes + context_notes(v, baseline)
+
+
+def move_lines(v: VariantResult, move: Move) -> list[str]:
+    """The source lines behind ``move``, led by the measure the move catalog names for it
+    (stall samples for a move a newer rooflint wrote); none without a source pass."""
+    if not v.source_lines:
+        return []
+    rule = rule_for(move.id)
+    return supporting(v.source_lines, rule.lines if rule else "stall_samples")
+
+
+def measurement_notes(v: VariantResult) -> list[Text]:
+    """The notes before the verdict's: how the variant ran and what its counters say (a
+    failure, who launched it, a noisy time, the counters, the levels, the run's notes).
+    Apart from the verdict's notes because the HTML report shows those in their own lists."""
     notes = []
     if v.status != Status.OK:
         notes.append(Text(v.message, STATUS_STYLE[v.status]))
@@ -135,19 +186,14 @@ def _notes(v: VariantResult, top_move: bool,
         notes.append(Text(_counter_summary(v), "dim"))
     if v.levels:
         notes.append(Text(_levels_line(v), "dim"))
-    notes += [Text(note) for note in v.notes]
-    if v.verdict:
-        notes += [Text(f"{c.name}: {c.detail}") for c in v.verdict.causes]
-        if v.verdict.moves:
-            top = v.verdict.moves[0]
-            lead = (f"move {top.direction}: {lead_phrase(top.action)}; why" if top_move
-                    else f"why {top.direction}")
-            notes.append(Text(f"{lead}: {top.reason}; expect {top.expect}"))
-            if v.source_lines:
-                rule = rule_for(top.id)
-                notes += [Text(f"  {line}", "cyan") for line in supporting(
-                    v.source_lines, rule.lines if rule else "stall_samples")]
-        notes += [Text(text) for text in v.verdict.ruled_out]
+    return notes + [Text(note) for note in v.notes]
+
+
+def context_notes(v: VariantResult, baseline: VariantResult | None = None) -> list[Text]:
+    """The notes after the verdict's: the variant against the machine and the others (GPM
+    utilizations, speed against the baseline, its prediction, the variant it should beat,
+    clocks held down)."""
+    notes = []
     if v.gpm:
         shown = ", ".join(f"{k.removesuffix('_util').replace('_', ' ')} {x:.0f}%"
                           for k, x in v.gpm.items())

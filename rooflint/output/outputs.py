@@ -169,3 +169,12 @@ def _picture_format(path: Path) -> str:
 
 
 PICTURE = Kind("a picture in the format its extension names", _picture, _picture_format)
+
+
+def _report(path: Path) -> bool:
+    """Whether a file is a report `rooflint report` wrote (by how its page starts)."""
+    from rooflint.output.html_page import DOCTYPE, GENERATOR    # matplotlib: only for reports
+    return _starts_with(DOCTYPE.encode(), containing=GENERATOR.encode())(path)
+
+
+REPORT = Kind("a rooflint report", _report)

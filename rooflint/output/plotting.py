@@ -186,12 +186,18 @@ def save(fig: Figure, path: Path) -> None:
     """Write by extension (.svg, .png, .pdf), all or nothing (jsonfile.write_bytes: a failed
     write leaves no partial file and an existing one untouched). The SVG is deterministic."""
     path = Path(path)
-    kind = output_format(path)
+    write_bytes(rendered(fig, output_format(path)), path)
+
+
+def rendered(fig: Figure, kind: str) -> bytes:
+    """The figure as a picture of ``kind`` (svg, png, pdf), cropped to what is drawn; the
+    SVG is deterministic (no date, a fixed hash salt) and keeps its text as text, so a file
+    and a report that inlines it draw the same picture."""
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": {}}[kind]
     picture = io.BytesIO()
     with plt.rc_context({"svg.hashsalt": "rooflint", "svg.fonttype": "none"}):
         fig.savefig(picture, format=kind, metadata=metadata, bbox_inches="tight")
-    write_bytes(picture.getvalue(), path)
+    return picture.getvalue()
 
 
 def output_format(path: Path) -> str:

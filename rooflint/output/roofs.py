@@ -57,10 +57,17 @@ def render_verdict(console: Console, v: Verdict) -> None:
 
 
 def _gain_text(move: Move) -> str:
+    words = gain_words(move)
+    return f"; {words}" if words else ""
+
+
+def gain_words(move: Move) -> str:
+    """The move's estimated speed-up and what it rests on ("at most 8.5x faster (from its
+    evidence)"); "" for a move with no estimate. The terminal and the HTML report say it alike."""
     if move.gain is None:
         return ""
     basis = "its evidence" if move.gain_from == "evidence" else "the nearest roof"
-    return f"; at most {move.gain:.3g}x faster (from {basis})"
+    return f"at most {move.gain:.3g}x faster (from {basis})"
 
 
 def render_specs(console: Console, specs: list[GpuSpec]) -> None:

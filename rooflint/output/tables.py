@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from rich import box
 from rich.console import Console
@@ -22,7 +23,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.common.phases import PHASES
 from rooflint.common.printable import printable_fields
 from rooflint.common.units import counted, format_bytes, format_rate, format_time
-from rooflint.formats.results import FamilyResult, RunResult
+from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.output.family_table import render_family, render_run_header
 from rooflint.output.terminal import (
     BOUND_STYLE, HEAD_RULE, labelled, lead_phrase, shortened,
@@ -77,9 +78,7 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     region = result.settings.gpu_time_s or 0.0
     # The heading is a line of its own, as wide as the screen: a table title would wrap at
     # the width of a table of one short kernel.
-    console.print(Text(f"{family.name}: {format_time(region)} of GPU time in "
-                       f"{counted(result.settings.kernels or 0, 'kernel')}; where "
-                       f"a fix could save the most"))
+    console.print(Text(application_heading(result, family)))
     table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
     traced = (any(v.share and v.share.origins for v in family.variants)
               and console.width >= ORIGIN_COLUMNS)
@@ -96,26 +95,59 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
         if not s:
             continue
         verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound]) if v.verdict else Text("-")
-        upside = ("done" if is_done(v) else
-                  f"{format_time(s.upside_s)} ({pct(s.upside_s / region)})" if s.upside_s
-                  is not None and region else "-")
         origin = [Text(origin_cell(s.origins[0].line) if s.origins else "")] if traced else []
         table.add_row(Text(shortened(v.name)), Text(s.library or ""), *origin, pct(s.share),
-                      str(s.launches), verdict,
-                      pct(s.best_fraction) if s.best_fraction is not None else "-", upside)
+                      str(s.launches), verdict, at_roof_cell(s), upside_cell(v, region))
     console.print(table)
+    for line in (unprofiled_line(result), biggest_upside_line(family, region)):
+        if line:
+            console.print(Text(f"  {line}"))
+
+
+def application_heading(result: RunResult, family: FamilyResult) -> str:
+    """What the application view covers: the region's GPU time and its kernel count."""
+    return (f"{family.name}: {format_time(result.settings.gpu_time_s or 0.0)} of GPU time in "
+            f"{counted(result.settings.kernels or 0, 'kernel')}; where a fix could save the most")
+
+
+def at_roof_cell(share: KernelShare) -> str:
+    """How near its nearest roof the kernel runs; - without counters to tell."""
+    return pct(share.best_fraction) if share.best_fraction is not None else "-"
+
+
+def upside_cell(v: VariantResult, region: float) -> str:
+    """``done``, or the most a fix could save with its part of the region's GPU time."""
+    s = v.share
+    if is_done(v):
+        return "done"
+    if s is None or s.upside_s is None or not region:
+        return "-"
+    return f"{format_time(s.upside_s)} ({pct(s.upside_s / region)})"
+
+
+def unprofiled_line(result: RunResult) -> str | None:
+    """The kernels the profile left out, with their part of the GPU time; None if none."""
     other = result.settings.other_kernels
-    if other:
-        console.print(Text(f"  not profiled: {other} more kernels, "
-                           f"{pct(result.settings.other_share or 0.0)} of the GPU time"))
+    if not other:
+        return None
+    return (f"not profiled: {other} more kernels, {pct(result.settings.other_share or 0.0)} "
+            f"of the GPU time")
+
+
+def biggest_upside_line(family: FamilyResult, region: float,
+                        name: Callable[[str], str] = shortened) -> str | None:
+    """The kernel whose best move could save the most, with that move; None when no kernel
+    has one. ``name`` writes the kernel's name (the terminal shortens it, HTML does not)."""
     top = next((v for v in family.variants if v.share and v.share.upside_s
                 and not is_done(v) and v.verdict and v.verdict.moves), None)
-    if top:
-        move = top.verdict.moves[0]
-        console.print(Text(f"  biggest upside: {shortened(top.name)}, {pct(top.share.share)} of GPU time, "
-                           f"{top.verdict.bound}-bound at {pct(top.share.best_fraction)} of its "
-                           f"roof: {move.direction}: {lead_phrase(move.action)}; up to "
-                           f"{format_time(top.share.upside_s)} of {format_time(region)}"))
+    if top is None:
+        return None
+    move = top.verdict.moves[0]
+    return (f"biggest upside: {name(top.name)}, {pct(top.share.share)} of GPU time, "
+            f"{top.verdict.bound}-bound at {pct(top.share.best_fraction)} of its roof: "
+            f"{move.direction}: {lead_phrase(move.action)}; up to "
+            f"{format_time(top.share.upside_s)} of {format_time(region)}")
+
 
 def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:
     """The result cut down to the named variants (all with no names), families in order;

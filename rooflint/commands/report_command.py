@@ -1,0 +1,60 @@
+"""`rooflint report` as the command line runs it: the output guarded, the result documents
+read, two of them compared as `rooflint compare A.json B.json` compares them, and the page
+(output/html_report.py) written to its file or to standard output.
+
+Apart from the page's module because the comparison's pairing (sides.py) is a command's,
+and output/ never calls up into the commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooflint.analysis.comparison import compare as compare_variants
+from rooflint.commands.guards import guard_outputs
+from rooflint.commands.sides import Side, gpu_warning, paired, result_sides, unmatched_names
+from rooflint.commands.streams import console, emit
+from rooflint.common.errors import RooflintError
+from rooflint.formats.jsonfile import write_text
+from rooflint.formats.results import read_result
+from rooflint.output.html_report import ComparedPair, ComparisonView, Document, report_html
+from rooflint.output.outputs import REPORT, Named, Output
+
+STANDARD_OUTPUT = "-"
+
+
+def report_command(paths: list[Path], output: Path) -> None:
+    """Write the HTML report of the result documents at ``paths`` to ``output`` (``-``:
+    standard output). The output is checked first, so a bad path costs no reading."""
+    to_stdout = str(output) == STANDARD_OUTPUT
+    guard_outputs([] if to_stdout else [Output("--output", output, REPORT)],
+                  [Named("RESULT", p) for p in paths])
+    documents = [Document(str(p), read_result(p)) for p in paths]
+    comparison = compared(documents[0], documents[1]) if len(documents) == 2 else None
+    html = report_html(documents, comparison)
+    if to_stdout:
+        emit(html.rstrip("\n"))
+        return
+    write_text(html, output)
+    console.print(f"report written to {output}", markup=False, soft_wrap=True)
+
+
+def compared(a: Document, b: Document) -> ComparisonView:
+    """B against A, every variant of one paired with its namesake in the other, as
+    `compare A.json B.json` pairs them; results from different GPUs are compared (a report
+    shows what it is given) under the warning compare gives them."""
+    left, right = result_sides(a.result), result_sides(b.result)
+    pairs = paired(left, right, (Path(a.name).name, Path(b.name).name))
+    vanished, new = unmatched_names(left, right)
+    return ComparisonView(warning=gpu_warning(pairs, allow_different_gpu=True) if pairs else None,
+                          pairs=[_compared(x, y) for x, y in pairs], vanished=vanished, new=new)
+
+
+def _compared(a: Side, b: Side) -> ComparedPair:
+    """One pair compared; a side with no time to compare (failed, skipped) says why."""
+    x, y = a.variant.name, b.variant.name
+    variant = x if x == y else f"{x} vs {y}"
+    try:
+        return ComparedPair(variant, compare_variants(a.variant, b.variant, a.label, b.label))
+    except RooflintError as exc:
+        return ComparedPair(variant, None, str(exc))

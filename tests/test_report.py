@@ -1,0 +1,304 @@
+"""`rooflint report` (issue 27): one self-contained HTML file from result documents.
+
+Read as text: every family, variant and move of the committed H200 run is in the page,
+nothing in it loads from anywhere, names from a file come out as text, never markup, two
+documents are compared, and bad input costs one line and exit 2. Read by a real browser
+(headless Chromium, tests/browser.py; skipped where there is none): the roofline, the
+tables and the tooltip are in the DOM after the page's script ran, a dot shows its
+numbers and leads to its details, the screenshot is a picture, and the console is silent.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from browser import WINDOW, dom_of, screenshot
+from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
+from rooflint.formats.results import read_result
+from rooflint.output.html_page import DATA_ID, TOOLTIP_ID
+from rooflint.output.html_report import Document, report_html
+
+BUNDLED = REPO / "examples" / "h200-bundled.json"
+H100 = REPO / "examples" / "h100-bundled.json"
+SOURCE = REPO / "examples" / "h200-source-stream.json"
+PROFILE = REPO / "examples" / "profile" / "h200-profile-train-eager.json"
+SVG_NAMES = ('xmlns="http://www.w3.org/2000/svg"', 'xmlns:xlink="http://www.w3.org/1999/xlink"')
+SCRIPT = "<script>alert('owned')</script>"
+EVIL = f'{SCRIPT}"><img src=x onerror=alert(2)>\x1b[2J'
+
+
+def report(tmp_path: Path, *results: Path, name: str = "report.html") -> str:
+    """The page `rooflint report RESULTS -o tmp_path/name` writes."""
+    output = tmp_path / name
+    outcome = rooflint("report", *map(str, results), "-o", str(output))
+    assert outcome.code == 0 and outcome.stdout == f"report written to {output}\n", outcome.stderr
+    return output.read_text()
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> dict[str, Path]:
+    """The reports the tests read, each written once: the H200 run, the H200 training
+    step's profile, the H100 run against the H200 run, and a run whose names are EVIL."""
+    out = tmp_path_factory.mktemp("reports")
+    evil = out / "evil.json"
+    evil.write_text(json.dumps(evil_document(json.loads(BUNDLED.read_text()))))
+    for name, results in {"bundled": [BUNDLED], "profile": [PROFILE], "compared": [H100, BUNDLED],
+                          "evil": [evil]}.items():
+        report(out, *results, name=f"{name}.html")
+    return {name: out / f"{name}.html" for name in ("bundled", "profile", "compared", "evil")}
+
+
+def evil_document(data: dict) -> dict:
+    """``data`` with EVIL in every name, description, note, summary and move it shows."""
+    data["gpu"]["name"] += EVIL
+    for family in data["families"]:
+        family["name"] += EVIL
+        for v in family["variants"]:
+            v["name"] += EVIL
+            v["description"] += EVIL
+            v["notes"].append(EVIL)
+            if v["verdict"]:
+                v["verdict"]["summary"] += EVIL
+                for move in v["verdict"]["moves"]:
+                    move["action"] += EVIL
+    return data
+
+
+# --- the page as text -----------------------------------------------------------------------
+
+def test_every_family_variant_and_move_is_in_the_page(pages):
+    page = pages["bundled"].read_text()
+    result = read_result(BUNDLED)
+    for family in result.families:
+        assert html.escape(family.name) in page
+        for v in family.variants:
+            assert re.search(rf">{re.escape(html.escape(v.name))}( \(baseline\))?</a>", page)
+            for move in v.verdict.moves if v.verdict else []:
+                for words in (move.action, move.reason, move.expect):
+                    assert html.escape(words) in page, (v.name, words)
+            for text in v.verdict.ruled_out if v.verdict else []:
+                assert html.escape(text) in page
+
+
+@pytest.mark.parametrize("name", ["bundled", "profile", "compared"])
+def test_the_page_loads_nothing_from_anywhere(pages, name):
+    """No script, stylesheet, font or picture from outside: the only addresses in the page
+    are the SVG's namespace names, which are never fetched; the policy forbids loading."""
+    page = pages[name].read_text()
+    for loader in ("<script src", "src=", "<link", "@import", "url(http", "@font-face"):
+        assert loader not in page, loader
+    rest = page
+    for namespace in SVG_NAMES:
+        rest = rest.replace(namespace, "")
+    assert "http://" not in rest and "https://" not in rest
+    assert "default-src 'none'" in page and page.count("<script") == 2
+
+
+def test_the_policy_lets_only_the_reports_script_run(pages):
+    page = pages["bundled"].read_text()
+    script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}';" in page
+
+
+def test_names_from_a_file_are_text_never_markup(pages):
+    page = pages["evil"].read_text()
+    assert "alert(" in page                                      # shown...
+    assert SCRIPT not in page and "<img" not in page and "\x1b" not in page   # ...as text
+    assert page.count("<script") == 2
+    assert html.escape(SCRIPT) in page and "\\x1b[2J" in page
+    data = re.search(rf'<script type="application/json" id="{DATA_ID}">(.*?)</script>', page,
+                     re.S).group(1)
+    assert "<" not in data and "\\u003cscript\\u003e" in data
+    dots = json.loads(data)["dots"].values()
+    assert dots and all(SCRIPT in dot["name"] for dot in dots)     # textContent in the tooltip
+
+
+def test_a_profile_has_its_application_view(pages):
+    page = pages["profile"].read_text()
+    result = read_result(PROFILE)
+    assert "where a fix could save the most" in page and "launched from" in page
+    assert "biggest upside: " in page and "not profiled: " in page
+    for v in result.families[0].variants:
+        assert f">{html.escape(v.name)}</a>" in page
+        if v.share.origins:
+            assert html.escape(v.share.origins[0].line) in page
+
+
+def test_source_lines_stand_under_their_moves(tmp_path):
+    page = report(tmp_path, SOURCE)
+    assert "<th>source lines</th>" in page
+    line = ("stream.cu:36  100% of excessive L2 sectors  "
+            "if (i < n) out[i] = x[(i % m) * stride + i / m];")
+    assert f"<span>{html.escape(line)}</span>" in page
+
+
+def test_two_documents_are_compared_by_variant_name(pages):
+    page = pages["compared"].read_text()
+    section = page[page.index('<section id="comparison">'):]
+    assert "COMPARING DIFFERENT GPUs" in section
+    names = {v.name for f in read_result(BUNDLED).families for v in f.variants}
+    rows = re.findall(r"<tr><td>([^<]*)</td>", section)
+    assert set(rows) == names
+    assert re.search(r'class="decision-(faster|slower|same|inconclusive)"', section)
+
+
+def test_every_id_in_the_page_is_its_own(pages):
+    """Two GPUs, two figures: each figure's ids are prefixed, so no id is used twice."""
+    page = pages["compared"].read_text()
+    ids = re.findall(r'\sid="([^"]*)"', page)
+    assert len(ids) == len(set(ids))
+    assert 'id="roofline1-variant-tiled"' in page and 'id="roofline2-variant-tiled"' in page
+
+
+def without_drawing(page: str) -> str:
+    """The page with each SVG reduced to the ids of its marks and its texts (matplotlib's
+    paths move with its version; what the picture says does not), as test_golden reads one."""
+    def said(svg: re.Match) -> str:
+        ids = re.findall(r'id="((?:variant|roof)[^"]*)"', svg.group())
+        texts = re.findall(r"<text\b[^>]*>(.*?)</text>", svg.group(), re.S)
+        return "\n".join(ids + texts)
+    return re.sub(r"<svg.*?</svg>", said, page, flags=re.S)
+
+
+def test_the_committed_example_is_what_report_writes_now():
+    """examples/h200-report.html (README) is regenerated when the page changes."""
+    outcome = rooflint("report", "examples/h200-bundled.json", "-o", "-", cwd=REPO)
+    assert outcome.code == 0, outcome.stderr
+    committed = (REPO / "examples" / "h200-report.html").read_text()
+    assert without_drawing(outcome.stdout) == without_drawing(committed), \
+        "rooflint report examples/h200-bundled.json -o examples/h200-report.html"
+
+
+def test_the_same_results_make_the_same_page():
+    documents = [Document("r.json", read_result(BUNDLED))]
+    assert report_html(documents) == report_html(documents)
+
+
+def test_a_dash_writes_the_page_to_standard_output(pages):
+    outcome = rooflint("report", str(BUNDLED), "-o", "-")
+    assert outcome.code == 0 and outcome.stdout == pages["bundled"].read_text()
+
+
+def test_an_earlier_report_is_replaced(tmp_path):
+    first, second = report(tmp_path, BUNDLED), report(tmp_path, SOURCE)
+    assert "gemm_fp32" in first and "gemm_fp32" not in second
+
+
+# --- bad input: one line, exit 2, nothing touched -----------------------------------------
+
+@pytest.mark.parametrize("args, fragments", [
+    (["nosuch.json"], ["cannot read result nosuch.json", "No such file"]),
+    (["notes.txt"], ["cannot read result notes.txt", "not JSON"]),
+    (["calibration.json"], ["calibration.json is not a rooflint result"]),
+    (["d"], ["cannot read result d", "directory"]),
+    (["r.json", "-o", "r.json"], ["--output r.json is RESULT r.json"]),
+    (["r.json", "-o", "link.json"], ["--output link.json is RESULT r.json"]),
+    (["r.json", "-o", "d"], ["cannot write d", "directory"]),
+    (["r.json", "-o", "notes.txt"], ["--output notes.txt exists and is not a rooflint report"]),
+    (["r.json", "-o", "nodir/r.html"], ["cannot write nodir/r.html: no directory nodir"]),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragments):
+    shutil.copy(BUNDLED, tmp_path / "r.json")
+    shutil.copy(REPO / "examples" / "h200-calibration.json", tmp_path / "calibration.json")
+    (tmp_path / "link.json").symlink_to("r.json")
+    (tmp_path / "notes.txt").write_text("my notes, not a report\n")
+    (tmp_path / "d").mkdir()
+    before, listing = snapshot(tmp_path), sorted(tmp_path.rglob("*"))
+    outcome = rooflint("report", *args, cwd=tmp_path)
+    assert_one_line_error(outcome, 2, *fragments)
+    assert_intact(before)
+    assert sorted(tmp_path.rglob("*")) == listing          # and nothing new written
+
+
+# --- the page in a browser -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["bundled", "profile"])
+def test_the_browser_draws_the_roofline_tables_and_tooltip(pages, tmp_path, name):
+    visit = dom_of(pages[name], tmp_path / "profile")
+    dom = visit.dom
+    assert visit.console == []
+    assert re.search(r'<figure class="roofline"><svg[^>]*>', dom)
+    assert 'class="family"' in dom and (name != "profile" or 'class="application"' in dom)
+    assert f'id="{TOOLTIP_ID}"' in dom
+    dots = json.loads(re.search(rf'id="{DATA_ID}">(.*?)</script>', dom, re.S).group(1))["dots"]
+    # the script ran: it made each dot a link to its details
+    assert dots and len(re.findall(r'class="dot" tabindex="0" role="link"', dom)) == len(dots)
+
+
+@pytest.mark.parametrize("name", ["bundled", "profile"])
+def test_the_screenshot_is_a_picture(pages, tmp_path, name):
+    png = tmp_path / "report.png"
+    visit = screenshot(pages[name], tmp_path / "profile", png)
+    assert visit.console == []
+    assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 50_000
+    pixels = matplotlib.image.imread(png)
+    assert pixels.shape[:2] == (WINDOW[1], WINDOW[0])
+    colours = np.unique(pixels.reshape(-1, pixels.shape[2]), axis=0)
+    assert len(colours) > 100                      # text, lines, dots: not one colour
+    samples = pixels[::20, ::20].reshape(-1, pixels.shape[2])     # a pixel every 20
+    drawn = np.any(samples != pixels[0, 0], axis=1).mean()       # not the background's
+    assert 0.01 < drawn < 0.9, drawn
+
+
+# Appended to a copy of a page (and allowed by its hash): hovers the first dot, leaves it,
+# clicks it, and writes what happened where --dump-dom shows it.
+PROBE = """
+(function () {
+  var dots = JSON.parse(document.getElementById("%(data)s").textContent).dots;
+  var id = Object.keys(dots)[0];
+  var dot = document.getElementById(id);
+  var tip = document.getElementById("%(tooltip)s");
+  var box = dot.getBoundingClientRect();
+  dot.dispatchEvent(new MouseEvent("mouseenter", {clientX: box.x, clientY: box.y}));
+  var hovered = {hidden: tip.hidden, text: tip.textContent};
+  dot.dispatchEvent(new MouseEvent("mouseleave"));
+  var left = tip.hidden;
+  dot.dispatchEvent(new MouseEvent("click"));
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify({dot: dots[id], hovered: hovered, left: left,
+                                    hash: location.hash, scrolled: window.scrollY});
+  document.body.append(out);
+})();
+""" % {"data": DATA_ID, "tooltip": TOOLTIP_ID}
+
+
+def probed(page: Path, into: Path) -> Path:
+    """A copy of ``page`` that runs PROBE after the page's own script."""
+    digest = base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode()
+    text = page.read_text().replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
+    into.write_text(text.replace("</body>", f"<script>{PROBE}</script>\n</body>"))
+    return into
+
+
+def test_a_dot_shows_its_numbers_and_leads_to_its_details(pages, tmp_path):
+    visit = dom_of(probed(pages["bundled"], tmp_path / "probed.html"), tmp_path / "profile")
+    assert visit.console == []
+    seen = json.loads(html.unescape(re.search(r'<pre id="probe">(.*?)</pre>', visit.dom).group(1)))
+    dot, hovered = seen["dot"], seen["hovered"]
+    assert not hovered["hidden"] and seen["left"]
+    for label, value in dot["rows"]:
+        assert label in hovered["text"] and value in hovered["text"]
+    assert [label for label, _ in dot["rows"]][:7] == [
+        "family", "time", "FLOP/s", "DRAM", "AI observed", "AI algorithmic", "verdict"]
+    assert seen["hash"] == f"#{dot['anchor']}" and seen["scrolled"] > 0
+    details = re.search(rf'<section id="{dot["anchor"]}" class="variant"><h4>([^<]*)', visit.dom)
+    assert details and details.group(1) == dot["name"]
+
+
+def test_the_browser_shows_evil_names_as_text(pages, tmp_path):
+    visit = dom_of(pages["evil"], tmp_path / "profile")
+    assert visit.console == []
+    assert visit.dom.count("<script") == 2 and "<img" not in visit.dom
+    assert html.escape(SCRIPT, quote=False) in visit.dom
