@@ -19,7 +19,8 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
-from rooflint.commands.streams import GuardedOutput, console, emit, fail, one_line_errors
+from rooflint.commands.streams import (GuardedOutput, be_quiet, console, emit, fail,
+                                      one_line_errors)
 from rooflint.common.errors import RooflintError
 from rooflint.common.version import __version__
 from rooflint.formats.gpus import PRECISIONS, find_spec, load_specs
@@ -29,7 +30,7 @@ try:                       # typer carries its own copy of click since 0.2x
 except ImportError:        # pragma: no cover - older typer, on click itself
     from click.exceptions import NoSuchOption
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
 
 
@@ -44,16 +45,33 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def main(version: bool = typer.Option(False, "--version", callback=_print_version,
-                                      is_eager=True, help="Print the version and exit.")) -> None:
+                                      is_eager=True, help="Print the version and exit."),
+         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no tables, progress "
+                                    "or warnings: only errors, and the outputs asked for on "
+                                    "standard output (--json -, --csv -).")) -> None:
     """Roofline profiler and kernel diagnostician for NVIDIA GPUs."""
     if not isinstance(sys.stdout, GuardedOutput):
         sys.stdout = GuardedOutput(sys.stdout)
+    if quiet:
+        be_quiet()
 
 
 CSV_HELP = ("Also write a CSV table here, a row per variant or kernel: time, FLOP/s, "
             "bandwidth, intensities and fractions of each level, verdict, top move and gain "
             "(- for standard output).")
 MARKDOWN_HELP = "Also write that table as Markdown here (- for standard output)."
+
+
+class Command(TyperCommand):
+    """Every command's parser: arguments shown by their names alone in --help, not with
+    the Python types typer adds (``RESULT <list[Path]>``); options show their metavars."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            if param.param_type_name == "argument":
+                param.display_type_rich = lambda ctx: None
+        return params
 
 
 class Cache(str, Enum):
@@ -67,33 +85,41 @@ class Counters(str, Enum):
     off = "off"
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def run(
     target: Optional[str] = typer.Argument(None, help="Kernel family: a directory with kernel.yaml, "
-                                           "a kernel.yaml, or a bundled name. Default: all bundled."),
-    variants: Optional[List[str]] = typer.Argument(None, help="Variants to run (default: all)."),
-    size: List[str] = typer.Option([], "--size", help="Override a parameter, e.g. --size N=2048."),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id to judge against (default: match the device)."),
+                                           "a kernel.yaml, or a bundled name. Default: all bundled.",
+                                           metavar="TARGET"),
+    variants: Optional[List[str]] = typer.Argument(None, help="Variants to run (default: all).",
+                                                   metavar="VARIANT"),
+    size: List[str] = typer.Option([], "--size", help="Override a parameter, e.g. --size N=2048.",
+                                   metavar="NAME=VALUE"),
+    gpu: Optional[str] = typer.Option(None, help="GPU spec id to judge against (default: match the device).",
+                                      metavar="GPU"),
     cache: Cache = typer.Option(Cache.cold, help="cold: flush L2 before each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
-                                             "here (- for standard output; the rest goes to stderr)."),
-    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run (.svg/.png/.pdf)."),
-    timeout: float = typer.Option(120.0, help="Seconds a variant may take before it is abandoned."),
+                                             "here (- for standard output; the rest goes to stderr).",
+                                             metavar="FILE"),
+    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run (.svg/.png/.pdf).",
+                                       metavar="FILE"),
+    timeout: float = typer.Option(120.0, help="Seconds a variant may take before it is abandoned.",
+                                  metavar="SECONDS"),
     counters: Counters = typer.Option(Counters.auto, help="auto: Nsight Compute counters when ncu "
                                       "works, else model bytes; ncu: require them; off."),
     timings: bool = typer.Option(False, "--timings", help="Say where the run's seconds went "
                                  "(start-up, inputs, compile, check, timing, counters...)."),
     devices: Optional[str] = typer.Option(None, help="Spread the families over these GPUs: "
                                           "all, or indices such as 0,2 (of those "
-                                          "CUDA_VISIBLE_DEVICES leaves visible)."),
+                                          "CUDA_VISIBLE_DEVICES leaves visible).",
+                                          metavar="DEVICES"),
     gpm: bool = typer.Option(False, "--gpm", help="Sample NVML GPM utilizations (SM, DRAM, "
                              "pipes) for each variant too: 0.2 s each, shown as evidence."),
     source: bool = typer.Option(False, "--source", help="Profile each CUDA variant once more "
                                 "with Nsight Compute's source counters and print, under its "
                                 "top move, the lines of its .cu that move is about."),
-    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP),
+    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run_command import run_command   # start-up: see the top
@@ -101,7 +127,7 @@ def run(
                 counters.value, timings, devices, gpm, source, csv, markdown)
 
 
-class ProgramCommand(TyperCommand):
+class ProgramCommand(Command):
     """`profile`'s parser. Without ``--``, the profiled program's own options
     (``python -c``) reach rooflint's parser, which alone would say only "No such option:
     -c"; an unknown option there is answered with where ``--`` goes."""
@@ -134,28 +160,35 @@ class ProgramCommand(TyperCommand):
 @one_line_errors
 def profile(
     command: List[str] = typer.Argument(..., help="The program to profile, after --: "
-                                        "rooflint profile -- python train.py --steps 20"),
+                                        "rooflint profile -- python train.py --steps 20",
+                                        metavar="PROGRAM"),
     top: Optional[int] = typer.Option(None, min=1, help="Profile the N kernels with the most "
-                                      "GPU time (default: those covering --coverage)."),
+                                      "GPU time (default: those covering --coverage).",
+                                      metavar="N"),
     coverage: float = typer.Option(0.90, min=0.01, max=1.0, help="Profile the kernels that "
-                                   "together take this fraction of the GPU time."),
+                                   "together take this fraction of the GPU time.",
+                                   metavar="FRACTION"),
     nvtx: Optional[str] = typer.Option(None, help="Only launches inside this NVTX range "
-                                       "(push/pop name), e.g. to leave out warm-up."),
+                                       "(push/pop name), e.g. to leave out warm-up.",
+                                       metavar="RANGE"),
     kernel: Optional[str] = typer.Option(None, help="Only kernels whose demangled name "
-                                         "matches this regular expression."),
-    skip: int = typer.Option(0, min=0, help="Leave out the first N kernel launches (warm-up)."),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device)."),
+                                         "matches this regular expression.", metavar="REGEX"),
+    skip: int = typer.Option(0, min=0, help="Leave out the first N kernel launches (warm-up).",
+                             metavar="N"),
+    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device).",
+                                      metavar="GPU"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "(the schema show, plot, compare and gate read; "
-                                             "- for standard output)."),
-    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline."),
+                                             "- for standard output).", metavar="FILE"),
+    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline.",
+                                       metavar="FILE"),
     logs: Optional[Path] = typer.Option(None, help="Keep Nsight Compute's CSV logs in this "
-                                        "directory."),
+                                        "directory.", metavar="DIR"),
     model: Optional[Path] = typer.Option(None, help="YAML giving kernels (by name pattern) "
                                          "their FLOPs and compulsory bytes per launch, so they "
-                                         "get an algorithmic intensity."),
-    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP),
+                                         "get an algorithmic intensity.", metavar="FILE"),
+    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
     from rooflint.commands.profile_command import profile_command   # start-up: see the top
@@ -163,29 +196,35 @@ def profile(
                     model, csv, markdown)
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def show(
     result_path: Path = typer.Argument(..., metavar="RESULT", help="A result file written by "
                                        "`rooflint run --json`."),
-    variants: Optional[List[str]] = typer.Argument(None, help="Only these variants (default: all)."),
-    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP),
+    variants: Optional[List[str]] = typer.Argument(None, help="Only these variants (default: all).",
+                                                   metavar="VARIANT"),
+    csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
     from rooflint.commands.show_command import show_command    # start-up: see the top
     show_command(result_path, variants or [], csv, markdown)
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def explain(
-    time: str = typer.Option(..., help="Kernel time: 0.713ms, 40us, 2.1e-3 (seconds)."),
-    flops: str = typer.Option(..., help="Floating-point operations: 537e6, 137.4G, 0."),
-    bytes_: str = typer.Option(..., "--bytes", help="DRAM bytes moved: 128MiB, 201MB, 8GiB."),
-    gpu: str = typer.Option(..., help="GPU spec id (see `rooflint specs`)."),
-    algorithmic_bytes: Optional[str] = typer.Option(None, help="Compulsory bytes (default: --bytes)."),
-    precision: str = typer.Option("fp32", help=f"Compute roof: {', '.join(PRECISIONS)}."),
+    time: str = typer.Option(..., help="Kernel time: 0.713ms, 40us, 2.1e-3 (seconds).",
+                             metavar="TIME"),
+    flops: str = typer.Option(..., help="Floating-point operations: 537e6, 137.4G, 0.",
+                              metavar="COUNT"),
+    bytes_: str = typer.Option(..., "--bytes", help="DRAM bytes moved: 128MiB, 201MB, 8GiB.",
+                               metavar="BYTES"),
+    gpu: str = typer.Option(..., help="GPU spec id (see `rooflint specs`).", metavar="GPU"),
+    algorithmic_bytes: Optional[str] = typer.Option(None, help="Compulsory bytes (default: --bytes).",
+                                                    metavar="BYTES"),
+    precision: str = typer.Option("fp32", help=f"Compute roof: {', '.join(PRECISIONS)}.",
+                                  metavar="PRECISION"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
     datasheet: bool = typer.Option(False, help="Judge against datasheet roofs even when a "
                                    "calibration of this GPU is cached."),
@@ -200,19 +239,26 @@ class GpuMismatch(str, Enum):
     warn = "warn"
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def gate(
-    baseline_path: Path = typer.Option(..., "--baseline", help="Baseline file (written by --update)."),
-    targets: Optional[List[str]] = typer.Argument(None, help="Families to measure now (default: all bundled)."),
-    current: Optional[Path] = typer.Option(None, help="Judge this result file instead of measuring."),
+    baseline_path: Path = typer.Option(..., "--baseline", help="Baseline file (written by --update).",
+                                       metavar="FILE"),
+    targets: Optional[List[str]] = typer.Argument(None, help="Families to measure now (default: all bundled).",
+                                                  metavar="TARGET"),
+    current: Optional[Path] = typer.Option(None, help="Judge this result file instead of measuring.",
+                                           metavar="FILE"),
     update: bool = typer.Option(False, help="Write the baseline from this run instead of judging."),
-    max_slowdown: Optional[str] = typer.Option(None, help="Time threshold, a percentage: 5% (the default, or the manifest's)."),
-    max_bytes_growth: Optional[str] = typer.Option(None, help="DRAM-bytes threshold, a percentage (default 2%)."),
-    max_flops_growth: Optional[str] = typer.Option(None, help="Counted-FLOPs threshold, a percentage (default 2%)."),
+    max_slowdown: Optional[str] = typer.Option(None, help="Time threshold, a percentage: 5% (the default, or the manifest's).",
+                                               metavar="PERCENT"),
+    max_bytes_growth: Optional[str] = typer.Option(None, help="DRAM-bytes threshold, a percentage (default 2%).",
+                                                   metavar="PERCENT"),
+    max_flops_growth: Optional[str] = typer.Option(None, help="Counted-FLOPs threshold, a percentage (default 2%).",
+                                                   metavar="PERCENT"),
     gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch.error, help="A baseline from another GPU: error or warn."),
-    markdown: Optional[Path] = typer.Option(None, help="Also write a Markdown summary here."),
-    junit: Optional[Path] = typer.Option(None, help="Also write JUnit XML here."),
+    markdown: Optional[Path] = typer.Option(None, help="Also write a Markdown summary here.",
+                                            metavar="FILE"),
+    junit: Optional[Path] = typer.Option(None, help="Also write JUnit XML here.", metavar="FILE"),
     counters: Counters = typer.Option(Counters.auto, help="Counters for measured runs."),
     recheck: bool = typer.Option(False, help="Before failing on time, re-measure the suspect "
                                  "variants interleaved with the baseline's code (git revision "
@@ -224,26 +270,30 @@ def gate(
                  max_flops_growth, gpu_mismatch.value, markdown, junit, counters.value, recheck)
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def calibrate(
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device)."),
+    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device).",
+                                      metavar="GPU"),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="Also write the calibration JSON here."),
+                                          help="Also write the calibration JSON here.",
+                                          metavar="FILE"),
 ) -> None:
     """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and explain."""
     from rooflint.commands.calibrate_command import calibrate_command   # start-up: see the top
     calibrate_command(gpu, output)
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def plot(
-    results: List[Path] = typer.Argument(..., help="Result files written by `rooflint run --json`."),
+    results: List[Path] = typer.Argument(..., help="Result files written by `rooflint run --json`.",
+                                         metavar="RESULT"),
     output: Path = typer.Option(Path("roofline.svg"), "--output", "-o",
-                                help="Picture to write: .svg, .png or .pdf."),
+                                help="Picture to write: .svg, .png or .pdf.", metavar="FILE"),
     variant: List[str] = typer.Option([], "--variant", "-v",
-                                      help="Only these variants, in this order (repeatable)."),
+                                      help="Only these variants, in this order (repeatable).",
+                                      metavar="VARIANT"),
     trajectory: bool = typer.Option(False, help="Arrows from each variant to the next, in order."),
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
@@ -259,42 +309,45 @@ def plot(
     console.print(f"roofline drawn to {output}", markup=False)
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def report(
     results: List[Path] = typer.Argument(..., metavar="RESULT", help="Result files written "
                                          "by `rooflint run --json` or `rooflint profile --json`."),
     output: Path = typer.Option(Path("report.html"), "--output", "-o",
-                                help="HTML file to write (- for standard output)."),
+                                help="HTML file to write (- for standard output).", metavar="FILE"),
 ) -> None:
     """Write one self-contained HTML page of results: roofline, tables, verdicts, moves (no GPU needed)."""
     from rooflint.commands.report_command import report_command   # start-up: see the top
     report_command(results, output)
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
 def compare(
-    a: str = typer.Argument(..., help="A: result.json, result.json:VARIANT, or TARGET:VARIANT to measure."),
-    b: Optional[str] = typer.Argument(None, help="B, as A; omitted with --rev."),
+    a: str = typer.Argument(..., help="A: result.json, result.json:VARIANT, or TARGET:VARIANT to measure.",
+                            metavar="A"),
+    b: Optional[str] = typer.Argument(None, help="B, as A; omitted with --rev.", metavar="B"),
     rev: Optional[str] = typer.Option(None, help="Compare A as it was at this git revision "
-                                      "(A must be TARGET:VARIANT) with the working tree."),
+                                      "(A must be TARGET:VARIANT) with the working tree.",
+                                      metavar="REV"),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
     allow_different_gpu: bool = typer.Option(False, help="Compare results from different GPUs."),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id for measured sides."),
+    gpu: Optional[str] = typer.Option(None, help="GPU spec id for measured sides.", metavar="GPU"),
     counters: Counters = typer.Option(Counters.auto, help="Counters for measured sides."),
     max_slowdown: Optional[str] = typer.Option(None, help="Minimum clear gap of the time "
                                                "decision, as in gate (default: B's manifest "
-                                               "threshold, else 5%)."),
+                                               "threshold, else 5%).", metavar="PERCENT"),
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from rooflint.commands.compare_command import compare_command   # start-up: see the top
     compare_command(a, b, rev, as_json, allow_different_gpu, gpu, counters.value, max_slowdown)
 
 
-@app.command()
+@app.command(cls=Command)
 @one_line_errors
-def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU (id or name).")) -> None:
+def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU (id or name).",
+                                              metavar="GPU")) -> None:
     """List the GPU datasheet specs, or show one with its ridge points."""
     from rooflint.output.roofs import render_spec, render_specs    # start-up: see the top
 

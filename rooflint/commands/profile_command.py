@@ -18,7 +18,7 @@ from rooflint.commands import exporting
 from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import check_outputs
 from rooflint.commands.profile import ProfileOptions, profile_program
-from rooflint.commands.streams import console, emit, errors, fail, say
+from rooflint.commands.streams import console, emit, errors, fail, progress
 from rooflint.formats.results import write_result
 from rooflint.output.tables import render_run
 
@@ -47,7 +47,7 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
         result, stopped = profile_program(
             ProfileOptions(command=command, coverage=coverage, top=top, nvtx=nvtx,
                            kernel=kernel, skip=skip, gpu=gpu, logs=str(logs) if logs else None,
-                           model=str(model) if model else None), say)
+                           model=str(model) if model else None), progress)
     finally:
         signal.signal(signal.SIGTERM, terminate)
     render_run(screen, result)

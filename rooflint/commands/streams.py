@@ -20,8 +20,20 @@ from rich.console import Console
 from rooflint.common.errors import RooflintError
 from rooflint.common.printable import printable
 
-console = Console()
-errors = Console(stderr=True)
+# NO_COLOR (no-color.org): no colour, and no bold or highlighting either (rich alone drops
+# only the colour): no escape sequence at all.
+_PLAIN = bool(os.environ.get("NO_COLOR"))
+console = Console(color_system=None if _PLAIN else "auto", highlight=not _PLAIN)
+errors = Console(stderr=True, color_system=None if _PLAIN else "auto", highlight=not _PLAIN)
+_messages = Console(stderr=True, color_system=None)   # errors and progress: plain lines
+_quiet = False
+
+
+def be_quiet() -> None:
+    """``--quiet``: no tables, live display, progress or warnings; errors (one line) and
+    the outputs asked for on standard output (``--json -``, ``--csv -``) still appear."""
+    global _quiet
+    _quiet = console.quiet = errors.quiet = True
 
 SIGPIPE_STATUS = 141    # 128 + SIGPIPE, as a shell reports `yes | head`
 
@@ -70,8 +82,15 @@ def say(message: str) -> None:
     """One line on stderr, as every rooflint error is printed: the one door for errors, so
     the names from files that messages quote are made printable here (an escape sequence
     in a variant's name would otherwise drive the terminal, a newline split the line)."""
-    errors.print(f"rooflint: {printable(message)}", markup=False, highlight=False,
-                 soft_wrap=True)
+    _messages.print(f"rooflint: {printable(message)}", markup=False, highlight=False,
+                    soft_wrap=True)
+
+
+def progress(message: str) -> None:
+    """A line of progress (a long pass's seconds so far), as say prints it; none with
+    --quiet."""
+    if not _quiet:
+        say(message)
 
 
 def fail(message: str, code: int = 2) -> None:

@@ -1,0 +1,48 @@
+"""The command line's conventions (issue 27): --help in the user's words (no Python type
+names), shell completion, --quiet, and NO_COLOR dropping every escape sequence."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from edges import REPO, rooflint
+
+COMMANDS = ("run", "profile", "show", "explain", "gate", "calibrate", "plot", "report",
+            "compare", "specs")
+BUNDLED = str(REPO / "examples" / "h200-bundled.json")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_names_values_not_python_types(command):
+    text = rooflint(command, "--help", env={"COLUMNS": "200"}).stdout
+    assert "Usage: rooflint" in text
+    python_types = re.findall(r"<(?:list\[\w+\]|str|path|float|integer|int)>|list\[", text,
+                              flags=re.IGNORECASE)
+    assert not python_types, python_types
+
+
+def test_shell_completion_is_offered():
+    text = rooflint("--help").stdout
+    assert "--install-completion" in text and "--show-completion" in text
+
+
+def test_quiet_prints_only_what_was_asked_and_errors():
+    assert rooflint("--quiet", "show", BUNDLED).stdout == ""
+    piped = rooflint("-q", "show", BUNDLED, "naive", "--csv", "-")
+    assert piped.stdout.startswith("family,variant,") and piped.stderr == ""
+    failed = rooflint("-q", "show", str(REPO / "no-such-result.json"))
+    assert failed.code == 2 and "no-such-result.json" in failed.stderr
+
+
+@pytest.mark.parametrize("args", [("specs",), ("show", BUNDLED, "naive"),
+                                  ("explain", "--gpu", "h100-sxm", "--time", "2.5ms", "--flops",
+                                   "137.4e9", "--bytes", "201MB")])
+def test_no_color_means_no_escape_sequence_at_all(args):
+    """rich drops the colour for NO_COLOR but keeps bold and its number highlighting:
+    with a terminal forced, the default output has escapes and NO_COLOR's has none."""
+    coloured = rooflint(*args, env={"FORCE_COLOR": "1"})
+    assert "\x1b[" in coloured.stdout
+    plain = rooflint(*args, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert plain.code == 0 and "\x1b" not in plain.stdout + plain.stderr
