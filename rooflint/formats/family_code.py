@@ -18,7 +18,8 @@ from pathlib import Path
 from types import ModuleType
 
 from rooflint.common.errors import RooflintError
-from rooflint.formats.manifest import Manifest, PythonCall, Variant, select_variants
+from rooflint.formats.manifest import Manifest, Variant, select_variants
+from rooflint.formats.manifest_fields import PythonCall
 from rooflint.measure.protocol import REFERENCE_FILE, uses_torch
 
 

@@ -17,54 +17,56 @@ from typing import Any
 
 from rooflint.formats import compile_options
 from rooflint.formats.jsonfile import not_a_file
-from rooflint.formats.manifest_fields import FieldReader
+from rooflint.formats.schema import Place
 from rooflint.measure import build
 
 
-def source_file(r: FieldReader, source: Any, where: str, directory: Path) -> str:
+def source_file(source: Any, place: Place) -> str:
     """A CUDA variant's ``source``: a file in the family's directory whose name nvcc's
     shell leaves as it is."""
+    directory = place.file.parent
     if not isinstance(source, str):
-        raise r.fail(where, f"is {source!r}; expected the name of a .cu file")
+        raise place.invalid(f"is {source!r}; expected the name of a .cu file")
     if build.SHELL_ACTIVE.search(source):
-        raise r.fail(where, f"is {source!r}: nvcc's shell would expand its $, `, "
+        raise place.invalid(f"is {source!r}: nvcc's shell would expand its $, `, "
                             f"\" or \\; rename the file")
     if not (directory / source).is_file():
         instead = not_a_file(directory / source)
-        raise r.fail(where, f"names {source}, which " + (
+        raise place.invalid(f"names {source}, which " + (
             f"{instead}" if instead else f"is not in {directory}"))
     return source
 
 
-def python_module(r: FieldReader, module: str, where: str, directory: Path) -> Path:
+def python_module(place: Place, module: str) -> Path:
     """The ``module.py`` of ``python: module.py:FUNCTION``: a file inside the family's
     directory, since a python variant runs the family's own code."""
+    directory = place.file.parent
     path = directory / module
     if not path.resolve().is_relative_to(directory.resolve()):
-        raise r.fail(where, f"names {module}, which is outside the family's directory "
+        raise place.invalid(f"names {module}, which is outside the family's directory "
                             f"({directory}): a python variant runs the family's own code")
     if not path.is_file():
-        raise r.fail(where, f"names {module}, which is not in {directory}")
+        raise place.invalid(f"names {module}, which is not in {directory}")
     return path
 
 
-def option_in_family(r: FieldReader, option: compile_options.Option, where: str,
-                     directory: Path) -> compile_options.Option:
+def option_in_family(place: Place, option: compile_options.Option) -> compile_options.Option:
     """A path option made absolute, if it names a directory (``-I``) or file
     (``-include``) inside the family's directory or the CUDA toolkit's include directory,
     symbolic links and ``..`` resolved: the compiler may read nothing else."""
     if not option.is_path:
         return option
+    directory = place.file.parent
     if not compile_options.plain(option.value):
-        raise r.fail(where, f"is {' '.join(option.items)!r}: a path in options may not hold "
+        raise place.invalid(f"is {' '.join(option.items)!r}: a path in options may not hold "
                             f"spaces, quotes, $, backquotes or backslashes")
     path = directory / option.value
     roots = (directory.resolve(), *build.toolkit_include_dirs())
     kind = "directory" if option.flag.value is compile_options.Value.DIRECTORY else "file"
     if not any(path.resolve().is_relative_to(root) for root in roots):
-        raise r.fail(where, f"is {' '.join(option.items)!r}: {option.spelling} takes a {kind} "
+        raise place.invalid(f"is {' '.join(option.items)!r}: {option.spelling} takes a {kind} "
                             f"inside the family's directory ({directory}) or the CUDA "
                             f"toolkit's include directory; {option.value} is {path.resolve()}")
     if not (path.is_dir() if kind == "directory" else path.is_file()):
-        raise r.fail(where, f"is {' '.join(option.items)!r}: {path} is not a {kind}")
+        raise place.invalid(f"is {' '.join(option.items)!r}: {path} is not a {kind}")
     return replace(option, value=str(path))

@@ -10,19 +10,18 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from rooflint.formats import yamlfile
 from rooflint.common.errors import RooflintError
 from rooflint.common.paths import SPECS_DIR
 from rooflint.common.sense import PLAIN_ID, Amount, Count, Size, one_of
-
-SPEC_KEYS = ("id", "name", "nvml_names", "architecture", "compute_capability", "sms",
-             "boost_clock_mhz", "memory", "l2_mib", "peaks", "source", "notes")
-MEMORY_KEYS = ("type", "size_gb", "bandwidth_gbs")
-PEAK_KEYS = ("tflops", "clock_mhz")
+from rooflint.formats import yamlfile
+from rooflint.formats.schema import (
+    Document, Field, ListOf, MapOf, Place, Record, Wording, prose, text,
+)
 
 PRECISIONS = (
     "fp64", "fp64-tensor", "fp32", "fp16",
@@ -91,85 +90,91 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name)
 
 
-def _require(data: dict, key: str, path: Path, where: str = "") -> object:
-    if not isinstance(data, dict) or key not in data or data[key] is None:
-        raise RooflintError(f"{path}: missing field '{where}{key}'")
-    return data[key]
-
-
-def _number(data: dict, key: str, path: Path, where: str = "") -> float:
+def _positive(value: object, place: Place) -> float:
     """A positive finite number (YAML's .nan and .inf are numbers too)."""
-    value = _require(data, key, path, where)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
             not (math.isfinite(value) and value > 0):
-        raise RooflintError(f"{path}: field '{where}{key}' must be a positive number, got {value!r}")
+        raise place.invalid(f"must be a positive number, got {value!r}")
     return float(value)
 
 
-def _whole(data: dict, key: str, path: Path) -> int:
-    value = _number(data, key, path)
-    if not value.is_integer():
-        raise RooflintError(f"{path}: field '{key}' must be a whole number, got {value!r}")
-    return int(value)
+def _whole(value: object, place: Place) -> int:
+    number = _positive(value, place)
+    if not number.is_integer():
+        raise place.invalid(f"must be a whole number, got {number!r}")
+    return int(number)
 
 
-def _parse_peaks(raw: object, path: Path) -> dict[str, Peak]:
-    if not isinstance(raw, dict) or not raw:
-        raise RooflintError(f"{path}: field 'peaks' must map precisions to {{tflops, clock_mhz}}")
-    peaks = {}
-    for precision, entry in raw.items():
-        if precision not in PRECISIONS:
-            raise RooflintError(f"{path}: unknown precision 'peaks.{precision}' "
-                                f"(known: {', '.join(PRECISIONS)})")
-        where = f"peaks.{precision}."
-        if isinstance(entry, dict):
-            yamlfile.check_keys(entry, PEAK_KEYS, where, path)
-        peaks[precision] = Peak(_number(entry, "tflops", path, where) * 1e12,
-                                _number(entry, "clock_mhz", path, where))
-    if "fp32" not in peaks:
-        raise RooflintError(f"{path}: missing field 'peaks.fp32'")
-    return peaks
+def _spec_id(value: object, place: Place) -> str:
+    """A plain id that names the spec's file (specs/h200.yaml says ``id: h200``)."""
+    spec_id = str(value)
+    if problem := PLAIN_ID.problem(spec_id):
+        raise place.invalid(problem)
+    if spec_id != place.file.stem:
+        raise place.invalid(f"is {spec_id!r} but the file is named {place.file.name}")
+    return spec_id
 
 
-def _sources(value: object) -> str:
+def _precision(key: object, place: Place) -> None:
+    if key not in PRECISIONS:
+        raise place.refuse(f"unknown precision '{place.where}' (known: {', '.join(PRECISIONS)})")
+
+
+def _sources(value: object, place: Place) -> str:
     """``source:`` is one citation or a list of them; shown joined."""
     return "; ".join(str(s) for s in value) if isinstance(value, list) else str(value)
 
 
+def _with_fp32(values: dict, place: Place, written: Mapping) -> None:
+    """Every spec has an FP32 peak: the roof used where no other precision is named
+    (explain's default, profile's fallback)."""
+    if "fp32" not in values["peaks"]:
+        raise place.inner("peaks", values).inner("fp32", {}).missing()
+
+
+def _peak(values: dict, place: Place, written: Mapping) -> Peak:
+    return Peak(values["tflops"] * 1e12, values["clock_mhz"])
+
+
+def _spec(values: dict, place: Place, written: Mapping) -> GpuSpec:
+    memory = values["memory"]
+    return GpuSpec(
+        id=values["id"], name=values["name"], nvml_names=tuple(values["nvml_names"]),
+        architecture=values["architecture"], compute_capability=values["compute_capability"],
+        sms=values["sms"], boost_clock_mhz=values["boost_clock_mhz"],
+        memory_type=memory["type"], memory_gb=memory["size_gb"],
+        dram_bandwidth=memory["bandwidth_gbs"] * 1e9, l2_bytes=values["l2_mib"] * 2**20,
+        peaks=values["peaks"], source=values["source"], notes=values["notes"],
+        path=place.file)
+
+
+_PEAKS = "must map precisions to {tflops, clock_mhz}"
+# One spec file: its fields, each read as declared (rooflint.formats.schema).
+SPEC_FILE = Document(Record((
+    Field("id", _spec_id),
+    Field("name", text),
+    Field("nvml_names", ListOf(text, shape="must be a non-empty list",
+                               empty="must be a non-empty list")),
+    Field("architecture", text),
+    Field("compute_capability", text),
+    Field("sms", _whole),
+    Field("boost_clock_mhz", _positive),
+    Field("memory", Record((Field("type", text), Field("size_gb", _positive),
+                            Field("bandwidth_gbs", _positive)))),
+    Field("l2_mib", _positive),
+    Field("peaks", MapOf(Record((Field("tflops", _positive), Field("clock_mhz", _positive)),
+                                build=_peak),
+                         key=_precision, shape=_PEAKS, empty=_PEAKS)),
+    _with_fp32,
+    Field("source", _sources),
+    Field("notes", prose, default=""),
+), build=_spec, shape="expected a mapping of fields"),
+    Wording(field="field '{}'", missing="missing field '{}'"))
+
+
 def load_spec(path: Path) -> GpuSpec:
     """Parse and validate one spec file; errors name the file and the field."""
-    data = yamlfile.load(path)
-    if not isinstance(data, dict):
-        raise RooflintError(f"{path}: expected a mapping of fields")
-    yamlfile.check_keys(data, SPEC_KEYS, "", path)
-    memory = _require(data, "memory", path)
-    if isinstance(memory, dict):
-        yamlfile.check_keys(memory, MEMORY_KEYS, "memory.", path)
-    nvml_names = _require(data, "nvml_names", path)
-    if not isinstance(nvml_names, list) or not nvml_names:
-        raise RooflintError(f"{path}: field 'nvml_names' must be a non-empty list")
-    spec_id = str(_require(data, "id", path))
-    if problem := PLAIN_ID.problem(spec_id):
-        raise RooflintError(f"{path}: field 'id' {problem}")
-    if spec_id != path.stem:
-        raise RooflintError(f"{path}: field 'id' is {spec_id!r} but the file is named {path.name}")
-    return GpuSpec(
-        id=spec_id,
-        name=str(_require(data, "name", path)),
-        nvml_names=tuple(str(n) for n in nvml_names),
-        architecture=str(_require(data, "architecture", path)),
-        compute_capability=str(_require(data, "compute_capability", path)),
-        sms=_whole(data, "sms", path),
-        boost_clock_mhz=_number(data, "boost_clock_mhz", path),
-        memory_type=str(_require(memory, "type", path, "memory.")),
-        memory_gb=_number(memory, "size_gb", path, "memory."),
-        dram_bandwidth=_number(memory, "bandwidth_gbs", path, "memory.") * 1e9,
-        l2_bytes=_number(data, "l2_mib", path) * 2**20,
-        peaks=_parse_peaks(_require(data, "peaks", path), path),
-        source=_sources(_require(data, "source", path)),
-        notes=str(data.get("notes") or "").strip(),
-        path=path,
-    )
+    return yamlfile.read(path, SPEC_FILE)
 
 
 def load_specs(directory: Path = SPECS_DIR) -> list[GpuSpec]:

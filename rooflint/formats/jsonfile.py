@@ -9,36 +9,30 @@ A directory the user names must exist: a typo in ``--junit ci/reprots/x.xml`` is
 not silently grown into a tree; only rooflint's own cache directory is created. Every
 failure is one RooflintError naming the path and the reason.
 
-Reading: a document is checked against the dataclasses it becomes. The schema is written
-once, as those dataclasses' fields and type hints; :func:`read_document` walks them, so a
-wrong or missing field is named by its path (``families[0].variants[2].time.median_s``)
-instead of surfacing later as a KeyError. A field with a default may be absent (files
-written before the field existed); keys the dataclasses do not know are ignored, so a
-file written by a newer rooflint that added fields still reads. A value must also make
-sense (rooflint.common.sense: a time above zero, a known status), as the fields declare. Only a
-regular file is read, and only so much of it (:func:`read_limited`): a FIFO, a device or
-a directory named as a document is refused by what it is.
+Reading: a document is checked against the dataclasses it becomes, by the one reader of
+every rooflint document (rooflint.formats.schema), its schema derived from those
+dataclasses' fields and type hints (rooflint.formats.typed_schema), so a wrong or missing
+field is named by its path (``families[0].variants[2].time.median_s``) instead of
+surfacing later as a KeyError. Only a regular file is read, and only so much of it
+(:func:`read_limited`): a FIFO, a device or a directory named as a document is refused by
+what it is.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
-import functools
 import json
-import math
 import os
 import stat
 import tempfile
-import types
-import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rooflint.common.errors import RooflintError
-from rooflint.common.sense import Sense, shown
+from rooflint.formats.schema import Document, read
+from rooflint.formats.typed_schema import node_of
 
 T = TypeVar("T")
 
@@ -276,156 +270,8 @@ def read_versioned(path: Path, schema: str, what: str) -> dict[str, Any]:
 
 
 def read_document(path: Path, cls: type[T], schema: str, what: str) -> T:
-    """The document at ``path`` as a ``cls``, every field checked against its type hint.
-
-    Unknown keys are ignored (a newer rooflint may have added fields); a missing field
-    without a default, a value of the wrong type, or one that makes no sense (a field's
-    ``Annotated`` senses, rooflint.common.sense; a number that is not finite where none says it
-    may be) is a RooflintError naming the file and the field's path.
-    """
-    data = read_versioned(path, schema, what)
-    try:
-        return _dataclass(cls, data, "")
-    except _Mismatch as exc:
-        raise RooflintError(f"{path}: field '{exc.where}' {exc.problem}") from None
-
-
-class _Mismatch(Exception):
-    def __init__(self, where: str, problem: str):
-        super().__init__(where, problem)
-        self.where, self.problem = where, problem
-
-
-class _Nonsense(_Mismatch):
-    """The value has the field's type but not its sense: no other type of a union fits it
-    better, so the sense is what is reported."""
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, include_extras=True)
-
-
-def _dataclass(cls: type[T], value: Any, where: str) -> T:
-    if not isinstance(value, dict):
-        raise _Mismatch(where, f"is {_describe(value)}, expected a mapping")
-    hints, known = _hints(cls), {}
-    for f in dataclasses.fields(cls):
-        inner = f"{where}.{f.name}" if where else f.name
-        if f.name in value:
-            known[f.name] = _value(hints[f.name], value[f.name], inner)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise _Mismatch(inner, "is missing")
-    return cls(**known)
-
-
-def _value(hint: Any, value: Any, where: str) -> Any:
-    """``value`` checked against ``hint`` (and built into dataclasses where it names one)."""
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        _finite_inside(value, where)
-        return value
-    if origin is typing.Annotated:
-        return _sensible(hint, value, where)
-    if origin in (typing.Union, types.UnionType):
-        return _union(typing.get_args(hint), value, where)
-    if dataclasses.is_dataclass(hint):
-        return _dataclass(hint, value, where)
-    if origin is list:
-        _expect(isinstance(value, list), value, "a list", where)
-        (item,) = typing.get_args(hint)
-        return [_value(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        _expect(isinstance(value, dict), value, "a mapping", where)
-        _, item = typing.get_args(hint)
-        return {k: _value(item, v, f"{where}.{k}") for k, v in value.items()}
-    if hint in _SCALARS:
-        if isinstance(value, float) and not math.isfinite(value):
-            raise _Nonsense(where, f"is {shown(value)}, expected a finite number")
-        if not _is_scalar(hint, value):
-            raise _Mismatch(where, f"is {_describe(value)}, expected {_expected(hint)}")
-        return value
-    raise TypeError(f"no reader for {hint!r} at {where}")   # a dataclass rooflint declares
-
-
-def _finite_inside(value: Any, where: str) -> None:
-    """A value of any shape (a result's settings) holds no NaN or infinity either."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _Nonsense(where, f"is {shown(value)}, expected a finite number")
-    items = value.items() if isinstance(value, dict) else \
-        ((f"[{i}]", v) for i, v in enumerate(value)) if isinstance(value, list) else ()
-    for key, item in items:
-        _finite_inside(item, f"{where}{key}" if str(key).startswith("[") else f"{where}.{key}")
-
-
-def _sensible(hint: Any, value: Any, where: str) -> Any:
-    """``value`` checked against an ``Annotated[type, Sense...]`` hint: the type, then
-    each sense (a float may be infinite or NaN only where a sense says so)."""
-    base, senses, lenient = _annotation(hint)
-    if lenient and _is_scalar(float, value):
-        checked = value
-    else:
-        checked = _value(base, value, where)
-    for sense in senses:
-        if (problem := sense.problem(checked)) is not None:
-            raise _Nonsense(where, problem)
-    return checked
-
-
-@functools.cache
-def _annotation(hint: Any) -> tuple[Any, tuple[Sense, ...], bool]:
-    """An Annotated hint's type, its senses, and whether it is a float that may be
-    infinite or NaN."""
-    base, *marks = typing.get_args(hint)
-    senses = tuple(mark for mark in marks if isinstance(mark, Sense))
-    return base, senses, base is float and any(sense.nonfinite for sense in senses)
-
-
-def _union(options: tuple[Any, ...], value: Any, where: str) -> Any:
-    if value is None and type(None) in options:
-        return None
-    kinds = [o for o in options if o is not type(None)]
-    for kind in kinds:
-        try:
-            return _value(kind, value, where)
-        except _Mismatch as exc:
-            if exc.where != where or isinstance(exc, _Nonsense):
-                raise       # the value has the right shape; a field inside it is wrong
-    expected = [_expected(k) for k in kinds] + (["null"] if type(None) in options else [])
-    raise _Mismatch(where, f"is {_describe(value)}, expected {' or '.join(expected)}")
-
-
-# A float field takes an int (JSON does not tell 2 from 2.0); a bool is never a number.
-_SCALARS = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}
-
-
-def _is_scalar(hint: type, value: Any) -> bool:
-    return isinstance(value, _SCALARS[hint]) and (hint is bool or not isinstance(value, bool))
-
-
-def _expect(ok: bool, value: Any, expected: str, where: str) -> None:
-    if not ok:
-        raise _Mismatch(where, f"is {_describe(value)}, expected {expected}")
-
-
-def _expected(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if origin is typing.Annotated:
-        return _expected(typing.get_args(hint)[0])
-    if origin is list:
-        return "a list"
-    if origin is dict or dataclasses.is_dataclass(hint):
-        return "a mapping"
-    return {float: "a number", int: "an integer", str: "a string", bool: "true or false"}[hint]
-
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    return {str: "a string", list: "a list", dict: "a mapping"}[type(value)]
+    """The document at ``path`` as a ``cls``, every field checked against its type hint
+    (rooflint.formats.typed_schema: unknown keys are ignored, since a newer rooflint may
+    have added fields; a missing field without a default, a value of the wrong type, or
+    one that makes no sense is a RooflintError naming the file and the field's path)."""
+    return read(Document(node_of(cls)), read_versioned(path, schema, what), path)

@@ -21,16 +21,15 @@ The first pattern that matches a kernel's demangled name, or its short name in t
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooflint.formats import yamlfile
-from rooflint.common.errors import RooflintError
-from rooflint.formats.expressions import Number, evaluate
 from rooflint.analysis.observation import Model
-
-KEYS = ("values", "kernels")
-KERNEL_KEYS = ("match", "flops", "bytes", "written")
+from rooflint.common.errors import RooflintError
+from rooflint.formats import yamlfile
+from rooflint.formats.expressions import Number, evaluate
+from rooflint.formats.schema import Document, Field, ListOf, MapOf, Place, Record, Wording
 
 
 @dataclass
@@ -41,15 +40,7 @@ class KernelModel:
 
 def load(path: Path) -> list[KernelModel]:
     """The file's kernel models, in order; RooflintError naming the file and field."""
-    data = yamlfile.load(path)
-    if not isinstance(data, dict):
-        raise RooflintError(f"{path}: expected a mapping with 'values' and 'kernels'")
-    yamlfile.check_keys(data, KEYS, "", path)
-    values = _values(data.get("values") or {}, path)
-    entries = data.get("kernels")
-    if not isinstance(entries, list) or not entries:
-        raise RooflintError(f"{path}: 'kernels' must be a list of {{match, flops, bytes}}")
-    return [_kernel(entry, i, values, path) for i, entry in enumerate(entries)]
+    return yamlfile.read(path, MODELS_FILE)
 
 
 def model_for(names: tuple[str, ...], models: list[KernelModel]) -> Model | None:
@@ -57,42 +48,70 @@ def model_for(names: tuple[str, ...], models: list[KernelModel]) -> Model | None
     return next((m.model for m in models if any(m.pattern.search(n) for n in names)), None)
 
 
-def _values(raw: object, path: Path) -> dict[str, Number]:
-    if not isinstance(raw, dict):
-        raise RooflintError(f"{path}: 'values' must map names to numbers or expressions")
-    values: dict[str, Number] = {}
-    for name, expression in raw.items():
-        if not (isinstance(name, str) and name.isidentifier()):
-            raise RooflintError(f"{path}: 'values.{name}': a value's name must be an identifier")
-        values[name] = _evaluate(expression, values, f"values.{name}", path)
-    return values
+def _value_name(name: object, place: Place) -> None:
+    if not (isinstance(name, str) and name.isidentifier()):
+        raise place.refuse(f"{place.label}: a value's name must be an identifier")
 
 
-def _kernel(entry: object, i: int, values: dict[str, Number], path: Path) -> KernelModel:
-    where = f"kernels[{i}]"
-    if not isinstance(entry, dict):
-        raise RooflintError(f"{path}: '{where}' must be a mapping with match, flops and bytes")
-    yamlfile.check_keys(entry, KERNEL_KEYS, f"{where}.", path)
-    for key in ("match", "flops", "bytes"):
-        if key not in entry:
-            raise RooflintError(f"{path}: '{where}.{key}' is missing")
-    try:
-        pattern = re.compile(str(entry["match"]))
-    except re.error as exc:
-        raise RooflintError(f"{path}: '{where}.match' is not a regular expression: "
-                            f"{exc}") from None
-    counts = {key: _evaluate(entry.get(key, 0), values, f"{where}.{key}", path)
-              for key in ("flops", "bytes", "written")}
-    if counts["bytes"] <= 0 or counts["flops"] < 0 or counts["written"] < 0:
-        raise RooflintError(f"{path}: '{where}': bytes must be positive, flops and written "
-                            f"not negative")
-    return KernelModel(pattern, Model(flops=float(counts["flops"]),
-                                      bytes=float(counts["bytes"]),
-                                      written_bytes=float(counts["written"])))
+def _values(values: object, place: Place) -> dict[str, Number]:
+    """The named values, each a number or an expression over those above it; an empty
+    entry (``values:``, ``values: []``) names none."""
+    return _VALUES.read(values or {}, place)
 
 
-def _evaluate(expression: object, values: dict[str, Number], field: str, path: Path) -> Number:
+def _value(expression: object, place: Place) -> Number:
+    """A number, or an expression over the values above it."""
+    return _evaluate(expression, place.beside, place)
+
+
+def _count(expression: object, place: Place) -> Number:
+    """A kernel's count per launch: an expression over the file's values."""
+    return _evaluate(expression, place.top["values"], place)
+
+
+def _evaluate(expression: object, values: Mapping[str, Number], place: Place) -> Number:
     try:
         return evaluate(expression, values)  # type: ignore[arg-type]
     except RooflintError as exc:
-        raise RooflintError(f"{path}: '{field}': {exc}") from None
+        raise place.refuse(f"{place.label}: {exc}") from None
+
+
+def _pattern(value: object, place: Place) -> re.Pattern[str]:
+    try:
+        return re.compile(str(value))
+    except re.error as exc:
+        raise place.invalid(f"is not a regular expression: {exc}") from None
+
+
+def _counts_in_range(values: dict, place: Place, written: Mapping) -> None:
+    if values["bytes"] <= 0 or values["flops"] < 0 or values["written"] < 0:
+        raise place.refuse(f"{place.label}: bytes must be positive, flops and written "
+                           f"not negative")
+
+
+def _kernel(values: dict, place: Place, written: Mapping) -> KernelModel:
+    return KernelModel(values["match"], Model(flops=float(values["flops"]),
+                                              bytes=float(values["bytes"]),
+                                              written_bytes=float(values["written"])))
+
+
+def _kernels(values: dict, place: Place, written: Mapping) -> list[KernelModel]:
+    return values["kernels"]
+
+
+# The file's schema (rooflint.formats.schema). A kernel's fields take an empty value (null)
+# as written: an empty ``flops:`` is refused as an expression, not read as left out.
+_KERNEL = Record((
+    Field("match", _pattern, keeps_null=True),
+    Field("flops", _count, keeps_null=True),
+    Field("bytes", _count, keeps_null=True),
+    Field("written", _count, default=0, keeps_null=True),
+    _counts_in_range,
+), build=_kernel, shape="must be a mapping with match, flops and bytes")
+_KERNELS = "must be a list of {match, flops, bytes}"
+_VALUES = MapOf(_value, key=_value_name, shape="must map names to numbers or expressions")
+MODELS_FILE = Document(Record((
+    Field("values", _values, default={}),
+    Field("kernels", ListOf(_KERNEL, shape=_KERNELS, empty=_KERNELS), missing=_KERNELS),
+), build=_kernels, shape="expected a mapping with 'values' and 'kernels'"),
+    Wording(field="'{}'", missing="'{}' is missing"))

@@ -19,57 +19,47 @@ the family's baseline (every other variant reports its speed against it). The ol
 since a library call is what a baseline usually is; it counts as the variant's kind, so it
 cannot be combined with ``source`` or ``python``.
 
-Loading validates everything a user can get wrong and says which file and field. Beside
-this module: `families` finds a family's manifest, `manifest_fields` reads each field's
-value, `family_files` checks the files a manifest names, `family_job` turns a manifest
-plus ``--size`` overrides into the concrete job the measurement worker runs, and
-`family_code` checks the Python functions it names.
+Loading validates everything a user can get wrong and says which file and field: the
+manifest's schema (`MANIFEST_FILE`, read by rooflint.formats.schema) is declared below.
+Beside this module: `families` finds a family's manifest, `manifest_fields` holds the
+validators the schema names for its fields, `family_files` checks the files a manifest
+names, `family_job` turns a manifest plus ``--size`` overrides into the concrete job the
+measurement worker runs, and `family_code` checks the Python functions it names.
 """
 
 from __future__ import annotations
 
-import math
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rooflint.formats import compile_options, yamlfile
-from rooflint.common.errors import RooflintError
 from rooflint.analysis.evidence import Bound
-from rooflint.formats.expressions import Number, evaluate
+from rooflint.common.errors import RooflintError
+from rooflint.formats import compile_options, yamlfile
+from rooflint.formats.expressions import Number
 from rooflint.formats.families import find_manifest
-from rooflint.formats.family_files import option_in_family, python_module, source_file
+from rooflint.formats.family_files import option_in_family, source_file
 from rooflint.formats.gpus import PRECISIONS
-from rooflint.formats.manifest_fields import FieldReader
-from rooflint.formats.thresholds import parse_fraction
+from rooflint.formats.manifest_fields import (
+    GATE, PythonCall, baseline, buffer_range, choice, entry, expressions, function_name,
+    launch_arg, non_negative, param_name, param_value, python_function,
+)
+from rooflint.formats.schema import (
+    Document, Field, ListOf, MapOf, Place, Record, Wording, as_written, prose,
+)
 from rooflint.measure.protocol import REFERENCE_FILE
 
 ROLES = ("in", "out", "inout")
-SCALAR_TYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
           "uint32", "uint16", "uint8")
 MOVES = ("up", "right")
 COMPILERS = ("auto", "nvrtc", "nvcc")   # auto: NVRTC, and nvcc for what NVRTC cannot build
-GATE_KEYS = ("max_slowdown", "max_bytes_growth", "max_flops_growth")
 # Inputs are drawn uniformly from a buffer's range; without one, from these (integers stay
 # small, and unsigned ones are not handed a -1 that would wrap to 4294967295).
 DEFAULT_RANGES = {"f": (-1.0, 1.0), "i": (-100.0, 100.0), "u": (0.0, 100.0)}
-_VARIANT_MODEL_KEYS = ("flops", "bytes", "reference", "tolerance", "precision")
-# The keys each level of a manifest may have (anything else is a misspelling to name).
-TOP_KEYS = ("name", "description", "params", "buffers", "prepare", "gate", "variants",
-            "options", "compiler", *_VARIANT_MODEL_KEYS)
-BUFFER_KEYS = ("dtype", "shape", "role", "range")
-VARIANT_KEYS = ("description", "source", "python", "baseline", "launches", "options",
-                "compiler", "expect", "gate", *_VARIANT_MODEL_KEYS)
-LAUNCH_KEYS = ("entry", "grid", "block", "shared_mem", "args")
-EXPECT_KEYS = ("bound", "faster_than", "move")
-# A kernel's name, qualified or a template expression (``ns::k``, ``sgemm<64, (unsigned)8>``):
-# one line of C++ that rooflint writes into the unit it compiles, so nothing that could end
-# that line or statement (newlines, ``;``, braces, ``#``, quotes).
-ENTRY = re.compile(r"[\w:<>,()*&+\-./ ]+")
 
 
 @dataclass
@@ -97,15 +87,6 @@ class Expectation:
     bound: str | None = None
     faster_than: str | None = None
     move: str | None = None        # up | right: the direction on the chart it should move
-
-
-@dataclass
-class PythonCall:
-    """A python variant's function, called as ``fn(cupy, bufs, params)``."""
-
-    module: Path                   # reference.py or the module.py the manifest names
-    function: str
-    field: str = "python"          # the manifest field naming it, for errors
 
 
 @dataclass
@@ -142,240 +123,151 @@ class Manifest:
 
 def load_manifest(target: str | Path) -> Manifest:
     """The manifest of the family ``target`` names, every field checked."""
-    path = find_manifest(target)
-    r = FieldReader(path)
-    data = r.mapping(yamlfile.load(path), "(top level)", TOP_KEYS)
-    params: dict[str, Number] = {}
-    for key, value in r.mapping(r.get(data, "params", "", {}), "params").items():
-        if not str(key).isidentifier():
-            raise r.fail(f"params.{key}", "is not a name expressions can use (letters, "
-                                          "digits and _, not starting with a digit)")
-        try:
-            params[key] = evaluate(value, params)  # may use the parameters above it
-        except RooflintError as exc:
-            raise r.fail(f"params.{key}", f"is not a number: {exc}") from None
-    buffers = [_buffer(r, name, spec) for name, spec in
-               r.mapping(r.get(data, "buffers", ""), "buffers").items()]
-    family_defaults = {key: data.get(key) for key in _VARIANT_MODEL_KEYS}
-    family_defaults["options"] = data.get("options", [])   # before each variant's own
-    family_defaults["compiler"] = r.choice(data.get("compiler", "auto"), COMPILERS, "compiler")
-    family_gate = _gate(r, data.get("gate", {}), "gate")
-    variants_raw = r.mapping(r.get(data, "variants", ""), "variants")
-    if not variants_raw:
-        raise r.fail("variants", "is empty")
-    buffer_names = {b.name for b in buffers}
-    variants = [_variant(r, name, spec, family_defaults, buffer_names, path.parent)
-                for name, spec in variants_raw.items()]
-    for variant, spec in zip(variants, variants_raw.values()):
-        variant.gate = {**family_gate, **_gate(r, spec.get("gate", {}),
-                                               f"variants.{variant.name}.gate")}
-    return Manifest(
-        name=str(data.get("name") or path.parent.name),
-        description=str(data.get("description") or "").strip(),
-        path=path,
-        directory=path.parent,
-        params=params,
-        buffers=buffers,
-        variants=variants,
-        prepare=(_function_name(r, data["prepare"], "prepare")
-                 if data.get("prepare") is not None else None),
-    )
+    return yamlfile.read(find_manifest(target), MANIFEST_FILE)
 
 
-def _gate(r: FieldReader, raw: Any, where: str) -> dict[str, float]:
-    raw = r.mapping(raw, where)
-    unknown = set(raw) - set(GATE_KEYS)
-    if unknown:
-        raise r.fail(f"{where}.{sorted(unknown)[0]}", f"is not a gate threshold "
-                     f"({', '.join(GATE_KEYS)})")
-    thresholds = {}
-    for key, value in raw.items():
-        try:
-            thresholds[key] = parse_fraction(value)
-        except RooflintError as exc:
-            raise r.fail(f"{where}.{key}", str(exc)) from None
-    return thresholds
+# --- the validators and rules of this module's fields --------------------------------
 
-
-def _buffer(r: FieldReader, name: str, spec: Any) -> Buffer:
-    where = f"buffers.{name}."
-    spec = r.mapping(spec, where.rstrip("."), BUFFER_KEYS)
-    dtype = r.choice(r.get(spec, "dtype", where), DTYPES, where + "dtype")
-    return Buffer(
-        name=name,
-        dtype=dtype,
-        shape=r.expr_list(r.get(spec, "shape", where), where + "shape"),
-        role=r.choice(r.get(spec, "role", where), ROLES, where + "role"),
-        range=_range(r, spec.get("range"), np.dtype(dtype), where + "range"),
-    )
-
-
-def _range(r: FieldReader, value: Any, dtype: np.dtype, where: str) -> tuple[float, float]:
-    """``[low, high]``: two finite numbers, low below high, that the dtype holds (whole
-    numbers for an integer buffer): inputs are drawn between them."""
-    if value is None:
-        return DEFAULT_RANGES[dtype.kind]
-    try:
-        low, high = (float(v) for v in value)
-    except (TypeError, ValueError):
-        raise r.fail(where, f"is {value!r}; expected [low, high], e.g. [-1, 1]") from None
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise r.fail(where, f"is {value!r}; expected finite [low, high] with low < high")
-    limits = np.iinfo(dtype) if dtype.kind in "iu" else np.finfo(dtype)
-    least, most = float(limits.min), float(limits.max)
-    if low < least or high > most:
-        raise r.fail(where, f"is {value!r}, outside what {dtype} holds "
-                            f"[{least:.10g}, {most:.10g}]")
-    if dtype.kind in "iu" and not (low.is_integer() and high.is_integer()):
-        raise r.fail(where, f"is {value!r}; a {dtype} buffer needs whole-number bounds")
-    return low, high
-
-
-def _options(r: FieldReader, raw: Any, where: str, directory: Path) -> list[str]:
+def _compiler_options(value: Any, place: Place) -> list[str]:
     """Compiler options, each one `compile_options.FLAGS` allows (anything else is refused
     here, naming it); a relative path (``-Iinclude``, ``-I include``) is made relative to
     the manifest's directory, not to wherever rooflint was started: a family is a directory
     one can move or share."""
-    if not isinstance(raw, list):
-        raise r.fail(where, "must be a list of compiler options")
+    if not isinstance(value, list):
+        raise place.invalid("must be a list of compiler options")
     try:
-        options = compile_options.parse([str(o) for o in raw])
+        options = compile_options.parse([str(o) for o in value])
     except compile_options.OptionError as exc:
-        raise r.fail(f"{where}[{exc.index}]", f"is {exc.written!r}: {exc.problem}") from None
+        raise place.item(exc.index).invalid(f"is {exc.written!r}: {exc.problem}") from None
     return [item for option in options
-            for item in option_in_family(r, option, f"{where}[{option.index}]", directory).items]
+            for item in option_in_family(place.item(option.index), option).items]
 
 
-def _variant(r: FieldReader, name: str, spec: Any, defaults: dict, buffer_names: set[str],
-             directory: Path) -> Variant:
-    where = f"variants.{name}."
-    spec = r.mapping(spec, where.rstrip("."), VARIANT_KEYS)
-
-    def model(key: str) -> Any:
-        value = spec.get(key, defaults[key])
-        if value is None:
-            raise RooflintError(f"{r.path}: missing field '{key}' (at the top level or in "
-                                f"'{where}{key}')")
-        return value
-
-    def field_of(key: str) -> str:
-        """Where a family-wide field came from: this variant, or the top level."""
-        return where + key if key in spec else key
-
-    source, python, baseline = _kind(r, spec, where, directory)
-    if python is not None and "launches" in spec:
-        raise r.fail(where + "launches", "is for a 'source' variant; a python variant "
-                     "launches its kernels itself")
-    raw_launches = r.get(spec, "launches", where) if source is not None else []
-    if not isinstance(raw_launches, list):
-        raise r.fail(where + "launches", "must be a list of launches")
-    launches = [_launch(r, f"{where}launches[{i}].", raw, buffer_names)
-                for i, raw in enumerate(raw_launches)]
-    if source and not launches:
-        raise r.fail(where + "launches", "is empty")
-    expect = r.mapping(spec.get("expect", {}), where + "expect", EXPECT_KEYS)
-    bound = expect.get("bound")
-    if bound is not None:
-        r.choice(bound, tuple(Bound), where + "expect.bound")
-    options = [*_options(r, defaults.get("options", []), "options", directory),
-               *_options(r, spec.get("options", []), where + "options", directory)]
-    return Variant(
-        name=name,
-        description=str(spec.get("description") or "").strip(),
-        source=source,
-        launches=launches,
-        python=python,
-        baseline=baseline,
-        flops=model("flops"),
-        bytes=model("bytes"),
-        reference=_function_name(r, model("reference"), field_of("reference")),
-        tolerance=r.number(model("tolerance"), field_of("tolerance"), "1e-5"),
-        precision=r.choice(model("precision"), PRECISIONS, field_of("precision")),
-        options=options,
-        compiler=r.choice(spec.get("compiler", defaults["compiler"]), COMPILERS,
-                          field_of("compiler")),
-        expect=Expectation(bound=bound, faster_than=expect.get("faster_than"),
-                           move=r.choice(expect["move"], MOVES, where + "expect.move")
-                           if expect.get("move") else None),
-        reference_field=field_of("reference"),
-    )
-
-
-def _function_name(r: FieldReader, value: Any, where: str) -> str:
-    """A function of reference.py (a reference or ``prepare``), named as Python names it."""
-    if not (isinstance(value, str) and value.isidentifier()):
-        raise r.fail(where, f"is {value!r}; expected the name of a function in {REFERENCE_FILE}")
-    return value
+def _move(value: Any, place: Place) -> str | None:
+    """The direction the variant should move on the chart; an empty one predicts none."""
+    return _MOVES(value, place) if value else None
 
 
 _ONE_KIND = ("needs exactly one of 'source' (a .cu file with launches), 'python' (FUNCTION in "
              f"{REFERENCE_FILE} or module.py:FUNCTION) or 'baseline: FUNCTION' (a python "
              "variant declared the baseline)")
-_PYTHON_FORM = f"expected FUNCTION (in {REFERENCE_FILE}) or module.py:FUNCTION"
 
 
-def _kind(r: FieldReader, spec: dict, where: str, directory: Path
-          ) -> tuple[str | None, PythonCall | None, bool]:
-    """(source, python function, declared baseline): what kind of variant this is."""
-    source, python, baseline = spec.get("source"), spec.get("python"), spec.get("baseline")
-    if not isinstance(baseline, (str, bool, type(None))):
-        raise r.fail(where + "baseline", f"is {baseline!r}; expected true, false or a "
-                     f"function in {REFERENCE_FILE} (shorthand for python: FUNCTION)")
-    shorthand = isinstance(baseline, str)    # python: FUNCTION, baseline: true
-    if [source, python, baseline if shorthand else None].count(None) != 2:
-        raise r.fail(where.rstrip("."), _ONE_KIND)
-    if source is not None:
-        source = source_file(r, source, where + "source", directory)
-    if shorthand:
-        return None, _python_call(r, baseline, where + "baseline", directory), True
-    call = _python_call(r, python, where + "python", directory) if python is not None else None
-    return source, call, bool(baseline)
+def _one_kind(values: dict, place: Place, written: Mapping) -> None:
+    """A variant is CUDA source or a python function, named by exactly one key (the
+    ``baseline: FUNCTION`` shorthand counts as its kind)."""
+    shorthand = values["baseline"] if isinstance(values["baseline"], PythonCall) else None
+    if [values["source"], values["python"], shorthand].count(None) != 2:
+        raise place.invalid(_ONE_KIND)
 
 
-def _python_call(r: FieldReader, value: Any, where: str, directory: Path) -> PythonCall:
-    """``FUNCTION`` (in reference.py) or ``module.py:FUNCTION``, a file beside the manifest
-    that must exist (reference.py itself is only needed once the variant runs, as for the
-    references)."""
-    text = value if isinstance(value, str) else ""
-    module, sep, function = text.rpartition(":")
-    module = module if sep else REFERENCE_FILE
-    if not (function.isidentifier() and module.endswith(".py")):
-        raise r.fail(where, f"is {value!r}; {_PYTHON_FORM}")
-    path = python_module(r, module, where, directory) if sep else directory / module
-    return PythonCall(module=path, function=function, field=where)
+def _launches_for_source(values: dict, place: Place, written: Mapping) -> None:
+    """A CUDA variant says what to launch; a python variant launches its kernels itself."""
+    launches = place.inner("launches", values)
+    if values["source"] is None and "launches" in written:
+        raise launches.invalid("is for a 'source' variant; a python variant launches its "
+                               "kernels itself")
+    if values["source"] is not None and values["launches"] is None:
+        raise launches.missing()
+    if values["source"] is not None and not values["launches"]:
+        raise launches.invalid("is empty")
 
 
-def _launch(r: FieldReader, where: str, raw: Any, buffer_names: set[str]) -> Launch:
-    raw = r.mapping(raw, where.rstrip("."), LAUNCH_KEYS)
-    args = r.get(raw, "args", where)
-    if not isinstance(args, list):
-        raise r.fail(where + "args", "must be a list")
-    for i, arg in enumerate(args):
-        _check_arg(r, f"{where}args[{i}]", arg, buffer_names)
-    entry = str(r.get(raw, "entry", where))
-    if not ENTRY.fullmatch(entry):
-        raise r.fail(where + "entry", f"is {entry!r}; expected a kernel's name as the source "
-                                      f"writes it, e.g. scale or \"sgemm<64, 8>\"")
-    return Launch(
-        entry=entry,
-        grid=r.expr_list(r.get(raw, "grid", where), where + "grid"),
-        block=r.expr_list(r.get(raw, "block", where), where + "block"),
-        shared_mem=raw.get("shared_mem", 0),
-        args=args,
-    )
+# --- what the fields become ----------------------------------------------------------
+
+def _buffer(values: dict, place: Place, written: Mapping) -> Buffer:
+    kind = np.dtype(values["dtype"]).kind
+    return Buffer(name=place.key, dtype=values["dtype"], shape=values["shape"],
+                  role=values["role"], range=values["range"] or DEFAULT_RANGES[kind])
 
 
-def _check_arg(r: FieldReader, where: str, arg: Any, buffer_names: set[str]) -> None:
-    if isinstance(arg, str):
-        if arg not in buffer_names:
-            raise r.fail(where, f"is {arg!r}, which is not a buffer; scalars are written "
-                         f"with their type, e.g. {{i32: {arg}}}")
-        return
-    if isinstance(arg, dict) and len(arg) == 1:
-        (ctype,) = arg
-        r.choice(ctype, SCALAR_TYPES, where + " type")
-        return
-    raise r.fail(where, "must be a buffer name or one typed scalar such as {i32: N}")
+def _launch(values: dict, place: Place, written: Mapping) -> Launch:
+    return Launch(**values)
+
+
+def _expectation(values: dict, place: Place, written: Mapping) -> Expectation:
+    return Expectation(**values)
+
+
+def _variant(values: dict, place: Place, written: Mapping) -> Variant:
+    """A variant, with the family's options before its own and its gate over the family's."""
+    shorthand = isinstance(values["baseline"], PythonCall)     # baseline: FUNCTION
+    where = f"{place.where}.reference" if "reference" in written else "reference"
+    return Variant(
+        name=place.key, description=values["description"], source=values["source"],
+        launches=values["launches"] or [],
+        python=values["baseline"] if shorthand else values["python"],
+        baseline=shorthand or bool(values["baseline"]),
+        flops=values["flops"], bytes=values["bytes"], reference=values["reference"],
+        tolerance=values["tolerance"], precision=values["precision"],
+        options=[*place.top["options"], *values["options"]], compiler=values["compiler"],
+        expect=values["expect"], gate={**place.top["gate"], **values["gate"]},
+        reference_field=where)
+
+
+def _manifest(values: dict, place: Place, written: Mapping) -> Manifest:
+    return Manifest(
+        name=str(values["name"] or place.file.parent.name), description=values["description"],
+        path=place.file, directory=place.file.parent, params=values["params"],
+        buffers=list(values["buffers"].values()), variants=list(values["variants"].values()),
+        prepare=values["prepare"])
+
+
+# --- the schema (rooflint.formats.schema) --------------------------------------------
+
+_PRECISION, _COMPILER, _MOVES = choice(PRECISIONS), choice(COMPILERS), choice(MOVES)
+_BUFFER = Record((
+    Field("dtype", choice(DTYPES)),
+    Field("shape", expressions),
+    Field("role", choice(ROLES)),
+    Field("range", buffer_range, default=None),      # checked against the dtype above it
+), build=_buffer)
+_LAUNCH = Record((
+    Field("entry", entry),
+    Field("grid", expressions),
+    Field("block", expressions),
+    Field("shared_mem", as_written, default=0, keeps_null=True),
+    Field("args", ListOf(launch_arg, shape="must be a list")),
+), build=_launch)
+_EXPECT = Record((
+    Field("bound", choice(tuple(Bound)), default=None),
+    Field("faster_than", as_written, default=None),
+    Field("move", _move, default=None),
+), build=_expectation)
+# A variant's work model, reference and compiler are the family's unless it has its own.
+_VARIANT = Record((
+    Field("description", prose, default=""),
+    Field("source", source_file, default=None),
+    Field("python", python_function, default=None),
+    Field("baseline", baseline, default=None),
+    _one_kind,
+    Field("launches", ListOf(_LAUNCH, shape="must be a list of launches"), default=None),
+    _launches_for_source,
+    Field("options", _compiler_options, default=[], keeps_null=True),
+    Field("compiler", _COMPILER, inherit=True, keeps_null=True),
+    Field("expect", _EXPECT, default=Expectation(), keeps_null=True),
+    Field("gate", GATE, default={}, keeps_null=True),
+    Field("flops", as_written, inherit=True),
+    Field("bytes", as_written, inherit=True),
+    Field("reference", function_name, inherit=True),
+    Field("tolerance", non_negative("1e-5"), inherit=True),
+    Field("precision", _PRECISION, inherit=True),
+), build=_variant)
+MANIFEST_FILE = Document(Record((
+    Field("name", as_written, default=None),
+    Field("description", prose, default=""),
+    Field("params", MapOf(param_value, key=param_name), default={}),
+    Field("buffers", MapOf(_BUFFER)),
+    Field("prepare", function_name, default=None),
+    Field("gate", GATE, default={}, keeps_null=True),
+    Field("options", _compiler_options, default=[], keeps_null=True),
+    Field("compiler", _COMPILER, default="auto", keeps_null=True),
+    # the family-wide defaults, checked where a variant takes them
+    *(Field(key, as_written, default=None)
+      for key in ("flops", "bytes", "reference", "tolerance", "precision")),
+    Field("variants", MapOf(_VARIANT, empty="is empty")),
+), build=_manifest, shape="'(top level)' must be a mapping"),
+    Wording(field="'{}'", missing="missing field '{}'", not_mapping="must be a mapping"))
 
 
 def select_variants(manifest: Manifest, wanted: list[str] | None) -> list[Variant]:

@@ -7,19 +7,20 @@ Three promises beyond ``yaml.safe_load``:
   aliases are expanded (a 1 KB "billion laughs" file expands to 10^9 nodes that later
   code would walk; anchors and aliases stay usable for ordinary repetition); only a
   regular file is read (a FIFO, a device or a directory is named as such, never waited on);
-- unknown keys can be named with the nearest valid one (``tolerence``: did you mean
+- a document is read against its declared schema (:func:`read`, rooflint.formats.schema),
+  which names an unknown key with the nearest valid one (``tolerence``: did you mean
   ``tolerance``?), so a misspelling is never silently ignored.
 """
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
 from rooflint.common.errors import RooflintError
+from rooflint.formats import schema
 from rooflint.formats.jsonfile import read_limited
 
 MAX_FILE_BYTES = 1 << 20        # a manifest or spec is a few KB; a megabyte is generous
@@ -42,6 +43,12 @@ class _StrictLoader(yaml.SafeLoader):
                     None, None, f"duplicate key {key!r}", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep)
+
+
+def read(path: Path, document: schema.Document) -> Any:
+    """The file at ``path`` read against its schema; RooflintError naming the file (and the
+    field) for any problem."""
+    return schema.read(document, load(path), path)
 
 
 def load(path: Path) -> Any:
@@ -83,14 +90,3 @@ def _expanded_size(value: Any, memo: dict[int, int], limit: int) -> int:
             break
     memo[id(value)] = total
     return total
-
-
-def check_keys(data: dict, allowed: Iterable[str], where: str, path: Path) -> None:
-    """RooflintError for the first key of ``data`` not in ``allowed``, with the nearest one."""
-    allowed = tuple(allowed)
-    for key in data:
-        if key not in allowed:
-            near = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = (f"; did you mean '{where}{near[0]}'?" if near
-                    else f" (known: {', '.join(allowed)})")
-            raise RooflintError(f"{path}: unknown key '{where}{key}'{hint}")
