@@ -17,7 +17,7 @@ from pathlib import Path
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
 from rooflint.measure import ncu
-from rooflint.measure.protocol import TimingJob
+from rooflint.formats.jobs import TimingJob
 from rooflint.measure.runner import WorkerPool
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterator
 
-from rooflint.measure.protocol import DeviceInfo, FamilyJob, Measurement
+from rooflint.formats.jobs import DeviceInfo, FamilyJob, Measurement
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import read_result
 

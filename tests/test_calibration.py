@@ -9,7 +9,7 @@ from rooflint.analysis import calibration as cal
 from rooflint.common import paths
 from rooflint.commands.explain import explain
 from rooflint.formats.gpus import find_spec
-from rooflint.measure.protocol import DeviceInfo
+from rooflint.formats.jobs import DeviceInfo
 from rooflint.output.roofs import render_calibration
 
 H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,

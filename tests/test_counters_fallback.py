@@ -14,7 +14,7 @@ from rooflint.formats.manifest import load_manifest
 from rooflint.formats.settings import Settings
 from rooflint.measure import ncu, runner
 from rooflint.measure.ncu import CountersUnavailable
-from rooflint.measure.protocol import Measurement, TimingJob
+from rooflint.formats.jobs import Measurement, TimingJob
 
 PERM_ERROR = ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
               "NVIDIA GPU Performance Counters on the target device 0. For instructions on "

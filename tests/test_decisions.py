@@ -22,7 +22,7 @@ from rooflint.commands.cli import app
 from rooflint.analysis.comparison import compare, decide, describe_movement
 from rooflint.commands.gate import evaluate
 from rooflint.measure import sampling
-from rooflint.measure.protocol import TimingJob
+from rooflint.formats.jobs import TimingJob
 from rooflint.output.family_table import render_family
 from rooflint.output.tables import render_comparison
 from rooflint.formats.results import NOISY_SPREAD, TimeStats, read_result, write_result

@@ -11,7 +11,7 @@ from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import DEFAULT_RANGES, DTYPES, load_manifest
 from rooflint.measure.checks import compare
 from rooflint.measure.inputs import HostCopies, RandomInputs, read_only_hint
-from rooflint.measure.protocol import BufferJob, TimingJob
+from rooflint.formats.jobs import BufferJob, TimingJob
 
 
 def buffer(name: str, dtype: str, low: float, high: float, shape=(4096,)) -> BufferJob:

@@ -46,6 +46,9 @@ FORBIDDEN = {
     "core": {"measure": "the core runs with no GPU and no CuPy (DESIGN.md)",
              "commands": "the core is what commands call, never the other way"},
     "output": {"commands": "printers print what commands give them; they never call back up"},
+    "formats": {"measure": "documents are read and written with no GPU: the worker imports "
+                           "the job and measurement records, never the other way",
+                "commands": "documents are what commands read and write, never the other way"},
 }
 
 

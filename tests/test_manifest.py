@@ -7,7 +7,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.families import bundled_manifests
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
-from rooflint.measure.protocol import FamilyJob, TimingJob
+from rooflint.formats.jobs import FamilyJob, TimingJob
 
 DEVICE = {"num_sms": 132}
 

@@ -20,7 +20,7 @@ from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
 from rooflint.formats.gpus import find_spec
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
-from rooflint.measure.protocol import Clocks, FamilyJob, Measurement, OutputCheck, TimingJob
+from rooflint.formats.jobs import Clocks, FamilyJob, Measurement, OutputCheck, TimingJob
 from rooflint.output.family_table import render_family
 from rooflint.commands.judge import family_result
 from recorded import RECORDED

@@ -277,7 +277,7 @@ def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_pat
     from rooflint.commands.judge import family_result
     from rooflint.formats.family_job import resolve
     from rooflint.formats.manifest import load_manifest
-    from rooflint.measure.protocol import Clocks, Measurement, TimingJob
+    from rooflint.formats.jobs import Clocks, Measurement, TimingJob
     from test_run import H100
 
     v = next(v for f in H100_RUN["families"] if f["name"] == "gemm_fp32"

@@ -13,7 +13,7 @@ from recorded import RECORDED
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
 from rooflint.measure import ncu, runner
-from rooflint.measure.protocol import TimingJob
+from rooflint.formats.jobs import TimingJob
 
 # Runs as "ncu LOG -- python -m rooflint.measure.worker": answers the worker protocol and
 # logs one kernel per variant, in the NVTX range numbered as the variant's place in the

@@ -4,7 +4,7 @@ import re
 
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
-from rooflint.measure.protocol import TimingJob
+from rooflint.formats.jobs import TimingJob
 from rooflint.common.paths import REPO_ROOT
 
 

@@ -13,7 +13,7 @@ from recorded import counters_of, use_stand_in_pools
 from rooflint.formats.gpus import find_spec
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
-from rooflint.measure.protocol import Clocks, DeviceInfo, Measurement, OutputCheck, TimingJob
+from rooflint.formats.jobs import Clocks, DeviceInfo, Measurement, OutputCheck, TimingJob
 from rooflint.formats.results import read_result, write_result, RunResult
 from rooflint.commands.judge import family_result
 

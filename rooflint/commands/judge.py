@@ -24,7 +24,8 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import DeviceInfo, GpuSpec, find_spec, match_device
 from rooflint.formats.family_job import ResolvedFamily, VariantModel
 from rooflint.formats.manifest import Manifest
-from rooflint.measure.protocol import Measurement, flush_bytes
+from rooflint.formats.jobs import Measurement
+from rooflint.measure.protocol import flush_bytes
 from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, VariantResult

@@ -26,7 +26,7 @@ from rooflint.formats.gpus import DeviceInfo, GpuSpec
 from rooflint.measure.pass_runner import Pass, Stopped, Timer, ncu_executable
 from rooflint.measure.program import Choice, Filters
 from rooflint.measure.ncu import parse_rows, summarize
-from rooflint.measure.protocol import Clocks
+from rooflint.formats.jobs import Clocks
 from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
 from rooflint.analysis.observation import Model, Observation, analyse

@@ -32,9 +32,7 @@ from rooflint.formats.family_code import check_code
 from rooflint.formats.family_job import ResolvedFamily, check_sizes, resolve
 from rooflint.formats.manifest import Manifest, load_manifest, select_variants
 from rooflint.formats.gpus import DeviceInfo
-from rooflint.measure.protocol import (
-    TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch,
-)
+from rooflint.formats.jobs import TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch
 from rooflint.analysis.counters import Counters
 from rooflint.measure import ncu
 from rooflint.measure.ncu import CountersUnavailable

@@ -23,7 +23,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import load_specs
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
-from rooflint.measure.protocol import TimingJob
+from rooflint.formats.jobs import TimingJob
 from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.common.paths import locate_family
 from rooflint.formats.results import RunResult, VariantResult, read_result

@@ -213,3 +213,9 @@ def _refusal(written: str) -> str:
     allowed = ", ".join(flag.spellings[0] for flag in FLAGS)
     reason = danger.value if danger else "it is not an option rooflint passes to a compiler"
     return f"{reason}; a manifest's options may only be {allowed}"
+
+
+# nvcc runs its steps through sh, each argument in double quotes, inside which these still
+# act: an argument holding them could run commands (``-DX=$(...)`` does, nvcc 13.0): no
+# manifest path nor build command rooflint runs may hold one.
+SHELL_ACTIVE = re.compile(r'[$`"\\\n]')

@@ -20,7 +20,7 @@ from types import ModuleType
 from rooflint.common.errors import RooflintError
 from rooflint.formats.manifest import Manifest, Variant, select_variants
 from rooflint.formats.manifest_fields import PythonCall
-from rooflint.measure.protocol import REFERENCE_FILE, uses_torch
+from rooflint.formats.jobs import REFERENCE_FILE, uses_torch
 
 
 def check_code(manifest: Manifest, variants: list[str] | None = None) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from rooflint.formats import compile_options
 from rooflint.formats.jsonfile import not_a_file
 from rooflint.formats.schema import Place
-from rooflint.measure import build
+from rooflint.common.toolkit import toolkit_include_dirs
 
 
 def source_file(source: Any, place: Place) -> str:
@@ -27,7 +27,7 @@ def source_file(source: Any, place: Place) -> str:
     directory = place.file.parent
     if not isinstance(source, str):
         raise place.invalid(f"is {source!r}; expected the name of a .cu file")
-    if build.SHELL_ACTIVE.search(source):
+    if compile_options.SHELL_ACTIVE.search(source):
         raise place.invalid(f"is {source!r}: nvcc's shell would expand its $, `, "
                             f"\" or \\; rename the file")
     if not (directory / source).is_file():
@@ -61,7 +61,7 @@ def option_in_family(place: Place, option: compile_options.Option) -> compile_op
         raise place.invalid(f"is {' '.join(option.items)!r}: a path in options may not hold "
                             f"spaces, quotes, $, backquotes or backslashes")
     path = directory / option.value
-    roots = (directory.resolve(), *build.toolkit_include_dirs())
+    roots = (directory.resolve(), *toolkit_include_dirs())
     kind = "directory" if option.flag.value is compile_options.Value.DIRECTORY else "file"
     if not any(path.resolve().is_relative_to(root) for root in roots):
         raise place.invalid(f"is {' '.join(option.items)!r}: {option.spelling} takes a {kind} "

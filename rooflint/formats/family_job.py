@@ -18,9 +18,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.common.units import format_params
 from rooflint.formats.expressions import Number, evaluate
 from rooflint.formats.manifest import Buffer, Expectation, Launch, Manifest, select_variants
-from rooflint.measure.protocol import (
-    ArgJob, BufferJob, FamilyJob, LaunchJob, TimingJob, VariantJob,
-)
+from rooflint.formats.jobs import ArgJob, BufferJob, FamilyJob, LaunchJob, TimingJob, VariantJob
 
 DEVICE_NAMES = ("num_sms",)    # names only the device can give a value to
 MAX_THREADS_PER_BLOCK = 1024   # every CUDA GPU since Fermi

@@ -50,7 +50,7 @@ from rooflint.formats.manifest_fields import (
 from rooflint.formats.schema import (
     Document, Field, ListOf, MapOf, Place, Record, Wording, as_written, prose,
 )
-from rooflint.measure.protocol import REFERENCE_FILE
+from rooflint.formats.jobs import REFERENCE_FILE
 
 ROLES = ("in", "out", "inout")
 DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8",

@@ -25,7 +25,7 @@ from rooflint.formats.expressions import Number, evaluate
 from rooflint.formats.family_files import python_module
 from rooflint.formats.schema import MapOf, Place, Validator
 from rooflint.formats.thresholds import parse_fraction
-from rooflint.measure.protocol import REFERENCE_FILE
+from rooflint.formats.jobs import REFERENCE_FILE
 
 SCALAR_TYPES = ("i32", "i64", "u32", "u64", "f32", "f64")
 GATE_KEYS = ("max_slowdown", "max_bytes_growth", "max_flops_growth")

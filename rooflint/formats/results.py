@@ -19,7 +19,7 @@ from rooflint.formats.jsonfile import read_document, write_atomic
 from rooflint.formats.settings import Settings
 from rooflint.analysis.counters import Counters
 from rooflint.formats.gpus import DeviceInfo, Precision
-from rooflint.measure.protocol import Clocks, OutputCheck
+from rooflint.formats.jobs import Clocks, OutputCheck
 from rooflint.analysis.roofline import Level, Point, Roofs
 from rooflint.common.sense import Amount, Positive, Seconds, Sense, Size, SpecId, shown
 from rooflint.analysis.sourcelines import SourceProfile

@@ -1,6 +1,6 @@
 """A variant's status: how its measurement went, in one word.
 
-The worker answers it (measure.protocol.Measurement), the result document and the gate's
+The worker answers it (formats.jobs.Measurement), the result document and the gate's
 baseline keep it, and compare, gate and the printers read it. It is defined here, below
 them all: results.py imports the worker's protocol, which could not import it from there.
 """

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import re
 import shutil
 import struct
@@ -37,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooflint.formats import compile_options
+from rooflint.formats.compile_options import SHELL_ACTIVE
+from rooflint.common.toolkit import find_nvcc
 
 from rooflint.common import paths
 from rooflint.formats.jsonfile import replacing
@@ -62,17 +63,6 @@ class Cubin:
     path: Path
     symbols: dict[str, str]     # each manifest entry as written -> its symbol in the cubin
     compiler: str               # "nvcc 13.0.88": recorded with the result
-
-
-def find_nvcc() -> Path | None:
-    """nvcc on PATH, else under $CUDA_HOME / $CUDA_PATH, else the usual /usr/local/cuda."""
-    found = shutil.which("nvcc")
-    if found:
-        return Path(found)
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").is_file():
-            return Path(root) / "bin" / "nvcc"
-    return None
 
 
 @functools.cache
@@ -110,17 +100,6 @@ def kernels_in_source(source: Path) -> list[str]:
         text = re.sub(r"__launch_bounds__\s*\([^)]*\)", "", path.read_text(errors="replace"))
         kernels += re.findall(r"__global__\b[^;{()]*?\b(\w+)\s*\(", text)
     return list(dict.fromkeys(kernels))
-
-
-def toolkit_include_dirs() -> list[Path]:
-    """The include directories of the CUDA toolkits rooflint would build with (symbolic
-    links resolved): what a manifest's ``-I`` may name outside its family."""
-    nvcc = find_nvcc()
-    roots = [nvcc.resolve().parent.parent] if nvcc else []
-    roots += [Path(root) for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
-                                      "/usr/local/cuda") if root]
-    return list(dict.fromkeys((root / "include").resolve() for root in roots
-                              if (root / "include").is_dir()))
 
 
 def build(source: Path, entries: list[str], options: list[str], arch: str,
@@ -179,9 +158,6 @@ def _compile(nvcc: Path, wrapper: str, options: list[str], arch: str, cubin: Pat
             raise BuildError(compile_message(done.stderr or done.stdout, source, unit))
 
 
-# nvcc runs its steps through sh, each argument in double quotes, inside which these still
-# act: an argument holding them could run commands (``-DX=$(...)`` does, nvcc 13.0).
-SHELL_ACTIVE = re.compile(r'[$`"\\\n]')
 
 
 def shell_safe(command: list[str], source: Path) -> None:

@@ -26,7 +26,8 @@ import cupy
 import numpy as np
 
 from rooflint.measure.nvml import Nvml
-from rooflint.measure.protocol import DeviceInfo, send
+from rooflint.formats.jobs import DeviceInfo
+from rooflint.measure.protocol import send
 
 _SHARED_FLOAT4S = 1024           # 16 KiB of shared memory per block (a power of two)
 _SOURCE = f"#define SHARED_FLOAT4S {_SHARED_FLOAT4S}\n" + r"""

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rooflint.measure.protocol import OutputCheck
+from rooflint.formats.jobs import OutputCheck
 
 
 def compare(name: str, output: Any, expected: Any, xp: ModuleType) -> OutputCheck:

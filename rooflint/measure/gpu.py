@@ -9,7 +9,7 @@ import sys
 import cupy
 
 from rooflint.measure.nvml import Nvml, driver_version
-from rooflint.measure.protocol import DeviceInfo
+from rooflint.formats.jobs import DeviceInfo
 
 
 def device_info(device_id: int, nvml: Nvml | None) -> DeviceInfo:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rooflint.measure.protocol import BufferJob
+from rooflint.formats.jobs import BufferJob
 
 
 class RandomInputs(Mapping[str, Any]):

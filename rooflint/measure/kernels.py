@@ -25,7 +25,7 @@ from rooflint.common import paths
 from rooflint.formats.jsonfile import replacing
 from rooflint.measure import build
 from rooflint.measure.build import BuildError, MissingEntry
-from rooflint.measure.protocol import VariantJob
+from rooflint.formats.jobs import VariantJob
 
 DEFAULT_SHARED_LIMIT = 48 * 1024   # dynamic shared memory above this must be opted into
 

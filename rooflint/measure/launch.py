@@ -35,10 +35,11 @@ from rooflint.measure.kernels import Kernels, load_kernels
 from rooflint.measure.nvml import GPM_MIN_INTERVAL_S, Nvml
 from rooflint.measure.python_modules import load_module, missing_module_note
 from rooflint.measure.sampling import time_interleaved
-from rooflint.measure.protocol import (
-    REFERENCE_FILE, Clocks, flush_bytes, DeviceInfo, FamilyJob, LaunchJob,
-    Measurement, OutputCheck, VariantJob, uses_torch,
+from rooflint.formats.jobs import (
+    REFERENCE_FILE, Clocks, DeviceInfo, FamilyJob, LaunchJob, Measurement, OutputCheck,
+    VariantJob, uses_torch
 )
+from rooflint.measure.protocol import flush_bytes
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.status import Status
 

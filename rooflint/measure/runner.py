@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterator, Protocol
 from rooflint.common.errors import RooflintError
 from rooflint.measure import ncu
 from rooflint.measure.devices import VISIBLE
-from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, FamilyJob, Measurement
+from rooflint.formats.jobs import DeviceInfo, FamilyJob, Measurement
+from rooflint.measure.protocol import PROFILER_ARG
 from rooflint.common.phases import COUNTER_PASS_PREFIX, Stopwatch
 from rooflint.formats.status import Status
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable, Protocol
 
 from rooflint.analysis.stats import quartiles, relative_spread
-from rooflint.measure.protocol import Clocks, TimingJob
+from rooflint.formats.jobs import Clocks, TimingJob
 
 NOISY_SAMPLES_FACTOR = 5  # still above the target spread at max_samples: up to 5x as many samples
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from rooflint.measure.nvml import Nvml
-from rooflint.measure.protocol import PROFILER_ARG, DeviceInfo, Measurement, VariantJob, send
+from rooflint.formats.jobs import DeviceInfo, Measurement, VariantJob
+from rooflint.measure.protocol import PROFILER_ARG, send
 from rooflint.measure.sampling import time_interleaved
 from rooflint.formats.status import Status
 
@@ -103,7 +104,7 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
     """Measure (or profile) each family job read from stdin until stdin closes; without a
     device yet (the profiler), the GPU is opened at the first job."""
     from rooflint.measure import gpu, launch
-    from rooflint.measure.protocol import FamilyJob
+    from rooflint.formats.jobs import FamilyJob
 
     profiled = 0   # variants profiled so far: NVTX range indices count on across jobs
     for line in sys.stdin:
