@@ -299,7 +299,7 @@ def plot(
     """Draw the roofline of measured results (no GPU needed)."""
     from rooflint.output import plotting    # matplotlib: only when drawing (start-up)
     from rooflint.commands.guards import guard_outputs    # start-up: see the top
-    from rooflint.output.outputs import PICTURE, Named, Output
+    from rooflint.output.outputs import PICTURE, Named, Output     # start-up: see the top
     from rooflint.formats.results import read_result
 
     # a bad or precious path fails before any file is read

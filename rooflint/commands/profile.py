@@ -14,16 +14,21 @@ best move could save (analysis/upside.py, which also says when a kernel is done)
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter as Tally
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable
 
 from rooflint.analysis import calibration as calibrations
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.formats import kernel_models
 from rooflint.analysis.counters import Counters
-from rooflint.formats.gpus import DeviceInfo, GpuSpec
+from rooflint.commands.judge import device_spec
+from rooflint.commands.run import check_gpu_option
+from rooflint.formats.gpus import DeviceInfo, GpuSpec, load_specs
 from rooflint.measure.pass_runner import Pass, Stopped, Timer, ncu_executable
+from rooflint.measure import program as passes
 from rooflint.measure.program import Choice, Filters
 from rooflint.measure.ncu import parse_rows, summarize
 from rooflint.formats.jobs import Clocks
@@ -173,13 +178,6 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     long pass has run. A pass 2 that failed or was interrupted leaves a result of pass 1's
     kernel times, each chosen kernel's row saying why it has no counters, and what stopped
     it (else None)."""
-    from pathlib import Path
-
-    from rooflint.formats.gpus import load_specs
-    from rooflint.measure import program as passes
-    from rooflint.commands.judge import device_spec
-    from rooflint.commands.run import check_gpu_option
-
     models = kernel_models.load(Path(options.model)) if options.model else []  # mistakes first
     check_program(options.command)
     check_gpu_option(options.gpu)
@@ -303,9 +301,6 @@ def device_from_trace(trace: dict, driver: str) -> DeviceInfo:
 def check_program(command: list[str]) -> None:
     """The program to profile exists and can be run (said before ncu is looked for): a
     path that is an executable file, or a name found on PATH, as ncu will look for it."""
-    import shutil
-    from pathlib import Path
-
     program = command[0]
     if shutil.which(program):
         return
@@ -336,6 +331,5 @@ def timed_kernels(first: Pass, filters: Filters) -> list[KernelTime]:
 
 def program_name(command: list[str]) -> str:
     """What to call the program: its script (``transformer_block.py``), else its executable."""
-    from pathlib import Path
     script = next((a for a in command if a.endswith((".py", ".sh"))), None)
     return Path(script or command[0]).name

@@ -25,7 +25,7 @@ from rooflint.analysis import calibration as calibrations
 from rooflint.common import phases
 from rooflint.formats.baseline import git_revision
 from rooflint.common.errors import RooflintError
-from rooflint.formats.expressions import Number
+from rooflint.formats.expressions import Number, evaluate
 from rooflint.formats.gpus import GpuSpec, find_spec, load_specs
 from rooflint.formats.families import bundled_manifests
 from rooflint.formats.family_code import check_code
@@ -64,7 +64,6 @@ class RunOptions:
 
 def parse_sizes(items: list[str]) -> dict[str, Number]:
     """``--size N=4096 --size K=2**12`` -> {"N": 4096, "K": 4096}."""
-    from rooflint.formats.expressions import evaluate
     sizes = {}
     for item in items:
         name, sep, value = item.partition("=")
