@@ -46,3 +46,28 @@ def test_no_color_means_no_escape_sequence_at_all(args):
     assert "\x1b[" in coloured.stdout
     plain = rooflint(*args, env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert plain.code == 0 and "\x1b" not in plain.stdout + plain.stderr
+
+
+def piped(*args: str, stdin: bytes):
+    """``... | rooflint ARGS``: the checkout's rooflint with ``stdin`` on standard input."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "rooflint", *args], input=stdin,
+                          capture_output=True, env=env, timeout=120)
+
+
+def test_a_document_can_come_from_standard_input(tmp_path):
+    """`-` where a document is read: show, plot and report read standard input (once)."""
+    document = (REPO / "examples" / "h200-bundled.json").read_bytes()
+    shown = piped("show", "-", "naive", "--csv", "-", stdin=document)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.decode().splitlines()[1].startswith("gemm_fp32,naive,ok,")
+    drawn = piped("plot", "-", "-o", str(tmp_path / "r.svg"), stdin=document)
+    assert drawn.returncode == 0 and (tmp_path / "r.svg").stat().st_size > 1000
+    twice = piped("report", "-", "-", "-o", str(tmp_path / "r.html"), stdin=document)
+    assert twice.returncode == 2 and b"standard input was read already" in twice.stderr
+    assert not (tmp_path / "r.html").exists()
+    empty = piped("show", "-", stdin=b"")
+    assert empty.returncode == 2 and b"cannot read result -: not JSON" in empty.stderr

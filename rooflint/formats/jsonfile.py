@@ -25,6 +25,7 @@ import errno
 import json
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -207,13 +208,20 @@ _NOT_FILES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO
               (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
 
 
+STDIN = "-"          # a document's path that means standard input (`... | rooflint show -`)
+_stdin_read = False
+
+
 def read_limited(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
-    """The bytes of the regular file at ``path``, at most ``limit`` of them; anything else
-    is a RooflintError naming the file and what it is instead.
+    """The bytes of the regular file at ``path`` (or of standard input, for ``-``), at
+    most ``limit`` of them; anything else is a RooflintError naming the file and what it
+    is instead.
 
     Its kind is checked before it is opened (opening a FIFO waits for a writer, forever),
     the open does not block, and the read stops one byte past ``limit``, so a file that
     is swapped or keeps growing meanwhile costs no more than that."""
+    if str(path) == STDIN:
+        return _standard_input(what, limit)
     if instead := not_a_file(path):
         raise RooflintError(f"cannot read {what} {path}: it {instead}")
     try:
@@ -234,6 +242,24 @@ def read_limited(path: Path, what: str, limit: int = MAX_DOCUMENT_BYTES) -> byte
             raise RooflintError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     if len(data) > limit:
         raise too_large
+    return data
+
+
+def _standard_input(what: str, limit: int) -> bytes:
+    """Standard input, once: a terminal (nothing piped in) is refused rather than waited
+    on, and a second ``-`` would find it already read."""
+    global _stdin_read
+    if _stdin_read:
+        raise RooflintError(f"cannot read {what} -: standard input was read already; give "
+                            f"this one by its path")
+    if sys.stdin is None or sys.stdin.isatty():
+        raise RooflintError(f"cannot read {what} -: - reads standard input, and nothing is "
+                            f"piped in")
+    _stdin_read = True
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise RooflintError(f"cannot read {what} -: too large for a rooflint {what} (the "
+                            f"limit is {limit} bytes)")
     return data
 
 
