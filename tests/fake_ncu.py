@@ -18,6 +18,10 @@ FAKE_NCU = textwrap.dedent('''\
     import json, os, subprocess, sys, time
     from pathlib import Path
     args = sys.argv[1:]
+    if args == ["--version"]:
+        print("NVIDIA (R) Nsight Compute Command Line Profiler")
+        print("Version 2025.3.1.0 (build 36398880) (public-release)")
+        sys.exit(0)
     state = Path(os.environ["FAKE_NCU_STATE"])
     with (state / "calls.jsonl").open("a") as calls:
         calls.write(json.dumps(args) + "\\n")

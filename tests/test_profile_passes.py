@@ -38,6 +38,7 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     assert pass2[pass2.index("--kernel-name-base") + 1] == "mangled"
     doc = json.loads(out.read_text())
     assert doc["settings"]["pass2_started_early"] is True
+    assert doc["settings"]["ncu_version"] == "2025.3.1.0"      # how it was measured
     # what ncu was asked for is kept, so the same launches can be profiled again
     kept = doc["settings"]["pass2_selection"]
     assert kept == pass2[pass2.index(kept[0]):pass2.index(kept[0]) + len(kept)]

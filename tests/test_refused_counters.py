@@ -75,3 +75,16 @@ def test_a_cell_ncu_left_without_a_number_is_refused_not_a_crash():
     assert math.isnan(first.dram_read)
     assert implausible(first, H100.dram_bandwidth, FASTEST) == "dram_read is nan"
     assert implausible(ncu.summarize([rows[0]]), H100.dram_bandwidth, FASTEST) is None
+
+
+def test_a_version_ncu_will_not_say_is_none(monkeypatch, tmp_path):
+    """A run records Nsight Compute's version; an ncu that prints none, or fails, leaves
+    the result without one rather than failing the run."""
+    from rooflint.measure import ncu
+    silent = tmp_path / "ncu"
+    silent.write_text("#!/bin/sh\nexit 3\n")
+    silent.chmod(0o755)
+    monkeypatch.setattr(ncu, "ncu_path", lambda: str(silent))
+    ncu.version.cache_clear()
+    assert ncu.version() is None
+    ncu.version.cache_clear()

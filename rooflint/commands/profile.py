@@ -30,7 +30,7 @@ from rooflint.formats.gpus import DeviceInfo, GpuSpec, load_specs
 from rooflint.measure.pass_runner import Pass, Stopped, Timer, ncu_executable
 from rooflint.measure import program as passes
 from rooflint.measure.program import Choice, Filters
-from rooflint.measure.ncu import parse_rows, summarize
+from rooflint.measure.ncu import parse_rows, summarize, version as ncu_version
 from rooflint.formats.jobs import Clocks
 from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
@@ -243,7 +243,8 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
         pass2_profiled_launches=profiled, pass2_kernels=choice.patterns,
         pass2_selection=selection,
         pass2_tensor_precisions=_sorted_or_none(choice.tensor_precisions),
-        pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None)
+        pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None,
+        ncu_version=ncu_version())
 
 
 def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime]) -> Choice:

@@ -34,7 +34,7 @@ from rooflint.formats.manifest import Manifest, load_manifest, select_variants
 from rooflint.formats.gpus import DeviceInfo
 from rooflint.formats.jobs import TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch
 from rooflint.analysis.counters import Counters
-from rooflint.measure import ncu
+from rooflint.measure import build, ncu
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
@@ -183,7 +183,9 @@ def run(options: RunOptions, listener: Listener | None = None,
         result = RunResult(gpu=device, spec_id=spec.id, settings=Settings(
             cache=options.cache, counters=options.counters, **calibrations.settings(calibration),
             git_revision=git_revision(str(manifests[0].directory)),
-            devices=[lane.visible for lane in lanes] if options.devices else None))
+            devices=[lane.visible for lane in lanes] if options.devices else None,
+            ncu_version=ncu.version() if counting else None,
+            nvcc_version=build.toolkit_version()))
         check_precisions(manifests, spec)
         listener.started(result)
         switch = CountersSwitch(counting, result.settings, listener.warn)

@@ -24,6 +24,7 @@ from rooflint.formats.gpus import load_specs
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
 from rooflint.formats.jobs import TimingJob
+from rooflint.measure import build, ncu
 from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.common.paths import locate_family
 from rooflint.formats.results import RunResult, VariantResult, read_result
@@ -170,7 +171,9 @@ def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, count
                                              progress_for(families[0], "timing"))
         finally:
             pool.close()
-        settings = Settings(counters=counters, **calibrations.settings(calibration))
+        settings = Settings(counters=counters, **calibrations.settings(calibration),
+                            ncu_version=ncu.version() if counters != COUNTERS_OFF else None,
+                            nvcc_version=build.toolkit_version())
         switch, sides = CountersSwitch(counters != COUNTERS_OFF, settings, lambda said: None), []
         for family, measurement, label in zip(families, measurements, labels):
             found = family_counters(family, [measurement], options, switch,

@@ -27,6 +27,8 @@ class Settings:
     l1_bandwidth: float | None = None
     git_revision: str | None = None       # the families' checkout (the gate's --recheck)
     devices: list[str] | None = None      # the CUDA_VISIBLE_DEVICES entries of --devices
+    ncu_version: str | None = None        # the Nsight Compute that took the counters
+    nvcc_version: str | None = None       # the CUDA toolkit's nvcc, where one was found
     mode: str | None = None               # "profile" for `rooflint profile`; else a run
     # A profile: the program, its filters, the two passes, and the GPU time it covered.
     command: list[str] | None = None

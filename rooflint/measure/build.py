@@ -75,6 +75,16 @@ def nvcc_version(nvcc: Path) -> str:
     return match.group(1) if match else output.strip().splitlines()[-1]
 
 
+def toolkit_version() -> str | None:
+    """The version of the nvcc a build would use (recorded with a run's result), or None
+    where there is none, or it will not say."""
+    nvcc = find_nvcc()
+    try:
+        return nvcc_version(nvcc) if nvcc else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def included_files(source: Path, include_dirs: list[Path]) -> set[Path]:
     """Every file ``source`` includes with quotes, directly or through another, looked up
     as the preprocessor does: beside the including file, then in ``include_dirs``. System

@@ -19,6 +19,7 @@ This module imports no CuPy: the parsers are tested on CSVs recorded on our H100
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import re
@@ -107,6 +108,19 @@ METRICS = [*BASE_METRICS, *TENSOR_FLOPS.values(), *TENSOR_INSTRUCTIONS]   # prec
 
 class CountersUnavailable(RooflintError):
     """ncu is missing, not permitted, or failed; the run continues on model bytes."""
+
+
+@functools.cache
+def version() -> str | None:
+    """Nsight Compute's version (``2025.3.1.0``), recorded with every result it took
+    counters for (one release returned NaN counters on B200s); None if it will not say."""
+    try:
+        said = subprocess.run([ncu_path(), "--version"], capture_output=True, text=True,
+                              timeout=60).stdout
+    except (CountersUnavailable, OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"Version (\S+)", said)
+    return found.group(1) if found else None
 
 
 def ncu_path() -> str:
