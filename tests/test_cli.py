@@ -43,7 +43,7 @@ def test_specs_shows_one_gpu_with_ridges():
 
 
 def explain_json(*args):
-    result = invoke("explain", *args, "--json")
+    result = invoke("explain", *args, "--json", "-")
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 

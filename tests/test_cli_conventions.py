@@ -71,3 +71,23 @@ def test_a_document_can_come_from_standard_input(tmp_path):
     assert not (tmp_path / "r.html").exists()
     empty = piped("show", "-", stdin=b"")
     assert empty.returncode == 2 and b"cannot read result -: not JSON" in empty.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("explain", "--gpu", "h100-sxm", "--time", "1ms", "--flops", "1e9", "--bytes", "64MB"),
+    ("compare", f"{BUNDLED}:tiled", f"{BUNDLED}:naive")])
+def test_json_is_a_file_in_every_command(args, tmp_path):
+    """--json FILE writes the document and keeps the text; --json - prints it instead; the
+    old bare --json of explain and compare still prints it, and says it is deprecated."""
+    out = tmp_path / "doc.json"
+    written = rooflint(*args, "--json", str(out))
+    assert written.code == 0 and written.stdout.strip() and out.read_text().startswith("{")
+    printed = rooflint(*args, "--json", "-")
+    assert printed.code == 0 and printed.stdout.startswith("{") and not printed.stderr.strip()
+    old = rooflint(*args, "--json")
+    assert old.code == 0 and old.stdout == printed.stdout
+    assert "--json without a file is deprecated" in old.stderr
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"mine": 1}')
+    refused = rooflint(*args, "--json", str(notes))
+    assert refused.code == 2 and notes.read_text() == '{"mine": 1}'

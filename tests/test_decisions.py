@@ -93,7 +93,7 @@ def test_a_copy_has_no_flop_rate_but_its_bandwidth(result):
 
 
 def test_compare_json_carries_figures_attribution_and_warnings(result):
-    outcome = runner.invoke(app, ["compare", f"{RESULT}:tiled", f"{RESULT}:blocked_2d", "--json"])
+    outcome = runner.invoke(app, ["compare", f"{RESULT}:tiled", f"{RESULT}:blocked_2d", "--json", "-"])
     assert outcome.exit_code == 0, outcome.output
     [c] = json.loads(outcome.output)["comparisons"]
     assert set(c["figures"]) == {"tiled", "blocked_2d"}
@@ -173,7 +173,7 @@ def test_a_noisy_baseline_made_30_percent_slower_is_slower_in_compare_and_regres
 
     path = tmp_path / "slower.json"
     write_result(slower, path)
-    shown = runner.invoke(app, ["compare", f"{RESULT}:cublas_fp16", f"{path}:cublas_fp16", "--json"])
+    shown = runner.invoke(app, ["compare", f"{RESULT}:cublas_fp16", f"{path}:cublas_fp16", "--json", "-"])
     assert json.loads(shown.output)["comparisons"][0]["speedup"]["decision"] == "slower"
     base_file = tmp_path / "baseline.json"
     assert runner.invoke(app, ["gate", "--baseline", str(base_file), "--current", str(RESULT),

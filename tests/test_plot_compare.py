@@ -74,7 +74,7 @@ def test_compare_cli_on_two_files(tmp_path, result):
             v.samples_s = [x * 1.1 for x in v.samples_s]
     path = tmp_path / "slower.json"
     write_result(slower, path)
-    outcome = runner.invoke(app, ["compare", f"{RESULT}:tiled", f"{path}:tiled", "--json"])
+    outcome = runner.invoke(app, ["compare", f"{RESULT}:tiled", f"{path}:tiled", "--json", "-"])
     assert outcome.exit_code == 0, outcome.output
     doc = json.loads(outcome.output)
     assert doc["comparisons"][0]["speedup"]["decision"] == "slower"

@@ -233,7 +233,7 @@ def test_committed_profiles_show_with_their_upside_table(path):
 def test_two_profiles_compare_by_kernel_name_and_say_what_vanished(tmp_path):
     eager, compiled = (REPO / "examples" / "profile" / f"h200-profile-{k}.json"
                        for k in ("eager", "compiled"))
-    outcome = rooflint("compare", str(eager), str(compiled), "--json")
+    outcome = rooflint("compare", str(eager), str(compiled), "--json", "-")
     assert outcome.code == 0, outcome.stderr
     doc = json.loads(outcome.stdout)
     assert "vectorized_elementwise_kernel<GeluCUDAKernelImpl>" in doc["vanished"]

@@ -54,6 +54,6 @@ def test_explain_gives_the_floor_and_marks_a_time_under_it():
     assert "floor 60 us: the algorithmic bytes at the DRAM roof" in done.stdout
     assert "faster than physically possible: 50 us" in done.stdout
     document = json.loads(rooflint("explain", "--gpu", "h100-sxm", "--time", "1ms", "--flops",
-                                   "1e9", "--bytes", "201MB", "--json").stdout)
+                                   "1e9", "--bytes", "201MB", "--json", "-").stdout)
     assert document["floor"]["bound_by"] == "dram"
     assert document["floor"]["time_s"] == pytest.approx(201e6 / 3.35e12)

@@ -152,7 +152,7 @@ def run_into(args: list[str], stdout) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
-@pytest.mark.parametrize("args", [EXPLAIN + ["--json"], EXPLAIN, ["specs"], ["--version"],
+@pytest.mark.parametrize("args", [EXPLAIN + ["--json", "-"], EXPLAIN, ["specs"], ["--version"],
                                   ["show", str(REPO / "examples" / "h200-bundled.json")]])
 def test_a_full_disk_on_standard_output_is_one_line(args):
     with open("/dev/full", "w") as full:

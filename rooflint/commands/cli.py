@@ -20,7 +20,7 @@ import typer
 from typer.core import TyperCommand
 
 from rooflint.commands.streams import (GuardedOutput, be_quiet, console, emit, fail,
-                                      one_line_errors)
+                                      one_line_errors, say)
 from rooflint.common.errors import RooflintError
 from rooflint.common.version import __version__
 from rooflint.formats.gpus import PRECISIONS, find_spec, load_specs
@@ -72,6 +72,22 @@ class Command(TyperCommand):
             if param.param_type_name == "argument":
                 param.display_type_rich = lambda ctx: None
         return params
+
+
+class JsonFileCommand(Command):
+    """explain's and compare's parser: their --json printed JSON, taking no value, before it
+    came to take a file as everywhere else (issue 27). A bare --json (last, or before
+    another option) still prints to standard output, and says it is deprecated."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        args = list(args)
+        for i, arg in enumerate(args):
+            if arg == "--json" and (i + 1 == len(args) or
+                                    args[i + 1].startswith("-") and args[i + 1] != "-"):
+                args.insert(i + 1, "-")
+                say("--json without a file is deprecated: write --json - for standard output")
+                break
+        return super().parse_args(ctx, args)
 
 
 class Cache(str, Enum):
@@ -211,7 +227,7 @@ def show(
     show_command(result_path, variants or [], csv, markdown)
 
 
-@app.command(cls=Command)
+@app.command(cls=JsonFileCommand)
 @one_line_errors
 def explain(
     time: str = typer.Option(..., help="Kernel time: 0.713ms, 40us, 2.1e-3 (seconds).",
@@ -225,13 +241,15 @@ def explain(
                                                     metavar="BYTES"),
     precision: str = typer.Option("fp32", help=f"Compute roof: {', '.join(PRECISIONS)}.",
                                   metavar="PRECISION"),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
+                                             help="Write it as JSON here (- for standard "
+                                             "output, in place of the text)."),
     datasheet: bool = typer.Option(False, help="Judge against datasheet roofs even when a "
                                    "calibration of this GPU is cached."),
 ) -> None:
     """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
     from rooflint.commands.explain_command import explain_command   # start-up: see the top
-    explain_command(time, flops, bytes_, gpu, algorithmic_bytes, precision, as_json, datasheet)
+    explain_command(time, flops, bytes_, gpu, algorithmic_bytes, precision, json_path, datasheet)
 
 
 class GpuMismatch(str, Enum):
@@ -322,7 +340,7 @@ def report(
     report_command(results, output)
 
 
-@app.command(cls=Command)
+@app.command(cls=JsonFileCommand)
 @one_line_errors
 def compare(
     a: str = typer.Argument(..., help="A: result.json, result.json:VARIANT, or TARGET:VARIANT to measure.",
@@ -331,7 +349,9 @@ def compare(
     rev: Optional[str] = typer.Option(None, help="Compare A as it was at this git revision "
                                       "(A must be TARGET:VARIANT) with the working tree.",
                                       metavar="REV"),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
+                                             help="Write it as JSON here (- for standard "
+                                             "output, in place of the text)."),
     allow_different_gpu: bool = typer.Option(False, help="Compare results from different GPUs."),
     gpu: Optional[str] = typer.Option(None, help="GPU spec id for measured sides.", metavar="GPU"),
     counters: Counters = typer.Option(Counters.auto, help="Counters for measured sides."),
@@ -341,7 +361,7 @@ def compare(
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from rooflint.commands.compare_command import compare_command   # start-up: see the top
-    compare_command(a, b, rev, as_json, allow_different_gpu, gpu, counters.value, max_slowdown)
+    compare_command(a, b, rev, json_path, allow_different_gpu, gpu, counters.value, max_slowdown)
 
 
 @app.command(cls=Command)

@@ -7,8 +7,8 @@ the `compare` command adds around them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Optional
 
 from rich.progress import Progress, TextColumn
@@ -16,21 +16,26 @@ from rich.progress import Progress, TextColumn
 from rooflint.analysis.comparison import compare as compare_variants
 from rooflint.commands.gate_command import threshold
 from rooflint.commands.sides import gpu_warning, resolve_pairs, split_side, unmatched
-from rooflint.commands.streams import console, emit, errors
+from rooflint.commands.exporting import STDOUT, write_json, written_json
+from rooflint.commands.streams import console, errors
+from rooflint.output.outputs import COMPARISON
 from rooflint.common.printable import printable
 from rooflint.formats.gpus import find_spec, load_specs
 from rooflint.output.tables import render_comparison
 
 
-def compare_command(a: str, b: Optional[str], rev: Optional[str], as_json: bool,
+def compare_command(a: str, b: Optional[str], rev: Optional[str], json_path: Optional[Path],
                     allow_different_gpu: bool, gpu: Optional[str], counters: str,
                     max_slowdown: Optional[str]) -> None:
-    """Compare A with B as `rooflint compare` was asked, and print the comparisons."""
+    """Compare A with B as `rooflint compare` was asked, and print the comparisons (and
+    write them as JSON to ``json_path``; ``-``: print that instead)."""
+    written_json(json_path, COMPARISON)
     gap = threshold("--max-slowdown", max_slowdown) if max_slowdown is not None else None
     if gpu:
         find_spec(gpu, load_specs())     # an unknown id is an error, whatever the sides are
 
-    with Progress(TextColumn("{task.description}"), console=console, transient=True) as bar:
+    screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
+    with Progress(TextColumn("{task.description}"), console=screen, transient=True) as bar:
         bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
         pairs = resolve_pairs(a, b, rev, gpu, counters,
                               lambda family, phase: (lambda event, variant: None))
@@ -38,13 +43,13 @@ def compare_command(a: str, b: Optional[str], rev: Optional[str], as_json: bool,
     comparisons = [compare_variants(x.variant, y.variant, x.label, y.label, gap)
                    for x, y in pairs]
     vanished, new = unmatched(a, b) if b is not None else ([], [])
-    if as_json:
-        emit(json.dumps({"warning": warning, "vanished": vanished, "new": new,
-                               "comparisons": [
+    if json_path:
+        write_json({"warning": warning, "vanished": vanished, "new": new, "comparisons": [
             {**asdict(c), "sentence": c.sentence,
              "attribution": c.attribution and {**asdict(c.attribution),
                                                "sentence": c.attribution.sentence}}
-            for c in comparisons]}, indent=1))
+            for c in comparisons]}, json_path)
+    if json_path == STDOUT:
         return
     if warning:
         errors.print(f"rooflint: {printable(warning)}", style="bold yellow", markup=False)

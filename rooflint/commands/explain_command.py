@@ -8,21 +8,25 @@ Apart from explain.py, which judges a point for any caller: this is only what th
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 from typing import Optional
 
 from rooflint.analysis import calibration as calibrations
 from rooflint.commands.explain import explain as explain_point
-from rooflint.commands.streams import console, emit, fail
+from rooflint.commands.exporting import STDOUT, write_json, written_json
+from rooflint.commands.streams import console, fail
+from rooflint.output.outputs import EXPLANATION
 from rooflint.common.units import parse_bytes, parse_count, parse_time
 from rooflint.formats.gpus import PRECISIONS, find_spec, load_specs
 from rooflint.output.roofs import render_explanation
 
 
 def explain_command(time: str, flops: str, bytes_: str, gpu: str,
-                    algorithmic_bytes: Optional[str], precision: str, as_json: bool,
-                    datasheet: bool) -> None:
-    """Explain the point as `rooflint explain` was asked, and print the verdict."""
+                    algorithmic_bytes: Optional[str], precision: str,
+                    json_path: Optional[Path], datasheet: bool) -> None:
+    """Explain the point as `rooflint explain` was asked, and print the verdict (and
+    write it as JSON to ``json_path``; ``-``: print that instead)."""
+    written_json(json_path, EXPLANATION)
     if precision not in PRECISIONS:
         fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
     spec = find_spec(gpu, load_specs())
@@ -34,7 +38,7 @@ def explain_command(time: str, flops: str, bytes_: str, gpu: str,
     calibration = None if datasheet else calibrations.find(spec.id)
     explanation = explain_point(spec, parse_time(time), parse_count(flops), parse_bytes(bytes_),
                                 compulsory, precision, calibration)
-    if as_json:
-        emit(json.dumps(explanation.to_json(), indent=1))
-    else:
+    if json_path != STDOUT:
         render_explanation(console, explanation)
+    if json_path:
+        write_json(explanation.to_json(), json_path)

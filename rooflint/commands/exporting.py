@@ -9,6 +9,7 @@ At most one output can be ``-``: two documents on one stream could not be told a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -18,7 +19,8 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import RunResult
 from rooflint.output import exports
-from rooflint.output.outputs import TABLES, Output
+from rooflint.commands.guards import guard_outputs
+from rooflint.output.outputs import TABLES, Kind, Output
 
 STDOUT = Path("-")
 
@@ -48,6 +50,22 @@ def to_stdout(*named: tuple[str, Optional[Path]]) -> bool:
 def files(wanted: Sequence[Export]) -> list[Output]:
     """The exports written to files, for the output guard."""
     return [Output(e.option, e.path, TABLES[e.format]) for e in wanted if e.path != STDOUT]
+
+
+def written_json(path: Optional[Path], kind: Kind) -> None:
+    """The guard for explain's and compare's --json: a file replaced only if it is one of
+    theirs (``-`` is standard output)."""
+    if path and path != STDOUT:
+        guard_outputs([Output("--json", path, kind)])
+
+
+def write_json(document: dict, path: Path) -> None:
+    """A JSON document to ``path``, or printed for ``-``."""
+    text = json.dumps(document, indent=1)
+    if path == STDOUT:
+        emit(text)
+    else:
+        write_text(text + "\n", path)
 
 
 def write(wanted: Sequence[Export], results: Sequence[RunResult]) -> list[str]:

@@ -148,6 +148,8 @@ BASELINE = Kind("a rooflint baseline", _document(baselines.SCHEMA))
 CALIBRATION = Kind("a rooflint calibration", _document(calibrations.SCHEMA))
 GATE_SUMMARY = Kind("a rooflint gate summary", _starts_with(GATE_HEADING.encode()))
 JUNIT = Kind("JUnit XML", _starts_with(b"<", containing=b"<testsuite"))
+EXPLANATION = Kind("a rooflint explanation", _starts_with(b"{", containing=b'"verdict"'))
+COMPARISON = Kind("a rooflint comparison", _starts_with(b"{", containing=b'"comparisons"'))
 # --csv and --markdown: tables that begin as every such table of rooflint's does.
 TABLES = {format: Kind(exporter.name, _starts_with(exporter.starts))
           for format, exporter in exports.EXPORTERS.items()}
