@@ -130,3 +130,16 @@ def test_run_and_profile_take_the_same_table_options():
     for command in ("run", "profile", "show"):
         help_text = rooflint(command, "--help", env={"COLUMNS": "200"}).stdout
         assert "--csv" in help_text and "--markdown" in help_text, command
+
+
+def test_a_name_cannot_run_as_a_spreadsheet_formula(tmp_path):
+    """A variant named =HYPERLINK(...) (a result someone else wrote) is written after a
+    quote, so a spreadsheet shows it as text; numbers are written as they are."""
+    data = json.loads(BUNDLED.read_text())
+    data["families"][0]["variants"][0]["name"] = '=HYPERLINK("http://x","y")'
+    edited = tmp_path / "r.json"
+    edited.write_text(json.dumps(data))
+    rows = list(csv.DictReader(io.StringIO(export([read_result(edited)], "csv"))))
+    assert rows[0]["variant"] == '\'=HYPERLINK("http://x","y")'
+    assert all(not r["variant"].startswith("=") for r in rows)
+    assert float(rows[0]["time_s"]) > 0

@@ -27,6 +27,7 @@ class Cell:
 
     raw: str
     shown: str
+    text: bool = False          # words from a document (a name, a move), not a number
 
 
 Value = Callable[[FamilyResult, VariantResult], "float | str | None"]
@@ -100,7 +101,7 @@ def _cell(column: Column, family: FamilyResult, variant: VariantResult) -> Cell:
     if value is None:
         return Cell("", "-")
     if isinstance(value, str):
-        return Cell(value, value)
+        return Cell(value, value, text=True)
     return Cell(repr(float(value)) if isinstance(value, float) else str(value),
                 column.show(value))
 
@@ -137,8 +138,18 @@ class Csv:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(header)
-        writer.writerows([cell.raw for cell in row] for row in rows)
+        writer.writerows([_inert(cell) for cell in row] for row in rows)
         return out.getvalue()
+
+
+# A spreadsheet runs a cell that starts so as a formula (=HYPERLINK(...) from a variant's
+# name in a result someone else wrote): such text is written after a quote, as OWASP's
+# advice on CSV injection has it; numbers, a negative one too, are left as they are.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(cell: Cell) -> str:
+    return "'" + cell.raw if cell.text and cell.raw.startswith(_FORMULA_STARTS) else cell.raw
 
 
 class Markdown:
