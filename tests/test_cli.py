@@ -66,7 +66,10 @@ def test_explain_h100_sgemm_is_compute():
     doc = explain_json("--gpu", "h100-sxm", "--time", "2.5ms", "--flops", "137.4e9",
                        "--bytes", "201MB", "--precision", "fp32")
     assert doc["verdict"]["bound"] == "compute"
-    assert doc["verdict"]["moves"][0]["direction"] == "raise-the-roof"
+    # the tensor roof is there, as TF32: a precision trade, after the move that keeps FP32
+    moves = doc["verdict"]["moves"]
+    assert [m["id"] for m in moves] == ["compute_efficiency", "tf32_tensor_cores"]
+    assert moves[-1]["direction"] == "raise-the-roof"
 
 
 def test_explain_algorithmic_bytes_gives_the_horizontal_gap():

@@ -185,7 +185,8 @@ CAUSE_PAIRS = list(itertools.combinations(registry.CAUSE_FLAGS, 2))
 PAIR_MODIFIERS = ("idle_math", "extra_traffic", "pipe_saturated", "register_blocked")
 PARALLELISM = {"fill_the_gpu"}
 BYTE_CUTS = {"cut_redundant_traffic", "fewer_bytes_per_element"}
-MORE_FLOPS = {"tensor_cores", "compute_efficiency", "more_ilp", "fp8_tensor_cores"}
+MORE_FLOPS = {"tensor_cores", "tf32_tensor_cores", "compute_efficiency", "more_ilp",
+              "fp8_tensor_cores"}
 
 
 def evidence_space():

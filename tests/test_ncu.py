@@ -94,14 +94,21 @@ def test_multi_launch_variants_sum_and_weight():
 
 # The same program recorded on 2026-11-25 with the list of that day, plus ncu's own
 # l1tex__throughput beside the L1 stages that replaced it.
+FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 STAGES = {gpu: Path(__file__).parent / "fixtures" / "ncu" / f"{gpu}-probe-l1-stages.csv"
           for gpu in ("h100", "h200")}
 
 
 @pytest.mark.parametrize("gpu", sorted(STAGES))
 def test_every_metric_asked_for_is_in_the_recorded_csv(gpu):
+    """The recordings hold what rooflint asks for: these every metric of the time they
+    were taken, the GEMM walk's (issue 24) the access-pattern metrics added since."""
     header = next(l for l in STAGES[gpu].read_text().splitlines() if l.startswith('"ID"'))
-    assert all(f'"{metric}"' in header for metric in ncu.METRICS)
+    then = [m for m in ncu.METRICS if m not in ncu.ACCESS_PATTERN_METRICS]
+    assert all(f'"{metric}"' in header for metric in then)
+    walk = (FIXTURES / "h100-gemm-walk-counters.csv").read_text()
+    header = next(l for l in walk.splitlines() if l.startswith('"ID"'))
+    assert all(f'"{metric}"' in header for metric in ncu.BASE_METRICS)
 
 
 @pytest.mark.parametrize("gpu", sorted(STAGES))

@@ -56,10 +56,14 @@ def test_threshold_edges():
 
 def test_compute_bound_on_cuda_cores_is_offered_tensor_cores():
     p = place(1e-3, 80e9, 0.1e9, 0.1e9, ROUND)          # 80 TFLOP/s, 80% of compute
-    v = diagnose(p, facts(tensor_roof=400e12))
-    assert v.bound == "compute"
-    assert v.moves[0].direction == "raise-the-roof" and "tensor" in v.moves[0].action
-    assert all(m.direction != "right" for m in v.moves)
+    half = diagnose(p, facts(tensor_roof=400e12, precision="fp16"))
+    assert half.bound == "compute"
+    assert half.moves[0].id == "tensor_cores" and half.moves[0].direction == "raise-the-roof"
+    # FP32 data reaches the tensor roof as TF32: the same roof, traded for precision, so
+    # after the move that keeps FP32
+    single = diagnose(p, facts(tensor_roof=400e12))
+    assert [m.id for m in single.moves] == ["compute_efficiency", "tf32_tensor_cores"]
+    assert all(m.direction != "right" for m in half.moves + single.moves)
 
 
 def test_bandwidth_bound_with_extra_traffic_moves_right_first():

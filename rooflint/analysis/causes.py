@@ -46,6 +46,14 @@ CAUSES: tuple[CauseRule, ...] = (
     # the MIO queue's stalls, when the special-function pipe is the busy one (evidence.py)
     CauseRule("special_function_stalls", "math_pipe", ("fewer_special_functions",)),
     CauseRule("register_spills", "register_spills", ("fix_spills",)),
+    # found from the counters of how accesses and launches use the hardware, not from
+    # a stall reason: Nsight Compute's access-pattern, bank-conflict, tail-effect,
+    # occupancy and issue-slot rules, each with the gain its evidence allows (evidence.py)
+    CauseRule("bank_conflicts", "shared_memory_bank_conflicts", ("bank_conflicts_off",)),
+    CauseRule("uncoalesced_access", "uncoalesced_global_access", ("coalesce_global",)),
+    CauseRule("partial_wave", "tail_effect", ("whole_waves",)),
+    CauseRule("occupancy_limited", "few_resident_warps", ("more_resident_warps",)),
+    CauseRule("issue_bound", "issue_slots", ("more_fmas_per_instruction",)),
     # any stall reason no row names (a newer Nsight Compute, a hand-edited result): the
     # chain's generic move, which moves.select gives when nothing more specific applies
     CauseRule("other_stalls", "other_stall_reason", ("shorten_the_chain",)),

@@ -52,6 +52,20 @@ class Counters:
     bank_conflicts: Amount = 0.0            # of those, extra wavefronts from bank conflicts
     hmma_instructions: Amount = 0.0         # mma.sync tensor instructions (per warp)
     gmma_instructions: Amount = 0.0         # wgmma (Hopper warpgroup) tensor instructions
+    # Read since issue 24 (0 in older results: not read). How a warp's accesses use what
+    # they move, per direction; what bounds the resident warps; how busy the issue slots are.
+    shared_stores: Amount = 0.0             # shared-memory store instructions (per warp)
+    shared_store_wavefronts: Amount = 0.0   # of shared_wavefronts, the stores'
+    store_bank_conflicts: Amount = 0.0      # of bank_conflicts, the stores'
+    global_load_sectors: Amount = 0.0       # 32-byte sectors global loads moved through L1
+    global_store_sectors: Amount = 0.0
+    load_bytes_per_sector: Amount = 0.0     # of those 32 bytes, how many a thread asked for
+    store_bytes_per_sector: Amount = 0.0
+    theoretical_occupancy_pct: Amount = 0.0  # resident warps the launch allows, % of the maximum
+    blocks_per_sm: Count = 0                # resident blocks the tightest limit allows
+    occupancy_limiter: str = ""             # that limit: registers, shared memory, warps, blocks
+    issue_active_pct: Amount = 0.0          # cycles a scheduler issued an instruction, %
+    instructions: Amount = 0.0              # warp instructions executed
 
     @property
     def dram_bytes(self) -> float:

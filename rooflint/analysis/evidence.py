@@ -10,6 +10,7 @@ Stall reasons set the flags the cause registry (causes.py) gives them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -45,7 +46,15 @@ STALL_MINIMUM = 1.0             # ... and at least this many warps stalled per i
 SPILL_SHARE = 0.01              # local-memory traffic above this share of L1 traffic: spills matter
 PIPE_SATURATED = 90.0           # % busy: a math pipe (tensor, XU) this busy has no room for more
 REGISTER_BLOCKED = 4.0          # FMA instructions per shared-memory load: operands live in registers
+VECTOR_LOADED = 8.0             # ... under this with a register tile: operands loaded one by one
 BANK_CONFLICT_SHARE = 0.25      # extra wavefronts per shared-memory wavefront: conflicts matter
+SECTOR_BYTES = 32               # what L1 moves per global access, whatever a thread asked for
+UNCOALESCED_USE = 0.5           # a direction using under this share of each sector: uncoalesced
+TAIL_GAIN = 1.05                # whole waves / the waves run above this: the tail effect matters
+LOW_OCCUPANCY = 50.0            # % resident warps the launch allows: under this, few hide latency
+ISSUE_BUSY = 80.0               # % of cycles issuing: above this the issue slots are the limit
+FMA_MINORITY = 0.5              # FFMA under this share of issued instructions: issue-bound work
+FMA_SHARE_GOAL = 0.9            # FFMA share of issued instructions a tuned FP32 kernel reaches
 THRESHOLDS = {
     "bound_at_fraction_of_roof": BOUND_THRESHOLD,
     "near_roof_fraction": NEAR_ROOF,
@@ -59,8 +68,19 @@ THRESHOLDS = {
     "spill_share": SPILL_SHARE,
     "pipe_saturated_pct": PIPE_SATURATED,
     "register_blocked_fmas_per_shared_load": REGISTER_BLOCKED,
+    "vector_loaded_fmas_per_shared_load": VECTOR_LOADED,
     "bank_conflict_share": BANK_CONFLICT_SHARE,
+    "uncoalesced_below_share_of_sector": UNCOALESCED_USE,
+    "tail_gain": TAIL_GAIN,
+    "low_occupancy_pct": LOW_OCCUPANCY,
+    "issue_busy_pct": ISSUE_BUSY,
+    "fma_minority": FMA_MINORITY,
+    "fma_share_goal": FMA_SHARE_GOAL,
 }
+
+# Stall causes more resident warps would hide (the others want fewer instructions or a
+# different access pattern, not more warps).
+LATENCY_FLAGS = ("memory_latency_stalls", "dependency_stalls", "barrier_stalls")
 
 # CUDA-core precision -> the tensor-core roof a kernel of that type could move to.
 TENSOR_UPGRADE = {"fp32": "tf32-tensor", "fp16": "fp16-tensor", "fp64": "fp64-tensor"}
@@ -179,6 +199,8 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
         e.set("cuda_cores_with_tensor_roof",
               f"{facts.precision} on CUDA cores; the tensor roof is "
               f"{facts.tensor_roof / 1e12:.0f} TFLOP/s")
+        if facts.precision == "fp32":
+            e.set("fp32_data", "FP32 data: its tensor cores take TF32 or narrower inputs")
     if facts.threads_per_block > 32:
         e.set("multi_warp_blocks", f"{facts.threads_per_block} threads per block")
     if facts.fp8_roof and facts.fp8_roof > 1.5 * point.achieved_flops:
@@ -189,6 +211,9 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
         _stalls(e, counters)
         _pipes(e, counters, facts)
         _shared_memory(e, counters)
+        _access_pattern(e, counters)
+        _tail(e, counters, facts)
+        _issue(e, counters, point)
         if counters.local_bytes > SPILL_SHARE * max(counters.l1_bytes, 1.0):
             e.set("register_spills", f"{format_bytes(counters.local_bytes)} of local-memory "
                                      f"traffic, {counters.registers_per_thread} registers")
@@ -324,10 +349,106 @@ def _shared_memory(e: Evidence, counters: Counters) -> None:
         if per_load >= REGISTER_BLOCKED:
             e.set("register_blocked", f"{per_load:.1f} FMA instructions per shared-memory "
                                       f"load: operands are already held in registers")
+        if REGISTER_BLOCKED <= per_load < VECTOR_LOADED and counters.instructions:
+            cut = 0.75 * counters.shared_loads / counters.instructions   # 4 loads become 1
+            e.values["vector_load_gain"] = 1 / (1 - cut)
+            e.set("scalar_shared_loads", f"{per_load:.1f} FMAs per shared-memory load "
+                                         f"instruction with a register tile: its operands "
+                                         f"come one 4-byte load each ({counters.shared_loads:.3g} "
+                                         f"loads, {pct(counters.shared_loads / counters.instructions)} "
+                                         f"of the instructions issued)")
     if counters.shared_wavefronts and counters.bank_conflicts:
         share = counters.bank_conflicts / counters.shared_wavefronts
         if share >= BANK_CONFLICT_SHARE:
             e.values["bank_conflict_ways"] = 1 / max(1 - share, 1e-9)
             e.set("bank_conflicts", f"{pct(share)} of shared-memory wavefronts are bank "
                                     f"conflicts ({counters.bank_conflicts:.3g} of "
-                                    f"{counters.shared_wavefronts:.3g})")
+                                    f"{counters.shared_wavefronts:.3g}){_conflict_sides(counters)}")
+
+
+def _conflict_sides(counters: Counters) -> str:
+    """Which side collides, as Nsight Compute's rule says it: wavefronts per instruction
+    of the loads and of the stores (1 is conflict-free), where the counters split them."""
+    if not counters.shared_stores:
+        return ""
+    loads = counters.shared_wavefronts - counters.shared_store_wavefronts
+    sides = [f"{name} {wavefronts / instructions:.1f} wavefronts per instruction "
+             f"({conflicts:.3g} conflicts)"
+             for name, wavefronts, instructions, conflicts in (
+                 ("loads", loads, counters.shared_loads,
+                  counters.bank_conflicts - counters.store_bank_conflicts),
+                 ("stores", counters.shared_store_wavefronts, counters.shared_stores,
+                  counters.store_bank_conflicts)) if instructions]
+    return ": " + ", ".join(sides)
+
+
+def _access_pattern(e: Evidence, counters: Counters) -> None:
+    """Global accesses that move whole 32-byte sectors through L1 for a few bytes of
+    each (a warp's 4-byte stores 32 bytes apart use 4 of 32). The gain is the share of the
+    L1 work, global sectors and shared-memory wavefronts together, those unused bytes make."""
+    wasted, said = 0.0, []
+    for name, sectors, used in (("loads", counters.global_load_sectors,
+                                 counters.load_bytes_per_sector),
+                                ("stores", counters.global_store_sectors,
+                                 counters.store_bytes_per_sector)):
+        if sectors and 0 < used < UNCOALESCED_USE * SECTOR_BYTES:
+            wasted += sectors * (1 - used / SECTOR_BYTES)
+            said.append(f"global {name} use {used:.1f} of every {SECTOR_BYTES} bytes they "
+                        f"move through L1 ({sectors:.3g} sectors)")
+    if not said:
+        return
+    work = counters.global_load_sectors + counters.global_store_sectors + counters.shared_wavefronts
+    e.values["coalescing_gain"] = 1 / max(1 - wasted / work, 1e-9)
+    e.set("uncoalesced_access", "; ".join(said) + f": {pct(wasted / work)} of L1's sectors "
+                                                  f"and wavefronts carry nothing asked for")
+
+
+def _tail(e: Evidence, counters: Counters, facts: LaunchFacts) -> None:
+    """A partial last wave: the SMs that finish the full waves wait for it, so the run
+    takes whole waves. Nsight Compute's rule gives that wave's share of the run (up to
+    1 / (full waves + 1)); what sizing the grid to whole waves can gain is whole / actual.
+    That holds where a block's time is its SM's own (its math, its L1, a fixed chain), not
+    where blocks share a DRAM or L2 roof or wait in a queue of loads: the blocks of a
+    partial wave get the whole of those and finish sooner."""
+    waves = counters.waves
+    if not (waves and waves >= 1 and counters.grid_size):
+        return
+    if e.has("memory_latency_stalls") or (e.bound == Bound.BANDWIDTH and not e.has("l1_bound")):
+        return      # a shared DRAM or L2, or a queue of loads: fewer blocks run faster
+    whole = math.ceil(waves)
+    gain = whole / waves
+    if gain < TAIL_GAIN:
+        return
+    e.values["tail_gain"] = gain
+    e.set("partial_wave", f"{counters.grid_size} blocks are {waves:.3g} waves of "
+                          f"{counters.grid_size / waves:.0f} on {facts.sms} SMs: the last "
+                          f"wave is {pct(waves - math.floor(waves))} full, and takes "
+                          f"{pct(1 / whole)} of the run")
+
+
+def _issue(e: Evidence, counters: Counters, point: Point) -> None:
+    """The issue slots: busy and spent on other work than FMAs (address math, shared
+    loads per FMA), or idle while few resident warps wait on latency. Both read only
+    where the counters hold them (results before issue 24 do not)."""
+    busy = counters.issue_active_pct
+    if not busy or not counters.instructions:
+        return
+    e.values["issue_pct"] = busy
+    fmas = counters.flops.get("fp32", 0.0) / 2 / 32     # thread FLOPs -> warp FMA instructions
+    share = fmas / counters.instructions
+    if busy >= ISSUE_BUSY and fmas and share < FMA_MINORITY:
+        e.values["fma_share_gain"] = FMA_SHARE_GOAL / share
+        e.values["fma_share_pct"] = 100 * share
+        e.values["fma_share_goal"] = FMA_SHARE_GOAL
+        e.set("issue_bound", f"issue slots busy {busy:.0f}% of cycles; FFMA {pct(share)} "
+                             f"of issued instructions")
+    latency = [flag for flag in LATENCY_FLAGS if e.has(flag)]
+    theoretical = counters.theoretical_occupancy_pct
+    if theoretical and theoretical < LOW_OCCUPANCY and busy < ISSUE_BUSY and latency:
+        e.values["issue_headroom"] = 100 / busy
+        e.set("occupancy_limited", f"{counters.occupancy_limiter or 'the launch'} allow "
+                                   f"{counters.blocks_per_sm} blocks per SM: "
+                                   f"{theoretical:.0f}% of the resident warps an SM holds, "
+                                   f"and the issue slots idle {100 - busy:.0f}% of cycles "
+                                   f"while warps wait ({', '.join(latency)})")
+

@@ -46,7 +46,9 @@ class MoveRule:
                 and not any(evidence.has(f) for f in self.excludes))
 
     def triggers(self, evidence: Evidence) -> list[str]:
-        return [f for f in (*self.requires, *self.either) if evidence.has(f)]
+        """The flags present that select it, each once (a cause's flag may also be one the
+        move requires)."""
+        return list(dict.fromkeys(f for f in (*self.requires, *self.either) if evidence.has(f)))
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,11 @@ CATALOG: tuple[MoveRule, ...] = (
              "banks", "up, same AI: {bank_conflict_ways:.1f} shared-memory wavefronts per "
              "request become one", requires=("bank_conflicts",),
              gain="bank_conflict_ways", lines="bank_conflicts"),
+    MoveRule("vectorize_shared_loads", "up", "read the shared tiles as 16-byte vectors "
+             "(LDS.128): lay each thread's operands out contiguously, four to a load, so one "
+             "instruction brings what four did", "up, same AI: {vector_load_gain:.2f}x from "
+             "the instructions cut, more where they idled the issue slots",
+             requires=("scalar_shared_loads",), gain="vector_load_gain"),
     MoveRule("warp_tiling", "up", "warp tiling: give each warp a 2-D tile of outputs and each "
              "thread a few fragments of it, so shared-memory loads are broadcast or "
              "conflict-free and more independent FMAs are in flight",
@@ -145,7 +152,32 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("tensor_cores", "raise-the-roof", "use tensor cores (MMA) for the arithmetic",
              "a higher roof: up to {tensor_ratio:.1f}x the FLOP/s, if the precision allows",
              requires=("compute_bound", "cuda_cores_with_tensor_roof"),
-             gain="tensor_ratio"),
+             excludes=("fp32_data",), gain="tensor_ratio"),
+    MoveRule("tf32_tensor_cores", "raise-the-roof", "use tensor cores with TF32 inputs "
+             "(10-bit mantissa: relative error near 1e-3 against FP32's 1e-7, FP32 "
+             "accumulation) or BF16 where the data allows", "a higher roof: up to "
+             "{tensor_ratio:.1f}x the FLOP/s, traded for the precision",
+             requires=("compute_bound", "cuda_cores_with_tensor_roof", "fp32_data"),
+             gain="tensor_ratio", changes_precision=True),
+    MoveRule("coalesce_global", "up", "coalesce the global accesses: consecutive threads on "
+             "consecutive words (a thread's contiguous words as one 16-byte access), or stage "
+             "the tile through shared memory and write it out row by row",
+             "up, same AI: {coalescing_gain:.2f}x from the L1 sectors no thread asked for",
+             gain="coalescing_gain", lines="excessive_sectors"),
+    MoveRule("whole_waves", "up", "size the grid to whole waves: a tile size that makes the "
+             "block count a multiple of the blocks that run at once, or a persistent kernel "
+             "looping over tiles", "up, same AI: {tail_gain:.2f}x when no "
+             "SM waits for the last wave", gain="tail_gain"),
+    MoveRule("more_resident_warps", "up", "more resident warps to hide the latency: fewer "
+             "registers per thread (__launch_bounds__ with a minimum of blocks per SM, a "
+             "smaller register tile) or less shared memory per block",
+             "up, same AI: up to {issue_headroom:.2f}x if the idle issue slots fill",
+             gain="issue_headroom"),
+    MoveRule("more_fmas_per_instruction", "up", "more FMAs per issued instruction: a larger "
+             "register tile per thread, 16-byte shared-memory loads (LDS.128), address "
+             "arithmetic hoisted out of the inner loop", "up: up to {fma_share_gain:.2f}x "
+             "with FFMA at {fma_share_goal:.0%} of the issue slots instead of "
+             "{fma_share_pct:.0f}%", gain="fma_share_gain"),
     MoveRule("fp8_tensor_cores", "raise-the-roof", "fp8 tensor cores (e4m3 inputs, fp32 "
              "accumulation, per-tensor or per-block scales) where the accuracy allows",
              "a higher roof: up to {fp8_ratio:.1f}x the FLOP/s, and half the operand bytes",

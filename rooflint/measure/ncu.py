@@ -84,6 +84,23 @@ BANK_CONFLICTS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
 HMMA, GMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum"
 WAVES, REGISTERS = "launch__waves_per_multiprocessor", "launch__registers_per_thread"
 GRID_SIZE, BLOCK_SIZE = "launch__grid_size", "launch__block_size"
+# Per direction, what Nsight Compute's access-pattern and bank-conflict rules read: shared
+# stores and their wavefronts (the loads' are the totals less these), global sectors through
+# L1 and the bytes of each a thread asked for (32 when coalesced; 4 when a warp's 4-byte
+# stores land 32 bytes apart).
+SHARED_STORES = "smsp__inst_executed_op_shared_st.sum"
+SHARED_STORE_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
+GLOBAL_SECTORS = {direction: f"l1tex__t_sectors_pipe_lsu_mem_global_op_{direction}.sum"
+                  for direction in ("ld", "st")}
+BYTES_PER_SECTOR = {direction: f"smsp__sass_average_data_bytes_per_sector_mem_global_op_"
+                               f"{direction}.ratio" for direction in ("ld", "st")}
+# What bounds the resident warps (launch attributes: no replay pass) and how busy issue is.
+THEORETICAL_OCCUPANCY = "sm__maximum_warps_per_active_cycle_pct"
+OCCUPANCY_LIMITS = {limiter: f"launch__occupancy_limit_{key}" for limiter, key in (
+    ("registers", "registers"), ("shared memory", "shared_mem"), ("warps", "warps"),
+    ("blocks", "blocks"))}
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+INSTRUCTIONS = "smsp__inst_executed.sum"
 
 
 def _sass(op: str) -> str:
@@ -102,6 +119,11 @@ BASE_METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTE
                 OCCUPANCY, XU_PIPE, TENSOR_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
                 *[_stall(r) for r in STALL_REASONS],
                 *L1_STAGES, SHARED_LOADS, SHARED_WAVEFRONTS, *BANK_CONFLICTS]
+# Read since issue 24 (one more replay pass: 14 instead of 13 for an SGEMM on an H100).
+ACCESS_PATTERN_METRICS = [SHARED_STORES, SHARED_STORE_WAVEFRONTS, *GLOBAL_SECTORS.values(),
+                          *BYTES_PER_SECTOR.values(), THEORETICAL_OCCUPANCY,
+                          *OCCUPANCY_LIMITS.values(), ISSUE_ACTIVE, INSTRUCTIONS]
+BASE_METRICS += ACCESS_PATTERN_METRICS
 TENSOR_INSTRUCTIONS = [HMMA, GMMA]   # read with any tensor precision
 METRICS = [*BASE_METRICS, *TENSOR_FLOPS.values(), *TENSOR_INSTRUCTIONS]   # precisions unknown
 
@@ -353,6 +375,13 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
             return 0.0
         return float(sum(_cell(r, metric) * _cell(r, DURATION) for r in rows) / total_time)
 
+    def sector_weighted(metric: str, sectors: str) -> float:
+        """A per-sector ratio over launches, weighted by each launch's sectors."""
+        moved = optional(sectors)
+        if not moved or not all(metric in r for r in rows):
+            return 0.0
+        return float(sum(_cell(r, metric) * _cell(r, sectors) for r in rows) / moved)
+
     flops = {precision: total(_sass(add)) + total(_sass(mul)) + 2 * total(_sass(fma))
              for precision, (add, mul, fma) in SASS_FLOPS.items()}
     flops |= {precision: total(metric) for precision, metric in TENSOR_FLOPS.items()
@@ -380,7 +409,30 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         bank_conflicts=sum(optional(m) for m in BANK_CONFLICTS),
         hmma_instructions=optional(HMMA),
         gmma_instructions=optional(GMMA),
+        shared_stores=optional(SHARED_STORES),
+        shared_store_wavefronts=optional(SHARED_STORE_WAVEFRONTS),
+        store_bank_conflicts=optional(BANK_CONFLICTS[1]),
+        global_load_sectors=optional(GLOBAL_SECTORS["ld"]),
+        global_store_sectors=optional(GLOBAL_SECTORS["st"]),
+        load_bytes_per_sector=sector_weighted(BYTES_PER_SECTOR["ld"], GLOBAL_SECTORS["ld"]),
+        store_bytes_per_sector=sector_weighted(BYTES_PER_SECTOR["st"], GLOBAL_SECTORS["st"]),
+        theoretical_occupancy_pct=weighted(THEORETICAL_OCCUPANCY),
+        **_occupancy_limit(largest),
+        issue_active_pct=weighted(ISSUE_ACTIVE),
+        instructions=optional(INSTRUCTIONS),
     )
+
+
+def _occupancy_limit(launch: dict[str, float | str]) -> dict:
+    """The resident blocks per SM the largest launch's tightest limit allows, and which
+    limit that is (registers first on a tie: the one a kernel author sets); none where
+    the log has no limits."""
+    limits = {limiter: _whole(_cell(launch, metric)) for limiter, metric in
+              OCCUPANCY_LIMITS.items() if metric in launch and _whole(_cell(launch, metric))}
+    if not limits:
+        return {}
+    limiter = min(limits, key=limits.get)
+    return {"blocks_per_sm": limits[limiter], "occupancy_limiter": limiter}
 
 
 def counters_by_index(text: str) -> dict[int, Counters]:

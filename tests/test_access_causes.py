@@ -1,0 +1,142 @@
+"""Issue 24's causes on recorded counters: Nsight Compute's access-pattern, bank-conflict,
+tail-effect, occupancy and issue-slot rules, as rooflint's evidence with a gain each.
+
+tests/fixtures/ncu/h100-gemm-walk-draft-counters.csv is an H100 (2026-11-26) log of the
+program beside it (probe-gemm-walk.py) over five FP32 4096^3 GEMMs as first written for
+kernels/gemm_walk: scalar 2D register blocking (a warp's C stores 32 bytes apart, its
+B-tile reads 4-way conflicted), its float4 version (A transposed into shared memory: the
+transposing stores collide), the conflict-free float4 layout, the same double-buffered,
+and cuBLAS. Nsight Compute's --set full on the same launches said, for the first: "only
+4.0 of the 32 bytes transmitted per sector are utilized" by global stores and "a 5.0-way
+bank conflict across all 134217728 shared load requests".
+"""
+
+from pathlib import Path
+
+import pytest
+
+from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.counters import Counters
+from rooflint.analysis.diagnose import diagnose
+from rooflint.analysis.evidence import LaunchFacts
+from rooflint.analysis.roofline import place
+from rooflint.formats.gpus import find_spec
+from rooflint.measure import ncu
+
+LOG = Path(__file__).parent / "fixtures" / "ncu" / "h100-gemm-walk-draft-counters.csv"
+KERNELS = ["blocked_2d", "vectorized", "conflict_free", "double_buffered", "cublas"]
+N = 4096
+NEW_CAUSES = ("bank_conflicts", "uncoalesced_access", "partial_wave", "occupancy_limited",
+              "issue_bound")
+
+
+def walk_verdicts(specs) -> dict:
+    h100 = find_spec("h100-sxm", specs)
+    verdicts = {}
+    for index, counters in ncu.counters_by_index(LOG.read_text()).items():
+        verdicts[KERNELS[index]] = verdict_of(counters, h100)
+    return verdicts
+
+
+def verdict_of(counters: Counters, spec, flops: float = 2 * N**3, compulsory: float = 12 * N**2):
+    point = place(counters.duration_s, flops, counters.dram_bytes, compulsory,
+                  roofs_for(spec, "fp32", None), "ncu")
+    facts = LaunchFacts.of(spec.sms, "fp32", grid_blocks=counters.grid_size,
+                           threads_per_block=256,
+                           tensor_roof=spec.peak("tf32-tensor").flops_per_s)
+    return diagnose(point, facts, counters)
+
+
+@pytest.fixture(scope="module")
+def walk(specs):
+    return walk_verdicts(specs)
+
+
+def test_the_log_is_read_per_direction(walk):
+    counters = ncu.counters_by_index(LOG.read_text())
+    blocked = counters[0]
+    assert blocked.store_bytes_per_sector == 4.0 and blocked.load_bytes_per_sector == 32.0
+    assert blocked.shared_stores == 33_554_432 and blocked.store_bank_conflicts == 3_010_783
+    assert (blocked.blocks_per_sm, blocked.occupancy_limiter) == (2, "registers")
+    assert blocked.theoretical_occupancy_pct == 25.0 and blocked.issue_active_pct == 54.57
+    assert counters[4].blocks_per_sm == 1                       # cuBLAS: 254 registers
+
+
+@pytest.mark.parametrize("flag, kernels", [
+    ("bank_conflicts", {"blocked_2d", "vectorized"}),           # 38 % and 40 % of wavefronts
+    ("uncoalesced_access", {"blocked_2d"}),                     # stores use 4 of 32 bytes
+    ("partial_wave", set()),                                    # 3.88 waves: 1.03x at most
+    ("occupancy_limited", set()),                               # 25 %, but no latency stalls
+    ("issue_bound", set()),                                     # FFMA 88-91 % of the issue
+])
+def test_each_cause_fires_on_the_recorded_kernels_that_have_it_and_no_other(walk, flag, kernels):
+    assert {name for name, v in walk.items() if flag in v.evidence} == kernels
+
+
+def test_the_conflicted_side_is_named_as_nsight_computes_rule_names_it(walk):
+    said = walk["blocked_2d"].evidence["bank_conflicts"]
+    assert "loads 5.0 wavefronts per instruction" in said      # ncu: "a 5.0 - way bank conflict"
+    assert "stores 1.1" in said
+    assert "stores 2.6" in walk["vectorized"].evidence["bank_conflicts"]   # the transposing stores
+
+
+def test_the_scalar_tile_is_told_its_conflicts_first_with_the_gain_and_not_a_fallback(walk):
+    """ncu ranks the 4-of-32-byte stores first (est. 60.8 %: their share of sectors times
+    L1's throughput); their wasted sectors are 2 % of L1's work, the conflicts 38 %."""
+    moves = walk["blocked_2d"].moves
+    assert [m.id for m in moves] == ["bank_conflicts_off", "coalesce_global"]
+    assert moves[0].gain == pytest.approx(1.62, abs=0.01) and moves[0].gain_from == "evidence"
+    assert moves[1].gain == pytest.approx(1.02, abs=0.01)
+    assert "4.0 of every 32 bytes" in moves[1].reason
+
+
+def test_cublas_is_not_told_to_issue_fewer_instructions_nor_tf32_before_fp32_moves(walk):
+    ids = [m.id for m in walk["cublas"].moves]
+    assert "more_fmas_per_instruction" not in ids
+    assert ids[-1] == "tf32_tensor_cores"                       # a precision trade: last
+
+
+def with_changes(specs, index: int, **changes) -> tuple:
+    counters = ncu.counters_by_index(LOG.read_text())[index]
+    for name, value in changes.items():
+        setattr(counters, name, value)
+    return verdict_of(counters, find_spec("h100-sxm", specs))
+
+
+def test_a_partial_wave_is_priced_at_whole_waves_over_the_waves_run(specs):
+    """The conflict-free tile at N = 2560 would run 400 blocks as 1.52 waves of 264: the
+    last wave half full, so sizing the grid to two whole waves gains 2 / 1.52."""
+    v = with_changes(specs, 2, waves=400 / 264, grid_size=400)
+    assert "partial_wave" in v.evidence and "400 blocks are 1.52 waves of 264" in v.evidence["partial_wave"]
+    move = next(m for m in v.moves if m.id == "whole_waves")
+    assert move.gain == pytest.approx(2 / (400 / 264))
+
+
+def test_occupancy_is_the_cause_only_where_warps_wait_on_latency(specs):
+    v = with_changes(specs, 2, stalls={"long_scoreboard": 3.0, "barrier": 0.5})
+    assert "occupancy_limited" in v.evidence
+    assert "registers allow 2 blocks per SM: 25%" in v.evidence["occupancy_limited"]
+    move = next(m for m in v.moves if m.id == "more_resident_warps")
+    assert move.gain == pytest.approx(100 / 72.76, rel=1e-3)
+
+
+def test_issue_bound_work_is_priced_at_the_fma_share_a_tuned_kernel_reaches(specs):
+    v = with_changes(specs, 2, issue_active_pct=92.0, instructions=2.147e9 / 0.4)
+    assert "issue_bound" in v.evidence and "FFMA 40% of issued" in v.evidence["issue_bound"]
+    move = next(m for m in v.moves if m.id == "more_fmas_per_instruction")
+    assert "up to 2.25x with FFMA at 90% of the issue slots instead of 40%" in move.expect
+    assert move.gain == pytest.approx(1 / 0.649, rel=1e-2)     # capped: the roof is 1.54x away
+
+
+def test_results_from_before_these_counters_get_none_of_these_causes(specs):
+    """An older result has none of the counters these causes read (their fields 0): no
+    cause fires from an absence."""
+    old = {"shared_stores": 0.0, "shared_store_wavefronts": 0.0, "store_bank_conflicts": 0.0,
+           "global_load_sectors": 0.0, "global_store_sectors": 0.0,
+           "load_bytes_per_sector": 0.0, "store_bytes_per_sector": 0.0,
+           "theoretical_occupancy_pct": 0.0, "blocks_per_sm": 0, "occupancy_limiter": "",
+           "issue_active_pct": 0.0, "instructions": 0.0,
+           "stalls": {"long_scoreboard": 3.0}}
+    v = with_changes(specs, 0, **old)
+    assert not set(NEW_CAUSES[1:]) & set(v.evidence)
+    assert "bank_conflicts" in v.evidence and "loads 5.0" not in v.evidence["bank_conflicts"]
