@@ -10,7 +10,7 @@ import pytest
 from edges import REPO, rooflint
 
 COMMANDS = ("run", "profile", "show", "explain", "gate", "calibrate", "plot", "report",
-            "compare", "specs")
+            "compare", "specs", "cache")
 BUNDLED = str(REPO / "examples" / "h200-bundled.json")
 
 

@@ -136,11 +136,16 @@ def run(
                                 "top move, the lines of its .cu that move is about."),
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
+    no_reference_cache: bool = typer.Option(False, "--no-reference-cache", help="Compute "
+                                            "host references afresh, neither reading nor "
+                                            "writing the outputs kept from earlier runs "
+                                            "(`rooflint cache clear` removes them)."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run_command import run_command   # start-up: see the top
     run_command(target, variants or [], size, gpu, cache.value, json_path, svg, timeout,
-                counters.value, timings, devices, gpm, source, csv, markdown)
+                counters.value, timings, devices, gpm, source, csv, markdown,
+                reference_cache=not no_reference_cache)
 
 
 class ProgramCommand(Command):
@@ -362,6 +367,24 @@ def compare(
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from rooflint.commands.compare_command import compare_command   # start-up: see the top
     compare_command(a, b, rev, json_path, allow_different_gpu, gpu, counters.value, max_slowdown)
+
+
+cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                        help="What rooflint keeps between runs: host references' outputs.")
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("clear", cls=Command)
+@one_line_errors
+def cache_clear() -> None:
+    """Remove the host references' outputs kept between runs (builds and calibrations stay)."""
+    from rooflint.common.units import counted, format_bytes
+    from rooflint.formats import reference_cache    # start-up: see the top
+
+    directory = reference_cache.references_directory()
+    cleared = reference_cache.clear(directory)
+    console.print(f"removed the outputs of {counted(cleared.entries, 'reference')} "
+                  f"({format_bytes(cleared.size)}) from {directory}", markup=False)
 
 
 @app.command(cls=Command)

@@ -31,6 +31,7 @@ from rooflint.formats.families import bundled_manifests
 from rooflint.formats.family_code import check_code
 from rooflint.formats.family_job import ResolvedFamily, check_sizes, resolve
 from rooflint.formats.manifest import Manifest, load_manifest, select_variants
+from rooflint.formats.reference_cache import size_limit
 from rooflint.formats.gpus import DeviceInfo
 from rooflint.formats.jobs import TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch
 from rooflint.analysis.counters import Counters
@@ -60,6 +61,7 @@ class RunOptions:
     devices: list[str] | None = None   # CUDA_VISIBLE_DEVICES entries to spread families over
     gpm: bool = False            # sample NVML GPM utilizations (0.2 s a variant) as evidence
     source: bool = False         # a source pass: the source lines behind each move
+    reference_cache: bool = True  # host references' outputs read from and kept on disk
 
 
 def parse_sizes(items: list[str]) -> dict[str, Number]:
@@ -78,10 +80,13 @@ def parse_sizes(items: list[str]) -> dict[str, Number]:
 
 def check_inputs(options: RunOptions) -> list[Manifest]:
     """Every mistake in what `run` was given that needs no GPU to see, said before any
-    worker starts: --timeout, --gpu, the manifests, their sizes and their Python code.
-    Only what depends on the device (``num_sms``, its memory) waits for it."""
+    worker starts: --timeout, --gpu, the reference cache's bound, the manifests, their
+    sizes and their Python code. Only what depends on the device (``num_sms``, its
+    memory) waits for it."""
     check_timeout(options.timeout_s)
     check_gpu_option(options.gpu)
+    if options.reference_cache:
+        size_limit()        # the worker reads it too, where an error would cost a family
     return load_targets(options)
 
 
@@ -324,6 +329,7 @@ def time_family(lane: Lane, manifest: Manifest, shared: _Shared) -> _Timed:
     options, device = shared.options, lane.device
     family = resolve(manifest, family_sizes(manifest, options.sizes), {"num_sms": device.sms},
                      TimingJob(cache=options.cache, gpm=options.gpm), options.variants or None)
+    family = replace(family, job=replace(family.job, reference_cache=options.reference_cache))
     check_fits(family, device)
     lane.pool.phases = watch = Stopwatch()
     measurements = list(lane.pool.measure(

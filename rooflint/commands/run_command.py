@@ -26,7 +26,7 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
                 gpu: Optional[str], cache: str, json_path: Optional[Path],
                 svg: Optional[Path], timeout: float, counters: str, timings: bool,
                 devices: Optional[str], gpm: bool, source: bool, csv: Optional[Path] = None,
-                markdown: Optional[Path] = None) -> None:
+                markdown: Optional[Path] = None, reference_cache: bool = True) -> None:
     """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
     tables = exporting.asked(csv, markdown)
     to_stdout = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
@@ -40,7 +40,8 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
     options = RunOptions(targets=[target] if target else [], variants=variants,
                          sizes=parse_sizes(size), gpu=gpu, cache=cache,
                          timeout_s=timeout, json_path=None if json_path == STDOUT else json_path,
-                         counters=counters, devices=chosen, gpm=gpm, source=source)
+                         counters=counters, devices=chosen, gpm=gpm, source=source,
+                         reference_cache=reference_cache)
     manifests = check_inputs(options)   # every input mistake, before any worker starts
     pools = runner.timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
     try:

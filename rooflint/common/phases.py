@@ -14,11 +14,26 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
+# A host reference's outputs, by where they came from (the reference cache, issue 25):
+# read from it, or computed on the host and written to it; "reference" is the rest (a
+# reference on the GPU, one computed with the cache bypassed, outputs already at hand).
+REFERENCE_CACHE_HIT = "reference (cache hit)"
+REFERENCE_CACHE_MISS = "reference (cache miss)"
+REFERENCE_CACHE_WRITE = "reference (cache write)"   # what the writes behind the run left to wait for
 # In the order a run meets them; "counters" is the whole profile pass, whose worker's own
 # phases are kept too, prefixed "counters/"; "source lines" the source pass (run --source).
-PHASES = ("startup", "inputs", "compile", "reference", "check", "timing", "graph", "gpm",
-          "counters", "source lines", "analysis")
+PHASES = ("startup", "inputs", "compile", "reference", REFERENCE_CACHE_HIT, REFERENCE_CACHE_MISS,
+          REFERENCE_CACHE_WRITE, "check", "timing", "graph", "gpm", "counters", "source lines",
+          "analysis")
 COUNTER_PASS_PREFIX = "counters/"
+
+
+@dataclass
+class Phase:
+    """The phase a block is timed as: a block that learns only as it runs what it was
+    doing (a cache hit or a miss) renames it before it ends."""
+
+    name: str
 
 
 @dataclass
@@ -26,12 +41,12 @@ class Stopwatch:
     seconds: dict[str, float] = field(default_factory=dict)
 
     @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        began = time.perf_counter()
+    def phase(self, name: str) -> Iterator[Phase]:
+        began, timed = time.perf_counter(), Phase(name)
         try:
-            yield
+            yield timed
         finally:
-            self.add({name: time.perf_counter() - began})
+            self.add({timed.name: time.perf_counter() - began})
 
     def add(self, seconds: dict[str, float], prefix: str = "") -> None:
         for name, value in seconds.items():

@@ -99,6 +99,7 @@ class FamilyJob:
     seed: int = 0
     mode: str = "measure"         # measure: check and time; profile: one marked run under ncu
     prepare: str | None = None    # function in reference.py deriving inputs (e.g. quantized)
+    reference_cache: bool = True  # host references' outputs read from and kept on disk
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

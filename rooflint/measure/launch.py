@@ -2,10 +2,11 @@
 
 Inputs are drawn once per family on the GPU (seeded, non-zero) and kept there pristine,
 so every variant and the reference see the same values; outputs are poisoned before each checked run so
-an unwritten element cannot pass. Timing uses CUDA events on a non-blocking stream and
-keeps every sample; in cold-cache mode a read-only sweep over twice the L2 size runs
-before each sample (reads leave no dirty lines whose write-back would be billed to the
-kernel).
+an unwritten element cannot pass. A host reference's outputs are kept on disk between
+runs (rooflint.formats.reference_cache): an unchanged family reads them instead of
+computing them. Timing uses CUDA events on a non-blocking stream and keeps every sample;
+in cold-cache mode a read-only sweep over twice the L2 size runs before each sample
+(reads leave no dirty lines whose write-back would be billed to the kernel).
 
 A python variant's function runs on the same timed stream; when its file imports PyTorch
 or Triton it runs inside ``torch.cuda.stream`` of that stream, so PyTorch ops and Triton kernels (which
@@ -14,8 +15,11 @@ launch on PyTorch's current stream) are timed, checked and profiled like CUDA la
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import inspect
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -27,7 +31,7 @@ from typing import Any, Callable
 import cupy
 import numpy as np
 
-from rooflint.measure import ncu
+from rooflint.measure import inputs as input_rules, ncu
 from rooflint.measure.build import BuildError
 from rooflint.measure.checks import compare, failure_message, poison
 from rooflint.measure.inputs import HostCopies, RandomInputs, read_only, read_only_hint
@@ -40,7 +44,11 @@ from rooflint.formats.jobs import (
     VariantJob, uses_torch
 )
 from rooflint.measure.protocol import flush_bytes
-from rooflint.common.phases import Stopwatch
+from rooflint.common.phases import (
+    REFERENCE_CACHE_HIT, REFERENCE_CACHE_MISS, REFERENCE_CACHE_WRITE, Phase, Stopwatch
+)
+from rooflint.formats.reference_cache import ReferenceCache
+from rooflint.formats.reference_key import reference_key
 from rooflint.formats.status import Status
 
 _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64,
@@ -102,6 +110,8 @@ class FamilySession:
             self.stream.synchronize()
         self.expected_on_gpu: tuple[str, dict[str, cupy.ndarray]] = ("", {})
         self.expected: dict[str, dict[str, np.ndarray]] = {}   # host references' outputs
+        self.reference_cache = ReferenceCache.default() if job.reference_cache else None
+        self.writes: list[threading.Thread] = []    # to the reference cache, behind the run
         self.l2_bytes = device.l2_bytes
         self.flush_grid = device.sms * 8
         self.sample_gpm = bool(nvml and job.mode == "measure" and job.timing.gpm
@@ -141,7 +151,7 @@ class FamilySession:
         try:
             with self.watch.phase("compile"):
                 run = self._runner(variant)
-            with self.stream, self.watch.phase("reference"):
+            with self.stream:
                 expected = self._expected_on_gpu(variant.reference)
             with self.watch.phase("check"):
                 checks = self._check(run, expected)
@@ -290,21 +300,59 @@ class FamilySession:
     def _expected_on_gpu(self, reference: str) -> dict[str, cupy.ndarray]:
         """The reference's outputs on the GPU, in float64. A reference that takes ``xp``
         computes them there, from the inputs on the GPU (no host copies, GPU float64
-        arithmetic); any other runs on the host and its outputs are uploaded. Only the
-        latest reference's outputs are kept on the GPU (variants sharing one follow each
-        other); host outputs are kept on the host for all."""
+        arithmetic); any other's outputs come from the host and are uploaded as they are,
+        then widened on the GPU. Only the latest reference's outputs are kept on the GPU
+        (variants sharing one follow each other); host outputs are kept on the host for
+        all."""
         if self.expected_on_gpu[0] != reference:
             self.expected_on_gpu = ("", {})     # free the previous ones first
             function = _function(self.reference_module, reference, self.reference_path)
-            if "xp" in inspect.signature(function).parameters:
-                result = self._outputs(reference, function, self.pristine, xp=cupy)
-            else:
-                if reference not in self.expected:
-                    self.expected[reference] = self._outputs(reference, function, self.host)
-                result = self.expected[reference]
-            self.expected_on_gpu = (reference, {k: cupy.asarray(v, dtype=cupy.float64)
-                                                for k, v in result.items()})
+            with self.watch.phase("reference") as phase:
+                if "xp" in inspect.signature(function).parameters:
+                    result = self._outputs(reference, function, self.pristine, xp=cupy)
+                else:
+                    result = self._host_outputs(reference, function, phase)
+                self.expected_on_gpu = (reference, {
+                    k: cupy.asarray(v).astype(cupy.float64, copy=False)
+                    for k, v in result.items()})
         return self.expected_on_gpu[1]
+
+    def _host_outputs(self, reference: str, function: Callable, phase: Phase
+                      ) -> dict[str, np.ndarray]:
+        """A host reference's outputs: kept from an earlier variant of this family, else
+        from the reference cache (``phase`` says whether it had them), else computed."""
+        if reference not in self.expected:
+            self.expected[reference] = (
+                self._outputs(reference, function, self.host) if self.reference_cache is None
+                else self._cached_outputs(reference, function, phase))
+        return self.expected[reference]
+
+    def _cached_outputs(self, reference: str, function: Callable, phase: Phase
+                        ) -> dict[str, np.ndarray]:
+        """The outputs the reference cache keeps for this reference, family and inputs; on
+        a miss, computed on the host and written to the cache by a thread of its own, so
+        the write overlaps the checks and timing that follow (`finish_writes` waits)."""
+        key = reference_key(self.job, reference, _cache_environment())
+        found = self.reference_cache.read(key)
+        if found is not None:
+            phase.name = REFERENCE_CACHE_HIT
+            return found
+        phase.name = REFERENCE_CACHE_MISS
+        outputs = self._outputs(reference, function, self.host)
+        writer = threading.Thread(target=self.reference_cache.write, args=(key, outputs),
+                                  name=f"rooflint-reference-{reference}")
+        writer.start()
+        self.writes.append(writer)
+        return outputs
+
+    def finish_writes(self) -> None:
+        """Wait for the reference cache's writes: a family's entries are whole on disk
+        before its worker says it is done. The wait left after the overlap is timed."""
+        if self.writes:
+            with self.watch.phase(REFERENCE_CACHE_WRITE):
+                for writer in self.writes:
+                    writer.join()
+            self.writes = []
 
     def _outputs(self, reference: str, function: Callable, inputs: Mapping,
                  **xp: ModuleType) -> dict:
@@ -318,7 +366,7 @@ class FamilySession:
         if not isinstance(result, dict) or unknown:
             raise VariantFailed(f"reference {reference}() must return a dict of output "
                                 f"buffer names to arrays (unknown: {sorted(unknown)})")
-        return result if xp else {k: np.asarray(v, dtype=np.float64) for k, v in result.items()}
+        return result if xp else {k: _host_array(v) for k, v in result.items()}
 
     @cached_property
     def _flush(self) -> tuple[cupy.RawKernel, cupy.ndarray, cupy.ndarray]:
@@ -419,6 +467,21 @@ def _function(module: ModuleType | None, name: str, path: Path) -> Callable:
     if not callable(function):
         raise VariantFailed(f"{path} has no function {name}()")
     return function
+
+
+def _host_array(value: Any) -> np.ndarray:
+    """A host reference's output as it computed it when it is numeric (a float32 output
+    stays float32: half the bytes to keep, read and upload), else in float64."""
+    array = np.asarray(value)
+    return array if array.dtype.kind in "biuf" else array.astype(np.float64)
+
+
+@functools.cache
+def _cache_environment() -> dict[str, str]:
+    """Beside the family, what a host reference's outputs depend on (reference_key): the
+    numpy that computes them, the CuPy that draws their inputs, and the rules it draws by."""
+    rules = hashlib.sha256(Path(input_rules.__file__).read_bytes()).hexdigest()
+    return {"numpy": np.__version__, "cupy": cupy.__version__, "input_rules": rules}
 
 
 def _build_key(variant: VariantJob) -> tuple:

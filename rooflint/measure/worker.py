@@ -143,6 +143,7 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
                     variant.name, Status.ERROR, f"CUDA fault: {exc}")))
                 return FAULT_EXIT
             send(out, "measured", measurement=asdict(measurement))
+        session.finish_writes()
         send(out, "done", phases=session.watch.seconds)
         if job.mode == "profile":
             profiled += len(job.variants)
@@ -169,6 +170,8 @@ def serve_pair(jobs: list, out: IO[str], device: DeviceInfo, nvml: Nvml | None) 
         return 0
     for measurement in measurements:
         send(out, "measured", measurement=asdict(measurement))
+    for session in sessions:
+        session.finish_writes()
     sessions[1].watch.add(sessions[0].watch.seconds)
     send(out, "done", phases=sessions[1].watch.seconds)
     return 0
