@@ -16,7 +16,8 @@ from rooflint.analysis import calibration as calibrations
 from rooflint.commands.guards import guard_outputs
 from rooflint.commands.judge import device_spec
 from rooflint.commands.streams import console
-from rooflint.formats.gpus import find_spec, load_specs
+from rooflint.commands.named_gpu import check_gpu_option
+from rooflint.formats.gpus import load_specs
 from rooflint.measure.runner import calibrate as measure_ceilings
 from rooflint.output.outputs import CALIBRATION, Output
 from rooflint.output.roofs import render_calibration
@@ -24,8 +25,7 @@ from rooflint.output.roofs import render_calibration
 
 def calibrate_command(gpu: Optional[str], output: Optional[Path]) -> None:
     """Calibrate as `rooflint calibrate` was asked: measure, save, print."""
-    if gpu:
-        find_spec(gpu, load_specs())     # a typo is said now, not after the measuring
+    check_gpu_option(gpu)     # a typo is said now, not after the measuring
     if output:
         guard_outputs([Output("--output", output, CALIBRATION)])
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

@@ -23,7 +23,7 @@ from rooflint.commands.streams import (GuardedOutput, be_quiet, console, emit, f
                                       one_line_errors, say)
 from rooflint.common.errors import RooflintError
 from rooflint.common.version import __version__
-from rooflint.formats.gpus import PRECISIONS, find_spec, load_specs
+from rooflint.formats.gpus import PRECISIONS
 
 try:                       # typer carries its own copy of click since 0.2x
     from typer._click.exceptions import NoSuchOption
@@ -60,6 +60,8 @@ CSV_HELP = ("Also write a CSV table here, a row per variant or kernel: time, FLO
             "bandwidth, intensities and fractions of each level, verdict, top move and gain "
             "(- for standard output).")
 MARKDOWN_HELP = "Also write that table as Markdown here (- for standard output)."
+GPU_HELP = ("GPU spec id (see `rooflint specs`), or its family (h100: the board in this "
+            "machine)")
 
 
 class Command(TyperCommand):
@@ -111,7 +113,7 @@ def run(
                                                    metavar="VARIANT"),
     size: List[str] = typer.Option([], "--size", help="Override a parameter, e.g. --size N=2048.",
                                    metavar="NAME=VALUE"),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id to judge against (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} to judge against (default: match the device).",
                                       metavar="GPU"),
     cache: Cache = typer.Option(Cache.cold, help="cold: flush L2 before each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
@@ -191,7 +193,7 @@ def profile(
                                          "matches this regular expression.", metavar="REGEX"),
     skip: int = typer.Option(0, min=0, help="Leave out the first N kernel launches (warm-up).",
                              metavar="N"),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} (default: match the device).",
                                       metavar="GPU"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "(the schema show, plot, compare and gate read; "
@@ -236,7 +238,7 @@ def explain(
                               metavar="COUNT"),
     bytes_: str = typer.Option(..., "--bytes", help="DRAM bytes moved: 128MiB, 201MB, 8GiB.",
                                metavar="BYTES"),
-    gpu: str = typer.Option(..., help="GPU spec id (see `rooflint specs`).", metavar="GPU"),
+    gpu: str = typer.Option(..., help=f"{GPU_HELP}.", metavar="GPU"),
     algorithmic_bytes: Optional[str] = typer.Option(None, help="Compulsory bytes (default: --bytes).",
                                                     metavar="BYTES"),
     precision: str = typer.Option("fp32", help=f"Compute roof: {', '.join(PRECISIONS)}.",
@@ -291,7 +293,7 @@ def gate(
 @app.command(cls=Command)
 @one_line_errors
 def calibrate(
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} (default: match the device).",
                                       metavar="GPU"),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Also write the calibration JSON here.",
@@ -353,7 +355,8 @@ def compare(
                                              help="Write it as JSON here (- for standard "
                                              "output, in place of the text)."),
     allow_different_gpu: bool = typer.Option(False, help="Compare results from different GPUs."),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id for measured sides.", metavar="GPU"),
+    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} for measured sides.",
+                                      metavar="GPU"),
     counters: Counters = typer.Option(Counters.auto, help="Counters for measured sides."),
     max_slowdown: Optional[str] = typer.Option(None, help="Minimum clear gap of the time "
                                                "decision, as in gate (default: B's manifest "
@@ -366,13 +369,15 @@ def compare(
 
 @app.command(cls=Command)
 @one_line_errors
-def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU (id or name).",
+def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU: its id, device name or family "
+                                              "(h100: the board in this machine).",
                                               metavar="GPU")) -> None:
     """List the GPU datasheet specs, or show one with its ridge points."""
-    from rooflint.output.roofs import render_spec, render_specs    # start-up: see the top
+    from rooflint.commands.named_gpu import named_spec    # start-up: see the top
+    from rooflint.formats.gpus import load_specs
+    from rooflint.output.roofs import render_spec, render_specs
 
-    known = load_specs()
     if gpu:
-        render_spec(console, find_spec(gpu, known))
+        render_spec(console, named_spec(gpu))
     else:
-        render_specs(console, known)
+        render_specs(console, load_specs())

@@ -26,7 +26,7 @@ from rooflint.common import phases
 from rooflint.formats.baseline import git_revision
 from rooflint.common.errors import RooflintError
 from rooflint.formats.expressions import Number, evaluate
-from rooflint.formats.gpus import GpuSpec, find_spec, load_specs
+from rooflint.formats.gpus import GpuSpec, load_specs
 from rooflint.formats.families import bundled_manifests
 from rooflint.formats.family_code import check_code
 from rooflint.formats.family_job import ResolvedFamily, check_sizes, resolve
@@ -38,6 +38,7 @@ from rooflint.measure import build, ncu
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
+from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import RunResult, write_result
 from rooflint.formats.settings import COUNTERS_OFF, Settings
@@ -89,15 +90,6 @@ def check_timeout(seconds: float) -> None:
     if not (math.isfinite(seconds) and seconds > 0):
         raise RooflintError(f"--timeout {seconds:g}: expected the seconds a variant may take, "
                             f"a number above zero such as 120")
-
-
-def check_gpu_option(gpu: str | None) -> None:
-    """``--gpu`` names a known spec (said before measuring, not after it)."""
-    if gpu is not None:
-        try:
-            find_spec(gpu, load_specs())
-        except RooflintError as exc:
-            raise RooflintError(f"--gpu: {exc}") from None
 
 
 def load_targets(options: RunOptions) -> list[Manifest]:
