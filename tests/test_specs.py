@@ -216,3 +216,19 @@ def test_a_measured_device_settles_the_family_itself(specs, gpus_here):
                         "570.0", "12.8", "13.0")
     gpus_here.append(H100_SXM)
     assert device_spec(device, "h100", specs).id == "h100-pcie"
+
+
+def test_nvml_names_the_gpus_here_and_none_without_a_driver(monkeypatch):
+    from rooflint.measure import nvml
+    names = [b"NVIDIA H100 PCIe", "NVIDIA L4"]      # older bindings give bytes
+    for call, stand_in in {"nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
+                           "nvmlDeviceGetCount": lambda: len(names),
+                           "nvmlDeviceGetHandleByIndex": lambda index: index,
+                           "nvmlDeviceGetName": lambda handle: names[handle]}.items():
+        monkeypatch.setattr(nvml.pynvml, call, stand_in)
+    assert nvml.gpu_names() == ["NVIDIA H100 PCIe", "NVIDIA L4"]
+
+    def no_driver():
+        raise nvml.pynvml.NVMLError(nvml.pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    monkeypatch.setattr(nvml.pynvml, "nvmlInit", no_driver)
+    assert nvml.gpu_names() == []
