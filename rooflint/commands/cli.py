@@ -66,7 +66,11 @@ GPU_HELP = ("GPU spec id (see `rooflint specs`), or its family (h100: the board 
 
 class Command(TyperCommand):
     """Every command's parser: arguments shown by their names alone in --help, not with
-    the Python types typer adds (``RESULT <list[Path]>``); options show their metavars."""
+    the Python types typer adds (``RESULT <list[Path]>``); options show their metavars.
+    ``renamed`` maps an option's old spelling to its name now (issue 27: one name for one
+    kind of output in every command); the old one still works, and says it is deprecated."""
+
+    renamed: dict[str, str] = {}
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
@@ -74,6 +78,28 @@ class Command(TyperCommand):
             if param.param_type_name == "argument":
                 param.display_type_rich = lambda ctx: None
         return params
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, respelled(args, self.renamed))
+
+
+def respelled(args: list[str], renamed: dict[str, str]) -> list[str]:
+    """``args`` with each old spelling (``-o FILE``, ``--output=FILE``) written as the
+    option is named now, each saying it is deprecated; a program's arguments, after
+    ``--``, are its own."""
+    end = args.index("--") if "--" in args else len(args)
+    words = []
+    for arg in args[:end]:
+        name, equals, value = arg.partition("=")
+        if name in renamed:
+            deprecated(name, f"{renamed[name]} FILE")
+            arg = renamed[name] + equals + value
+        words.append(arg)
+    return words + args[end:]
+
+
+def deprecated(spelling: str, instead: str) -> None:
+    say(f"{spelling} is deprecated: write {instead}")
 
 
 class JsonFileCommand(Command):
@@ -87,9 +113,17 @@ class JsonFileCommand(Command):
             if arg == "--json" and (i + 1 == len(args) or
                                     args[i + 1].startswith("-") and args[i + 1] != "-"):
                 args.insert(i + 1, "-")
-                say("--json without a file is deprecated: write --json - for standard output")
+                deprecated("--json without a file", "--json - for standard output")
                 break
         return super().parse_args(ctx, args)
+
+
+class CalibrateCommand(Command):
+    """calibrate's parser: its JSON copy was ``-o``/``--output``, the name the other
+    commands give the one file they exist to write (a plot, a report), not a copy beside
+    their work; it is ``--json`` now, as in run, profile, explain and compare."""
+
+    renamed = {"-o": "--json", "--output": "--json"}
 
 
 class Cache(str, Enum):
@@ -290,18 +324,18 @@ def gate(
                  max_flops_growth, gpu_mismatch.value, markdown, junit, counters.value, recheck)
 
 
-@app.command(cls=Command)
+@app.command(cls=CalibrateCommand)
 @one_line_errors
 def calibrate(
     gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} (default: match the device).",
                                       metavar="GPU"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="Also write the calibration JSON here.",
-                                          metavar="FILE"),
+    json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
+                                             help="Also write the calibration here (- for "
+                                             "standard output; the table goes to stderr)."),
 ) -> None:
     """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and explain."""
     from rooflint.commands.calibrate_command import calibrate_command   # start-up: see the top
-    calibrate_command(gpu, output)
+    calibrate_command(gpu, json_path)
 
 
 @app.command(cls=Command)
@@ -310,23 +344,16 @@ def plot(
     results: List[Path] = typer.Argument(..., help="Result files written by `rooflint run --json`.",
                                          metavar="RESULT"),
     output: Path = typer.Option(Path("roofline.svg"), "--output", "-o",
-                                help="Picture to write: .svg, .png or .pdf.", metavar="FILE"),
+                                help="Picture to write: .svg, .png or .pdf (- for SVG on "
+                                "standard output).", metavar="FILE"),
     variant: List[str] = typer.Option([], "--variant", "-v",
                                       help="Only these variants, in this order (repeatable).",
                                       metavar="VARIANT"),
     trajectory: bool = typer.Option(False, help="Arrows from each variant to the next, in order."),
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
-    from rooflint.output import plotting    # matplotlib: only when drawing (start-up)
-    from rooflint.commands.guards import guard_outputs    # start-up: see the top
-    from rooflint.output.outputs import PICTURE, Named, Output     # start-up: see the top
-    from rooflint.formats.results import read_result
-
-    # a bad or precious path fails before any file is read
-    guard_outputs([Output("--output", output, PICTURE)], [Named("RESULT", p) for p in results])
-    plotting.save(plotting.figure([read_result(p) for p in results], variant or None,
-                                  trajectory), output)
-    console.print(f"roofline drawn to {output}", markup=False)
+    from rooflint.commands.plot_command import plot_command   # matplotlib: only when drawing
+    plot_command(results, output, variant, trajectory)
 
 
 @app.command(cls=Command)
