@@ -34,7 +34,7 @@ from rooflint.formats.manifest import Manifest, load_manifest, select_variants
 from rooflint.formats.gpus import DeviceInfo
 from rooflint.formats.jobs import TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch
 from rooflint.analysis.counters import Counters
-from rooflint.measure import build, ncu
+from rooflint.measure import build, ncu, source_report
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
@@ -177,7 +177,8 @@ def run(options: RunOptions, listener: Listener | None = None,
             git_revision=git_revision(str(manifests[0].directory)),
             devices=[lane.visible for lane in lanes] if options.devices else None,
             ncu_version=ncu.version() if counting else None,
-            nvcc_version=build.toolkit_version()))
+            nvcc_version=build.toolkit_version(),
+            source_reader=source_report.reader().value if counting and options.source else None))
         check_precisions(manifests, spec)
         listener.started(result)
         switch = CountersSwitch(counting, result.settings, listener.warn)
@@ -217,7 +218,7 @@ def lanes_for(options: RunOptions, manifests: list[Manifest], pools: list[Worker
     for visible, pool in zip(options.devices or [None], pools):
         profiler = (Profiler(options.cache, ncu.Counting(tuple(metrics)), pool.env, preload)
                     if counting else None)
-        sources = (Profiler(options.cache, ncu.SourceCounting(), pool.env, preload)
+        sources = (Profiler(options.cache, source_report.SourceCounting(), pool.env, preload)
                    if counting and options.source else None)
         lanes.append(Lane(pool, visible, profiler, sources))
     return lanes
