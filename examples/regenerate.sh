@@ -13,7 +13,7 @@ tag=${1:?usage: examples/regenerate.sh TAG (h100, h200, ...)}
 cd "$(dirname "$0")/.."
 out=examples/$tag
 export COLUMNS=${COLUMNS:-100}
-python3 -m rooflint calibrate -o "$out-calibration.json" > "$out-calibration.txt"
+python3 -m rooflint calibrate --json "$out-calibration.json" > "$out-calibration.txt"
 SECONDS=0
 python3 -m rooflint run --json "$out-bundled.json" --svg "$out-bundled.svg" 2>&1 \
   | while IFS= read -r line; do printf '%4ds %s\n' "$SECONDS" "$line"; done \

@@ -3,6 +3,7 @@ names), shell completion, --quiet, and NO_COLOR dropping every escape sequence."
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -91,3 +92,57 @@ def test_json_is_a_file_in_every_command(args, tmp_path):
     notes.write_text('{"mine": 1}')
     refused = rooflint(*args, "--json", str(notes))
     assert refused.code == 2 and notes.read_text() == '{"mine": 1}'
+
+
+# --- one name for one kind of output (issue 27): -o is the file a command exists to write
+# (plot's picture, report's page); every other output is named by its format -----------
+
+def test_plot_draws_svg_to_standard_output(tmp_path):
+    drawn = rooflint("plot", BUNDLED, "-o", str(tmp_path / "r.svg"))
+    printed = rooflint("plot", BUNDLED, "-v", "naive", "-o", "-")
+    assert printed.code == 0 and printed.stderr == ""
+    assert printed.stdout.startswith("<?xml") and printed.stdout.rstrip().endswith("</svg>")
+    assert rooflint("plot", BUNDLED, "-o", "-").stdout == (tmp_path / "r.svg").read_text()
+    assert drawn.stdout.startswith("roofline drawn to ")
+
+
+@pytest.fixture
+def measured_ceilings(monkeypatch):
+    """calibrate's measuring stood in for by the H200 steps of test_calibration.py."""
+    from rooflint.commands import calibrate_command
+    from test_calibration import H200, SKIPPED, STEPS
+    monkeypatch.setattr(calibrate_command, "measure_ceilings",
+                        lambda update: (H200, STEPS, SKIPPED))
+
+
+def test_calibrate_writes_its_json_as_the_other_commands_do(measured_ceilings, tmp_path):
+    from test_cli import invoke
+    copy = tmp_path / "calibration.json"
+    written = invoke("calibrate", "--json", str(copy))
+    assert written.exit_code == 0, written.output
+    assert json.loads(copy.read_text())["spec_id"] == "h200"
+    assert f"and{copy}" in "".join(written.stdout.split()) and written.stderr == ""
+    printed = invoke("calibrate", "--json", "-")
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.stdout) == json.loads(copy.read_text()) | {
+        "created": json.loads(printed.stdout)["created"]}
+    assert "saved to " in printed.stderr
+
+
+@pytest.mark.parametrize("spelling", [("-o", "{copy}"), ("--output", "{copy}"),
+                                      ("--output={copy}",)])
+def test_calibrates_old_output_option_still_works_and_says_so(measured_ceilings, tmp_path,
+                                                              spelling):
+    from test_cli import invoke
+    copy = tmp_path / "calibration.json"
+    old = invoke("calibrate", *[word.format(copy=copy) for word in spelling])
+    assert old.exit_code == 0, old.output
+    assert json.loads(copy.read_text())["spec_id"] == "h200"
+    name = spelling[0].partition("=")[0]
+    assert old.stderr.splitlines() == [f"rooflint: {name} is deprecated: write --json FILE"]
+
+
+def test_an_old_spelling_after_a_programs_double_dash_is_the_programs():
+    from rooflint.commands.cli import respelled
+    assert respelled(["-o", "x", "--", "prog", "-o", "y"], {"-o": "--json"}) == \
+        ["--json", "x", "--", "prog", "-o", "y"]

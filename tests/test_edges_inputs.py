@@ -247,7 +247,7 @@ def test_the_toy_family_itself_loads(tmp_path):
     (("gate", "stream", "--baseline", "{tmp}/b.json", "--junit", "{tmp}/x/j.xml"),
      ["no directory", "x"]),
     (("gate", "stream", "--baseline", "{tmp}/missing/b.json", "--update"), ["no directory"]),
-    (("calibrate", "-o", "{tmp}/missing/calibration.json"), ["no directory"]),
+    (("calibrate", "--json", "{tmp}/missing/calibration.json"), ["no directory"]),
 ])
 def test_unwritable_outputs_are_refused_before_measuring(tmp_path, args, fragments):
     """Without a GPU the command would stop at "no GPU"; it stops earlier, at the path."""

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from rooflint.commands import run as run_module
 from rooflint.commands.cli import app
-from rooflint.measure import ncu
+from rooflint.measure import ncu, source_report
 from rooflint.analysis.moves import CATALOG, rule_for
 from rooflint.output.live import RunDisplay
 from rooflint.formats.results import read_result, write_result
@@ -71,7 +71,7 @@ def test_a_measure_the_kernel_has_none_of_falls_back_to_stall_samples():
 
 
 def test_every_move_names_a_measure_the_source_pass_reads():
-    assert {rule.lines for rule in CATALOG} <= set(MEASURES) == set(ncu.LINE_COLUMNS.values())
+    assert {rule.lines for rule in CATALOG} <= set(MEASURES) == {m.name for m in ncu.SOURCE_MEASURES}
     assert rule_for("cut_redundant_traffic").lines == "excessive_sectors"
     assert rule_for("bank_conflicts_off").lines == "bank_conflicts"
 
@@ -89,7 +89,7 @@ def test_a_report_is_read_launch_by_launch_into_its_variants(monkeypatch, tmp_pa
         asked.append(page)
         return raw if page[1] == "raw" else launches(PAGE)[int(page[page.index("--launch-skip") + 1])]
     monkeypatch.setattr(ncu, "_imported", imported)
-    by_index = ncu.read_source_report(tmp_path / "ncu-0.ncu-rep")
+    by_index = ncu.read_source_csv(tmp_path / "ncu-0.ncu-rep")
     assert by_index[0].totals["excessive_sectors"] == 14680064
     assert by_index[1].totals["excessive_sectors"] == 0
     assert sorted(page[-3] for page in asked if page[1] == "source") == ["0", "1"]
@@ -110,11 +110,12 @@ def profilers(monkeypatch):
     made = {}
 
     def profiler(cache, collection, env=None, preload=()):
-        kind = SourceProfiler if isinstance(collection, ncu.SourceCounting) else RecordedProfiler
+        kind = SourceProfiler if isinstance(collection, source_report.SourceCounting) else RecordedProfiler
         made[kind] = kind()
         return made[kind]
     monkeypatch.setattr(run_module, "Profiler", profiler)
     monkeypatch.setattr(run_module.ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
+    monkeypatch.setattr(source_report, "interface", lambda: None)   # ncu -i's CSV reads it
     use_stand_in_pools(monkeypatch, lambda env=None: RecordedPool())
     return made
 
@@ -140,6 +141,7 @@ def test_run_source_prints_the_lines_under_the_move_and_keeps_them(profilers, tm
     kept = read_result(path)
     strided = next(v for f in kept.families for v in f.variants if v.name == "strided_read")
     assert strided.source_lines.totals["excessive_sectors"] == 14680064
+    assert kept.settings.source_reader == "csv"
     write_result(kept, tmp_path / "again.json")
     assert read_result(tmp_path / "again.json") == kept
 
@@ -148,6 +150,7 @@ def test_without_source_no_source_pass_runs(profilers):
     result = run_module.run(run_module.RunOptions(targets=["stream"], variants=[], sizes={}))
     assert SourceProfiler not in profilers
     assert all(v.source_lines is None for f in result.families for v in f.variants)
+    assert result.settings.source_reader is None
 
 
 def test_source_with_counters_off_is_refused_in_one_line():
@@ -161,12 +164,12 @@ def test_source_with_counters_off_is_refused_in_one_line():
 def test_the_source_pass_profiles_into_a_report_with_the_sources_clocks_untouched(monkeypatch,
                                                                                    tmp_path):
     monkeypatch.setattr(ncu, "ncu_path", lambda: "/usr/local/cuda/bin/ncu")
-    command = ncu.SourceCounting().command(tmp_path / "ncu-0", "cold")
+    command = source_report.SourceCounting().command(tmp_path / "ncu-0", "cold")
     joined = " ".join(command)
     assert "--clock-control none" in joined and "--cache-control all" in joined
     assert "--section SourceCounters --import-source yes" in joined
     assert command[-2:] == ["-o", str(tmp_path / "ncu-0")] and "--nvtx" in command
-    assert ncu.SourceCounting().read(tmp_path / "ncu-0") == ({}, "")   # ncu wrote no report
+    assert source_report.SourceCounting().read(tmp_path / "ncu-0") == ({}, "")   # ncu wrote no report
 
 
 def test_a_report_ncu_cannot_read_is_a_one_line_reason(monkeypatch, tmp_path):
@@ -180,13 +183,13 @@ def test_a_report_ncu_cannot_read_is_a_one_line_reason(monkeypatch, tmp_path):
     monkeypatch.setattr(ncu.subprocess, "run", failing)
     with pytest.raises(ncu.CountersUnavailable, match="could not read its report ncu-0.ncu-rep: "
                                                      "==ERROR== Failed to open report"):
-        ncu.read_source_report(tmp_path / "ncu-0.ncu-rep")
+        ncu.read_source_csv(tmp_path / "ncu-0.ncu-rep")
 
     def hanging(command, **kwargs):
         raise subprocess.TimeoutExpired(command, kwargs["timeout"])
     monkeypatch.setattr(ncu.subprocess, "run", hanging)
     with pytest.raises(ncu.CountersUnavailable, match="took over 300 s"):
-        ncu.read_source_report(tmp_path / "ncu-0.ncu-rep")
+        ncu.read_source_csv(tmp_path / "ncu-0.ncu-rep")
 
 
 def test_a_source_pass_that_fails_warns_and_keeps_the_run(profilers, monkeypatch):

@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,44 @@ def test_find_spec_by_id_or_name(specs):
         find_spec("b200", specs)
 
 
+H100_PCIE, H100_SXM, L4 = "NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA L4"
+
+
+def no_gpu_asked():
+    raise AssertionError("the GPUs here were asked for a name that needs none")
+
+
+@pytest.mark.parametrize("name, present, spec_id", [
+    ("h100", [H100_PCIE], "h100-pcie"), ("H100", [H100_SXM], "h100-sxm"),
+    ("h100", [L4, H100_SXM], "h100-sxm"), ("a100-sxm", ["NVIDIA A100-SXM4-40GB"], "a100-sxm-40gb"),
+])
+def test_a_family_name_is_the_member_the_gpu_here_is(specs, name, present, spec_id):
+    """CI labels and baselines say h100; the GPU in the machine says which board it is."""
+    assert find_spec(name, specs, present=lambda: present).id == spec_id
+
+
+@pytest.mark.parametrize("present, why", [
+    ([], "no GPU here to tell which"),
+    ([L4, L4], "the GPU here (NVIDIA L4) is none of them"),
+    ([H100_PCIE, H100_SXM], "this machine has several of them"),
+])
+def test_a_family_name_the_gpus_here_do_not_settle_lists_the_ids(specs, present, why):
+    with pytest.raises(RooflintError) as refused:
+        find_spec("h100", specs, present=lambda: present)
+    assert str(refused.value) == f"h100 is ambiguous: h100-pcie, h100-sxm ({why}); name one of them"
+
+
+def test_a_family_of_one_id_and_an_exact_id_need_no_gpu(specs):
+    assert find_spec("v100", specs, present=no_gpu_asked).id == "v100-sxm2"
+    assert find_spec("h100-pcie", specs, present=no_gpu_asked).id == "h100-pcie"
+    assert find_spec("NVIDIA H200", specs, present=no_gpu_asked).id == "h200"
+
+
+def test_a_name_that_only_starts_an_id_is_not_a_family(specs):
+    with pytest.raises(RooflintError, match="unknown GPU 'h10'; did you mean h100-pcie or h100-sxm"):
+        find_spec("h10", specs, present=no_gpu_asked)
+
+
 def test_normalize_name():
     assert normalize_name("NVIDIA GeForce RTX 4090") == normalize_name("geforce rtx-4090")
 
@@ -124,3 +163,72 @@ def test_id_must_match_the_file_name(tmp_path):
     path = _write(tmp_path, GOOD.format(stem="other"), stem="test-gpu")
     with pytest.raises(RooflintError, match="field 'id'"):
         load_spec(path)
+
+
+# --- the command line: the machine's GPUs faked where NVML is asked (measure/nvml.py) -------
+
+@pytest.fixture
+def gpus_here(monkeypatch):
+    """Sets the names NVML reports for this machine's GPUs (none until set)."""
+    from rooflint.measure import nvml
+    names: list[str] = []
+    monkeypatch.setattr(nvml, "gpu_names", lambda: list(names))
+    return names
+
+
+def test_specs_shows_the_family_member_of_the_gpu_here(gpus_here):
+    from test_cli import invoke
+    gpus_here.append(H100_PCIE)
+    shown = invoke("specs", "h100")
+    assert shown.exit_code == 0 and "(h100-pcie)" in shown.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("specs", "h100"),
+    ("explain", "--gpu", "h100", "--time", "1ms", "--flops", "1e9", "--bytes", "1GB"),
+    ("calibrate", "--gpu", "h100"),
+    ("run", "stream", "--gpu", "h100"),
+])
+def test_every_gpu_argument_lists_the_family_ids_in_one_line_without_the_gpu(gpus_here, args):
+    from test_cli import invoke
+    gpus_here.append(L4)
+    refused = invoke(*args)
+    assert refused.exit_code == 2
+    [line] = refused.stderr.strip().splitlines()
+    assert "h100 is ambiguous: h100-pcie, h100-sxm (the GPU here (NVIDIA L4) is none" in line
+
+
+def test_explain_judges_against_the_member_of_the_gpu_here(gpus_here):
+    from test_cli import invoke
+    gpus_here.append(H100_SXM)
+    explained = invoke("explain", "--gpu", "h100", "--time", "1ms", "--flops", "1e9", "--bytes",
+                       "1GB", "--json", "-")
+    assert explained.exit_code == 0, explained.output
+    assert json.loads(explained.stdout)["gpu"]["id"] == "h100-sxm"
+
+
+def test_a_measured_device_settles_the_family_itself(specs, gpus_here):
+    """run, profile, compare and calibrate judge the device they measured: --gpu h100 is
+    that device's board, whatever else the machine holds."""
+    from rooflint.commands.judge import device_spec
+    from rooflint.formats.gpus import DeviceInfo
+    device = DeviceInfo(H100_PCIE, 0, "9.0", 114, 50 * 2**20, 80 * 2**30, 1755.0, 1593.0,
+                        "570.0", "12.8", "13.0")
+    gpus_here.append(H100_SXM)
+    assert device_spec(device, "h100", specs).id == "h100-pcie"
+
+
+def test_nvml_names_the_gpus_here_and_none_without_a_driver(monkeypatch):
+    from rooflint.measure import nvml
+    names = [b"NVIDIA H100 PCIe", "NVIDIA L4"]      # older bindings give bytes
+    for call, stand_in in {"nvmlInit": lambda: None, "nvmlShutdown": lambda: None,
+                           "nvmlDeviceGetCount": lambda: len(names),
+                           "nvmlDeviceGetHandleByIndex": lambda index: index,
+                           "nvmlDeviceGetName": lambda handle: names[handle]}.items():
+        monkeypatch.setattr(nvml.pynvml, call, stand_in)
+    assert nvml.gpu_names() == ["NVIDIA H100 PCIe", "NVIDIA L4"]
+
+    def no_driver():
+        raise nvml.pynvml.NVMLError(nvml.pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    monkeypatch.setattr(nvml.pynvml, "nvmlInit", no_driver)
+    assert nvml.gpu_names() == []

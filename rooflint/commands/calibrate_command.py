@@ -1,5 +1,6 @@
 """`rooflint calibrate` as the command line runs it: the GPU's ceilings measured under a
-progress bar, then kept where run and explain find them, and printed.
+progress bar, then kept where run and explain find them, printed, and written as JSON when
+asked (``--json FILE``, or ``-`` for standard output, the table then on standard error).
 
 The measuring itself is rooflint.measure.runner's and the record rooflint.analysis
 .calibration's: this is only what the `calibrate` command adds around them.
@@ -13,23 +14,23 @@ from typing import Optional
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rooflint.analysis import calibration as calibrations
-from rooflint.commands.guards import guard_outputs
+from rooflint.commands.exporting import STDOUT, write_json, written_json
 from rooflint.commands.judge import device_spec
-from rooflint.commands.streams import console
-from rooflint.formats.gpus import find_spec, load_specs
+from rooflint.commands.named_gpu import check_gpu_option
+from rooflint.commands.streams import console, errors
+from rooflint.formats.gpus import load_specs
 from rooflint.measure.runner import calibrate as measure_ceilings
-from rooflint.output.outputs import CALIBRATION, Output
+from rooflint.output.outputs import CALIBRATION
 from rooflint.output.roofs import render_calibration
 
 
-def calibrate_command(gpu: Optional[str], output: Optional[Path]) -> None:
+def calibrate_command(gpu: Optional[str], json_path: Optional[Path]) -> None:
     """Calibrate as `rooflint calibrate` was asked: measure, save, print."""
-    if gpu:
-        find_spec(gpu, load_specs())     # a typo is said now, not after the measuring
-    if output:
-        guard_outputs([Output("--output", output, CALIBRATION)])
+    check_gpu_option(gpu)     # a typo is said now, not after the measuring
+    written_json(json_path, CALIBRATION)
+    screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
+                  TimeElapsedColumn(), console=screen, transient=True) as bar:
         task = bar.add_task("calibrating", total=None)
 
         def update(step: str, total: int) -> None:
@@ -43,7 +44,10 @@ def calibrate_command(gpu: Optional[str], output: Optional[Path]) -> None:
     calibration = calibrations.from_steps(device, spec, steps, skipped)
     path = calibrations.default_path(spec.id, device.driver)
     calibrations.save(calibration, path)
-    if output:
-        calibrations.save(calibration, output)
-    render_calibration(console, calibration, spec)
-    console.print(f"saved to {path}" + (f" and {output}" if output else ""))
+    copy = json_path if json_path != STDOUT else None
+    if copy:
+        calibrations.save(calibration, copy)
+    render_calibration(screen, calibration, spec)
+    screen.print(f"saved to {path}" + (f" and {copy}" if copy else ""))
+    if json_path == STDOUT:
+        write_json(calibration.to_json(), STDOUT)

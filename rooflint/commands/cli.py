@@ -23,7 +23,7 @@ from rooflint.commands.streams import (GuardedOutput, be_quiet, console, emit, f
                                       one_line_errors, say)
 from rooflint.common.errors import RooflintError
 from rooflint.common.version import __version__
-from rooflint.formats.gpus import PRECISIONS, find_spec, load_specs
+from rooflint.formats.gpus import PRECISIONS
 
 try:                       # typer carries its own copy of click since 0.2x
     from typer._click.exceptions import NoSuchOption
@@ -60,11 +60,17 @@ CSV_HELP = ("Also write a CSV table here, a row per variant or kernel: time, FLO
             "bandwidth, intensities and fractions of each level, verdict, top move and gain "
             "(- for standard output).")
 MARKDOWN_HELP = "Also write that table as Markdown here (- for standard output)."
+GPU_HELP = ("GPU spec id (see `rooflint specs`), or its family (h100: the board in this "
+            "machine)")
 
 
 class Command(TyperCommand):
     """Every command's parser: arguments shown by their names alone in --help, not with
-    the Python types typer adds (``RESULT <list[Path]>``); options show their metavars."""
+    the Python types typer adds (``RESULT <list[Path]>``); options show their metavars.
+    ``renamed`` maps an option's old spelling to its name now (issue 27: one name for one
+    kind of output in every command); the old one still works, and says it is deprecated."""
+
+    renamed: dict[str, str] = {}
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
@@ -72,6 +78,28 @@ class Command(TyperCommand):
             if param.param_type_name == "argument":
                 param.display_type_rich = lambda ctx: None
         return params
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, respelled(args, self.renamed))
+
+
+def respelled(args: list[str], renamed: dict[str, str]) -> list[str]:
+    """``args`` with each old spelling (``-o FILE``, ``--output=FILE``) written as the
+    option is named now, each saying it is deprecated; a program's arguments, after
+    ``--``, are its own."""
+    end = args.index("--") if "--" in args else len(args)
+    words = []
+    for arg in args[:end]:
+        name, equals, value = arg.partition("=")
+        if name in renamed:
+            deprecated(name, f"{renamed[name]} FILE")
+            arg = renamed[name] + equals + value
+        words.append(arg)
+    return words + args[end:]
+
+
+def deprecated(spelling: str, instead: str) -> None:
+    say(f"{spelling} is deprecated: write {instead}")
 
 
 class JsonFileCommand(Command):
@@ -85,9 +113,17 @@ class JsonFileCommand(Command):
             if arg == "--json" and (i + 1 == len(args) or
                                     args[i + 1].startswith("-") and args[i + 1] != "-"):
                 args.insert(i + 1, "-")
-                say("--json without a file is deprecated: write --json - for standard output")
+                deprecated("--json without a file", "--json - for standard output")
                 break
         return super().parse_args(ctx, args)
+
+
+class CalibrateCommand(Command):
+    """calibrate's parser: its JSON copy was ``-o``/``--output``, the name the other
+    commands give the one file they exist to write (a plot, a report), not a copy beside
+    their work; it is ``--json`` now, as in run, profile, explain and compare."""
+
+    renamed = {"-o": "--json", "--output": "--json"}
 
 
 class Cache(str, Enum):
@@ -111,7 +147,7 @@ def run(
                                                    metavar="VARIANT"),
     size: List[str] = typer.Option([], "--size", help="Override a parameter, e.g. --size N=2048.",
                                    metavar="NAME=VALUE"),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id to judge against (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} to judge against (default: match the device).",
                                       metavar="GPU"),
     cache: Cache = typer.Option(Cache.cold, help="cold: flush L2 before each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
@@ -196,7 +232,7 @@ def profile(
                                          "matches this regular expression.", metavar="REGEX"),
     skip: int = typer.Option(0, min=0, help="Leave out the first N kernel launches (warm-up).",
                              metavar="N"),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} (default: match the device).",
                                       metavar="GPU"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "(the schema show, plot, compare and gate read; "
@@ -241,7 +277,7 @@ def explain(
                               metavar="COUNT"),
     bytes_: str = typer.Option(..., "--bytes", help="DRAM bytes moved: 128MiB, 201MB, 8GiB.",
                                metavar="BYTES"),
-    gpu: str = typer.Option(..., help="GPU spec id (see `rooflint specs`).", metavar="GPU"),
+    gpu: str = typer.Option(..., help=f"{GPU_HELP}.", metavar="GPU"),
     algorithmic_bytes: Optional[str] = typer.Option(None, help="Compulsory bytes (default: --bytes).",
                                                     metavar="BYTES"),
     precision: str = typer.Option("fp32", help=f"Compute roof: {', '.join(PRECISIONS)}.",
@@ -293,18 +329,18 @@ def gate(
                  max_flops_growth, gpu_mismatch.value, markdown, junit, counters.value, recheck)
 
 
-@app.command(cls=Command)
+@app.command(cls=CalibrateCommand)
 @one_line_errors
 def calibrate(
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} (default: match the device).",
                                       metavar="GPU"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="Also write the calibration JSON here.",
-                                          metavar="FILE"),
+    json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
+                                             help="Also write the calibration here (- for "
+                                             "standard output; the table goes to stderr)."),
 ) -> None:
     """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and explain."""
     from rooflint.commands.calibrate_command import calibrate_command   # start-up: see the top
-    calibrate_command(gpu, output)
+    calibrate_command(gpu, json_path)
 
 
 @app.command(cls=Command)
@@ -313,23 +349,16 @@ def plot(
     results: List[Path] = typer.Argument(..., help="Result files written by `rooflint run --json`.",
                                          metavar="RESULT"),
     output: Path = typer.Option(Path("roofline.svg"), "--output", "-o",
-                                help="Picture to write: .svg, .png or .pdf.", metavar="FILE"),
+                                help="Picture to write: .svg, .png or .pdf (- for SVG on "
+                                "standard output).", metavar="FILE"),
     variant: List[str] = typer.Option([], "--variant", "-v",
                                       help="Only these variants, in this order (repeatable).",
                                       metavar="VARIANT"),
     trajectory: bool = typer.Option(False, help="Arrows from each variant to the next, in order."),
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
-    from rooflint.output import plotting    # matplotlib: only when drawing (start-up)
-    from rooflint.commands.guards import guard_outputs    # start-up: see the top
-    from rooflint.output.outputs import PICTURE, Named, Output     # start-up: see the top
-    from rooflint.formats.results import read_result
-
-    # a bad or precious path fails before any file is read
-    guard_outputs([Output("--output", output, PICTURE)], [Named("RESULT", p) for p in results])
-    plotting.save(plotting.figure([read_result(p) for p in results], variant or None,
-                                  trajectory), output)
-    console.print(f"roofline drawn to {output}", markup=False)
+    from rooflint.commands.plot_command import plot_command   # matplotlib: only when drawing
+    plot_command(results, output, variant, trajectory)
 
 
 @app.command(cls=Command)
@@ -358,7 +387,8 @@ def compare(
                                              help="Write it as JSON here (- for standard "
                                              "output, in place of the text)."),
     allow_different_gpu: bool = typer.Option(False, help="Compare results from different GPUs."),
-    gpu: Optional[str] = typer.Option(None, help="GPU spec id for measured sides.", metavar="GPU"),
+    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} for measured sides.",
+                                      metavar="GPU"),
     counters: Counters = typer.Option(Counters.auto, help="Counters for measured sides."),
     max_slowdown: Optional[str] = typer.Option(None, help="Minimum clear gap of the time "
                                                "decision, as in gate (default: B's manifest "
@@ -389,13 +419,15 @@ def cache_clear() -> None:
 
 @app.command(cls=Command)
 @one_line_errors
-def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU (id or name).",
+def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU: its id, device name or family "
+                                              "(h100: the board in this machine).",
                                               metavar="GPU")) -> None:
     """List the GPU datasheet specs, or show one with its ridge points."""
-    from rooflint.output.roofs import render_spec, render_specs    # start-up: see the top
+    from rooflint.commands.named_gpu import named_spec    # start-up: see the top
+    from rooflint.formats.gpus import load_specs
+    from rooflint.output.roofs import render_spec, render_specs
 
-    known = load_specs()
     if gpu:
-        render_spec(console, find_spec(gpu, known))
+        render_spec(console, named_spec(gpu))
     else:
-        render_specs(console, known)
+        render_specs(console, load_specs())

@@ -20,7 +20,7 @@ from rooflint.commands.exporting import STDOUT, write_json, written_json
 from rooflint.commands.streams import console, errors
 from rooflint.output.outputs import COMPARISON
 from rooflint.common.printable import printable
-from rooflint.formats.gpus import find_spec, load_specs
+from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.output.tables import render_comparison
 
 
@@ -31,8 +31,7 @@ def compare_command(a: str, b: Optional[str], rev: Optional[str], json_path: Opt
     write them as JSON to ``json_path``; ``-``: print that instead)."""
     written_json(json_path, COMPARISON)
     gap = threshold("--max-slowdown", max_slowdown) if max_slowdown is not None else None
-    if gpu:
-        find_spec(gpu, load_specs())     # an unknown id is an error, whatever the sides are
+    check_gpu_option(gpu)     # an unknown id is an error, whatever the sides are
 
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
     with Progress(TextColumn("{task.description}"), console=screen, transient=True) as bar:

@@ -17,7 +17,8 @@ from rooflint.commands.exporting import STDOUT, write_json, written_json
 from rooflint.commands.streams import console, fail
 from rooflint.output.outputs import EXPLANATION
 from rooflint.common.units import parse_bytes, parse_count, parse_time
-from rooflint.formats.gpus import PRECISIONS, find_spec, load_specs
+from rooflint.commands.named_gpu import option_spec
+from rooflint.formats.gpus import PRECISIONS
 from rooflint.output.roofs import render_explanation
 
 
@@ -29,7 +30,7 @@ def explain_command(time: str, flops: str, bytes_: str, gpu: str,
     written_json(json_path, EXPLANATION)
     if precision not in PRECISIONS:
         fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
-    spec = find_spec(gpu, load_specs())
+    spec = option_spec(gpu)
     compulsory = parse_bytes(algorithmic_bytes) if algorithmic_bytes else None
     if compulsory == 0:
         fail(f"--algorithmic-bytes {algorithmic_bytes}: a kernel's compulsory bytes are more "

@@ -53,8 +53,8 @@ def files(wanted: Sequence[Export]) -> list[Output]:
 
 
 def written_json(path: Optional[Path], kind: Kind) -> None:
-    """The guard for explain's and compare's --json: a file replaced only if it is one of
-    theirs (``-`` is standard output)."""
+    """The guard for the --json of explain, compare and calibrate: a file replaced only if
+    it is one of theirs (``-`` is standard output)."""
     if path and path != STDOUT:
         guard_outputs([Output("--json", path, kind)])
 

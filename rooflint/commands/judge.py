@@ -35,8 +35,10 @@ from rooflint.common.units import format_bytes, format_params
 
 
 def device_spec(device: DeviceInfo, gpu: str | None, specs: list[GpuSpec]) -> GpuSpec:
+    """The spec a measured device is judged against: ``--gpu``'s (a family name settled by
+    the device itself), else the one whose NVML name is the device's."""
     if gpu:
-        return find_spec(gpu, specs)
+        return find_spec(gpu, specs, present=lambda: [device.name])
     spec = match_device(device.name, specs)
     if spec is None:
         raise RooflintError(f"no spec matches this GPU ({device.name}); pass --gpu ID "

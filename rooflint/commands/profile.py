@@ -25,7 +25,7 @@ from rooflint.analysis import caller_moves as library_moves
 from rooflint.formats import kernel_models
 from rooflint.analysis.counters import Counters
 from rooflint.commands.judge import device_spec
-from rooflint.commands.run import check_gpu_option
+from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.formats.gpus import DeviceInfo, GpuSpec, load_specs
 from rooflint.measure.pass_runner import Pass, Stopped, Timer, ncu_executable
 from rooflint.measure import program as passes

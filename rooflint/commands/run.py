@@ -26,7 +26,7 @@ from rooflint.common import phases
 from rooflint.formats.baseline import git_revision
 from rooflint.common.errors import RooflintError
 from rooflint.formats.expressions import Number, evaluate
-from rooflint.formats.gpus import GpuSpec, find_spec, load_specs
+from rooflint.formats.gpus import GpuSpec, load_specs
 from rooflint.formats.families import bundled_manifests
 from rooflint.formats.family_code import check_code
 from rooflint.formats.family_job import ResolvedFamily, check_sizes, resolve
@@ -35,10 +35,11 @@ from rooflint.formats.reference_cache import size_limit
 from rooflint.formats.gpus import DeviceInfo
 from rooflint.formats.jobs import TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch
 from rooflint.analysis.counters import Counters
-from rooflint.measure import build, ncu
+from rooflint.measure import build, ncu, source_report
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
+from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import RunResult, write_result
 from rooflint.formats.settings import COUNTERS_OFF, Settings
@@ -94,15 +95,6 @@ def check_timeout(seconds: float) -> None:
     if not (math.isfinite(seconds) and seconds > 0):
         raise RooflintError(f"--timeout {seconds:g}: expected the seconds a variant may take, "
                             f"a number above zero such as 120")
-
-
-def check_gpu_option(gpu: str | None) -> None:
-    """``--gpu`` names a known spec (said before measuring, not after it)."""
-    if gpu is not None:
-        try:
-            find_spec(gpu, load_specs())
-        except RooflintError as exc:
-            raise RooflintError(f"--gpu: {exc}") from None
 
 
 def load_targets(options: RunOptions) -> list[Manifest]:
@@ -190,7 +182,8 @@ def run(options: RunOptions, listener: Listener | None = None,
             git_revision=git_revision(str(manifests[0].directory)),
             devices=[lane.visible for lane in lanes] if options.devices else None,
             ncu_version=ncu.version() if counting else None,
-            nvcc_version=build.toolkit_version()))
+            nvcc_version=build.toolkit_version(),
+            source_reader=source_report.reader().value if counting and options.source else None))
         check_precisions(manifests, spec)
         listener.started(result)
         switch = CountersSwitch(counting, result.settings, listener.warn)
@@ -230,7 +223,7 @@ def lanes_for(options: RunOptions, manifests: list[Manifest], pools: list[Worker
     for visible, pool in zip(options.devices or [None], pools):
         profiler = (Profiler(options.cache, ncu.Counting(tuple(metrics)), pool.env, preload)
                     if counting else None)
-        sources = (Profiler(options.cache, ncu.SourceCounting(), pool.env, preload)
+        sources = (Profiler(options.cache, source_report.SourceCounting(), pool.env, preload)
                    if counting and options.source else None)
         lanes.append(Lane(pool, visible, profiler, sources))
     return lanes

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
@@ -184,22 +184,53 @@ def load_specs(directory: Path = SPECS_DIR) -> list[GpuSpec]:
     return [load_spec(p) for p in paths]
 
 
-def find_spec(spec_id: str, specs: list[GpuSpec]) -> GpuSpec:
-    """The spec with this id, or one whose NVML name matches (``--gpu h200`` or ``--gpu 'H200'``)."""
+def find_spec(spec_id: str, specs: list[GpuSpec],
+              present: Callable[[], Iterable[str]] = tuple) -> GpuSpec:   # default: no GPU
+    """The spec with this id, one whose NVML name matches (``--gpu h200`` or ``--gpu
+    'H200'``), or the member of a family (``h100``: h100-sxm, h100-pcie) that a GPU here
+    is. ``present`` names the GPUs here (NVML's names); it is asked only for a family name,
+    whose one member needs no GPU to settle it and whose several need one: CI labels and
+    baselines say ``h100`` while the ids say which board."""
     for spec in specs:
         if spec.id == spec_id.lower():
             return spec
     matched = match_device(spec_id, specs)
     if matched:
         return matched
+    members = family(spec_id, specs)
+    if members:
+        return family_member(spec_id, members, present)
     near = _near(spec_id, specs)
     guess = f"did you mean {' or '.join(near)}? " if near else ""
     raise RooflintError(f"unknown GPU {spec_id!r}; {guess}known: {', '.join(s.id for s in specs)}")
 
 
+def family(name: str, specs: list[GpuSpec]) -> list[GpuSpec]:
+    """The specs a family name stands for: those whose id is the name and a board after a
+    dash (``h100``: h100-sxm and h100-pcie; ``a100``: both A100 SXMs)."""
+    return [s for s in specs if s.id.startswith(name.lower() + "-")]
+
+
+def family_member(name: str, members: list[GpuSpec],
+                  present: Callable[[], Iterable[str]]) -> GpuSpec:
+    """The family's one member, or the one a GPU ``present`` names is; else RooflintError,
+    one line listing the ids to choose from and why the GPUs here did not choose."""
+    if len(members) == 1:
+        return members[0]
+    gpus = list(present())
+    here = {spec.id: spec for spec in (match_device(gpu, members) for gpu in gpus) if spec}
+    if len(here) == 1:
+        return next(iter(here.values()))
+    why = ("this machine has several of them" if here else
+           f"the GPU here ({', '.join(sorted(set(gpus)))}) is none of them" if gpus else
+           "no GPU here to tell which")
+    raise RooflintError(f"{name} is ambiguous: {', '.join(s.id for s in members)} ({why}); "
+                        f"name one of them")
+
+
 def _near(text: str, specs: list[GpuSpec]) -> list[str]:
-    """The ids ``text`` may have meant: those it starts or is part of (``h100``: h100-sxm,
-    h100-pcie), of a GPU whose name holds it or whose family it names (``hopper``), else
+    """The ids ``text`` may have meant: those it starts or is part of (``h10``: h100-pcie,
+    h100-sxm), of a GPU whose name holds it or whose family it names (``hopper``), else
     one spelt alike."""
     wanted = normalize_name(text)
     if not wanted:

@@ -29,6 +29,7 @@ class Settings:
     devices: list[str] | None = None      # the CUDA_VISIBLE_DEVICES entries of --devices
     ncu_version: str | None = None        # the Nsight Compute that took the counters
     nvcc_version: str | None = None       # the CUDA toolkit's nvcc, where one was found
+    source_reader: str | None = None      # how --source read ncu's reports: ncu_report | csv
     mode: str | None = None               # "profile" for `rooflint profile`; else a run
     # A profile: the program, its filters, the two passes, and the GPU time it covered.
     command: list[str] | None = None

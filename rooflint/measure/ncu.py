@@ -9,9 +9,10 @@ makes. (A marker kernel did this job before: replayed like any kernel, it cost 0
 per variant on an H100; ``--nvtx`` writes each launch's range stack in a column instead.)
 
 The source pass (``run --source``) profiles each variant once more with the SourceCounters
-section into a report, then reads it back: the raw page says which launches ran in which
-variant's range, and the source page of each launch (``--print-source cuda,sass``) gives
-its counters summed per line of the CUDA source, which NVRTC and nvcc builds carry.
+section into a report, then reads it back (measure/source_report.py: through NVIDIA's
+ncu_report module where it imports, else as here): the raw page says which launches ran in
+which variant's range, and the source page of each launch (``--print-source cuda,sass``)
+gives its counters summed per line of the CUDA source, which NVRTC and nvcc builds carry.
 
 This module imports no CuPy: the parsers are tested on CSVs recorded on our H100 and H200.
 """
@@ -184,11 +185,27 @@ def _variant_ranges(cache: str) -> list[str]:
 # The source pass: one section (per-instruction stall samples and memory counters), the
 # CUDA sources copied into the report as it is written.
 SOURCE_SECTION = "SourceCounters"
-# Per-line columns of the source page -> the SourceLine measure each gives.
-LINE_COLUMNS = {"Warp Stall Sampling (All Samples)": "stall_samples",
-                "L2 Theoretical Sectors Global Excessive": "excessive_sectors",
-                "L1 Conflicts Shared N-Way": "bank_conflicts"}
-REPORT_SUFFIX = ".ncu-rep"
+
+
+@dataclass(frozen=True)
+class SourceMeasure:
+    """A SourceLine measure as Nsight Compute names it: the source page's column (a line's
+    sum) and the instanced metric behind it (a value per instruction, which ncu_report
+    gives with the instruction's address), as Nsight Compute's Profiling Guide pairs them."""
+
+    name: str       # the SourceLine field
+    column: str
+    metric: str
+
+
+SOURCE_MEASURES = (
+    SourceMeasure("stall_samples", "Warp Stall Sampling (All Samples)",
+                  "smsp__pcsamp_sample_count"),
+    SourceMeasure("excessive_sectors", "L2 Theoretical Sectors Global Excessive",
+                  "derived__memory_l2_theoretical_sectors_global_excessive"),
+    SourceMeasure("bank_conflicts", "L1 Conflicts Shared N-Way",
+                  "derived__memory_l1_conflicts_shared_nway"),
+)
 IMPORT_TIMEOUT_S = 300
 IMPORTS_AT_ONCE = 8      # ncu -i reads one launch's page in about a second, on one core
 
@@ -215,8 +232,9 @@ def _imported(report: Path, *page: str) -> str:
     return done.stdout
 
 
-def read_source_report(report: Path) -> dict[int, SourceProfile]:
-    """Each profiled variant's source lines, by its NVTX range index: the raw page says
+def read_source_csv(report: Path) -> dict[int, SourceProfile]:
+    """Each profiled variant's source lines, by its NVTX range index, read with ``ncu -i``
+    (a process for each launch: about a second each, eight at once): the raw page says
     which launches (by ID) ran in which range, each launch's source page gives its lines."""
     rows = parse_rows(_imported(report, "--page", "raw"))
     launches = {index: [int(row[ID]) for row in group]
@@ -243,8 +261,8 @@ def parse_source_page(text: str) -> list[SourceLine]:
             path = fields[1]
         elif fields[0] == "Line No":
             width = len(fields)
-            columns = {LINE_COLUMNS[name]: i - width for i, name in enumerate(fields)
-                       if name in LINE_COLUMNS}
+            columns = {measure.name: fields.index(measure.column) - width
+                       for measure in SOURCE_MEASURES if measure.column in fields}
         elif fields[0].isdigit() and width and len(fields) >= width:
             text_fields = fields[1:len(fields) - width + 2]
             lines.append(SourceLine(path, int(fields[0]), '","'.join(text_fields),
@@ -254,6 +272,7 @@ def parse_source_page(text: str) -> list[SourceLine]:
 
 
 def _count(text: str) -> float:
+    """A line's measure; 0 where the page has no number (``-``)."""
     value = _number(text)
     return value if isinstance(value, float) else 0.0
 
@@ -271,20 +290,6 @@ class Counting:
     def read(self, output: Path) -> tuple[dict[int, Counters], str]:
         text = output.read_text() if output.exists() else ""
         return counters_by_index(text), text
-
-
-@dataclass(frozen=True)
-class SourceCounting:
-    """A profiler session's collection for the source pass: a report, read by line."""
-
-    suffix: str = ""    # ncu adds REPORT_SUFFIX to the name it is given
-
-    def command(self, output: Path, cache: str) -> list[str]:
-        return source_command(output, cache)
-
-    def read(self, output: Path) -> tuple[dict[int, SourceProfile], str]:
-        report = output.with_name(output.name + REPORT_SUFFIX)
-        return (read_source_report(report) if report.exists() else {}), ""
 
 
 def failure_reason(text: str, failures: Iterable[str] = ()) -> str:
@@ -341,7 +346,11 @@ def split_by_variant(rows: list[dict[str, float | str]]) -> dict[int, list[dict]
 
 
 def _variant_index(row: dict[str, float | str]) -> int | None:
-    stack = next((str(value) for key, value in row.items() if NVTX_STACK in key), "")
+    return range_index(next((str(value) for key, value in row.items() if NVTX_STACK in key), ""))
+
+
+def range_index(stack: str) -> int | None:
+    """The index of the variant whose range a launch's NVTX ranges (as text) name, if any."""
     found = _RANGE_INDEX.search(stack)
     return int(found.group(1)) if found else None
 

@@ -46,6 +46,28 @@ def driver_version() -> str:
         value = pynvml.nvmlSystemGetDriverVersion()
     finally:
         pynvml.nvmlShutdown()
+    return _text(value)
+
+
+def gpu_names() -> list[str]:
+    """The names of the GPUs NVML sees on this machine (``NVIDIA H100 PCIe``): what settles
+    a GPU family name (``--gpu h100``) that has several spec ids. None where NVML cannot
+    answer (no driver: a laptop, a CI runner)."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return []
+    try:
+        return [_text(pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(index)))
+                for index in range(pynvml.nvmlDeviceGetCount())]
+    except pynvml.NVMLError:
+        return []
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _text(value: str | bytes) -> str:
+    """NVML's strings: bytes from older bindings, str from newer."""
     return value.decode() if isinstance(value, bytes) else str(value)
 
 

@@ -223,7 +223,7 @@ def timing_pools(devices: list[str] | None) -> list[WorkerPool]:
 
 
 class Collection(Protocol):
-    """What a profiler session collects (ncu.Counting, ncu.SourceCounting): the ncu
+    """What a profiler session collects (ncu.Counting, source_report.SourceCounting): the ncu
     command that profiles a worker into ``output``, and the reading of it afterwards, by
     NVTX range index, with the text ncu wrote there (which says why, if it is empty)."""
 

@@ -1,0 +1,27 @@
+"""`rooflint plot` as the command line runs it: the picture's path guarded, the result
+documents read, the roofline drawn to its file or, for ``-o -``, as SVG to standard output
+(a pipe has no extension to name another format)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooflint.commands.exporting import STDOUT
+from rooflint.commands.guards import guard_outputs
+from rooflint.commands.streams import console, emit
+from rooflint.formats.results import read_result
+from rooflint.output import plotting
+from rooflint.output.outputs import PICTURE, Named, Output
+
+
+def plot_command(paths: list[Path], output: Path, variants: list[str], trajectory: bool) -> None:
+    """Draw the results at ``paths`` (only ``variants``, in their order, if given) to
+    ``output``. A bad or precious path fails before any file is read."""
+    guard_outputs([] if output == STDOUT else [Output("--output", output, PICTURE)],
+                  [Named("RESULT", p) for p in paths])
+    figure = plotting.figure([read_result(p) for p in paths], variants or None, trajectory)
+    if output == STDOUT:
+        emit(plotting.rendered(figure, "svg").decode().rstrip("\n"))
+        return
+    plotting.save(figure, output)
+    console.print(f"roofline drawn to {output}", markup=False)
