@@ -107,6 +107,7 @@ class Action:
     lines: dict[int, int]                         # address -> line of FILE
     files: dict[str, str] = field(default_factory=lambda: {FILE: IMPORTED})
     asked: list[int] = field(default_factory=list)
+    elsewhere: dict[int, tuple[str, int]] = field(default_factory=dict)   # other files' lines
 
     def nvtx_state(self) -> NvtxState:
         return NvtxState({0: Domain([]), 7: Domain(self.ranges)})
@@ -116,6 +117,8 @@ class Action:
 
     def source_info(self, address: int) -> SourceInfo | None:
         self.asked.append(address)
+        if address in self.elsewhere:
+            return SourceInfo(*self.elsewhere[address])
         return SourceInfo(FILE, self.lines[address]) if address in self.lines else None
 
     def source_files(self) -> dict[str, str]:
@@ -162,7 +165,7 @@ RECORDED = Context([Range([launch(0, STRIDE_32)]), Range([launch(1, STRIDE_1)])]
 
 def csv_profiles() -> dict:
     """What ncu -i's pages of the same launches give (ncu.read_source_csv's reading)."""
-    return {index: profile_of(ncu.parse_source_page(page))
+    return {index: profile_of(ncu.source_page_lines(page))
             for index, page in enumerate(launches(PAGE))}
 
 
@@ -187,8 +190,8 @@ def test_a_variants_launches_add_up_and_launches_outside_a_variant_are_left_out(
     outside.ranges = ["warm-up"]
     context = Context([Range([launch(0, STRIDE_32), launch(0, STRIDE_1), outside])])
     [(index, profile)] = source_report.profiles_by_variant(context).items()
-    both = profile_of([*ncu.parse_source_page(launches(PAGE)[0]),
-                       *ncu.parse_source_page(launches(PAGE)[1])])
+    both = profile_of([*ncu.source_page_lines(launches(PAGE)[0]),
+                       *ncu.source_page_lines(launches(PAGE)[1])])
     assert index == 0 and profile == both
 
 
@@ -300,3 +303,23 @@ def test_no_ncu_on_path_means_no_module(monkeypatch):
         assert source_report.interface() is None
     finally:
         source_report.interface.cache_clear()
+
+
+def test_a_launch_whose_samples_sit_in_inlined_header_code_is_read_from_its_page():
+    """ncu_report places instructions without their inline chain; a launch with more than
+    INLINED_SHARE of its samples in another file is read from its CSV page, which has the
+    chains, so the header's samples count at the line that called it."""
+    page = (Path(__file__).parent / "fixtures" / "ncu" / "h100-source-inlined-pipeline.csv").read_text()
+    plain = launch(0, STRIDE_32)
+    inlined = launch(1, STRIDE_32)
+    header = ("/usr/include/cuda_pipeline_helpers.h", 190)
+    inlined.elsewhere = {address: header for address, *_ in STRIDE_32[4:7]}   # line 36
+    asked = []
+
+    def source_page(launch_index: int) -> str:
+        asked.append(launch_index)
+        return page
+    profiles = source_report.profiles_by_variant(Context([Range([plain, inlined])]), source_page)
+    assert asked == [1]
+    assert any(line.inlined == "cuda_pipeline_helpers.h:190" for line in profiles[1].lines)
+    assert not any(line.inlined for line in profiles[0].lines)

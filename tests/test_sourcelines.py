@@ -6,7 +6,7 @@ probe-source.py made it, with its SASS rows cut to two per line)."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 from rich.console import Console
@@ -17,7 +17,8 @@ from rooflint.measure import ncu, source_report
 from rooflint.analysis.moves import CATALOG, rule_for
 from rooflint.output.live import RunDisplay
 from rooflint.formats.results import read_result, write_result
-from rooflint.analysis.sourcelines import MEASURES, profile_of, supporting
+from rooflint.analysis.sourcelines import (INLINED_SHARE, MEASURES, Instruction, inlined_share,
+                                           lines_of, own_file, profile_of, supporting)
 from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
 from test_cli import runner
 
@@ -32,7 +33,7 @@ def launches(page: str) -> list[str]:
 
 
 def test_the_source_page_gives_each_cuda_line_its_counts_and_text():
-    first = ncu.parse_source_page(launches(PAGE)[0])
+    first = ncu.source_page_lines(launches(PAGE)[0])
     assert [line.line for line in first] == [32, 34, 36, 37]
     load = next(line for line in first if line.line == 36)
     assert (load.stall_samples, load.excessive_sectors, load.bank_conflicts) == (46092, 14680064, 0)
@@ -45,14 +46,14 @@ def test_the_source_page_gives_each_cuda_line_its_counts_and_text():
 def test_a_line_holding_the_field_separator_keeps_its_text_and_its_counts():
     header = '"Line No","Source","Address","Source","Warp Stall Sampling (All Samples)"'
     row = '"7","printf("%d","x"); y = 1;","-","-","120"'
-    [line] = ncu.parse_source_page(f'"File Path","/k.cu"\n{header}\n{row}\n')
+    [line] = ncu.source_page_lines(f'"File Path","/k.cu"\n{header}\n{row}\n')
     assert (line.text, line.stall_samples) == ('printf("%d","x"); y = 1;', 120)
 
 
 def test_a_variants_launches_add_up_by_line_and_each_measure_names_its_leaders():
     """Both recorded launches as one variant: line 36 leads every measure; its share of
     the excessive sectors is all of them (the stride-1 launch has none)."""
-    profile = profile_of(line for page in launches(PAGE) for line in ncu.parse_source_page(page))
+    profile = profile_of(line for page in launches(PAGE) for line in ncu.source_page_lines(page))
     samples = 38 + 1165 + 46092 + 4611 + 64 + 1466 + 6698 + 218
     assert profile.totals == {"stall_samples": samples, "excessive_sectors": 14680064,
                               "bank_conflicts": 0}
@@ -64,7 +65,7 @@ def test_a_variants_launches_add_up_by_line_and_each_measure_names_its_leaders()
 
 
 def test_a_measure_the_kernel_has_none_of_falls_back_to_stall_samples():
-    profile = profile_of(ncu.parse_source_page(launches(PAGE)[1]))
+    profile = profile_of(ncu.source_page_lines(launches(PAGE)[1]))
     assert supporting(profile, "bank_conflicts")[0].startswith("stream.cu:36  ")
     assert "of stall samples" in supporting(profile, "bank_conflicts")[0]
     assert supporting(profile_of([]), "stall_samples") == []
@@ -101,7 +102,7 @@ class SourceProfiler(RecordedProfiler):
 
     def close(self) -> dict:
         self.log.append(("close", ""))
-        lines = profile_of(ncu.parse_source_page(launches(PAGE)[0]))
+        lines = profile_of(ncu.source_page_lines(launches(PAGE)[0]))
         return {ticket: {v.name: lines for v in job.variants} for ticket, job in enumerate(self.jobs)}
 
 
@@ -211,7 +212,7 @@ def test_a_result_naming_a_move_this_version_lacks_still_shows_its_lines(tmp_pat
     lines are shown by stall samples."""
     from rooflint.output.family_table import _notes
     from rooflint.analysis.diagnose import Move, Verdict
-    profile = profile_of(ncu.parse_source_page(launches(PAGE)[0]))
+    profile = profile_of(ncu.source_page_lines(launches(PAGE)[0]))
     result = read_result(Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json")
     strided = next(v for f in result.families for v in f.variants if v.name == "strided_read")
     strided.verdict = Verdict("bandwidth", "", moves=[Move("tile_for_l1", "up", "old", "", "")])
@@ -253,3 +254,51 @@ def test_counters_lost_at_the_end_skip_the_source_pass_and_say_so(profilers, mon
                    run_module.Listener(warn=warnings.append))
     assert warnings[-1] == run_module.NO_SOURCE_LINES
     assert SourceProfiler in profilers and not profilers[SourceProfiler].jobs
+
+
+# -- inlined header code lands at the user's calling line (issue 24) ----------------------
+
+INLINED = (Path(__file__).parent / "fixtures" / "ncu" / "h100-source-inlined-pipeline.csv").read_text()
+# probe-inlined-pipeline.py beside it, H100: a loop of __pipeline_memcpy_async (cp.async)
+# at line 10 of the kernel's file, the prologue's copy at line 7; ncu's page lists the
+# copies' instructions under cuda_pipeline_helpers.h:190, and under line 10 only those
+# whose inline chain it knows (2398 samples at the header line, 789 at line 10).
+
+
+def test_inlined_header_code_counts_at_the_line_that_called_it_once():
+    lines = ncu.source_page_lines(INLINED)
+    assert {PurePath(line.file).suffix for line in lines} == {".cu"}       # the kernel's file
+    by_number = {line.line: line for line in lines}
+    assert by_number[10].stall_samples == 789 + 1917      # its own and the header's loop copy
+    assert by_number[10].inlined == "cuda_pipeline_helpers.h:190"
+    assert by_number[7].inlined == "cuda_pipeline_helpers.h:190"           # the prologue's copy
+    assert by_number[9].stall_samples == 1955 and not by_number[9].inlined  # the loop test
+    rows, instructions = ncu.parse_source_page(INLINED)
+    each_once = sum(i.measures["stall_samples"] for i in instructions)
+    assert sum(line.stall_samples for line in lines) == each_once == 30986
+    assert sum(row.stall_samples for row in rows) == 35016   # the page's rows count some twice
+
+
+def test_the_calling_line_is_printed_with_the_header_line_as_its_detail():
+    shown = supporting(profile_of(ncu.source_page_lines(INLINED)), "stall_samples", 3)
+    assert shown[2].endswith("(inlined from cuda_pipeline_helpers.h:190)")
+    assert shown[2].startswith("ce23efdd12ec527ab060b2ca64138c621c896c75.cubin.cu:10  9%")
+
+
+def test_a_kernel_in_one_file_keeps_its_page_as_it_was():
+    """No instruction outside the kernel's file: the rows as ncu sums them."""
+    rows, instructions = ncu.parse_source_page(launches(PAGE)[0])
+    assert inlined_share(instructions) == 0.0
+    assert ncu.source_page_lines(launches(PAGE)[0]) == rows
+
+
+def test_instructions_placed_one_line_each_say_when_the_page_is_needed():
+    """ncu_report places each instruction at one line, no chain: the header-only ones
+    are 6-10 % of this launch's samples, past the share at which its page is read."""
+    _, instructions = ncu.parse_source_page(INLINED)
+    own = own_file(instructions)
+    outermost = [Instruction(i.address, (next((p for p in i.places if p[0] == own), i.places[0]),),
+                             i.measures) for i in instructions]
+    assert INLINED_SHARE <= inlined_share(outermost) < 0.1
+    guessed = {line.line: line.stall_samples for line in lines_of(outermost, {})}
+    assert guessed[10] < 2706 and guessed[9] > 1955   # without chains, neighbours mislead

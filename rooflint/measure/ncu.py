@@ -33,7 +33,8 @@ from pathlib import Path
 
 from rooflint.analysis.causes import STALL_REASONS
 from rooflint.analysis.counters import Counters
-from rooflint.analysis.sourcelines import SourceLine, SourceProfile, profile_of
+from rooflint.analysis.sourcelines import (Instruction, Place, SourceLine, SourceProfile,
+                                           profile_of, with_inlined_code)
 from rooflint.common.errors import RooflintError
 from rooflint.formats.ncu_log import DURATION, ID, KERNEL_NAME
 
@@ -241,20 +242,38 @@ def read_source_csv(report: Path) -> dict[int, SourceProfile]:
                 for index, group in split_by_variant(rows).items()}
     ids = [launch for group in launches.values() for launch in group]
     with ThreadPoolExecutor(IMPORTS_AT_ONCE) as pool:
-        pages = dict(zip(ids, pool.map(lambda launch: _imported(
-            report, "--page", "source", "--print-source", "cuda,sass",
-            "--launch-skip", str(launch), "--launch-count", "1"), ids)))
-    return {index: profile_of(line for launch in group for line in parse_source_page(pages[launch]))
+        pages = dict(zip(ids, pool.map(lambda launch: launch_source_page(report, launch), ids)))
+    return {index: profile_of(line for launch in group for line in source_page_lines(pages[launch]))
             for index, group in launches.items()}
 
 
-def parse_source_page(text: str) -> list[SourceLine]:
-    """The CUDA lines of a ``--page source --print-source cuda,sass --csv`` page: a block
-    per source file (``"File Path"``, ``"Function Name"``, the column names), in which a
-    row with a line number sums that line's instructions and the rows after it, with none,
-    are the instructions. ncu does not escape quotes inside a field (``extern "C"``), so
-    rows are split on the ``","`` between fields and any surplus is the line's text."""
-    lines, path, columns, width = [], "", {}, 0
+def launch_source_page(report: Path, launch: int) -> str:
+    """The CSV source page of the report's ``launch``-th launch (by ID), its CUDA lines with
+    their instructions."""
+    return _imported(report, "--page", "source", "--print-source", "cuda,sass",
+                     "--launch-skip", str(launch), "--launch-count", "1")
+
+
+def source_page_lines(text: str) -> list[SourceLine]:
+    """The kernel's own lines of a launch's source page, inlined code at its callers'
+    lines (sourcelines.with_inlined_code)."""
+    rows, instructions = parse_source_page(text)
+    return with_inlined_code(rows, instructions, {(r.file, r.line): r.text for r in rows})
+
+
+def parse_source_page(text: str) -> tuple[list[SourceLine], list[Instruction]]:
+    """The line rows and the instructions of a ``--page source --print-source cuda,sass
+    --csv`` page. The page has a block per source file (``"File Path"``, ``"Function
+    Name"``, the column names), in which a row with a line number sums that line's
+    instructions and the rows after it, with none, are the instructions (an address, the
+    SASS, the measures). An instruction inlined from another file is listed in each file's
+    block its inline chain reaches. ncu does not escape quotes inside a field
+    (``extern "C"``), so rows are split on the ``","`` between fields and any surplus is
+    the line's text."""
+    rows: list[SourceLine] = []
+    places: dict[int, list[Place]] = {}
+    measures: dict[int, dict[str, float]] = {}
+    path, line, columns, width = "", 0, {}, 0
     for raw in text.splitlines():
         fields = raw.strip().rstrip(",").removeprefix('"').removesuffix('"').split('","')
         if fields[0] == "File Path" and len(fields) > 1:
@@ -264,11 +283,17 @@ def parse_source_page(text: str) -> list[SourceLine]:
             columns = {measure.name: fields.index(measure.column) - width
                        for measure in SOURCE_MEASURES if measure.column in fields}
         elif fields[0].isdigit() and width and len(fields) >= width:
-            text_fields = fields[1:len(fields) - width + 2]
-            lines.append(SourceLine(path, int(fields[0]), '","'.join(text_fields),
-                                    **{measure: _count(fields[at])
-                                       for measure, at in columns.items()}))
-    return lines
+            line = int(fields[0])
+            rows.append(SourceLine(path, line, '","'.join(fields[1:len(fields) - width + 2]),
+                                   **{measure: _count(fields[at])
+                                      for measure, at in columns.items()}))
+        elif (not fields[0] and line and len(fields) >= width > 2
+              and fields[2].startswith("0x")):
+            address = int(fields[2], 16)
+            places.setdefault(address, []).append((path, line))
+            measures[address] = {measure: _count(fields[at]) for measure, at in columns.items()}
+    return rows, [Instruction(address, tuple(dict.fromkeys(where)), measures[address])
+                  for address, where in places.items()]
 
 
 def _count(text: str) -> float:

@@ -17,8 +17,9 @@ API): ``load_report(path)`` gives an IContext; ``num_ranges``/``range_by_idx`` a
 ``correlation_ids().as_uint64(i)`` the instruction's address; ``source_info(address)`` is
 its ISourceInfo (``file_name()``, ``line()``; None without line information); and
 ``source_files()`` maps each file to the text imported into the report. An ISourceInfo has
-a file and a line only: no inlined call stack, so a line inside an inlined function counts
-where it was written, as on ncu's source page.
+a file and a line only, no inline chain: a launch whose samples sit in inlined header code
+(cuda_pipeline.h's cp.async wrappers) is read from its CSV page instead, which lists such
+code under the lines that called it too (sourcelines.py).
 
 The walk over those objects is plain Python, tested with stand-ins on a CPU; ncu_report
 itself runs only where Nsight Compute is installed.
@@ -31,13 +32,15 @@ import importlib
 import math
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rooflint.analysis.sourcelines import SourceLine, SourceProfile, profile_of
+from rooflint.analysis.sourcelines import (INLINED_SHARE, Instruction, SourceLine,
+                                           SourceProfile, inlined_share, lines_of, profile_of)
 from rooflint.measure import ncu
 
 MODULE = "ncu_report"
@@ -65,7 +68,8 @@ def read_source_report(report: Path) -> dict[int, SourceProfile]:
     if module is None:
         return ncu.read_source_csv(report)
     try:
-        return profiles_by_variant(module.load_report(str(report)))
+        return profiles_by_variant(module.load_report(str(report)),
+                                   lambda launch: ncu.launch_source_page(report, launch))
     except Exception as exc:     # a native library's errors: RuntimeError, SWIG's own...
         raise ncu.CountersUnavailable(f"ncu_report could not read its report {report.name}: "
                                       f"{type(exc).__name__}: {exc}") from None
@@ -117,14 +121,24 @@ def imported(directory: Path) -> ModuleType | None:
         sys.path.remove(str(directory))
 
 
-def profiles_by_variant(context: Any) -> dict[int, SourceProfile]:
+def profiles_by_variant(context: Any, source_page: Callable[[int], str] | None = None
+                        ) -> dict[int, SourceProfile]:
     """Each profiled variant's lines, by the index its NVTX range names, its launches'
-    lines added up (as ncu.read_source_csv adds the pages of its launches)."""
+    lines added up (as ncu.read_source_csv adds the pages of its launches). A launch with
+    inlined code of weight (sourcelines.INLINED_SHARE) is read from its CSV source page,
+    ``source_page(launch)``, instead: the page knows the inline chains this API does not,
+    so that code counts at its caller's line."""
     launches: dict[int, list[list[SourceLine]]] = {}
-    for action in _actions(context):
+    for launch, action in enumerate(_actions(context)):
         index = ncu.range_index(" ".join(_ranges(action)))
-        if index is not None:
-            launches.setdefault(index, []).append(launch_lines(action))
+        if index is None:
+            continue
+        instructions = launch_instructions(action)
+        if source_page and inlined_share(instructions) >= INLINED_SHARE:
+            lines = ncu.source_page_lines(source_page(launch))
+        else:
+            lines = _lines(action, instructions)
+        launches.setdefault(index, []).append(lines)
     return {index: profile_of(line for lines in group for line in lines)
             for index, group in launches.items()}
 
@@ -143,19 +157,29 @@ def _ranges(action: Any) -> list[str]:
 
 
 def launch_lines(action: Any) -> list[SourceLine]:
-    """One launch's CUDA lines, each measure summed over the instructions built from the
-    line (as ncu's source page sums them), in file and line order, with the line's text."""
+    """One launch's lines of its own file, each measure summed over the instructions built
+    from the line (as ncu's source page sums them), with the line's text."""
+    return _lines(action, launch_instructions(action))
+
+
+def _lines(action: Any, instructions: list[Instruction]) -> list[SourceLine]:
+    files = dict(action.source_files())
+    texts = {place: _text(files.get(place[0], ""), place[1])
+             for place in {i.places[0] for i in instructions}}
+    return lines_of(instructions, texts)
+
+
+def launch_instructions(action: Any) -> list[Instruction]:
+    """A launch's instructions, each at the one line source_info gives it (no inline
+    chain: code inlined from a header is at the header's line)."""
     places = _Places(action)
-    measured: dict[tuple[str, int], dict[str, float]] = {}
+    measured: dict[int, dict[str, float]] = {}
     for measure in ncu.SOURCE_MEASURES:
         for address, value in _instances(action.metric_by_name(measure.metric)):
-            place = places.of(address)
-            if place is not None:
-                sums = measured.setdefault(place, {})
-                sums[measure.name] = sums.get(measure.name, 0.0) + value
-    files = dict(action.source_files())
-    return [SourceLine(file, line, _text(files.get(file, ""), line), **sums)
-            for (file, line), sums in sorted(measured.items())]
+            sums = measured.setdefault(address, {})
+            sums[measure.name] = sums.get(measure.name, 0.0) + value
+    return [Instruction(address, (place,), sums) for address, sums in measured.items()
+            if (place := places.of(address)) is not None]
 
 
 def _instances(metric: Any) -> list[tuple[int, float]]:
