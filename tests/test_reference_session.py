@@ -181,3 +181,43 @@ def test_a_family_session_keeps_its_host_outputs_between_references(launch, job)
     assert set(measuring.watch.seconds) - set(before) == {"reference"}
     assert measuring.watch.seconds[REFERENCE_CACHE_MISS] == before[REFERENCE_CACHE_MISS]
     np.testing.assert_array_equal(again["y"], 3 * np.asarray(measuring.pristine["x"]))
+
+
+TWO_REFERENCES = MANIFEST + """\
+  w:
+    source: kernel.cu
+    reference: halved
+    launches:
+      - {entry: k, grid: 16, block: 256, args: [x, y, {i64: N}]}
+  u:
+    source: kernel.cu
+    reference: raises
+    launches:
+      - {entry: k, grid: 16, block: 256, args: [x, y, {i64: N}]}
+"""
+
+
+def test_a_familys_host_references_start_together_and_each_fails_alone(launch, tmp_path):
+    """Three host references (one raising) are started at the session's start on threads
+    of their own; each variant's check takes its own, and the raising one fails only its
+    variant's row. The inputs are copied to the host once, before the threads start."""
+    (tmp_path / "kernel.yaml").write_text(TWO_REFERENCES)
+    (tmp_path / "reference.py").write_text(REFERENCE + "\n\ndef raises(bufs, params):\n"
+                                           "    raise RuntimeError('no such output')\n")
+    (tmp_path / "kernel.cu").write_text("")
+    job = resolve(load_manifest(tmp_path), {}, {"num_sms": H100.sms}, TimingJob()).job
+    measuring = session(launch, job)
+    assert list(measuring.ahead) == ["tripled", "halved", "raises"]
+    assert set(measuring.host.copied) == {"x"}
+    measuring.wait_for_references()
+    x = np.asarray(measuring.pristine["x"])
+    np.testing.assert_array_equal(measuring._expected_on_gpu("halved")["y"], x / 2)
+    np.testing.assert_array_equal(measuring._expected_on_gpu("tripled")["y"], 3 * x)
+    with pytest.raises(launch.VariantFailed, match=r"reference raises\(\) raised RuntimeError"):
+        measuring._expected_on_gpu("raises")
+    measuring.finish_writes()
+    assert len(entries()) == 2
+
+
+def test_one_host_reference_is_not_started_ahead(launch, job):
+    assert session(launch, job).ahead == {}

@@ -59,8 +59,8 @@ class Counters:
     store_bank_conflicts: Amount = 0.0      # of bank_conflicts, the stores'
     global_load_sectors: Amount = 0.0       # 32-byte sectors global loads moved through L1
     global_store_sectors: Amount = 0.0
-    load_bytes_per_sector: Amount = 0.0     # of those 32 bytes, how many a thread asked for
-    store_bytes_per_sector: Amount = 0.0
+    global_load_requests: Amount = 0.0      # the warp requests that moved them
+    global_store_requests: Amount = 0.0
     theoretical_occupancy_pct: Amount = 0.0  # resident warps the launch allows, % of the maximum
     blocks_per_sm: Count = 0                # resident blocks the tightest limit allows
     occupancy_limiter: str = ""             # that limit: registers, shared memory, warps, blocks

@@ -48,8 +48,8 @@ PIPE_SATURATED = 90.0           # % busy: a math pipe (tensor, XU) this busy has
 REGISTER_BLOCKED = 4.0          # FMA instructions per shared-memory load: operands live in registers
 VECTOR_LOADED = 8.0             # ... under this with a register tile: operands loaded one by one
 BANK_CONFLICT_SHARE = 0.25      # extra wavefronts per shared-memory wavefront: conflicts matter
-SECTOR_BYTES = 32               # what L1 moves per global access, whatever a thread asked for
-UNCOALESCED_USE = 0.5           # a direction using under this share of each sector: uncoalesced
+COALESCED_SECTORS = 16          # sectors a warp's coalesced request moves at most (16-byte
+                                # accesses: 512 bytes); more, and some of each sector is unused
 TAIL_GAIN = 1.05                # whole waves / the waves run above this: the tail effect matters
 LOW_OCCUPANCY = 50.0            # % resident warps the launch allows: under this, few hide latency
 ISSUE_BUSY = 80.0               # % of cycles issuing: above this the issue slots are the limit
@@ -70,7 +70,7 @@ THRESHOLDS = {
     "register_blocked_fmas_per_shared_load": REGISTER_BLOCKED,
     "vector_loaded_fmas_per_shared_load": VECTOR_LOADED,
     "bank_conflict_share": BANK_CONFLICT_SHARE,
-    "uncoalesced_below_share_of_sector": UNCOALESCED_USE,
+    "coalesced_sectors_per_request": COALESCED_SECTORS,
     "tail_gain": TAIL_GAIN,
     "low_occupancy_pct": LOW_OCCUPANCY,
     "issue_busy_pct": ISSUE_BUSY,
@@ -383,24 +383,29 @@ def _conflict_sides(counters: Counters) -> str:
 
 
 def _access_pattern(e: Evidence, counters: Counters) -> None:
-    """Global accesses that move whole 32-byte sectors through L1 for a few bytes of
-    each (a warp's 4-byte stores 32 bytes apart use 4 of 32). The gain is the share of the
-    L1 work, global sectors and shared-memory wavefronts together, those unused bytes make."""
+    """Global accesses that move more 32-byte sectors per warp request than a coalesced
+    one needs (4 to 16, by the access's width): a warp's 4-byte stores 32 bytes apart move
+    32, of which 4 bytes each are asked for. Without the access width (ncu reads it only by
+    instrumenting the kernel) the unused share is taken at its least, 1 - 16 / sectors per
+    request, and the gain at the share of L1's work, global sectors and shared-memory
+    wavefronts together, those unused sectors make."""
     wasted, said = 0.0, []
-    for name, sectors, used in (("loads", counters.global_load_sectors,
-                                 counters.load_bytes_per_sector),
-                                ("stores", counters.global_store_sectors,
-                                 counters.store_bytes_per_sector)):
-        if sectors and 0 < used < UNCOALESCED_USE * SECTOR_BYTES:
-            wasted += sectors * (1 - used / SECTOR_BYTES)
-            said.append(f"global {name} use {used:.1f} of every {SECTOR_BYTES} bytes they "
-                        f"move through L1 ({sectors:.3g} sectors)")
+    for name, sectors, requests in (("loads", counters.global_load_sectors,
+                                     counters.global_load_requests),
+                                    ("stores", counters.global_store_sectors,
+                                     counters.global_store_requests)):
+        per_request = sectors / requests if requests else 0.0
+        if per_request > COALESCED_SECTORS:
+            wasted += sectors * (1 - COALESCED_SECTORS / per_request)
+            said.append(f"global {name} move {per_request:.1f} sectors of 32 bytes per warp "
+                        f"request, where a coalesced one moves at most {COALESCED_SECTORS} "
+                        f"({sectors:.3g} sectors)")
     if not said:
         return
     work = counters.global_load_sectors + counters.global_store_sectors + counters.shared_wavefronts
     e.values["coalescing_gain"] = 1 / max(1 - wasted / work, 1e-9)
-    e.set("uncoalesced_access", "; ".join(said) + f": {pct(wasted / work)} of L1's sectors "
-                                                  f"and wavefronts carry nothing asked for")
+    e.set("uncoalesced_access", "; ".join(said) + f": at least {pct(wasted / work)} of L1's "
+                                                  f"sectors and wavefronts carry nothing asked for")
 
 
 def _tail(e: Evidence, counters: Counters, facts: LaunchFacts) -> None:

@@ -22,6 +22,7 @@ import inspect
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -55,6 +56,10 @@ _SCALARS = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64
             "f32": np.float32, "f64": np.float64}
 NO_NVTX = ("this CuPy has no NVTX (cupy.cuda.nvtx.available is False), which the counter "
            "pass needs to tell variants apart; install a CuPy wheel, or run with --counters off")
+# Host references computed at once, from the session's start: numpy leaves the GIL in its
+# loops, so a family of ten numpy references over 256 MiB-1 GiB arrays is not one core's
+# sequence (bounded: each holds its own temporaries in host memory).
+REFERENCES_AT_ONCE = 4
 GRAPH_REPLAY_BELOW_S = 50e-6  # a median under this gets graph replay timed too: the evidence
                               # of launch overhead (evidence.GRAPH_SPEEDUP judges it)
 _FLUSH_SOURCE = r"""
@@ -116,6 +121,7 @@ class FamilySession:
         self.flush_grid = device.sms * 8
         self.sample_gpm = bool(nvml and job.mode == "measure" and job.timing.gpm
                                and nvml.gpm_supported())
+        self.ahead: dict[str, Future] = self._host_references_ahead() if job.mode == "measure" else {}
 
     def _prepared_inputs(self, job: FamilyJob, inputs: HostCopies) -> dict[str, np.ndarray]:
         """Inputs derived by reference.py (quantized weights, scales) from the random ones;
@@ -141,6 +147,7 @@ class FamilySession:
         if isinstance(checked, Measurement):
             return checked
         run, checks = checked
+        self.wait_for_references()
         with self.watch.phase("timing"):
             [(samples, clocks)] = time_interleaved([(self, run)], self.job.timing)
         return self.finish(variant, run, checks, samples, clocks)
@@ -308,7 +315,7 @@ class FamilySession:
             self.expected_on_gpu = ("", {})     # free the previous ones first
             function = _function(self.reference_module, reference, self.reference_path)
             with self.watch.phase("reference") as phase:
-                if "xp" in inspect.signature(function).parameters:
+                if _takes_xp(function):
                     result = self._outputs(reference, function, self.pristine, xp=cupy)
                 else:
                     result = self._host_outputs(reference, function, phase)
@@ -317,33 +324,66 @@ class FamilySession:
                     for k, v in result.items()})
         return self.expected_on_gpu[1]
 
+    def _host_references_ahead(self) -> dict[str, Future]:
+        """The family's host references, started together at the session's start (each
+        variant's check then waits for its own) where there are two or more to overlap.
+        The inputs they read are copied to the host first, here, so no two threads copy."""
+        names = [r for r in dict.fromkeys(v.reference for v in self.job.variants if v.reference)
+                 if self._host_reference(r)]
+        if len(names) < 2:
+            return {}
+        for name in self.host:
+            self.host[name]
+        with ThreadPoolExecutor(min(REFERENCES_AT_ONCE, len(names)),
+                                thread_name_prefix="rooflint-reference") as pool:
+            ahead = {name: pool.submit(self._host_outputs_found, name) for name in names}
+            pool.shutdown(wait=False)
+        return ahead
+
+    def _host_reference(self, reference: str) -> bool:
+        """The reference runs on the host (one that cannot be found is no such reference:
+        its variants' checks say why)."""
+        try:
+            return not _takes_xp(_function(self.reference_module, reference, self.reference_path))
+        except VariantFailed:
+            return False
+
+    def wait_for_references(self) -> None:
+        """Every host reference started ahead is done: timing runs with no reference
+        competing for the host (a failed one is reported by its own variant's check)."""
+        for future in self.ahead.values():
+            future.exception()
+
     def _host_outputs(self, reference: str, function: Callable, phase: Phase
                       ) -> dict[str, np.ndarray]:
         """A host reference's outputs: kept from an earlier variant of this family, else
-        from the reference cache (``phase`` says whether it had them), else computed."""
+        from its computation started ahead or the reference cache (``phase`` says whether
+        the cache had them), else computed."""
         if reference not in self.expected:
-            self.expected[reference] = (
-                self._outputs(reference, function, self.host) if self.reference_cache is None
-                else self._cached_outputs(reference, function, phase))
+            found = (self.ahead[reference].result() if reference in self.ahead
+                     else self._host_outputs_found(reference))
+            self.expected[reference], cached = found
+            if self.reference_cache is not None:
+                phase.name = REFERENCE_CACHE_HIT if cached else REFERENCE_CACHE_MISS
         return self.expected[reference]
 
-    def _cached_outputs(self, reference: str, function: Callable, phase: Phase
-                        ) -> dict[str, np.ndarray]:
-        """The outputs the reference cache keeps for this reference, family and inputs; on
-        a miss, computed on the host and written to the cache by a thread of its own, so
-        the write overlaps the checks and timing that follow (`finish_writes` waits)."""
+    def _host_outputs_found(self, reference: str) -> tuple[dict[str, np.ndarray], bool]:
+        """A host reference's outputs and whether the reference cache had them; on a
+        miss, computed on the host and written to the cache by a thread of its own, so the
+        write overlaps the checks and timing that follow (`finish_writes` waits)."""
+        function = _function(self.reference_module, reference, self.reference_path)
+        if self.reference_cache is None:
+            return self._outputs(reference, function, self.host), False
         key = reference_key(self.job, reference, _cache_environment())
         found = self.reference_cache.read(key)
         if found is not None:
-            phase.name = REFERENCE_CACHE_HIT
-            return found
-        phase.name = REFERENCE_CACHE_MISS
+            return found, True
         outputs = self._outputs(reference, function, self.host)
         writer = threading.Thread(target=self.reference_cache.write, args=(key, outputs),
                                   name=f"rooflint-reference-{reference}")
         writer.start()
         self.writes.append(writer)
-        return outputs
+        return outputs, False
 
     def finish_writes(self) -> None:
         """Wait for the reference cache's writes: a family's entries are whole on disk
@@ -486,6 +526,11 @@ def _cache_environment() -> dict[str, str]:
 
 def _build_key(variant: VariantJob) -> tuple:
     return variant.source, tuple(variant.options), variant.compiler
+
+
+def _takes_xp(function: Callable) -> bool:
+    """A reference that takes ``xp`` computes on the GPU; any other, on the host."""
+    return "xp" in inspect.signature(function).parameters
 
 
 def _raise_if_context_lost() -> None:
