@@ -114,6 +114,46 @@ def test_cublas_is_not_told_to_issue_fewer_instructions_nor_tf32_before_fp32_mov
     assert ids[-1] == "tf32_tensor_cores"                       # a precision trade: last
 
 
+CAUSES_LOG = FIXTURES / "h100-causes-probe.csv"
+# probe-causes.py beside it (H100, 2026-11-26): one kernel for each cause the GEMM walk
+# does not show: 1.5 waves of fixed FMA chains; a pointer chase holding 128 floats a thread
+# (137 registers: one block per SM, 12.5 %), its issue slots 17 % busy on long_scoreboard;
+# an integer hash with one FMA a round (FFMA 9 % of the issue, 83 % busy).
+CAUSE_KERNELS = ["tail_fma", "chase_wide", "hash_mix"]
+
+
+@pytest.fixture(scope="module")
+def probes(specs):
+    h100 = find_spec("h100-sxm", specs)
+    return {CAUSE_KERNELS[index]: verdict_of(c, h100, flops=c.counted_flops,
+                                             compulsory=c.dram_bytes)
+            for index, c in ncu.counters_by_index(CAUSES_LOG.read_text()).items()}
+
+
+@pytest.mark.parametrize("flag, kernel, move, gain", [
+    ("partial_wave", "tail_fma", "whole_waves", 2 / 1.5),
+    ("occupancy_limited", "chase_wide", "more_resident_warps", None),
+    ("issue_bound", "hash_mix", "more_fmas_per_instruction", None),
+])
+def test_each_cause_fires_on_its_recorded_probe_and_on_no_other_kernel(probes, walk, flag,
+                                                                      kernel, move, gain):
+    assert {name for name, v in {**probes, **walk}.items() if flag in v.evidence} == {kernel}
+    chosen = next(m for m in probes[kernel].moves if m.id == move)
+    assert chosen.gain_from == "evidence"
+    if gain:
+        assert chosen.gain == pytest.approx(gain)
+
+
+def test_the_probes_name_their_numbers(probes):
+    assert probes["tail_fma"].evidence["partial_wave"].startswith(
+        "1584 blocks are 1.5 waves of 1056 on 132 SMs: the last wave is 50% full")
+    assert probes["chase_wide"].evidence["occupancy_limited"].startswith(
+        "registers allow 1 block per SM: 12% of the resident warps")
+    assert "FFMA 9% of issued instructions" in probes["hash_mix"].evidence["issue_bound"]
+    assert probes["hash_mix"].moves[0].id == "more_fmas_per_instruction"
+    assert probes["tail_fma"].moves[0].id == "whole_waves"
+
+
 def with_changes(specs, index: int, **changes) -> tuple:
     counters = ncu.counters_by_index(LOG.read_text())[index]
     for name, value in changes.items():

@@ -451,8 +451,9 @@ def _issue(e: Evidence, counters: Counters, point: Point) -> None:
     theoretical = counters.theoretical_occupancy_pct
     if theoretical and theoretical < LOW_OCCUPANCY and busy < ISSUE_BUSY and latency:
         e.values["issue_headroom"] = 100 / busy
+        blocks = counters.blocks_per_sm
         e.set("occupancy_limited", f"{counters.occupancy_limiter or 'the launch'} allow "
-                                   f"{counters.blocks_per_sm} blocks per SM: "
+                                   f"{blocks} block{'' if blocks == 1 else 's'} per SM: "
                                    f"{theoretical:.0f}% of the resident warps an SM holds, "
                                    f"and the issue slots idle {100 - busy:.0f}% of cycles "
                                    f"while warps wait ({', '.join(latency)})")
