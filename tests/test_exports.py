@@ -1,6 +1,7 @@
 """CSV and Markdown tables of results (issue 27): one row per variant or profiled kernel,
 the same columns in both, read back by a CSV reader and a Markdown table parser; `show`,
-`run` and `profile` take --csv and --markdown, each a file or - for standard output."""
+`run` and `profile` take --csv, --markdown and --html (`rooflint report`'s page of the
+result), each a file or - for standard output."""
 
 from __future__ import annotations
 
@@ -129,7 +130,29 @@ def test_bad_table_outputs_are_one_line_and_touch_nothing(tmp_path, args, fragme
 def test_run_and_profile_take_the_same_table_options():
     for command in ("run", "profile", "show"):
         help_text = rooflint(command, "--help", env={"COLUMNS": "200"}).stdout
-        assert "--csv" in help_text and "--markdown" in help_text, command
+        assert all(option in help_text for option in ("--csv", "--markdown", "--html")), command
+
+
+def test_html_is_the_report_of_the_result(tmp_path):
+    """show --html writes the page `rooflint report` writes of the same document; - prints
+    it alone; a file that is not a report is refused, untouched."""
+    page, report = tmp_path / "page.html", tmp_path / "report.html"
+    for profile_or_run in (BUNDLED, PROFILE):
+        shown = rooflint("show", str(profile_or_run), "--html", str(page))
+        assert shown.code == 0, shown.stderr
+        assert "report written to" in shown.stdout and page.name in shown.stdout
+        made = rooflint("report", str(profile_or_run), "-o", str(report))
+        assert made.code == 0, made.stderr
+        assert page.read_text() == report.read_text()
+    piped = rooflint("show", str(BUNDLED), "--html", "-")
+    assert piped.code == 0 and piped.stdout.lstrip().lower().startswith("<!doctype html")
+    assert piped.stdout.rstrip().endswith("</html>")
+    notes = tmp_path / "notes.md"
+    notes.write_text("# my notes\n")
+    before = snapshot(tmp_path)
+    assert_one_line_error(rooflint("show", str(BUNDLED), "--html", str(notes)), 2, "--html",
+                          "is not a rooflint report")
+    assert_intact(before)
 
 
 def test_a_name_cannot_run_as_a_spreadsheet_formula(tmp_path):

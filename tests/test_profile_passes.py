@@ -179,3 +179,9 @@ def test_profile_json_and_tables_to_standard_output(fake_ncu, tmp_path):
                      "pass", env=env, cwd=tmp_path)
     assert piped.code == 0, piped.stderr
     assert piped.stdout.startswith("family,variant,") and "kernel" in piped.stderr
+    paged = rooflint("profile", "--coverage", "0.99", "--json", str(tmp_path / "r.json"),
+                     "--html", str(tmp_path / "r.html"), "--", sys.executable, "-c", "pass",
+                     env=env, cwd=tmp_path)
+    assert paged.code == 0, paged.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert page.lower().startswith("<!doctype html") and str(tmp_path / "r.json") in page

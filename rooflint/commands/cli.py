@@ -60,6 +60,8 @@ CSV_HELP = ("Also write a CSV table here, a row per variant or kernel: time, FLO
             "bandwidth, intensities and fractions of each level, verdict, top move and gain "
             "(- for standard output).")
 MARKDOWN_HELP = "Also write that table as Markdown here (- for standard output)."
+HTML_HELP = ("Also write the result as `rooflint report` would: one self-contained HTML page "
+             "(- for standard output).")
 GPU_HELP = ("GPU spec id (see `rooflint specs`), or its family (h100: the board in this "
             "machine)")
 
@@ -172,6 +174,7 @@ def run(
                                 "top move, the lines of its .cu that move is about."),
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
+    html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
     no_reference_cache: bool = typer.Option(False, "--no-reference-cache", help="Compute "
                                             "host references afresh, neither reading nor "
                                             "writing the outputs kept from earlier runs "
@@ -180,7 +183,7 @@ def run(
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run_command import run_command   # start-up: see the top
     run_command(target, variants or [], size, gpu, cache.value, json_path, svg, timeout,
-                counters.value, timings, devices, gpm, source, csv, markdown,
+                counters.value, timings, devices, gpm, source, csv, markdown, html,
                 reference_cache=not no_reference_cache)
 
 
@@ -246,11 +249,12 @@ def profile(
                                          "get an algorithmic intensity.", metavar="FILE"),
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
+    html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
     from rooflint.commands.profile_command import profile_command   # start-up: see the top
     profile_command(command, top, coverage, nvtx, kernel, skip, gpu, json_path, svg, logs,
-                    model, csv, markdown)
+                    model, csv, markdown, html)
 
 
 @app.command(cls=Command)
@@ -262,10 +266,11 @@ def show(
                                                    metavar="VARIANT"),
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
+    html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
     from rooflint.commands.show_command import show_command    # start-up: see the top
-    show_command(result_path, variants or [], csv, markdown)
+    show_command(result_path, variants or [], csv, markdown, html)
 
 
 @app.command(cls=JsonFileCommand)

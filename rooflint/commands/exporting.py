@@ -1,10 +1,12 @@
-"""The tables a command writes beside its result (``--csv``, ``--markdown``), and which
-of its outputs goes to standard output (``-``).
+"""The documents a command writes beside its result (``--csv``, ``--markdown``, ``--html``),
+and which of its outputs goes to standard output (``-``).
 
-run, profile and show take the same two options, with the same meaning: a file path, or
-``-`` for standard output, where the terminal's tables then give way (to standard error
-for run and profile, whose display goes on; not at all for show, whose table it is).
-At most one output can be ``-``: two documents on one stream could not be told apart.
+run, profile and show take the same three options, with the same meaning: a file path,
+or ``-`` for standard output, where the terminal's tables then give way (to standard
+error for run and profile, whose display goes on; not at all for show, whose table it
+is). The tables are output/exports.py's; the page is `rooflint report`'s of the one
+result. At most one output can be ``-``: two documents on one stream could not be told
+apart.
 """
 
 from __future__ import annotations
@@ -20,22 +22,28 @@ from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import RunResult
 from rooflint.output import exports
 from rooflint.commands.guards import guard_outputs
-from rooflint.output.outputs import TABLES, Kind, Output
+from rooflint.output.html_report import Document, report_html
+from rooflint.output.outputs import REPORT, TABLES, Kind, Output
 
 STDOUT = Path("-")
+
+
+PAGE = "html"        # the export that is the report's page, not a table
+KINDS = {**TABLES, PAGE: REPORT}
 
 
 @dataclass(frozen=True)
 class Export:
     option: str           # --csv
-    format: str           # a key of exports.EXPORTERS
+    format: str           # a key of exports.EXPORTERS, or PAGE
     path: Path
 
 
-
-def asked(csv: Optional[Path], markdown: Optional[Path]) -> list[Export]:
+def asked(csv: Optional[Path], markdown: Optional[Path],
+          html: Optional[Path] = None) -> list[Export]:
     return [Export(option, format, path) for option, format, path in
-            (("--csv", "csv", csv), ("--markdown", "markdown", markdown)) if path]
+            (("--csv", "csv", csv), ("--markdown", "markdown", markdown),
+             ("--html", PAGE, html)) if path]
 
 
 def to_stdout(*named: tuple[str, Optional[Path]]) -> bool:
@@ -49,7 +57,7 @@ def to_stdout(*named: tuple[str, Optional[Path]]) -> bool:
 
 def files(wanted: Sequence[Export]) -> list[Output]:
     """The exports written to files, for the output guard."""
-    return [Output(e.option, e.path, TABLES[e.format]) for e in wanted if e.path != STDOUT]
+    return [Output(e.option, e.path, KINDS[e.format]) for e in wanted if e.path != STDOUT]
 
 
 def written_json(path: Optional[Path], kind: Kind) -> None:
@@ -68,14 +76,17 @@ def write_json(document: dict, path: Path) -> None:
         write_text(text + "\n", path)
 
 
-def write(wanted: Sequence[Export], results: Sequence[RunResult]) -> list[str]:
-    """Each export written (``-``: printed); what was written where, to say so."""
+def write(wanted: Sequence[Export], results: Sequence[RunResult], name: str) -> list[str]:
+    """Each export written (``-``: printed); what was written where, to say so. ``name``
+    heads the page: the result document's path, or what made the result."""
     said = []
     for e in wanted:
-        text = exports.export(results, e.format)
+        text = (report_html([Document(name, r) for r in results]) if e.format == PAGE
+                else exports.export(results, e.format))
         if e.path == STDOUT:
             emit(text.rstrip("\n"))
         else:
             write_text(text, e.path)
-            said.append(f"{e.format} table written to {e.path}")
+            said.append(f"{'report' if e.format == PAGE else e.format + ' table'} written "
+                        f"to {e.path}")
     return said

@@ -27,7 +27,7 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
                     nvtx: Optional[str], kernel: Optional[str], skip: int, gpu: Optional[str],
                     json_path: Optional[Path], svg: Optional[Path], logs: Optional[Path],
                     model: Optional[Path], csv: Optional[Path] = None,
-                    markdown: Optional[Path] = None) -> None:
+                    markdown: Optional[Path] = None, html: Optional[Path] = None) -> None:
     """Profile ``command`` as `rooflint profile` was asked; exit 2 (130 if interrupted)
     when pass 2 stopped, after what pass 1 measured is printed and written."""
     if kernel:
@@ -37,7 +37,7 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
             fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
     if logs and not logs.is_dir():
         fail(f"--logs {logs}: no such directory")
-    tables = exporting.asked(csv, markdown)
+    tables = exporting.asked(csv, markdown, html)
     piped = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
     check_outputs(None if json_path == STDOUT else json_path, picture=svg, logs=logs,
                   model=model, tables=exporting.files(tables))
@@ -56,7 +56,8 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
     elif json_path:
         write_result(result, json_path)
         screen.print(f"result written to {json_path}", markup=False)
-    for said in exporting.write(tables, [result]):
+    named = json_path if json_path and json_path != STDOUT else "rooflint profile"
+    for said in exporting.write(tables, [result], str(named)):
         screen.print(said, markup=False)
     if svg and not stopped:
         from rooflint.output import plotting    # matplotlib, only for --svg

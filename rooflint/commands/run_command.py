@@ -26,9 +26,10 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
                 gpu: Optional[str], cache: str, json_path: Optional[Path],
                 svg: Optional[Path], timeout: float, counters: str, timings: bool,
                 devices: Optional[str], gpm: bool, source: bool, csv: Optional[Path] = None,
-                markdown: Optional[Path] = None, reference_cache: bool = True) -> None:
+                markdown: Optional[Path] = None, html: Optional[Path] = None,
+                reference_cache: bool = True) -> None:
     """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
-    tables = exporting.asked(csv, markdown)
+    tables = exporting.asked(csv, markdown, html)
     to_stdout = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
     if source and counters == "off":
         fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
@@ -65,7 +66,7 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
         screen.print(f"result written to {json_path}", markup=False)
-    for said in exporting.write(tables, [result]):
+    for said in exporting.write(tables, [result], str(options.json_path or "rooflint run")):
         screen.print(said, markup=False)
     if svg:
         from rooflint.output import plotting    # matplotlib, only for --svg

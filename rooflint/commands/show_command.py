@@ -15,13 +15,13 @@ from rooflint.output.tables import only_variants, render_run
 
 
 def show_command(result_path: Path, variants: list[str], csv: Optional[Path],
-                 markdown: Optional[Path]) -> None:
-    """Print ``result_path`` (only ``variants``, if given); write its tables."""
-    tables = exporting.asked(csv, markdown)
+                 markdown: Optional[Path], html: Optional[Path] = None) -> None:
+    """Print ``result_path`` (only ``variants``, if given); write its tables and page."""
+    tables = exporting.asked(csv, markdown, html)
     piped = exporting.to_stdout(*((t.option, t.path) for t in tables))
     guard_outputs(exporting.files(tables), [Named("RESULT", result_path)])
     result = only_variants(read_result(result_path), variants, result_path)
     if not piped:
         render_run(console, result)
-    for said in exporting.write(tables, [result]):
+    for said in exporting.write(tables, [result], str(result_path)):
         console.print(said, markup=False)
