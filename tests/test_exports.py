@@ -114,6 +114,8 @@ def test_show_writes_the_tables_or_prints_one(tmp_path):
     (["--csv", "{notes}"], ["--csv", "is not a rooflint CSV table"]),
     (["--markdown", "{notes}"], ["--markdown", "is not a rooflint Markdown table"]),
     (["--csv", "{result}"], ["--csv", "does not write over a file it reads"]),
+    (["--html", "{result}"], ["--html", "does not write over a file it reads"]),
+    (["--html", "-", "--csv", "-"], ["--csv and --html", "standard output"]),
     (["--csv", "{missing}/t.csv"], ["cannot write", "no directory"]),
 ])
 def test_bad_table_outputs_are_one_line_and_touch_nothing(tmp_path, args, fragments):
