@@ -14,7 +14,8 @@ from rooflint.analysis import caller_moves as catalog
 from rooflint.analysis.diagnose import Move, Verdict
 
 FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_bound",
-         "chain_bound", "l2_bound", "l1_bound", "register_spills", "extra_traffic")
+         "chain_bound", "l2_bound", "l1_bound", "register_spills", "extra_traffic",
+         "partial_wave")
 
 
 def test_every_library_rooflint_names_is_in_the_catalog():
@@ -71,6 +72,17 @@ def test_the_caller_moves_lead_and_the_kernel_level_cause_stays_beside_them():
     assert "remove register spills" in verdict.moves[0].reason        # the cause: why
     assert verdict.moves[-1].id == "fix_spills"                        # still there, after
     assert upside.best_move(verdict).id == "fix_spills"                   # upside: the kernel's
+
+
+def test_a_library_gemm_in_a_partial_wave_is_told_the_shape_that_fills_whole_waves():
+    """The tail effect of a kernel nobody outside NVIDIA can retile: its caller sizes the
+    work so the waves come out whole; the kernel-level move (a grid of whole waves) stays."""
+    verdict = catalog.with_caller_moves(
+        verdict_with("whole_waves", {"partial_wave": "1.5 waves", "compute_bound": ""}),
+        catalog.GEMM)
+    ids = [m.id for m in verdict.moves]
+    assert ids[0] == "whole_waves_shape" and ids[-1] == "whole_waves"
+    assert "whole_waves_shape" not in [m.id for m in catalog.caller_moves(catalog.GEMM, {})]
 
 
 def test_a_precision_trade_comes_after_the_moves_that_keep_precision():

@@ -71,6 +71,9 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "per operator"),
     CallerMove("set_to_none", "right", (FILL,), "optimizer.zero_grad(set_to_none=True) and no "
                "torch.zeros you then overwrite: the fills go away"),
+    CallerMove("whole_waves_shape", "up", (GEMM, ATTENTION, INDUCTOR), "size the batch or "
+               "sequence so the kernel's tiles fill whole waves: its last wave runs part-empty "
+               "while the other SMs wait", requires=("partial_wave",)),
     CallerMove("gemm_shapes", "up", (GEMM,), "shape the GEMM for cuBLAS's tiles: dimensions "
                "(batch x sequence, hidden, vocabulary) padded to multiples of 128, bf16 "
                "operands, and a batch large enough for a whole number of waves"),
