@@ -8,7 +8,7 @@
 set -u
 tag=$1; shift; parts=${*:-train block others}; out=/tmp/prof
 for part in $parts; do   # each PART names a function below: nothing else is run
-  case $part in train|block|others) ;; *) echo "profile.sh: no part '$part' (train, block, others)" >&2; exit 2 ;; esac
+  case $part in train|block|others|nanogpt) ;; *) echo "profile.sh: no part '$part' (train, block, others, nanogpt)" >&2; exit 2 ;; esac
 done
 mkdir -p $out/logs
 timed() { local name=$1; shift; local t0=$EPOCHREALTIME; timeout 300 "$@"; local rc=$?; echo "TIME $name $(python3 -c "print(round($EPOCHREALTIME - $t0, 2))") s rc=$rc" | tee -a $out/times.log; }
@@ -38,6 +38,21 @@ python3 -m rooflint compare $out/$tag-profile-block-eager.json $out/$tag-profile
 others() {
 profile triton python3 examples/apps/triton_softmax.py
 profile cupy python3 examples/apps/cupy_pipeline.py
+}
+nanogpt() {
+[ -f "${NANOGPT:-}/train.py" ] || { echo "profile.sh: NANOGPT names no nanoGPT checkout" >&2; return 2; }
+local here=$PWD; cd "$NANOGPT"
+mkdir -p data/openwebtext
+python3 -c "import numpy as np; r = np.random.default_rng(0); [r.integers(0, 50257, 20_000_000, dtype=np.uint16).tofile(f'data/openwebtext/{s}.bin') for s in ('train', 'val')]"
+local args="--batch_size=8 --gradient_accumulation_steps=1 --max_iters=7 --eval_iters=1 --out_dir=$out/nanogpt-out"
+python3 train.py $args --compile=False > /dev/null 2>&1   # untimed: warms the page cache
+for mode in eager compiled; do
+  local compile=False; [ $mode = compiled ] && compile=True
+  timed plain-nanogpt-$mode python3 train.py $args --compile=$compile > /dev/null 2>&1
+  timed profile-nanogpt-$mode python3 -m rooflint profile --json $out/$tag-profile-nanogpt-$mode.json -- python3 train.py $args --compile=$compile > $out/$tag-profile-nanogpt-$mode.txt 2>&1
+  head -4 $out/$tag-profile-nanogpt-$mode.txt
+done
+rm -rf $out/nanogpt-out; cd "$here"
 }
 for part in $parts; do $part; done
 pgrep -af "ncu.*--mode launch" || echo "no program left waiting for ncu"

@@ -15,11 +15,13 @@ from rooflint.analysis.diagnose import Move, Verdict
 
 FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_bound",
          "chain_bound", "l2_bound", "l1_bound", "register_spills", "extra_traffic",
-         "partial_wave")
+         "partial_wave", catalog.FORWARD_UPCAST)
 
 
 def test_every_library_rooflint_names_is_in_the_catalog():
-    assert {words for _, words in program_kernels.LIBRARIES} == set(catalog.EVERY_LIBRARY)
+    named = {words for _, words in (*program_kernels.LIBRARIES,
+                                    *program_kernels.OPERATOR_LIBRARIES)}
+    assert named | {catalog.OPERATOR} == set(catalog.EVERY_LIBRARY)
 
 
 @pytest.mark.parametrize("library", catalog.EVERY_LIBRARY)
@@ -53,10 +55,48 @@ def test_a_kernel_the_user_wrote_gets_no_caller_move():
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>",
      catalog.ELEMENTWISE),
     ("triton_poi_fused_gelu_view_2", catalog.INDUCTOR),
+    # torch.cat (nanoGPT's split in backward) was told to keep the weights in bf16
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_aligned16_contig<at::native::"
+     "(anonymous namespace)::OpaqueType<2u>, unsigned int, 3, 128, 1>", catalog.ELEMENTWISE),
     ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", catalog.NCCL),
 ])
 def test_library_kernels_are_named_by_who_wrote_them(kernel, library):
     assert program_kernels.library(kernel) == library
+
+
+ADAM = ("void at::native::multi_tensor_apply_kernel<at::native::FusedOptimizerTensorListMetadata"
+        "<4>, at::native::FusedAdamMathFunctor<float, 4, 1, 0> >")
+FOREACH = ("void at::native::multi_tensor_apply_kernel<at::native::TensorListMetadata<1>, "
+           "at::native::LpNormFunctor<float, 2, float, float>, float*, int>")
+
+
+@pytest.mark.parametrize("kernel, operator, library", [
+    # nanoGPT's step (H100, 2026-11-26): AdamW(fused=True) was told "the fused optimizer",
+    # and gradient clipping's norm and scale, which share its kernel's name, too
+    (ADAM, "aten::_fused_adamw_", catalog.FUSED_OPTIMIZER),
+    (FOREACH, "aten::_foreach_norm", catalog.FOREACH),
+    (FOREACH, None, catalog.OPTIMIZER),                       # no trace: by name
+    # a helper of cuDNN's attention backward, named by none of LIBRARIES' patterns, got a
+    # kernel-level move (coalesce its stores) as if the program had written it
+    ("void compute_dot_do_o_specialized<true>(...)", "aten::_cudnn_attention_backward",
+     catalog.ATTENTION),
+    ("void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<...>", "aten::sort",
+     catalog.OPERATOR),
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "aten::addmm", catalog.GEMM),
+    ("softmax_rows", None, None),                             # the program's own Triton kernel
+    ("fused_rope", "mylib::rope", None),                      # the program's own custom op
+])
+def test_the_launching_operator_names_who_wrote_a_kernel_its_name_does_not(kernel, operator,
+                                                                            library):
+    assert program_kernels.library(kernel, operator) == library
+
+
+def test_a_fused_optimizer_is_not_told_to_fuse_and_clipping_is_not_told_it_is_an_optimizer():
+    fused = [m.id for m in catalog.caller_moves(catalog.FUSED_OPTIMIZER, {"bandwidth_bound": ""})]
+    clipping = [m.id for m in catalog.caller_moves(catalog.FOREACH, {"bandwidth_bound": ""})]
+    assert "fused_optimizer" not in fused and fused == ["optimizer_state_bytes"]
+    assert clipping == ["one_pass_over_gradients"]
+    assert all(m.changes_precision for m in catalog.caller_moves(catalog.FUSED_OPTIMIZER, {}))
 
 
 def verdict_with(move_id: str, flags: dict[str, str]) -> Verdict:
@@ -104,3 +144,12 @@ def test_every_library_kernel_of_a_recorded_profile_leads_with_a_caller_move(spe
         calibrations.load(FIXTURES / "h200-calibration-2026-11-22.json"), Settings())
     for v in result.families[0].variants:
         assert v.share.library and v.verdict.moves[0].gain_from == catalog.CALLER, v.name
+
+
+def test_a_forward_upcast_is_told_to_fuse_the_cast_not_to_keep_weights_in_bf16():
+    """nanoGPT's logits, cast from bf16 to fp32 for the loss (H100: 1.27 ms a step, 6 % of
+    the GPU time), were told to keep the weights in bf16; a weight cast narrows."""
+    upcast = [m.id for m in catalog.caller_moves(catalog.CAST, {catalog.FORWARD_UPCAST: ""})]
+    weights = [m.id for m in catalog.caller_moves(catalog.CAST, {})]
+    assert upcast[0] == "fuse_upcast" and "bf16_weights" not in upcast
+    assert weights[0] == "bf16_weights" and "fuse_upcast" not in weights

@@ -372,3 +372,28 @@ def test_an_event_whose_name_is_not_text_is_left_out():
     kernel under it has no operator, and no precision is ruled out."""
     launch = launch_under(5, {"Input type": ["float"], "Input Dims": [[4]]})
     assert launch.operator is None and launch.tensor_precisions is None
+
+
+@pytest.mark.parametrize("types, widens", [
+    (["float", "c10::BFloat16"], True),          # copy_(fp32 destination, bf16 source)
+    (["c10::BFloat16", "float"], False),         # autocast's weight cast narrows
+    (["float", "float"], False),
+    (["float", "c10::Float8_e4m3fn"], True),
+    (["float", "an unknown type"], False),
+    (["float"], False),
+])
+def test_a_copy_widens_when_its_destination_is_the_wider_dtype(types, widens):
+    assert kernel_launch("aten::copy_", types).widens is widens
+    assert not kernel_launch("aten::add", types).widens            # only copies are casts
+
+
+def test_the_steps_widening_copies_are_gradients_in_backward_and_no_kernel_upcasts(lined):
+    """The recorded step widens only in backward (ToCopyBackward0: gradients on their way
+    back to fp32, weights' and activations' alike), so none of its kernels is a forward
+    upcast; a forward widening (nanoGPT's logits cast for the loss) is."""
+    widening = [x for x in lined if x.widens]
+    assert len(widening) == 40 and {x.backward_of for x in widening} == {"ToCopyBackward0"}
+    assert not any(k.upcasts for k in program_kernels.kernel_times_from_trace(lined))
+    forward = kernel_launch("aten::copy_", ["float", "c10::BFloat16"])
+    kernel = program_kernels.kernel_times_from_trace([forward, forward])[0]
+    assert kernel.upcasts and program_kernels.caller_flags(kernel)

@@ -15,7 +15,9 @@ this over every library and every verdict).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 
 from rooflint.analysis.diagnose import Move, Verdict
 
@@ -31,14 +33,21 @@ FILL = "fill (PyTorch)"
 REDUCTION = "PyTorch reduction"
 RANDOM = "random numbers (PyTorch)"
 OPTIMIZER = "optimizer (PyTorch)"
+FUSED_OPTIMIZER = "fused optimizer (PyTorch)"
+FOREACH = "foreach (PyTorch)"
 EMBEDDING = "embedding (PyTorch)"
 INDUCTOR = "Triton (torch.compile)"
 NCCL = "NCCL collective"
 CUPY = "CuPy kernel"
+OPERATOR = "PyTorch operator"   # an ATen operator's kernel no other words fit
 
 ELEMENT_WISE = (NORM, GELU, SOFTMAX, ELEMENTWISE, CAST, FILL, REDUCTION, EMBEDDING)
-EVERY_LIBRARY = (GEMM, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER, INDUCTOR, NCCL, CUPY)
+EVERY_LIBRARY = (GEMM, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER, FUSED_OPTIMIZER, FOREACH,
+                 INDUCTOR, NCCL, CUPY, OPERATOR)
 
+
+# A flag of the profiler's trace, not of the counters (program_kernels.caller_flags).
+FORWARD_UPCAST = "forward_upcast"
 
 CALLER = "caller"     # a verdict Move's gain_from for these: no estimate of their own
 
@@ -50,22 +59,30 @@ class CallerMove:
     libraries: tuple[str, ...]
     action: str
     requires: tuple[str, ...] = ()      # evidence flags that must all hold
+    unless: tuple[str, ...] = ()        # evidence flags that must all be absent
     changes_precision: bool = False     # trades accuracy: the user must judge it
 
     def applies(self, library: str, flags: dict[str, str]) -> bool:
-        return library in self.libraries and all(f in flags for f in self.requires)
+        return (library in self.libraries and all(f in flags for f in self.requires)
+                and not any(f in flags for f in self.unless))
 
 
 CALLER_MOVES: tuple[CallerMove, ...] = (
     CallerMove("cuda_graphs", "up", EVERY_LIBRARY, "replay the step as a CUDA graph "
                "(torch.compile(mode=\"reduce-overhead\"), torch.cuda.graphs): its launches "
                "cost more than its work", requires=("launch_overhead",)),
-    CallerMove("larger_batch", "up", (GEMM, ATTENTION, *ELEMENT_WISE, INDUCTOR), "a larger batch, "
+    CallerMove("larger_batch", "up", (GEMM, ATTENTION, *ELEMENT_WISE, INDUCTOR, OPERATOR),
+               "a larger batch, "
                "or fewer and larger calls: this launch leaves SMs idle",
                requires=("grid_under_one_wave",)),
+    CallerMove("fuse_upcast", "right", (CAST,), "fuse the cast into the operator that reads it "
+               "(torch.compile; a fused or chunked cross-entropy that reads the bf16 logits): "
+               "autocast runs that operator in fp32, so a wider copy of its input is written "
+               "and read once more every step", requires=(FORWARD_UPCAST,)),
     CallerMove("bf16_weights", "right", (CAST,), "keep the weights in bf16 so autocast stops casting "
                "them every step (model.to(torch.bfloat16) with fp32 master weights in the "
-               "optimizer), or torch.compile to fold the casts into their consumers"),
+               "optimizer), or torch.compile to fold the casts into their consumers",
+               unless=(FORWARD_UPCAST,)),
     CallerMove("fuse_with_compile", "right", ELEMENT_WISE, "fuse the element-wise chain around it with "
                "torch.compile: one kernel reads and writes the tensor once instead of once "
                "per operator"),
@@ -84,6 +101,14 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "EFFICIENT_ATTENTION) and a head size that is a multiple of 64"),
     CallerMove("fused_optimizer", "up", (OPTIMIZER,), "the fused optimizer (AdamW(fused=True)), or "
                "foreach; fewer, larger parameter tensors"),
+    CallerMove("one_pass_over_gradients", "up", (FOREACH,), "one pass over the gradients instead "
+               "of one per foreach operator: the fused optimizer (AdamW(fused=True)) for a "
+               "foreach update, and gradient clipping compiled with the step (torch.compile) "
+               "rather than a norm and a scale of their own"),
+    CallerMove("optimizer_state_bytes", "right", (FUSED_OPTIMIZER,), "the optimizer is fused "
+               "already; what is left is its bytes per parameter: its state in bf16, or an "
+               "8-bit optimizer (bitsandbytes' AdamW8bit), where the accuracy allows",
+               changes_precision=True),
     CallerMove("fewer_draws", "right", (RANDOM,), "draw random numbers once per step in one call "
                "(or inside a fused kernel: dropout under torch.compile)"),
     CallerMove("autotune_compile", "up", (INDUCTOR,), "torch.compile(mode=\"max-autotune\") to "
@@ -91,6 +116,9 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "a hand-written one"),
     CallerMove("overlap_collective", "up", (NCCL,), "overlap the collective with compute (DDP's "
                "bucket size, FSDP's prefetch) and make fewer, larger ones"),
+    CallerMove("compile_operator", "right", (OPERATOR,), "torch.compile, which writes its own "
+               "kernel for many operators and fuses it with its neighbours, or another "
+               "operator to the same result: the kernel is PyTorch's, not the program's"),
     CallerMove("fuse_cupy", "right", (CUPY,), "fuse the element-wise chain into one kernel "
                "(cupy.fuse, an ElementwiseKernel) so the array crosses memory once"),
 )
@@ -104,11 +132,14 @@ def caller_moves(library: str | None, flags: dict[str, str]) -> list[CallerMove]
     return [m for m in CALLER_MOVES if m.applies(library, flags)]
 
 
-def with_caller_moves(verdict: Verdict, library: str | None) -> Verdict:
-    """``verdict`` with its caller's moves first (precision trades after the others): the
-    kernel-level moves stay after them, and each caller move's reason names the
-    kernel-level cause it answers."""
-    found = sorted(caller_moves(library, verdict.evidence), key=lambda m: m.changes_precision)
+def with_caller_moves(verdict: Verdict, library: str | None,
+                      trace_flags: Mapping[str, str] = MappingProxyType({})) -> Verdict:
+    """``verdict`` with its caller's moves first (precision trades after the others), chosen
+    on its evidence and on what the profiler's trace knows of the kernel's launches
+    (``trace_flags``): the kernel-level moves stay after them, and each caller move's
+    reason names the kernel-level cause it answers."""
+    found = sorted(caller_moves(library, {**verdict.evidence, **trace_flags}),
+                   key=lambda m: m.changes_precision)
     if not found:
         return verdict
     cause = verdict.moves[0] if verdict.moves else None

@@ -22,10 +22,19 @@ from rooflint.analysis.counters import Counters
 from rooflint.common.units import format_time
 from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME as NAME
 from rooflint.formats.results import TimeStats
-from rooflint.formats.trace_events import Launch, Origin, origins, tensor_precisions
+from rooflint.formats.trace_events import ATEN, Launch, Origin, origins, tensor_precisions
 
 DEFAULT_COVERAGE = 0.90
 
+# Who wrote a kernel, from the PyTorch operator that launched it, where the operator says
+# more than the kernel's name: (pattern, plain words). multi_tensor_apply_kernel runs the
+# fused optimizers and every foreach operator (gradient clipping's norm and scale among
+# them); cuDNN's attention launches helper kernels of other names.
+OPERATOR_LIBRARIES = (
+    (r"^aten::_fused_(adamw?|sgd|adagrad)_", library_moves.FUSED_OPTIMIZER),
+    (r"^aten::_foreach_", library_moves.FOREACH),
+    (r"^aten::.*(attention|sdpa|flash)", library_moves.ATTENTION),
+)
 # Who wrote a kernel, from its name: (pattern, plain words). First match wins, so the
 # specific patterns come before PyTorch's generic element-wise kernels that wrap them.
 LIBRARIES = (
@@ -37,12 +46,12 @@ LIBRARIES = (
     (r"Gelu|gelu", library_moves.GELU),
     (r"SoftMax|softmax_warp|log_softmax|nll_loss|cross_entropy", library_moves.SOFTMAX),
     (r"multi_tensor_apply|lpnorm", library_moves.OPTIMIZER),
-    (r"copy_kernel|direct_copy|CatArrayBatchedCopy", library_moves.CAST),
+    (r"copy_kernel|direct_copy", library_moves.CAST),
     (r"FillFunctor", library_moves.FILL),
     (r"embedding|indexSelect|index_select", library_moves.EMBEDDING),
     (r"distribution_|normal_kernel|curand", library_moves.RANDOM),
-    (r"vectorized_elementwise_kernel|elementwise_kernel|unrolled_elementwise",
-     library_moves.ELEMENTWISE),
+    (r"vectorized_elementwise_kernel|elementwise_kernel|unrolled_elementwise"
+     r"|CatArrayBatchedCopy", library_moves.ELEMENTWISE),   # a concatenation copies, casts not
     (r"reduce_kernel", library_moves.REDUCTION),
     (r"cupy_", library_moves.CUPY),
 )
@@ -62,6 +71,10 @@ class KernelTime:
     # The tensor-core precisions its launches' operators name (the profiler's trace);
     # None: any (launched outside PyTorch's ATen operators, or timed by ncu).
     tensor_precisions: frozenset[str] | None = None
+    # Most launches are forward copies to a wider dtype: the input autocast widens for an
+    # operator it runs in fp32 (the loss), never a weight cast (those narrow; in backward,
+    # gradients widen on their way back to fp32, weights' and activations' alike).
+    upcasts: bool = False
 
     @property
     def identity(self) -> Identity:
@@ -138,7 +151,9 @@ def kernel_times_from_trace(launches: list[Launch]) -> list[KernelTime]:
         groups.setdefault((name_key(launch.name), launch.grid, launch.block), []).append(launch)
     kernels = [KernelTime(mine[0].name, mine[0].grid, [x.duration_s for x in mine],
                           block=mine[0].block, origins=origins(mine),
-                          tensor_precisions=tensor_precisions(mine))
+                          tensor_precisions=tensor_precisions(mine),
+                          upcasts=2 * sum(x.widens and not x.backward_of for x in mine)
+                          > len(mine))
                for mine in groups.values()]
     return sorted(kernels, key=lambda k: k.total_s, reverse=True)
 
@@ -310,8 +325,21 @@ def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
     return chosen
 
 
-def library(kernel: str) -> str | None:
-    return next((words for pattern, words in LIBRARIES if re.search(pattern, kernel)), None)
+def library(kernel: str, operator: str | None = None) -> str | None:
+    """Who wrote a kernel: by the operator that launched it (OPERATOR_LIBRARIES), by its
+    name (LIBRARIES), or PyTorch for any other kernel an ATen operator launched; None for
+    the program's own (its Triton or CUDA kernel, a custom operator's)."""
+    op = operator or ""
+    found = (next((words for pattern, words in OPERATOR_LIBRARIES if re.search(pattern, op)),
+                  None)
+             or next((words for pattern, words in LIBRARIES if re.search(pattern, kernel)), None))
+    return found or (library_moves.OPERATOR if op.startswith(ATEN) else None)
+
+
+def caller_flags(k: KernelTime) -> dict[str, str]:
+    """What the trace knows of a kernel's launches that its caller's moves ask about."""
+    return {library_moves.FORWARD_UPCAST: "its forward copies write a wider dtype than they "
+            "read"} if k.upcasts else {}
 
 
 def short_name(kernel: str) -> str:

@@ -39,6 +39,7 @@ from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Id
                                                KernelTime, choose, mangled_patterns,
                                                kernel_times, kernel_times_from_trace,
                                                launches_by_identity, library, mixed_shapes,
+                                               caller_flags,
                                                per_launch, selected, unique_names,
                                                why_no_counters)
 from rooflint.analysis.upside import best_fraction, by_upside, upside
@@ -109,7 +110,7 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         point_time_s=counters.duration_s if counters else None, cached=True), spec, device.sms,
         calibration)
     best = best_fraction(analysis.point, analysis.counters, calibration, precision, device.sms)
-    owner = library(time.kernel)
+    owner = library(time.kernel, time.origins[0].operator if time.origins else None)
     mix = mixed_shapes(time)
     stats, notes = (mix[0], [*analysis.notes, mix[1]]) if mix else (analysis.time,
                                                                    analysis.notes)
@@ -126,7 +127,8 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         samples_s=time.durations_s, time=stats, clocks=Clocks(), gpm={},
         graph_time=None, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
         counters=analysis.counters, notes=notes, roofs=analysis.roofs, point=analysis.point,
-        verdict=analysis.verdict and library_moves.with_caller_moves(analysis.verdict, owner),
+        verdict=analysis.verdict and library_moves.with_caller_moves(
+            analysis.verdict, owner, caller_flags(time)),
         expect={}, expectation_mismatch=None, versus=None,
         speed_vs_baseline=None, share=share, levels=analysis.levels)
 

@@ -54,6 +54,14 @@ TENSOR_PRECISION_OF_DTYPE = {
        for kind in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz")},
 }
 
+# Bytes per element by the same names, for the casts: a copy whose destination (aten::copy_'s
+# first input) is wider than its source writes an upcast for an operator autocast runs in
+# fp32 (the loss, a softmax), not a weight cast.
+DTYPE_BYTES = {"double": 8, "long int": 8, "float": 4, "int": 4, "c10::BFloat16": 2,
+               "c10::Half": 2, "short int": 2, "bool": 1, "signed char": 1, "unsigned char": 1,
+               **{f"c10::Float8_{kind}": 1 for kind in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz")}}
+COPY = "aten::copy_"
+
 
 @dataclass
 class Launch:
@@ -80,6 +88,14 @@ class Launch:
             return frozenset()
         first = next((t for t in self.dtypes if t in TENSOR_PRECISION_OF_DTYPE), None)
         return frozenset([TENSOR_PRECISION_OF_DTYPE[first]] if first else [])
+
+    @property
+    def widens(self) -> bool:
+        """A copy to a wider dtype than its source's (bf16 logits to fp32)."""
+        if self.operator != COPY or not self.dtypes or len(self.dtypes) != 2:
+            return False
+        destination, source = (DTYPE_BYTES.get(t, 0) for t in self.dtypes)
+        return destination > source > 0
 
 
 def tensor_precisions(launches: Iterable[Launch]) -> frozenset[str] | None:
