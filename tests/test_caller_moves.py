@@ -146,6 +146,18 @@ def test_every_library_kernel_of_a_recorded_profile_leads_with_a_caller_move(spe
         assert v.share.library and v.verdict.moves[0].gain_from == catalog.CALLER, v.name
 
 
+@pytest.mark.parametrize("library", catalog.REDUCING)
+def test_a_reduction_under_one_wave_is_not_promised_a_fuller_gpu_from_a_larger_batch(library):
+    """nanoGPT's GammaBetaBackward (24 blocks: 768 features / 32) and a bias gradient's sum
+    (6 blocks) sum over the batch: a larger batch does not add blocks."""
+    found = [m.id for m in catalog.caller_moves(library, {"grid_under_one_wave": ""})]
+    assert found[0] == "split_reduction" and "larger_batch" not in found
+    assert program_kernels.library(
+        "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<float, "
+        "float, 32u, 32u, 64u, false, true>(long, long, float const*, float const*, float "
+        "const*, float const*, float*, float*)") == catalog.NORM_GRADIENT
+
+
 def test_a_forward_upcast_is_told_to_fuse_the_cast_not_to_keep_weights_in_bf16():
     """nanoGPT's logits, cast from bf16 to fp32 for the loss (H100: 1.27 ms a step, 6 % of
     the GPU time), were told to keep the weights in bf16; a weight cast narrows."""

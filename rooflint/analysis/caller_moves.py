@@ -25,6 +25,7 @@ from rooflint.analysis.diagnose import Move, Verdict
 GEMM = "cuBLAS GEMM"
 ATTENTION = "attention (cuDNN / flash)"
 NORM = "normalisation (PyTorch)"
+NORM_GRADIENT = "normalisation's weight gradient (PyTorch)"
 GELU = "GELU (PyTorch element-wise)"
 SOFTMAX = "softmax / loss (PyTorch)"
 ELEMENTWISE = "PyTorch element-wise"
@@ -41,7 +42,11 @@ NCCL = "NCCL collective"
 CUPY = "CuPy kernel"
 OPERATOR = "PyTorch operator"   # an ATen operator's kernel no other words fit
 
-ELEMENT_WISE = (NORM, GELU, SOFTMAX, ELEMENTWISE, CAST, FILL, REDUCTION, EMBEDDING)
+ELEMENT_WISE = (NORM, NORM_GRADIENT, GELU, SOFTMAX, ELEMENTWISE, CAST, FILL, REDUCTION,
+                EMBEDDING)
+# Kernels whose blocks may span what they sum, not the batch: a weight or bias gradient
+# is a sum over the batch, and its grid stays the features' whatever the batch.
+REDUCING = (NORM_GRADIENT, REDUCTION)
 EVERY_LIBRARY = (GEMM, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER, FUSED_OPTIMIZER, FOREACH,
                  INDUCTOR, NCCL, CUPY, OPERATOR)
 
@@ -71,7 +76,12 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
     CallerMove("cuda_graphs", "up", EVERY_LIBRARY, "replay the step as a CUDA graph "
                "(torch.compile(mode=\"reduce-overhead\"), torch.cuda.graphs): its launches "
                "cost more than its work", requires=("launch_overhead",)),
-    CallerMove("larger_batch", "up", (GEMM, ATTENTION, *ELEMENT_WISE, INDUCTOR, OPERATOR),
+    CallerMove("split_reduction", "up", REDUCING, "a larger batch fills the GPU only where "
+               "the kernel's blocks span the batch; a sum over the batch (a weight or bias "
+               "gradient) keeps its grid and lengthens each block instead: torch.compile "
+               "writes such a reduction split across blocks", requires=("grid_under_one_wave",)),
+    CallerMove("larger_batch", "up", (GEMM, ATTENTION, INDUCTOR, OPERATOR,
+                                      *(x for x in ELEMENT_WISE if x not in REDUCING)),
                "a larger batch, "
                "or fewer and larger calls: this launch leaves SMs idle",
                requires=("grid_under_one_wave",)),
