@@ -12,6 +12,7 @@ from rooflint.analysis import upside
 from rooflint.commands import profile as app
 from rooflint.analysis import caller_moves as catalog
 from rooflint.analysis.diagnose import Move, Verdict
+from rooflint.output.terminal import lead_phrase
 
 FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_bound",
          "chain_bound", "l2_bound", "l1_bound", "register_spills", "extra_traffic",
@@ -165,3 +166,11 @@ def test_a_forward_upcast_is_told_to_fuse_the_cast_not_to_keep_weights_in_bf16()
     weights = [m.id for m in catalog.caller_moves(catalog.CAST, {})]
     assert upcast[0] == "fuse_upcast" and "bf16_weights" not in upcast
     assert weights[0] == "bf16_weights" and "fuse_upcast" not in weights
+
+
+@pytest.mark.parametrize("move", catalog.CALLER_MOVES, ids=lambda m: m.id)
+def test_every_caller_moves_lead_phrase_is_what_it_asks_for_in_a_few_words(move):
+    """The table's note prints an action up to its first colon or parenthesis: the split
+    reduction's first wording printed "...; a sum over the batch;"."""
+    lead = lead_phrase(move.action)
+    assert len(lead) <= 70 and ";" not in lead, lead

@@ -76,10 +76,10 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
     CallerMove("cuda_graphs", "up", EVERY_LIBRARY, "replay the step as a CUDA graph "
                "(torch.compile(mode=\"reduce-overhead\"), torch.cuda.graphs): its launches "
                "cost more than its work", requires=("launch_overhead",)),
-    CallerMove("split_reduction", "up", REDUCING, "a larger batch fills the GPU only where "
-               "the kernel's blocks span the batch; a sum over the batch (a weight or bias "
-               "gradient) keeps its grid and lengthens each block instead: torch.compile "
-               "writes such a reduction split across blocks", requires=("grid_under_one_wave",)),
+    CallerMove("split_reduction", "up", REDUCING, "a reduction split across blocks "
+               "(torch.compile writes one): a sum over the batch, as a weight or bias gradient, "
+               "keeps its grid whatever the batch, so a larger batch lengthens each block "
+               "instead of filling the GPU", requires=("grid_under_one_wave",)),
     CallerMove("larger_batch", "up", (GEMM, ATTENTION, INDUCTOR, OPERATOR,
                                       *(x for x in ELEMENT_WISE if x not in REDUCING)),
                "a larger batch, "
@@ -96,8 +96,8 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
     CallerMove("fuse_with_compile", "right", ELEMENT_WISE, "fuse the element-wise chain around it with "
                "torch.compile: one kernel reads and writes the tensor once instead of once "
                "per operator"),
-    CallerMove("set_to_none", "right", (FILL,), "optimizer.zero_grad(set_to_none=True) and no "
-               "torch.zeros you then overwrite: the fills go away"),
+    CallerMove("set_to_none", "right", (FILL,), "no fills to overwrite: "
+               "optimizer.zero_grad(set_to_none=True), and no torch.zeros you then overwrite"),
     CallerMove("whole_waves_shape", "up", (GEMM, ATTENTION, INDUCTOR), "size the batch or "
                "sequence so the kernel's tiles fill whole waves: its last wave runs part-empty "
                "while the other SMs wait", requires=("partial_wave",)),
@@ -115,20 +115,20 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "of one per foreach operator: the fused optimizer (AdamW(fused=True)) for a "
                "foreach update, and gradient clipping compiled with the step (torch.compile) "
                "rather than a norm and a scale of their own"),
-    CallerMove("optimizer_state_bytes", "right", (FUSED_OPTIMIZER,), "the optimizer is fused "
-               "already; what is left is its bytes per parameter: its state in bf16, or an "
-               "8-bit optimizer (bitsandbytes' AdamW8bit), where the accuracy allows",
+    CallerMove("optimizer_state_bytes", "right", (FUSED_OPTIMIZER,), "fewer optimizer bytes per "
+               "parameter: the optimizer is fused already; its state in bf16, or an 8-bit "
+               "optimizer (bitsandbytes' AdamW8bit), where the accuracy allows",
                changes_precision=True),
     CallerMove("fewer_draws", "right", (RANDOM,), "draw random numbers once per step in one call "
                "(or inside a fused kernel: dropout under torch.compile)"),
-    CallerMove("autotune_compile", "up", (INDUCTOR,), "torch.compile(mode=\"max-autotune\") to "
-               "tune Inductor's kernels; a kernel the tuner cannot help is a candidate for "
-               "a hand-written one"),
+    CallerMove("autotune_compile", "up", (INDUCTOR,), "tune Inductor's kernels with "
+               "torch.compile(mode=\"max-autotune\"): a kernel the tuner cannot help is a "
+               "candidate for a hand-written one"),
     CallerMove("overlap_collective", "up", (NCCL,), "overlap the collective with compute (DDP's "
                "bucket size, FSDP's prefetch) and make fewer, larger ones"),
-    CallerMove("compile_operator", "right", (OPERATOR,), "torch.compile, which writes its own "
-               "kernel for many operators and fuses it with its neighbours, or another "
-               "operator to the same result: the kernel is PyTorch's, not the program's"),
+    CallerMove("compile_operator", "right", (OPERATOR,), "torch.compile, or another operator "
+               "to the same result: the kernel is PyTorch's, not the program's; torch.compile "
+               "writes its own kernel for many operators and fuses it with its neighbours"),
     CallerMove("fuse_cupy", "right", (CUPY,), "fuse the element-wise chain into one kernel "
                "(cupy.fuse, an ElementwiseKernel) so the array crosses memory once"),
 )
