@@ -353,10 +353,13 @@ def test_template_words_are_the_names_a_mangled_name_spells():
 def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
     """cuDNN's and cuBLAS's names run to 90 characters: shortened around an ellipsis, each
     kernel's name sits whole on its row at 100 and 140 columns (the full name is in the
-    result document), and at 140 each kernel is one line, with the line it came from."""
-    from rooflint.output.terminal import shortened
+    result document), told apart from every other row's, and at 140 each kernel is one
+    line, with the line it came from."""
+    from rooflint.output.terminal import shortened_names
     path = REPO / "examples" / "profile" / "h100-profile-train-eager.json"
     variants = read_result(path).families[0].variants
+    shown = shortened_names(v.name for v in variants)
+    assert len(set(shown.values())) == len(variants)
     outcome = rooflint("show", str(path), env={"COLUMNS": str(columns)})
     lines = outcome.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("----")) + 1
@@ -364,10 +367,41 @@ def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
     rows = lines[start:end]
     assert all(len(line) <= columns for line in lines)
     for v in variants:
-        assert any(row.startswith(shortened(v.name) + " ") for row in rows), v.name
+        assert any(row.startswith(shown[v.name] + " ") for row in rows), v.name
     if columns == 140:
         assert len(rows) == len(variants)
         assert "launched from" in lines[start - 2] and "train_step.py:34 forward" in rows[0]
+
+
+CUDNN = "cudnn_generated_fort_native_sdpa_sm90_flash_{}_wgmma_f16_knob_{}_cga1x1x1_kernel0_0"
+
+
+@pytest.mark.parametrize("names", [
+    # nanoGPT's table (H100) showed the attention forward and backward both as
+    # "cudnn_generated_fort…kernel0_0", and two cuBLAS tile shapes alike
+    [CUDNN.format("bprop", "26_64x64x64_1x4x1"), CUDNN.format("fprop", "7_64x128x64_4x1x1")],
+    ["nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_TNN",
+     "nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "nvjet_sm90_tst_192x128_64x5_1x2_h_bz_NTT"],
+    ["a" * 40 + "x" + "b" * 40, "a" * 40 + "y" + "b" * 40, "a" * 40 + "z" + "b" * 40],
+    ["short_kernel", "vectorized_elementwise_kernel<4, FillFunctor<float>>@6144"],
+])
+def test_names_that_shorten_alike_are_told_apart_in_the_width_of_one(names):
+    from rooflint.output.terminal import NAME_WIDTH, shortened, shortened_names
+    shown = shortened_names(names)
+    assert len(set(shown.values())) == len(names)
+    assert all(len(text) <= NAME_WIDTH for text in shown.values())
+    alone = {shortened(n) for n in names}
+    if len(alone) == len(names):                  # nothing collided: nothing changes
+        assert set(shown.values()) == alone
+
+
+def test_three_names_parting_at_two_places_are_each_told_from_the_nearest():
+    """Each shows where it parts from the name nearest it (the longest common start)."""
+    from rooflint.output.terminal import shortened_names
+    names = ["k" * 20 + "ab" + "m" * 30 + "cd" + "t" * 20, "k" * 20 + "ab" + "m" * 30 + "ce" + "t" * 20,
+             "k" * 20 + "ac" + "m" * 30 + "cd" + "t" * 20]
+    shown = shortened_names(names)
+    assert len(set(shown.values())) == 3
 
 
 def test_a_persistent_gemm_running_several_shapes_is_not_called_noisy():

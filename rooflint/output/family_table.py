@@ -26,7 +26,7 @@ from rooflint.formats.results import FamilyResult, RunResult, VariantResult
 from rooflint.formats.status import Status
 from rooflint.output.terminal import (
     BOUND_STYLE, HEAD_RULE, STATUS_STYLE, WHOLE_NAME, ai_text, labelled, lead_phrase,
-    roofs_line, shortened,
+    roofs_line, shortened, shortened_names,
 )
 
 
@@ -96,17 +96,19 @@ def _family_table(family: FamilyResult, columns: tuple[str, ...]) -> Table:
     for column in columns:
         table.add_column(column, justify="right" if column in NUMERIC else "left",
                          no_wrap=column == "variant" and whole, overflow="fold")
+    names = shortened_names(v.name for v in family.variants)
     for v in family.variants:
-        cells = variant_cells(v)
+        cells = variant_cells(v, names[v.name])
         if "top move" not in columns:
             cells.setdefault("verdict", cells["status"])
         table.add_row(*(cells.get(column, "") for column in columns))
     return table
 
-def variant_cells(v: VariantResult) -> dict[str, Text]:
-    """One variant's row, by column; a variant that was not timed has only name and status.
-    The HTML report's family tables show the same cells."""
-    name = Text(shortened(v.name))
+def variant_cells(v: VariantResult, shown: str | None = None) -> dict[str, Text]:
+    """One variant's row, by column, its name ``shown`` as the table tells it from its
+    neighbours (shortened_names; else shortened alone); a variant that was not timed has
+    only name and status. The HTML report's family tables show the same cells."""
+    name = Text(shown or shortened(v.name))
     if v.baseline:
         name.append(" (baseline)", "dim")
     cells = {"variant": name, "status": Text(v.status.upper(), STATUS_STYLE[v.status])}
@@ -134,7 +136,8 @@ def variant_cells(v: VariantResult) -> dict[str, Text]:
 def _notes_grid(family: FamilyResult, top_move: bool) -> Padding:
     """Each variant's notes, one per row behind its name (see _labelled)."""
     baseline = baseline_variant(family)
-    return labelled([(shortened(v.name), note) for v in family.variants
+    names = shortened_names(v.name for v in family.variants)
+    return labelled([(names[v.name], note) for v in family.variants
                       for note in _notes(v, top_move, baseline)])
 
 

@@ -31,6 +31,7 @@ from rooflint.output.family_table import (
 from rooflint.output.html_page import Content, Html, bulleted, esc, page, table, tag
 from rooflint.output.html_roofline import roofline_section
 from rooflint.output.roofs import gain_words
+from rooflint.output.terminal import shortened_names
 from rooflint.output.tables import (
     application_heading, at_roof_cell, biggest_upside_line, unprofiled_line, upside_cell,
 )
@@ -150,8 +151,9 @@ def _family(number: int, f: int, family: FamilyResult, result: RunResult) -> Htm
 def _family_table(family: FamilyResult, anchors: list[str]) -> Html:
     """The terminal's wide table: the same cells, the name a link to the details."""
     rows = []
+    names = shortened_names(v.name for v in family.variants)
     for v, anchor in zip(family.variants, anchors):
-        cells = variant_cells(v)
+        cells = variant_cells(v, names[v.name])
         row: list[Content] = [tag("a", cells["variant"].plain, href=f"#{anchor}")]
         for column in WIDE[1:]:
             text = cells[column].plain if column in cells else ""

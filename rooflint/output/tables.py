@@ -26,7 +26,7 @@ from rooflint.common.units import counted, format_bytes, format_rate, format_tim
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.output.family_table import render_family, render_run_header
 from rooflint.output.terminal import (
-    BOUND_STYLE, HEAD_RULE, labelled, lead_phrase, shortened,
+    BOUND_STYLE, HEAD_RULE, labelled, lead_phrase, shortened, shortened_names,
 )
 
 
@@ -90,13 +90,14 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
                          no_wrap=column != "what" or traced,
                          overflow="ellipsis" if column == "what" else "fold",
                          ratio=1 if column == "what" else None)
+    names = shortened_names(v.name for v in family.variants)
     for v in family.variants:
         s = v.share
         if not s:
             continue
         verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound]) if v.verdict else Text("-")
         origin = [Text(origin_cell(s.origins[0].line) if s.origins else "")] if traced else []
-        table.add_row(Text(shortened(v.name)), Text(s.library or ""), *origin, pct(s.share),
+        table.add_row(Text(names[v.name]), Text(s.library or ""), *origin, pct(s.share),
                       str(s.launches), verdict, at_roof_cell(s), upside_cell(v, region))
     console.print(table)
     for line in (unprofiled_line(result), biggest_upside_line(family, region)):

@@ -8,6 +8,10 @@ in the JSON result, so the screen and the file never disagree.
 
 from __future__ import annotations
 
+import os
+from collections import Counter
+from collections.abc import Iterable
+
 from rich import box
 from rich.padding import Padding
 from rich.table import Table
@@ -30,6 +34,7 @@ STATUS_STYLE = {Status.OK: "green", Status.FAIL: "bold red", Status.ERROR: "bold
 WHOLE_NAME = 48
 NAME_WIDTH = 30          # a kernel's name in the application table: one line at 100 columns
 NAME_TAIL = 9            # kept after the ellipsis: cuBLAS's layout letters, a kernel's number
+NAME_WINDOW = 10         # kept around where two names that shorten alike differ
 LABEL_WIDTH = 34   # a longer label (a library kernel's name) folds, leaving the text room
 
 
@@ -62,6 +67,32 @@ def shortened(name: str, width: int = NAME_WIDTH) -> str:
     if len(name) <= width:
         return name
     return f"{name[:width - 1 - NAME_TAIL]}…{name[-NAME_TAIL:]}"
+
+
+def shortened_names(names: Iterable[str], width: int = NAME_WIDTH) -> dict[str, str]:
+    """Each name shortened, told apart where two shorten alike: cuDNN's attention forward
+    and backward (``..._flash_fprop_...`` and ``..._flash_bprop_...``) or two cuBLAS tile
+    shapes share head and tail, so such names show the few characters where they part
+    (``cudnn_gen…sh_bprop_w…kernel0_0``). A name that still collides is shown whole."""
+    names = list(dict.fromkeys(names))
+    short = {name: shortened(name, width) for name in names}
+    alike: dict[str, list[str]] = {}
+    for name in names:
+        alike.setdefault(short[name], []).append(name)
+    for group in (g for g in alike.values() if len(g) > 1):
+        for name in group:
+            short[name] = _around_difference(name, [n for n in group if n != name], width)
+    taken = Counter(short.values())
+    return {name: name if taken[short[name]] > 1 else short[name] for name in names}
+
+
+def _around_difference(name: str, others: list[str], width: int) -> str:
+    """``name`` as head…window…tail, the window where it parts from the nearest of
+    ``others`` (the longest common start)."""
+    parts = max(len(os.path.commonprefix([name, other])) for other in others)
+    head = width - 2 - NAME_TAIL - NAME_WINDOW
+    start = min(max(head, parts - 3), len(name) - NAME_TAIL - NAME_WINDOW)
+    return f"{name[:head]}…{name[start:start + NAME_WINDOW]}…{name[-NAME_TAIL:]}"
 
 
 def labelled(rows: list[tuple[str, str | Text]], indent: int = 2) -> Padding:
