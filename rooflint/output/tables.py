@@ -100,7 +100,7 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
         table.add_row(Text(names[v.name]), Text(s.library or ""), *origin, pct(s.share),
                       str(s.launches), verdict, at_roof_cell(s), upside_cell(v, region))
     console.print(table)
-    for line in (unprofiled_line(result), biggest_upside_line(family, region)):
+    for line in (unprofiled_line(result), biggest_upside_line(family, region, names.__getitem__)):
         if line:
             console.print(Text(f"  {line}"))
 
@@ -136,9 +136,10 @@ def unprofiled_line(result: RunResult) -> str | None:
 
 
 def biggest_upside_line(family: FamilyResult, region: float,
-                        name: Callable[[str], str] = shortened) -> str | None:
+                        name: Callable[[str], str]) -> str | None:
     """The kernel whose best move could save the most, with that move; None when no kernel
-    has one. ``name`` writes the kernel's name (the terminal shortens it, HTML does not)."""
+    has one. ``name`` writes the kernel's name (the terminal as its table row does, HTML
+    whole)."""
     top = next((v for v in family.variants if v.share and v.share.upside_s
                 and not is_done(v) and v.verdict and v.verdict.moves), None)
     if top is None:
