@@ -241,6 +241,25 @@ def test_two_profiles_compare_by_kernel_name_and_say_what_vanished(tmp_path):
     assert any("nvjet" in c["a"] for c in doc["comparisons"])
 
 
+def test_compared_kernels_are_named_so_forward_and_backward_tell_apart():
+    """nanoGPT's eager and compiled profiles (H100): the attention forward and backward
+    are each compared under a name that shows which it is, the file's name whole after
+    it; the JSON keeps the whole names."""
+    eager, compiled = (REPO / "examples" / "profile" / f"h100-profile-nanogpt-{k}.json"
+                       for k in ("eager", "compiled"))
+    outcome = rooflint("compare", str(eager), str(compiled), env={"COLUMNS": "300"})
+    assert outcome.code == 0, outcome.stderr
+    sentences = [line for line in outcome.stdout.splitlines() if "take the same time" in line
+                 or " faster than " in line or " slower than " in line]
+    for part in ("fprop", "bprop"):
+        assert any(f"flash_{part}_…kernel0_0 (h100-profile-nanogpt-eager.json)" in line
+                   for line in sentences), part
+    doc = json.loads(rooflint("compare", str(eager), str(compiled), "--json", "-").stdout)
+    assert any(c["a"].startswith("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma")
+               and c["a"].endswith("kernel0_0 (h100-profile-nanogpt-eager.json)")
+               for c in doc["comparisons"])
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, fragments", [

@@ -124,19 +124,24 @@ class Comparison:
 
     @property
     def sentence(self) -> str:
+        return self.sentence_naming(self.a, self.b)
+
+    def sentence_naming(self, a: str, b: str) -> str:
+        """The verdict on speed, the sides called ``a`` and ``b`` (a terminal's short
+        names for a profile's 90-character kernel names)."""
         s = self.speedup
         interval = f"95 % interval {s.low:.2f}-{s.high:.2f}"
         gap = f"{100 * s.gap:.1f} % minimum clear gap"
         if s.decision == Decision.SAME:
-            return (f"{self.b} and {self.a} take the same time ({s.ratio:.3f}x, {interval}; "
+            return (f"{b} and {a} take the same time ({s.ratio:.3f}x, {interval}; "
                     f"within the {gap})")
         if s.decision == Decision.INCONCLUSIVE:
-            return (f"{self.b} vs {self.a}: inconclusive ({s.ratio:.3f}x, but the {interval} "
+            return (f"{b} vs {a}: inconclusive ({s.ratio:.3f}x, but the {interval} "
                     f"is not clear of the {gap}): re-measure")
         faster = s.decision == Decision.FASTER
         value, low, high = ((s.ratio, s.low, s.high) if faster
                             else (1 / s.ratio, 1 / s.high, 1 / s.low))
-        return (f"{self.b} is {value:.2f}x {s.decision} than {self.a} (95 % interval {low:.2f}-"
+        return (f"{b} is {value:.2f}x {s.decision} than {a} (95 % interval {low:.2f}-"
                 f"{high:.2f}; {gap})")
 
 

@@ -15,13 +15,14 @@ from rich.progress import Progress, TextColumn
 
 from rooflint.analysis.comparison import compare as compare_variants
 from rooflint.commands.gate_command import threshold
-from rooflint.commands.sides import gpu_warning, resolve_pairs, split_side, unmatched
+from rooflint.commands.sides import Side, gpu_warning, resolve_pairs, split_side, unmatched
 from rooflint.commands.exporting import STDOUT, write_json, written_json
 from rooflint.commands.streams import console, errors
 from rooflint.output.outputs import COMPARISON
 from rooflint.common.printable import printable
 from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.output.tables import render_comparison
+from rooflint.output.terminal import shortened_names
 
 
 def compare_command(a: str, b: Optional[str], rev: Optional[str], json_path: Optional[Path],
@@ -52,8 +53,21 @@ def compare_command(a: str, b: Optional[str], rev: Optional[str], json_path: Opt
         return
     if warning:
         errors.print(f"rooflint: {printable(warning)}", style="bold yellow", markup=False)
+    shown = shown_labels([side for pair in pairs for side in pair])
     for comparison in comparisons:
-        render_comparison(console, comparison)
+        render_comparison(console, comparison, shown)
     for what, names in (("only in A (vanished in B)", vanished), ("only in B (new)", new)):
         if names:
             console.print(f"{what}: {printable(', '.join(names))}", markup=False)
+
+
+COMPARED_NAME_WIDTH = 60   # a side's name in the sentence and the columns (whole in the JSON)
+
+
+def shown_labels(sides: list[Side]) -> dict[str, str]:
+    """Each side's label as the screen shows it: its variant's name shortened as the
+    tables shorten names (a profile's kernels run to 90 characters, and cuDNN's forward and
+    backward share head and tail), a file's name after it kept whole."""
+    names = shortened_names((s.variant.name for s in sides), COMPARED_NAME_WIDTH)
+    return {s.label: names[s.variant.name] + s.label[len(s.variant.name):] for s in sides
+            if s.label.startswith(s.variant.name)}

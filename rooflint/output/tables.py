@@ -166,17 +166,22 @@ def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:
                 for f in result.families]
     return replace(result, families=[f for f in families if f.variants])
 
-def render_comparison(console: Console, c: Comparison) -> None:
+def render_comparison(console: Console, c: Comparison, shown: dict[str, str] | None = None
+                      ) -> None:
+    """One comparison: the verdict on speed, where it came from, the figures side by side;
+    each side called as ``shown`` says (a label -> what the screen has room for)."""
     c = printable_fields(c)
     style = {Decision.FASTER: "green", Decision.SLOWER: "red", Decision.SAME: "cyan",
              Decision.INCONCLUSIVE: "yellow"}
-    console.print(f"[bold {style[c.speedup.decision]}]{escape(c.sentence)}[/]")
+    shown = {c.a: c.a, c.b: c.b, **(shown or {})}
+    console.print(f"[bold {style[c.speedup.decision]}]"
+                  f"{escape(c.sentence_naming(shown[c.a], shown[c.b]))}[/]")
     console.print(labelled([("warning", f"[bold yellow]{escape(w)}[/]") for w in c.warnings]
                             + ([("where it came from", c.attribution.sentence)]
                                if c.attribution else [])
                             + [("movement", describe_movement(c.movement))]))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("", c.a, c.b):
+    for column in ("", shown[c.a], shown[c.b]):
         table.add_column(escape(column), justify="left" if not column else "right")
 
     def time_cell(f: Figures) -> str:
