@@ -397,3 +397,17 @@ def test_the_steps_widening_copies_are_gradients_in_backward_and_no_kernel_upcas
     forward = kernel_launch("aten::copy_", ["float", "c10::BFloat16"])
     kernel = program_kernels.kernel_times_from_trace([forward, forward])[0]
     assert kernel.upcasts and program_kernels.caller_flags(kernel)
+
+
+def test_the_bootstrap_and_the_reader_name_the_peak_memory_alike():
+    """The bootstrap imports nothing of rooflint, so the key is written twice."""
+    from rooflint.formats import trace_events
+    from rooflint.measure import trace_bootstrap
+    assert trace_bootstrap.PEAK_RESERVED == trace_events.PEAK_RESERVED
+
+
+@pytest.mark.parametrize("value, read", [(48e9, 48_000_000_000), ("48e9", None), (-1, None),
+                                         (None, None), (True, None)])
+def test_the_peak_memory_is_read_only_as_a_number(value, read):
+    from rooflint.formats.trace_events import PEAK_RESERVED, peak_reserved_bytes
+    assert peak_reserved_bytes({PEAK_RESERVED: value} if value is not None else {}) == read

@@ -61,6 +61,9 @@ DTYPE_BYTES = {"double": 8, "long int": 8, "float": 4, "int": 4, "c10::BFloat16"
                "c10::Half": 2, "short int": 2, "bool": 1, "signed char": 1, "unsigned char": 1,
                **{f"c10::Float8_{kind}": 1 for kind in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz")}}
 COPY = "aten::copy_"
+# The most device memory the program's allocator held, as measure/trace_bootstrap.py (which
+# imports nothing of rooflint) writes it at the trace's top level.
+PEAK_RESERVED = "rooflint_peak_reserved_bytes"
 
 
 @dataclass
@@ -136,6 +139,14 @@ class Origin:
         if self.line:
             parts.append(f"at {self.line}")
         return " ".join(parts)
+
+
+def peak_reserved_bytes(trace: dict[str, Any]) -> int | None:
+    """The most device memory the program's PyTorch allocator held; None where the trace
+    does not say (an older PyTorch, a program that never touched CUDA)."""
+    value = trace.get(PEAK_RESERVED)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return int(value) if number and value >= 0 else None
 
 
 def origins(launches: Iterable[Launch]) -> list[Origin]:

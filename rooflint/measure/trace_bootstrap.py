@@ -28,6 +28,9 @@ import runpy
 import sys
 
 NO_PROFILER = 3
+# The trace's top-level key for the most device memory PyTorch's allocator held
+# (formats/trace_events.py reads it under the same name).
+PEAK_RESERVED = "rooflint_peak_reserved_bytes"
 
 
 def _program(argv):
@@ -136,6 +139,14 @@ def _caller_lines(torch, prefix):
     return CallerLines()
 
 
+def _record_memory(torch, profiler):
+    """The most device memory the program's allocator held, into the trace: pass 2's
+    replays save and restore what a program holds around each profiled launch."""
+    add = getattr(profiler, "add_metadata_json", None)
+    if add is not None:
+        add(PEAK_RESERVED, str(torch.cuda.max_memory_reserved()))
+
+
 def main():
     trace, prefix, argv = sys.argv[1], sys.argv[2], sys.argv[4:]
     sys.path.pop(0)                  # this file's folder is not the program's
@@ -161,6 +172,7 @@ def main():
     finally:
         if torch.cuda.is_initialized():
             torch.cuda.synchronize()
+            _record_memory(torch, profiler)
         profiler.__exit__(None, None, None)
         profiler.export_chrome_trace(trace)
     sys.exit(status)
