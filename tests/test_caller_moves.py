@@ -21,6 +21,7 @@ FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_b
 
 def test_every_library_rooflint_names_is_in_the_catalog():
     named = {words for _, words in (*program_kernels.LIBRARIES,
+                                    *program_kernels.PYTORCH_KERNELS,
                                     *program_kernels.OPERATOR_LIBRARIES)}
     assert named | {catalog.OPERATOR} == set(catalog.EVERY_LIBRARY)
 
@@ -60,6 +61,14 @@ def test_a_kernel_the_user_wrote_gets_no_caller_move():
     ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_aligned16_contig<at::native::"
      "(anonymous namespace)::OpaqueType<2u>, unsigned int, 3, 128, 1>", catalog.ELEMENTWISE),
     ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", catalog.NCCL),
+    # a JAX training loop's (H100, 2026-11-26): XLA's Triton GEMMs were read as cuBLAS's
+    ("gemm_fusion_dot_general_12", catalog.XLA_GEMM),
+    ("loop_add_subtract_fusion_5", catalog.XLA_FUSION),
+    ("input_reduce_select_fusion_1", catalog.XLA_FUSION),
+    ("fusion_86", catalog.XLA_FUSION),
+    ("wrapped_broadcast", catalog.XLA_FUSION),
+    ("sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x128x32_warpgroupsize1x1x1_execute_"
+     "segment_k_off_kernel__5x_cublas", catalog.GEMM),        # cuBLAS, called by XLA
 ])
 def test_library_kernels_are_named_by_who_wrote_them(kernel, library):
     assert program_kernels.library(kernel) == library
@@ -85,11 +94,35 @@ FOREACH = ("void at::native::multi_tensor_apply_kernel<at::native::TensorListMet
      catalog.OPERATOR),
     ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "aten::addmm", catalog.GEMM),
     ("softmax_rows", None, None),                             # the program's own Triton kernel
+    # SGEMM_CUDA's runner (H100, 2026-11-26): its own kernels read as cuBLAS's, and were
+    # told to shape their GEMMs for cuBLAS's tiles instead of their bank conflicts
+    ("void sgemm2DBlocktiling<128, 128, 8, 8, 8>(int, int, int, float, const float *, "
+     "const float *, float, float *)", None, None),
+    ("sgemmWarptiling<128, 128, 16, 64, 64, 4, 8, 4, 128>", None, None),
+    ("gemm_kernel", None, None),
+    # Triton's layer-norm tutorial's kernel and a user's own flash attention
+    ("_layer_norm_fwd_fused", None, None),
+    ("flash_attention_fwd_kernel", None, None),
+    # PyTorch's by its namespace, with no trace to name the operator (ncu's pass 1)
+    ("void at::vectorized_elementwise_kernel<4, at::FillFunctor<float>, std::array<char *, "
+     "1>>(int, T2, T3)", None, catalog.FILL),
+    ("void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at::cuda::cub::...>", None,
+     catalog.OPERATOR),
+    ("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*)", None,
+     catalog.ATTENTION),
     ("fused_rope", "mylib::rope", None),                      # the program's own custom op
 ])
 def test_the_launching_operator_names_who_wrote_a_kernel_its_name_does_not(kernel, operator,
                                                                             library):
     assert program_kernels.library(kernel, operator) == library
+
+
+@pytest.mark.parametrize("library", catalog.XLA)
+def test_xla_kernels_are_not_told_to_capture_a_cuda_graph_with_pytorch(library):
+    """XLA captures its own launches; "torch.compile(mode="reduce-overhead")" means nothing
+    to a JAX program."""
+    moves = catalog.caller_moves(library, {"launch_overhead": "", "grid_under_one_wave": ""})
+    assert moves and all("torch" not in m.action for m in moves)
 
 
 def test_a_fused_optimizer_is_not_told_to_fuse_and_clipping_is_not_told_it_is_an_optimizer():

@@ -492,3 +492,26 @@ def test_half_precision_fmas_on_the_tensor_pipe_are_not_uncounted_tensor_work():
     assert not any("tensor pipe" in n for n in traffic(gelu, 0, 0, 0, "fp32").notes)
     no_half = replace(gelu, flops={"fp32": gelu.flops["fp32"]})
     assert any("tensor pipe was busy 15 %" in n for n in traffic(no_half, 0, 0, 0, "fp32").notes)
+
+
+def test_the_program_allocates_as_it_goes_unless_its_user_says_otherwise(monkeypatch):
+    """JAX's preallocated 75 % of the GPU is saved and restored around every replay."""
+    from rooflint.measure.pass_runner import program_environment
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
+    monkeypatch.setenv("MY_SETTING", "1")
+    assert program_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert program_environment()["MY_SETTING"] == "1"
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    assert program_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+
+
+def test_the_autotuning_left_out_is_said_under_the_table():
+    from rooflint.formats.results import RunResult
+    from rooflint.output.tables import autotuning_line
+    result = read_result(REPO / "examples" / "profile" / "h100-profile-train-eager.json")
+    assert autotuning_line(result) is None
+    tuned = RunResult(gpu=result.gpu, spec_id=result.spec_id,
+                      settings=replace(result.settings, autotuning_launches=1996,
+                                       autotuning_s=0.6146))
+    assert autotuning_line(tuned) == ("left out: 1996 launches of XLA's autotuner (615 ms), "
+                                      "compile-time work")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 
 from edges import REPO, assert_one_line_error, rooflint
@@ -185,3 +186,17 @@ def test_profile_json_and_tables_to_standard_output(fake_ncu, tmp_path):
     assert paged.code == 0, paged.stderr
     page = (tmp_path / "r.html").read_text()
     assert page.lower().startswith("<!doctype html") and str(tmp_path / "r.json") in page
+
+
+def test_stopping_the_early_start_waits_until_its_group_has_exited():
+    """ncu's launcher is reaped at once, but the program it started may still hold the GPU's
+    memory (a JAX program killed by `timeout` left the GPU full for the next command): the
+    stop returns only once no process of the group runs."""
+    import time
+    from rooflint.measure import early_start
+    group = subprocess.Popen(["sh", "-c", "sleep 0.6 & wait"], start_new_session=True)
+    began = time.monotonic()
+    early_start._wait_while_running(group.pid)
+    assert time.monotonic() - began > 0.5
+    assert group.poll() is not None or not early_start._running_in(group.pid)
+    group.wait()

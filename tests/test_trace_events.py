@@ -27,6 +27,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 TRACE = json.loads((FIXTURES / "trace" / "h100-step-trace.json").read_text())
 LINES_TRACE = json.loads((FIXTURES / "trace" / "h200-step-trace.json").read_text())
 COMPILED_TRACE = json.loads((FIXTURES / "trace" / "h100-step-compiled-trace.json").read_text())
+# examples/apps/jax_mlp.py (30 jitted steps) under PyTorch's profiler, kernels only
+JAX_TRACE = json.loads((FIXTURES / "trace" / "h100-jax-mlp-trace.json").read_text())
 NCU_SHAPES = FIXTURES / "ncu" / "h100-train-step-pass1-shapes.csv"
 # tests/fixtures/trace/step.py, the program of both traces: its lines, as the user wrote them
 STEP_LINES = {9: "def forward", 10: "s.qkv(s.ln1(x))", 11: "scaled_dot_product_attention",
@@ -210,8 +212,8 @@ def test_kernels_from_the_trace_carry_their_origins(step):
 
 def test_an_origin_reads_as_a_sentence():
     origin = Origin("aten::mm", "model.py:62 in forward", "AddmmBackward0", 24)
-    assert origin.words == "aten::mm (backward: AddmmBackward0) at model.py:62 in forward"
-    assert Origin(None, None).words == "launched outside PyTorch's operators"
+    assert origin.words == "by aten::mm (backward: AddmmBackward0) at model.py:62 in forward"
+    assert Origin(None, None).words == "outside PyTorch's operators"
 
 
 def test_the_traces_kernels_meet_nsight_computes_names(step):
@@ -411,3 +413,41 @@ def test_the_bootstrap_and_the_reader_name_the_peak_memory_alike():
 def test_the_peak_memory_is_read_only_as_a_number(value, read):
     from rooflint.formats.trace_events import PEAK_RESERVED, peak_reserved_bytes
     assert peak_reserved_bytes({PEAK_RESERVED: value} if value is not None else {}) == read
+
+
+def test_xla_autotuning_is_left_out_and_the_jax_programs_steps_are_what_is_chosen():
+    """A JAX loop of 30 steps: 1,996 of its 2,986 launches were XLA's autotuner timing
+    candidate GEMMs and reductions (each 2-4 launches at its own grid) while it compiled,
+    and the kernels chosen for pass 2 were those trials; left out, every chosen kernel ran
+    once or twice a step."""
+    every = launches(JAX_TRACE)
+    kept, tuning = program_kernels.trace_without_autotuning(every)
+    assert (len(every), tuning.launches, len(kept)) == (2986, 1996, 990)
+    assert 0.5 < tuning.gpu_s < 0.7
+    assert not any(program_kernels.AUTOTUNER_KERNEL.search(x.name) for x in kept)
+    before = program_kernels.choose(program_kernels.kernel_times_from_trace(every))
+    after = program_kernels.choose(program_kernels.kernel_times_from_trace(kept))
+    assert min(len(k.durations_s) for k in before) < 30
+    assert {len(k.durations_s) for k in after} <= {30, 60, 64}
+
+
+def _launch(name: str, stream: str = "7") -> Launch:
+    return Launch(name=name, grid="(1, 1, 1)", block="(1, 1, 1)", duration_s=1e-6,
+                  start_us=0.0, stream=stream)
+
+
+def test_a_trial_is_the_launch_a_redzone_check_follows_on_its_own_stream():
+    redzone = "stream_executor::gpu::RedzoneAllocatorKernelImpl(unsigned char*)"
+    order = [_launch("loop_fusion"), _launch("gemm_fusion_dot", "7"),
+             _launch("other_stream_kernel", "9"), _launch(redzone, "7"), _launch(redzone, "7"),
+             _launch("loop_fusion")]
+    made = program_kernels.autotuning([(x.name, x.stream) for x in order])
+    assert made == [False, True, False, True, True, False]
+
+
+def test_ncu_rows_lose_their_autotuning_as_the_trace_does():
+    rows = [{"Kernel Name": n, "Stream": "14", "gpu__time_duration.sum": 1000}
+            for n in ("input_reduce_fusion_3", "RedzoneAllocatorKernelImpl(unsigned char *)",
+                      "input_reduce_fusion_3")]
+    kept, tuning = program_kernels.rows_without_autotuning(rows)
+    assert kept == rows[2:] and tuning.launches == 2 and tuning.gpu_s == pytest.approx(2e-6)

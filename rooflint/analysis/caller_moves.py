@@ -4,7 +4,7 @@ for the kernels its user did not write.
 Nobody outside NVIDIA can change the registers of cuDNN's attention backward, but the
 program that calls it can choose another attention backend, fuse what surrounds it, keep
 its weights in bf16, replay its step as a CUDA graph. Each move here names the libraries
-it applies to (``application.LIBRARIES``' plain words), the evidence flags that must hold
+it applies to (the plain words program_kernels gives them), the evidence flags that must hold
 (``requires``, from evidence.py) and the text to print. The kernel-level verdict stays
 beside it: the cause says why, the caller's move says what to do.
 
@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 from rooflint.analysis.diagnose import Move, Verdict
 
-# The libraries by the words application.LIBRARIES gives them.
+# The libraries by the words program_kernels gives them.
 GEMM = "cuBLAS GEMM"
 ATTENTION = "attention (cuDNN / flash)"
 NORM = "normalisation (PyTorch)"
@@ -40,6 +40,8 @@ EMBEDDING = "embedding (PyTorch)"
 INDUCTOR = "Triton (torch.compile)"
 NCCL = "NCCL collective"
 CUPY = "CuPy kernel"
+XLA_FUSION = "XLA fusion (JAX)"
+XLA_GEMM = "XLA GEMM fusion (JAX)"
 OPERATOR = "PyTorch operator"   # an ATen operator's kernel no other words fit
 
 ELEMENT_WISE = (NORM, NORM_GRADIENT, GELU, SOFTMAX, ELEMENTWISE, CAST, FILL, REDUCTION,
@@ -47,8 +49,10 @@ ELEMENT_WISE = (NORM, NORM_GRADIENT, GELU, SOFTMAX, ELEMENTWISE, CAST, FILL, RED
 # Kernels whose blocks may span what they sum, not the batch: a weight or bias gradient
 # is a sum over the batch, and its grid stays the features' whatever the batch.
 REDUCING = (NORM_GRADIENT, REDUCTION)
-EVERY_LIBRARY = (GEMM, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER, FUSED_OPTIMIZER, FOREACH,
-                 INDUCTOR, NCCL, CUPY, OPERATOR)
+CAPTURABLE = (GEMM, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER, FUSED_OPTIMIZER, FOREACH,
+              INDUCTOR, NCCL, CUPY, OPERATOR)   # what the program can capture in a CUDA graph
+XLA = (XLA_FUSION, XLA_GEMM)     # XLA captures its own launches in CUDA graphs already
+EVERY_LIBRARY = (*CAPTURABLE, *XLA)
 
 
 # A flag of the profiler's trace, not of the counters (program_kernels.caller_flags).
@@ -73,14 +77,14 @@ class CallerMove:
 
 
 CALLER_MOVES: tuple[CallerMove, ...] = (
-    CallerMove("cuda_graphs", "up", EVERY_LIBRARY, "replay the step as a CUDA graph "
+    CallerMove("cuda_graphs", "up", CAPTURABLE, "replay the step as a CUDA graph "
                "(torch.compile(mode=\"reduce-overhead\"), torch.cuda.graphs): its launches "
                "cost more than its work", requires=("launch_overhead",)),
     CallerMove("split_reduction", "up", REDUCING, "a reduction split across blocks "
                "(torch.compile writes one): a sum over the batch, as a weight or bias gradient, "
                "keeps its grid whatever the batch, so a larger batch lengthens each block "
                "instead of filling the GPU", requires=("grid_under_one_wave",)),
-    CallerMove("larger_batch", "up", (GEMM, ATTENTION, INDUCTOR, OPERATOR,
+    CallerMove("larger_batch", "up", (GEMM, ATTENTION, INDUCTOR, OPERATOR, *XLA,
                                       *(x for x in ELEMENT_WISE if x not in REDUCING)),
                "a larger batch, "
                "or fewer and larger calls: this launch leaves SMs idle",
@@ -98,7 +102,7 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "per operator"),
     CallerMove("set_to_none", "right", (FILL,), "no fills to overwrite: "
                "optimizer.zero_grad(set_to_none=True), and no torch.zeros you then overwrite"),
-    CallerMove("whole_waves_shape", "up", (GEMM, ATTENTION, INDUCTOR), "size the batch or "
+    CallerMove("whole_waves_shape", "up", (GEMM, ATTENTION, INDUCTOR, XLA_GEMM), "size the batch or "
                "sequence so the kernel's tiles fill whole waves: its last wave runs part-empty "
                "while the other SMs wait", requires=("partial_wave",)),
     CallerMove("gemm_shapes", "up", (GEMM,), "shape the GEMM for cuBLAS's tiles: dimensions "
@@ -129,6 +133,12 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
     CallerMove("compile_operator", "right", (OPERATOR,), "torch.compile, or another operator "
                "to the same result: the kernel is PyTorch's, not the program's; torch.compile "
                "writes its own kernel for many operators and fuses it with its neighbours"),
+    CallerMove("jit_whole_step", "right", (XLA_FUSION,), "jit the whole step (forward, "
+               "backward and update in one jax.jit) and keep activations in bf16: the kernel "
+               "is XLA's, fused from the program's jnp code, and XLA fuses only inside one jit"),
+    CallerMove("xla_dot_shapes", "up", (XLA_GEMM,), "shape the dot for the tensor cores: bf16 "
+               "operands (fp32 accumulation through preferred_element_type) and dimensions "
+               "padded to multiples of 128, from which XLA's autotuner picks the tile"),
     CallerMove("fuse_cupy", "right", (CUPY,), "fuse the element-wise chain into one kernel "
                "(cupy.fuse, an ElementwiseKernel) so the array crosses memory once"),
 )

@@ -16,11 +16,12 @@ import math
 import re
 from collections import Counter as Tally
 from dataclasses import dataclass, field, replace
+from typing import Callable, TypeVar
 
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.counters import Counters
 from rooflint.common.units import format_time
-from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME as NAME
+from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME as NAME, STREAM
 from rooflint.formats.results import TimeStats
 from rooflint.formats.trace_events import ATEN, Launch, Origin, origins, tensor_precisions
 
@@ -35,27 +36,95 @@ OPERATOR_LIBRARIES = (
     (r"^aten::_foreach_", library_moves.FOREACH),
     (r"^aten::.*(attention|sdpa|flash)", library_moves.ATTENTION),
 )
-# Who wrote a kernel, from its name: (pattern, plain words). First match wins, so the
-# specific patterns come before PyTorch's generic element-wise kernels that wrap them.
+# Who wrote a kernel, from its name: (pattern, plain words). First match wins. Only names a
+# library writes: a program's own kernel called sgemm, flash_attention or layer_norm is
+# its own (SGEMM_CUDA's sgemm2DBlocktiling had read as cuBLAS's, and been told to shape
+# its GEMM for cuBLAS's tiles).
 LIBRARIES = (
+    (r"^(triton_|cutlass_)?gemm_fusion", library_moves.XLA_GEMM),
+    (r"^(loop|input)_\w*fusion|^fusion(_\d+)?$|^wrapped_\w+$", library_moves.XLA_FUSION),
     (r"^triton_", library_moves.INDUCTOR),
     (r"nccl", library_moves.NCCL),
-    (r"^nvjet_|gemm|cutlass|xmma|cublas", library_moves.GEMM),
-    (r"fmha|flash|sdpa|attention", library_moves.ATTENTION),
+    (r"^nvjet_|cutlass|xmma|cublas|^(ampere|volta|turing|maxwell|sm\d+)_\w*gemm",
+     library_moves.GEMM),
+    (r"fmha|flash::|sdpa|cudnn\w*(flash|attention)|compute_dot_do_o|convert_dq_to_16bits",
+     library_moves.ATTENTION),
+    (r"softmax_warp_(forward|backward)", library_moves.SOFTMAX),  # PyTorch's, outside at::
+    (r"cupy_", library_moves.CUPY),
+)
+# PyTorch's own kernels, by name, for a kernel in its namespace (``at::``, which every
+# PyTorch kernel name carries, whichever demangler wrote it) or launched by an ATen
+# operator. The specific patterns come before the generic element-wise kernels that wrap
+# them.
+PYTORCH_NATIVE = re.compile(r"\bat::")
+PYTORCH_KERNELS = (
     (r"GammaBeta", library_moves.NORM_GRADIENT),
     (r"layer_norm|layernorm|rms_norm", library_moves.NORM),
     (r"Gelu|gelu", library_moves.GELU),
-    (r"SoftMax|softmax_warp|log_softmax|nll_loss|cross_entropy", library_moves.SOFTMAX),
+    (r"SoftMax|log_softmax|nll_loss|cross_entropy", library_moves.SOFTMAX),
     (r"multi_tensor_apply|lpnorm", library_moves.OPTIMIZER),
     (r"copy_kernel|direct_copy", library_moves.CAST),
     (r"FillFunctor", library_moves.FILL),
     (r"embedding|indexSelect|index_select", library_moves.EMBEDDING),
-    (r"distribution_|normal_kernel|curand", library_moves.RANDOM),
+    (r"distribution_|normal_kernel", library_moves.RANDOM),
     (r"vectorized_elementwise_kernel|elementwise_kernel|unrolled_elementwise"
      r"|CatArrayBatchedCopy", library_moves.ELEMENTWISE),   # a concatenation copies, casts not
     (r"reduce_kernel", library_moves.REDUCTION),
-    (r"cupy_", library_moves.CUPY),
 )
+
+
+# XLA's autotuner (JAX's and TensorFlow's compiler) times candidate kernels while the program
+# compiles: stream_executor checks each trial's buffers for overruns with its redzone kernel
+# right after it on the same stream, compares the trials' outputs and holds the stream with
+# a delay kernel while it times them. Those launches are compile-time work, not the
+# program's: in a short program they took more GPU time than its steps (a JAX MLP, 2,986
+# launches, 871 of them after the autotuner's last).
+# Its kernels by name, with the namespace (PyTorch's profiler) or without (ncu's CSV).
+AUTOTUNER_KERNEL = re.compile(r"stream_executor::gpu::|RedzoneAllocatorKernel|xla_fp_comparison"
+                              r"|DelayKernel\(.*GpuSemaphoreState|RepeatBufferKernel")
+REDZONE_CHECK = "RedzoneAllocatorKernel"
+
+
+def autotuning(names_and_streams: list[tuple[str, str]]) -> list[bool]:
+    """For each launch, in launch order, whether XLA's autotuner made it: one of its own
+    kernels, or a trial, the launch its redzone check follows on the same stream."""
+    made = [bool(AUTOTUNER_KERNEL.search(name)) for name, _ in names_and_streams]
+    following: dict[str, int] = {}            # stream -> the launch before, on it
+    for i, (name, stream) in enumerate(names_and_streams):
+        if REDZONE_CHECK in name and stream in following:
+            made[following[stream]] = True
+        following[stream] = i
+    return made
+
+
+@dataclass(frozen=True)
+class Autotuning:
+    """The launches XLA's autotuner made, left out of a program's kernels."""
+
+    launches: int = 0
+    gpu_s: float = 0.0
+
+
+L = TypeVar("L")
+
+
+def without_autotuning(launches: list[L], name_and_stream: Callable[[L], tuple[str, str]],
+                       seconds: Callable[[L], float]) -> tuple[list[L], Autotuning]:
+    """``launches`` (a trace's Launches or ncu's rows, in launch order) less those XLA's
+    autotuner made, and what those were."""
+    made = autotuning([name_and_stream(x) for x in launches])
+    tuned = [x for x, m in zip(launches, made) if m]
+    return ([x for x, m in zip(launches, made) if not m],
+            Autotuning(len(tuned), sum(seconds(x) for x in tuned)))
+
+
+def trace_without_autotuning(launches: list[Launch]) -> tuple[list[Launch], Autotuning]:
+    return without_autotuning(launches, lambda x: (x.name, x.stream), lambda x: x.duration_s)
+
+
+def rows_without_autotuning(rows: list[dict]) -> tuple[list[dict], Autotuning]:
+    return without_autotuning(rows, lambda r: (str(r[NAME]), str(r.get(STREAM, ""))),
+                              lambda r: float(r[DURATION]) * 1e-9)
 
 
 @dataclass
@@ -327,14 +396,19 @@ def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
 
 
 def library(kernel: str, operator: str | None = None) -> str | None:
-    """Who wrote a kernel: by the operator that launched it (OPERATOR_LIBRARIES), by its
-    name (LIBRARIES), or PyTorch for any other kernel an ATen operator launched; None for
-    the program's own (its Triton or CUDA kernel, a custom operator's)."""
+    """Who wrote a kernel: by the operator that launched it (OPERATOR_LIBRARIES), by a
+    library's own name for it (LIBRARIES), by PyTorch's (PYTORCH_KERNELS) for a kernel in
+    PyTorch's namespace or launched by an ATen operator, else PyTorch's for either of
+    those; None for the program's own (its Triton or CUDA kernel, a custom operator's)."""
     op = operator or ""
-    found = (next((words for pattern, words in OPERATOR_LIBRARIES if re.search(pattern, op)),
-                  None)
-             or next((words for pattern, words in LIBRARIES if re.search(pattern, kernel)), None))
-    return found or (library_moves.OPERATOR if op.startswith(ATEN) else None)
+    pytorchs = op.startswith(ATEN) or bool(PYTORCH_NATIVE.search(kernel))
+    return (_first(OPERATOR_LIBRARIES, op) or _first(LIBRARIES, kernel)
+            or (_first(PYTORCH_KERNELS, kernel) or library_moves.OPERATOR if pytorchs
+                else None))
+
+
+def _first(patterns: tuple[tuple[str, str], ...], text: str) -> str | None:
+    return next((words for pattern, words in patterns if re.search(pattern, text)), None)
 
 
 def caller_flags(k: KernelTime) -> dict[str, str]:

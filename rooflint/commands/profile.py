@@ -35,8 +35,10 @@ from rooflint.formats.jobs import Clocks
 from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
 from rooflint.analysis.observation import Model, Observation, analyse
-from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Identity,
-                                               KernelTime, choose, mangled_patterns,
+from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Autotuning,
+                                               Identity, KernelTime, choose,
+                                               mangled_patterns, rows_without_autotuning,
+                                               trace_without_autotuning,
                                                kernel_times, kernel_times_from_trace,
                                                launches_by_identity, library, mixed_shapes,
                                                caller_flags,
@@ -49,7 +51,7 @@ from rooflint.formats.settings import Settings
 from rooflint.formats.status import Status
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import union_unless_any
-from rooflint.common.units import counted, format_bytes
+from rooflint.common.units import counted, format_bytes, format_time
 
 ORIGINS_KEPT = 3                 # a kernel's most frequent origins a result keeps
 # What pass 2 costs a profiled launch: rooflint's counter list takes 11 replay passes (H200).
@@ -189,26 +191,28 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     logs = Path(options.logs) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
 
-    timed: dict[int, list[KernelTime]] = {}      # pass 1's kernels, parsed once per pass
+    timed: dict[int, tuple[list[KernelTime], Autotuning]] = {}   # parsed once per pass
 
-    def kernels_of(first: Pass) -> list[KernelTime]:
+    def kernels_of(first: Pass) -> tuple[list[KernelTime], Autotuning]:
         if id(first) not in timed:
             timed[id(first)] = timed_kernels(first, filters)
         return timed[id(first)]
 
     def plan(first: Pass) -> Choice:
         """The kernels pass 2 profiles, said before it starts."""
-        kernels = kernels_of(first)
+        kernels, tuning = kernels_of(first)
         chosen = choose(kernels, options.coverage, options.top)
         choice = pass2_choice(chosen, kernels)
         say(plan_words(first, kernels, chosen, choice))
+        if tuning.launches:
+            say(autotuning_words(tuning))
         held = held_memory_words(first.trace)
         if held:
             say(held)
         return choice
 
     first, second = passes.two_passes(options.command, filters, logs, plan, say)
-    kernels = kernels_of(first)
+    kernels, tuning = kernels_of(first)
     chosen = choose(kernels, options.coverage, options.top)
     profiled = parse_rows(second.log)
     counters = counters_by_identity(chosen, profiled, kernels)
@@ -220,8 +224,9 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     specs = load_specs()
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
-    settings = passes_settings(options, first, second, len(profiled), choice,
-                               passes.selection(filters, choice.patterns))
+    settings = replace(passes_settings(options, first, second, len(profiled), choice,
+                                       passes.selection(filters, choice.patterns)),
+                       autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s)
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                           chosen, counters, spec, device, calibration, settings, models,
                           missing), stopped
@@ -236,6 +241,13 @@ def plan_words(first: Pass, kernels: list[KernelTime], chosen: list[KernelTime],
             f"({covered:.0%} of GPU time), the first launch of each kernel shape, tensor "
             f"FLOPs in {precisions_words(choice.tensor_precisions)}: about "
             f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
+
+
+def autotuning_words(tuning: Autotuning) -> str:
+    """What was left out as XLA's autotuning, said with pass 1's findings."""
+    return (f"left out: {counted(tuning.launches, 'launch', 'launches')} "
+            f"({format_time(tuning.gpu_s)} of GPU time) of XLA's autotuner, which times "
+            f"candidate kernels while the program compiles")
 
 
 # Nsight Compute saves the device memory a program holds before a profiled launch's first
@@ -350,17 +362,20 @@ def check_program(command: list[str]) -> None:
                         f"interpreter first (rooflint profile -- python {program})")
 
 
-def timed_kernels(first: Pass, filters: Filters) -> list[KernelTime]:
-    """Pass 1's kernels, from whichever timer took them; the profiler's trace is filtered
-    here as ncu filtered its own launches."""
+def timed_kernels(first: Pass, filters: Filters) -> tuple[list[KernelTime], Autotuning]:
+    """Pass 1's kernels, from whichever timer took them, less XLA's autotuning (see
+    program_kernels.autotuning), and that autotuning; the profiler's trace is filtered here
+    as ncu filtered its own launches."""
     if first.timer == Timer.torch:
         found = selected(trace_launches(first.trace or {}), filters.nvtx, filters.kernel,
                          filters.skip)
         if not found:
             raise RooflintError("no kernel launch in PyTorch's profiler trace passed --nvtx, "
                                 "--kernel and --skip")
-        return kernel_times_from_trace(found)
-    return kernel_times(parse_rows(first.log))
+        kept, tuning = trace_without_autotuning(found)
+        return kernel_times_from_trace(kept), tuning
+    rows, tuning = rows_without_autotuning(parse_rows(first.log))
+    return kernel_times(rows), tuning
 
 
 def program_name(command: list[str]) -> str:

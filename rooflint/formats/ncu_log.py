@@ -7,4 +7,5 @@ KERNEL_NAME = "Kernel Name"            # demangled or not, as --kernel-name-base
 GRID = "Grid Size"                     # "(1056, 1, 1)"
 BLOCK = "Block Size"
 PROCESS = "Process ID"
+STREAM = "Stream"
 DURATION = "gpu__time_duration.sum"    # the launch's GPU time, ns (the one metric every log has)

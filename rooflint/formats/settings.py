@@ -51,6 +51,8 @@ class Settings:
     kernels: int | None = None
     other_kernels: int | None = None      # kernels not chosen, and their share of that time
     other_share: float | None = None
+    autotuning_launches: int | None = None    # XLA's autotuning, left out of the kernels
+    autotuning_s: float | None = None         # and its GPU time
 
     @property
     def counting(self) -> bool:

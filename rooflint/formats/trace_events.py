@@ -75,6 +75,7 @@ class Launch:
     block: str
     duration_s: float
     start_us: float
+    stream: str = ""               # the CUDA stream it ran on, as CUPTI numbers it
     operator: str | None = None    # the PyTorch operator that launched it: "aten::mm"
     backward_of: str | None = None  # its autograd node, for a backward kernel: "AddmmBackward0"
     line: str | None = None        # the user's Python line: "model.py:62 in forward"
@@ -132,8 +133,9 @@ class Origin:
 
     @property
     def words(self) -> str:
-        """``aten::mm (backward of AddmmBackward0) at model.py:62 in forward``."""
-        parts = [self.operator or "launched outside PyTorch's operators"]
+        """``by aten::mm (backward: AddmmBackward0) at model.py:62 in forward``, or
+        ``outside PyTorch's operators``: what follows "launched"."""
+        parts = [f"by {self.operator}" if self.operator else "outside PyTorch's operators"]
         if self.backward_of:
             parts.append(f"(backward: {self.backward_of})")
         if self.line:
@@ -171,7 +173,8 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
         launch = Launch(name=str(kernel.get("name", "")), grid=_dims(kernel["args"]["grid"]),
                         block=_dims(kernel["args"].get("block", [])),
                         duration_s=float(kernel.get("dur", 0.0)) * 1e-6,
-                        start_us=float(call["ts"] if call else kernel.get("ts", 0.0)))
+                        start_us=float(call["ts"] if call else kernel.get("ts", 0.0)),
+                        stream=str(kernel["args"].get("stream", "")))
         if call:
             scopes.attribute(launch, call)
         found.append(launch)

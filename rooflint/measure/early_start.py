@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from rooflint.common.errors import RooflintError
-from rooflint.measure.pass_runner import Pass, ncu_executable
+from rooflint.measure.pass_runner import Pass, ncu_executable, program_environment
 
 
 @dataclass
@@ -57,7 +57,8 @@ def started_early(command: list[str]) -> Iterator[Waiting]:
                     [ncu_executable(), "--mode", "launch", "--target-processes",
                      "application-only", "--port", str(port), "--max-connections",
                      str(PORTS), *command],
-                    stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+                    stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+                    env=program_environment())
             except OSError as exc:
                 raise RooflintError(f"cannot start ncu: {exc.strerror or exc}") from None
         try:
@@ -111,10 +112,38 @@ def _is_free(port: int) -> bool:
 
 
 def stop(process: subprocess.Popen) -> None:
-    """Kill a waiting program and its ncu (one process group) if it is still running."""
+    """Kill a waiting program and its ncu (one process group) if it is still running, and
+    wait for the group to be gone: ncu's launcher is reaped at once, but the program it
+    started may still hold the GPU's memory (a JAX program timed out under `timeout`: the
+    command after it found the GPU full)."""
     if process.poll() is None:
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         process.wait()
+    _wait_while_running(process.pid)
+
+
+# How long a stopped group may take to exit (a program holding tens of GB of GPU memory
+# takes about a second to give it back).
+GROUP_EXIT_S = 10.0
+
+
+def _wait_while_running(group: int) -> None:
+    """Until no process of ``group`` runs (zombies, whose memory is freed, count as gone),
+    or GROUP_EXIT_S: Linux's /proc; elsewhere, nothing to wait on."""
+    deadline = time.monotonic() + GROUP_EXIT_S
+    while _running_in(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _running_in(group: int) -> bool:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue                 # gone meanwhile, or not readable
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(group):
+            return True
+    return False

@@ -10,6 +10,7 @@ log is kept in the user's --logs directory or a temporary one.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tempfile
 import time
@@ -97,12 +98,24 @@ class PassProgress:
                 self.say(f"{self.step}: {time.monotonic() - self.began:.0f} s so far")
 
 
+# What every pass sets in the program's environment, unless the user set it. JAX takes 75 %
+# of the GPU's memory when it starts, and Nsight Compute saves and restores all of it
+# around each profiled launch: a JAX program's pass 2 had profiled 4 launches in 130 s on
+# an H100. Allocating as it goes, it launches the same kernels.
+PROGRAM_DEFAULTS = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+
+
+def program_environment() -> dict[str, str]:
+    """rooflint's environment, with PROGRAM_DEFAULTS where the user set none of them."""
+    return {**PROGRAM_DEFAULTS, **os.environ}
+
+
 def output_of(args: list[str], progress: PassProgress) -> subprocess.CompletedProcess:
     """subprocess.run(args, capture_output=True, text=True), saying how long a long pass
     has run (communicate loses no output across its timeouts); the process is killed when
     rooflint is interrupted while it runs."""
     with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          errors="replace") as process:
+                          errors="replace", env=program_environment()) as process:
         try:
             stdout, stderr = progress.wait(lambda seconds: process.communicate(timeout=seconds))
         except BaseException:

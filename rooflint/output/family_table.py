@@ -179,7 +179,7 @@ def measurement_notes(v: VariantResult) -> list[Text]:
     if v.status != Status.OK:
         notes.append(Text(v.message, STATUS_STYLE[v.status]))
     if v.share and v.share.origins:
-        notes.append(Text("launched by " + "; ".join(
+        notes.append(Text("launched " + "; ".join(
             f"{o.words} ({counted(o.launches, 'launch', 'launches')})" for o in v.share.origins)))
     if v.share and v.message:
         notes.append(Text(v.message, "yellow"))

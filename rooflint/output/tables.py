@@ -100,7 +100,8 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
         table.add_row(Text(names[v.name]), Text(s.library or ""), *origin, pct(s.share),
                       str(s.launches), verdict, at_roof_cell(s), upside_cell(v, region))
     console.print(table)
-    for line in (unprofiled_line(result), biggest_upside_line(family, region, names.__getitem__)):
+    for line in (unprofiled_line(result), autotuning_line(result),
+                 biggest_upside_line(family, region, names.__getitem__)):
         if line:
             console.print(Text(f"  {line}"))
 
@@ -133,6 +134,15 @@ def unprofiled_line(result: RunResult) -> str | None:
         return None
     return (f"not profiled: {other} more kernels, {pct(result.settings.other_share or 0.0)} "
             f"of the GPU time")
+
+
+def autotuning_line(result: RunResult) -> str | None:
+    """The launches of XLA's autotuner the profile left out; None if none."""
+    launches = result.settings.autotuning_launches
+    if not launches:
+        return None
+    return (f"left out: {counted(launches, 'launch', 'launches')} of XLA's autotuner "
+            f"({format_time(result.settings.autotuning_s or 0.0)}), compile-time work")
 
 
 def biggest_upside_line(family: FamilyResult, region: float,
