@@ -515,3 +515,13 @@ def test_the_autotuning_left_out_is_said_under_the_table():
                                        autotuning_s=0.6146))
     assert autotuning_line(tuned) == ("left out: 1996 launches of XLA's autotuner (615 ms), "
                                       "compile-time work")
+
+
+def test_a_gpu_known_only_from_the_trace_has_no_l2_size_to_print():
+    """Pass 2 stopped before Nsight Compute named the GPU: the profiler's trace names no
+    L2 (a JAX program timed out in pass 2 printed "L2 0 B")."""
+    from rooflint.output.family_table import device_markup
+    result = read_result(REPO / "examples" / "profile" / "h100-profile-jax.json")
+    assert "L2 50 MiB" in device_markup(result)
+    result.gpu = replace(result.gpu, l2_bytes=0)
+    assert "L2 size unknown" in device_markup(result)

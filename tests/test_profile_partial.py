@@ -116,6 +116,7 @@ def test_pass_two_failing_keeps_pass_ones_table_and_json(fake_ncu, tmp_path):
     assert doc["gpu"]["name"] == "NVIDIA H200" and doc["spec_id"] == "h200"   # pass 1's rows
     assert doc["settings"]["pass2_stopped"] == why
     assert "vectorized_layer_norm_kernel" in outcome.stdout and "no counters" in outcome.stdout
+    assert "manifests' model" not in outcome.stdout          # a profile has no manifest
     assert waiting_program_is_gone(state)
     shown = rooflint("show", str(out))
     assert shown.code == 0 and "vectorized_layer_norm_kernel" in shown.stdout, shown.stderr

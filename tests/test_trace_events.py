@@ -17,7 +17,7 @@ import pytest
 
 from rooflint.analysis import program_kernels
 from rooflint.commands import profile as app
-from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PROGRAM, _programs_frame
+from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PACKAGE, PROGRAM, _programs_frames
 from rooflint.measure import ncu
 from rooflint.measure.program import Choice
 from rooflint.formats.trace_events import (COMPILED_REGION, LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
@@ -161,7 +161,8 @@ def stack(*frames: tuple[str, int, str]) -> Frame:
 
 def kind(filename: str) -> int:
     return (DYNAMO if filename.startswith("torch/_dynamo/") else
-            LIBRARY if filename.startswith(("torch/", "/tmp/torchinductor_")) else PROGRAM)
+            LIBRARY if filename.startswith(("torch/", "/tmp/torchinductor_")) else
+            PACKAGE if filename.startswith("site-packages/") else PROGRAM)
 
 
 def test_the_bootstrap_names_the_programs_nearest_line_or_the_call_of_a_compiled_function():
@@ -173,16 +174,58 @@ def test_the_bootstrap_names_the_programs_nearest_line_or_the_call_of_a_compiled
                   ("train.py", 37, "Block.forward"),
                   ("torch/nn/modules/module.py", 1775, "_call_impl"),
                   ("torch/nn/modules/linear.py", 134, "forward"))
-    assert _programs_frame(eager, kind) == "train.py(37): Block.forward"
+    assert _programs_frames(eager, kind) == ("train.py(37): Block.forward", None)
     compiled = stack(("train.py", 90, "main"), ("train.py", 70, "step"),
                      ("torch/nn/modules/module.py", 1775, "_call_impl"),
                      ("torch/_dynamo/eval_frame.py", 845, "_fn"),
                      ("train.py", 47, "Model.forward"),
                      ("torch/_functorch/_aot_autograd/runtime_wrappers.py", 350, "runtime_wrapper"),
                      ("/tmp/torchinductor_me/ab/cab.py", 900, "call"))
-    assert _programs_frame(compiled, kind) == "train.py(70): step"
+    assert _programs_frames(compiled, kind) == ("train.py(70): step", None)
     library_only = stack(("torch/utils/data.py", 10, "worker"), ("torch/nn/functional.py", 5, "f"))
-    assert _programs_frame(library_only, kind) is None
+    assert _programs_frames(library_only, kind) == (None, None)
+
+
+def test_a_packages_model_names_its_own_line_inside_the_programs():
+    """A Hugging Face model's kernels all come from the program's one ``model(batch)`` line:
+    the model's own line (its package's frame nearest the torch call) is named too."""
+    hugging_face = stack(("train.py", 31, "main"),
+                         ("torch/nn/modules/module.py", 1775, "_call_impl"),
+                         ("site-packages/transformers/models/gpt2/modeling_gpt2.py", 900,
+                          "GPT2LMHeadModel.forward"),
+                         ("site-packages/transformers/models/gpt2/modeling_gpt2.py", 220,
+                          "GPT2MLP.forward"),
+                         ("torch/nn/modules/linear.py", 134, "forward"))
+    assert _programs_frames(hugging_face, kind) == (
+        "train.py(31): main", "site-packages/transformers/models/gpt2/modeling_gpt2.py(220): "
+        "GPT2MLP.forward")
+    callback = stack(("train.py", 31, "main"),
+                     ("site-packages/transformers/trainer.py", 2400, "Trainer.training_step"),
+                     ("model.py", 12, "MyModel.forward"), ("torch/nn/functional.py", 5, "f"))
+    assert _programs_frames(callback, kind) == ("model.py(12): MyModel.forward", None)
+    as_module = stack(("site-packages/tool/cli.py", 3, "main"), ("torch/nn/functional.py", 5, "f"))
+    assert _programs_frames(as_module, kind) == ("site-packages/tool/cli.py(3): main", None)
+
+
+def test_the_packages_line_is_the_launchs_and_the_programs_says_where_from():
+    """The bootstrap's two nested ranges: the inner (the package's) is the line."""
+    def event(name, ts, dur, cat, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+                "args": args}
+    trace = {"traceEvents": [
+        event(LINE_RANGE + "/home/me/train.py(31): main", 0, 100, "user_annotation"),
+        event(LINE_RANGE + "/venv/site-packages/transformers/modeling_gpt2.py(220): "
+              "GPT2MLP.forward", 1, 90, "user_annotation"),
+        event("aten::addmm", 2, 80, "cpu_op"),
+        event("cudaLaunchKernel", 3, 5, "cuda_runtime", correlation=7),
+        {"ph": "X", "cat": "kernel", "name": "nvjet_sm90_tst", "pid": 0, "tid": 7, "ts": 10,
+         "dur": 20, "args": {"correlation": 7, "grid": [1, 1, 1], "block": [1, 1, 1]}}]}
+    (launch,) = launches(trace)
+    assert launch.line == "modeling_gpt2.py:220 in GPT2MLP.forward"
+    assert launch.via == "train.py:31 in main"
+    (origin,) = origins([launch])
+    assert origin.words == ("by aten::addmm at modeling_gpt2.py:220 in GPT2MLP.forward "
+                            "(from train.py:31 in main)")
 
 
 def test_optimizer_kernels_sit_in_the_optimizers_range(lined):

@@ -79,6 +79,7 @@ class Launch:
     operator: str | None = None    # the PyTorch operator that launched it: "aten::mm"
     backward_of: str | None = None  # its autograd node, for a backward kernel: "AddmmBackward0"
     line: str | None = None        # the user's Python line: "model.py:62 in forward"
+    via: str | None = None         # the program's line, where ``line`` is a package's
     ranges: tuple[str, ...] = ()   # the NVTX / profiler ranges around its launch
     dtypes: tuple[str, ...] | None = None  # its ATen operator's input dtypes ("float"); None:
     #                                        no ATen operator launched it, or none recorded
@@ -125,6 +126,7 @@ class Origin:
     line: str | None
     backward_of: str | None = None
     launches: int = 0
+    via: str | None = None         # the program's line that called ``line``, a package's
 
     @property
     def short(self) -> str:
@@ -140,6 +142,8 @@ class Origin:
             parts.append(f"(backward: {self.backward_of})")
         if self.line:
             parts.append(f"at {self.line}")
+        if self.via:
+            parts.append(f"(from {self.via})")
         return " ".join(parts)
 
 
@@ -153,8 +157,9 @@ def peak_reserved_bytes(trace: dict[str, Any]) -> int | None:
 
 def origins(launches: Iterable[Launch]) -> list[Origin]:
     """The distinct origins of some launches, by how many launches each made."""
-    tally = Counter((x.operator, x.line, x.backward_of) for x in launches)
-    return [Origin(op, line, backward, n) for (op, line, backward), n in tally.most_common()]
+    tally = Counter((x.operator, x.line, x.backward_of, x.via) for x in launches)
+    return [Origin(op, line, backward, n, via)
+            for (op, line, backward, via), n in tally.most_common()]
 
 
 def launches(trace: dict[str, Any]) -> list[Launch]:
@@ -262,7 +267,7 @@ class _Scopes:
             if forward is None:
                 return
             at, thread = forward, (forward.get("pid"), forward.get("tid"))
-        launch.line = self._line_at(thread, at["ts"])
+        launch.line, launch.via = self._lines_at(thread, at["ts"])
 
     def _forward_of(self, node: dict) -> dict | None:
         """The forward operator an autograd node differentiates: the last one before it
@@ -271,10 +276,12 @@ class _Scopes:
         before = bisect_left([e["ts"] for e in carriers], node["ts"])
         return carriers[before - 1] if before else None
 
-    def _line_at(self, thread: tuple[Any, Any], moment: float) -> str | None:
-        """The program's line around ``moment``: the innermost line range; inside a
-        compiled region with none around it, the region's first; else none (a kernel
-        launched outside any torch call, as a Triton kernel the program calls itself)."""
+    def _lines_at(self, thread: tuple[Any, Any], moment: float) -> tuple[str | None, str | None]:
+        """The line around ``moment`` and, where that is an installed package's, the
+        program's that called it (the bootstrap's two nested ranges): the innermost line
+        range; inside a compiled region with none around it, the region's first; else none
+        (a kernel launched outside any torch call, as a Triton kernel the program calls
+        itself)."""
         lines = self.lines.get(thread, _Intervals())
         calls = lines.around(moment)
         if not calls:
@@ -282,7 +289,8 @@ class _Scopes:
                       *self.ranges.around(moment)]
             region = next((r for r in scopes if r["name"].startswith(COMPILED_REGION)), None)
             calls = lines.within(region)[:1] if region is not None else []
-        return _line(calls[-1]["name"].removeprefix(LINE_RANGE)) if calls else None
+        named = [_line(c["name"].removeprefix(LINE_RANGE)) for c in calls]
+        return (named[-1], named[0]) if len(named) > 1 else (named[0] if named else None, None)
 
 
 def _input_dtypes(operator: dict) -> tuple[str, ...] | None:

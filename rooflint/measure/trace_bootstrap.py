@@ -17,7 +17,10 @@ runs inside a profiler range named PREFIX + ``file(line): function``, the progra
 frame nearest the call; for a call made inside a torch.compile'd function, the line that
 called the compiled function (PyTorch's profiler records Python frames only by the line
 each function starts at, and recording them all makes a compiled program's trace
-gigabytes).
+gigabytes). Where the call was made by an installed package's code on the program's
+behalf (a Hugging Face model's ``modeling_gpt2.py``, whose every kernel the program's
+one ``model(batch)`` line launches), a second range inside the first names the package's
+frame nearest the call.
 
 Exit status: the program's own. Status 3 with nothing written means PyTorch's profiler
 is not importable here; rooflint then times the launches with Nsight Compute instead.
@@ -65,23 +68,27 @@ def _nvtx_as_ranges(torch):
     nvtx.range_push, nvtx.range_pop = range_push, range_pop
 
 
-# What a frame's file is: the program's, a library's, or TorchDynamo's (which runs a
-# compiled function's frame, and sits just outside it on the stack).
-PROGRAM, LIBRARY, DYNAMO = 0, 1, 2
+# What a frame's file is: the program's, an installed package's (a model library's, which
+# runs code on the program's behalf), PyTorch's or the standard library's, or
+# TorchDynamo's (which runs a compiled function's frame, and sits just outside it).
+PROGRAM, PACKAGE, LIBRARY, DYNAMO = 0, 1, 2, 3
 
 
 def _kinds(torch):
     """A function from a frame's file name to its kind (cached: it is asked on every torch
-    call). Not the program's: PyTorch, installed packages, the standard library, this file,
-    and TorchInductor's generated code, which runs a compiled region's kernels on behalf
-    of the line that called it."""
+    call). PyTorch, the standard library, this file and TorchInductor's generated code
+    (which runs a compiled region's kernels on behalf of the line that called it) are
+    LIBRARY; the other installed packages PACKAGE."""
     import site
     import sysconfig
     paths = sysconfig.get_paths()
-    folders = tuple(os.path.join(os.path.realpath(f), "") for f in {
-        os.path.dirname(torch.__file__), paths["stdlib"], paths["purelib"], paths["platlib"],
-        os.path.dirname(os.path.abspath(__file__)), *site.getsitepackages(),
-        site.getusersitepackages()} if f)
+
+    def folders(*names):
+        return tuple(os.path.join(os.path.realpath(f), "") for f in set(names) if f)
+    libraries = folders(os.path.dirname(torch.__file__), paths["stdlib"],
+                        os.path.dirname(os.path.abspath(__file__)))
+    packages = folders(paths["purelib"], paths["platlib"], *site.getsitepackages(),
+                       site.getusersitepackages())
     dynamo = os.path.join(os.path.realpath(os.path.dirname(torch.__file__)), "_dynamo", "")
     known = {}
 
@@ -89,32 +96,41 @@ def _kinds(torch):
         if filename not in known:
             real = os.path.realpath(filename)
             known[filename] = (DYNAMO if real.startswith(dynamo) else
-                               LIBRARY if filename.startswith("<") or real.startswith(folders)
-                               or "torchinductor_" in real else PROGRAM)
+                               LIBRARY if filename.startswith("<") or real.startswith(libraries)
+                               or "torchinductor_" in real else
+                               PACKAGE if real.startswith(packages) else PROGRAM)
         return known[filename]
     return kind
 
 
-def _programs_frame(frame, kind):
-    """The program's own frame nearest ``frame`` (outwards), as ``file(line): function``,
-    or None. A frame that TorchDynamo runs (a torch.compile'd function, whose line stays at
-    its entry while the compiled graph runs) gives way to the program's frame that called
-    it: that call launched the region's kernels."""
-    candidate = None
+def _programs_frames(frame, kind):
+    """The program's own frame nearest ``frame`` (outwards), and the installed package's
+    frame nearest it inside that one (None where the program called torch itself), each
+    as ``file(line): function``. With no frame of the program's on the stack (a program
+    run as ``-m`` from an installed package), the package's frame is the line.
+    A frame that TorchDynamo runs (a torch.compile'd function, whose line stays at its
+    entry while the compiled graph runs) gives way to the program's frame that called it:
+    that call launched the region's kernels."""
+    program = package = None
     while frame is not None:
         found = kind(frame.f_code.co_filename)
         if found == PROGRAM:
-            if candidate is not None:
+            if program is not None:
                 break
-            candidate = frame
+            program = frame
+        elif found == PACKAGE and program is None and package is None:
+            package = frame
         elif found == DYNAMO:
-            candidate = None
+            program = package = None
         frame = frame.f_back
-    if candidate is None:
-        return None
-    code = candidate.f_code
-    return (f"{code.co_filename}({candidate.f_lineno}): "
-            f"{getattr(code, 'co_qualname', code.co_name)}")
+    if program is None:
+        return package and _named(package), None
+    return _named(program), package and _named(package)
+
+
+def _named(frame):
+    code = frame.f_code
+    return f"{code.co_filename}({frame.f_lineno}): {getattr(code, 'co_qualname', code.co_name)}"
 
 
 def _caller_lines(torch, prefix):
@@ -131,11 +147,14 @@ def _caller_lines(torch, prefix):
             kwargs = kwargs or {}
             if compiling():
                 return func(*args, **kwargs)
-            line = _programs_frame(sys._getframe(1), kind)
+            line, package = _programs_frames(sys._getframe(1), kind)
             if line is None:
                 return func(*args, **kwargs)
             with record(prefix + line):
-                return func(*args, **kwargs)
+                if package is None:
+                    return func(*args, **kwargs)
+                with record(prefix + package):
+                    return func(*args, **kwargs)
     return CallerLines()
 
 

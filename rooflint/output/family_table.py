@@ -49,9 +49,13 @@ def device_markup(result: RunResult) -> str:
         counted = any(v.counters for f in result.families for v in f.variants)
     else:
         counted = result.settings.counting
-    source = "DRAM bytes from ncu counters" if counted else "DRAM bytes from the manifests' model"
+    source = ("DRAM bytes from ncu counters" if counted else
+              "no counters" if result.settings.mode == "profile" else    # pass 2 stopped
+              "DRAM bytes from the manifests' model")
+    # a profile whose pass 2 stopped knows its GPU from the profiler's trace, which names no L2
+    l2 = format_bytes(gpu.l2_bytes) if gpu.l2_bytes else "size unknown"
     return (f"[bold]{escape(gpu.name)}[/] (spec {escape(result.spec_id)}), {gpu.sms} SMs, "
-            f"L2 {format_bytes(gpu.l2_bytes)}, driver {escape(gpu.driver)}{clocks}; "
+            f"L2 {l2}, driver {escape(gpu.driver)}{clocks}; "
             f"cache {escape(result.settings.cache)}; {source}")
 
 

@@ -59,6 +59,7 @@ def render_timings(console: Console, result: RunResult) -> None:
 
 ORIGIN_COLUMNS = 137     # the table has room for "launched from" from this width (else the notes)
 ORIGIN_WIDTH = 26        # its line there (file:line function); the operator in the notes
+COLUMN_GAP = 2           # what a table without edges puts between two columns
 
 
 def origin_cell(line: str | None) -> str:
@@ -79,26 +80,39 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     # The heading is a line of its own, as wide as the screen: a table title would wrap at
     # the width of a table of one short kernel.
     console.print(Text(application_heading(result, family)))
-    table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
     traced = (any(v.share and v.share.origins for v in family.variants)
               and console.width >= ORIGIN_COLUMNS)
     columns = ("kernel", "what", *(("launched from",) if traced else ()), "share", "launches",
                "verdict", "at roof", "upside")
-    for column in columns:
-        table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
-                                                               "upside") else "left",
-                         no_wrap=column != "what" or traced,
-                         overflow="ellipsis" if column == "what" else "fold",
-                         ratio=1 if column == "what" else None)
     names = shortened_names(v.name for v in family.variants)
+    rows = []
     for v in family.variants:
         s = v.share
         if not s:
             continue
         verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound]) if v.verdict else Text("-")
         origin = [Text(origin_cell(s.origins[0].line) if s.origins else "")] if traced else []
-        table.add_row(Text(names[v.name]), Text(s.library or ""), *origin, pct(s.share),
-                      str(s.launches), verdict, at_roof_cell(s), upside_cell(v, region))
+        rows.append([Text(names[v.name]), Text(s.library or ""), *origin, Text(pct(s.share)),
+                     Text(str(s.launches)), verdict, Text(at_roof_cell(s)),
+                     Text(upside_cell(v, region))])
+    # "what" gives way when the screen is narrow; the figures never do (a 140-column
+    # nanoGPT table had read "shar", "launche", "7.52 ms (4%")
+    widths = [max([len(column), *(row[i].cell_len for row in rows)])
+              for i, column in enumerate(columns)]
+    room = console.width - sum(w for c, w in zip(columns, widths) if c != "what") \
+        - COLUMN_GAP * (len(columns) - 1)
+    table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
+    for column, width in zip(columns, widths):
+        table.add_column(column, justify="right" if column in ("share", "launches", "at roof",
+                                                               "upside") else "left",
+                         no_wrap=column != "what" or traced,
+                         overflow="ellipsis" if column == "what" else "fold",
+                         ratio=1 if column == "what" else None,
+                         min_width=None if column == "what" else width,
+                         max_width=max(room, len(column)) if column == "what" and traced
+                         else None)
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     for line in (unprofiled_line(result), autotuning_line(result),
                  biggest_upside_line(family, region, names.__getitem__)):
