@@ -310,3 +310,26 @@ def test_the_compilers_half_precision_moves_are_not_held_against_the_model():
     notes = traffic(online.counters, fp32 / 8, 1e9, 1e6, "fp32").notes
     assert any(n.startswith("counted fp32 FLOPs are 8.00x the model's (redundant work") for n in notes)
     assert not any("FLOPs are" in n for n in traffic(online.counters, fp32, 1e9, 1e6, "fp32").notes)
+
+
+def test_a_fill_at_the_dram_roof_is_not_told_to_register_block_or_approach_compute(specs):
+    """nanoGPT's step under CUDA graphs (H100): PyTorch's fill at 96 % of DRAM's roof,
+    short_scoreboard its top stall and no shared-memory instruction, was told to
+    register-block "fewer shared-memory loads per FMA", expecting "up toward the compute
+    roof (1000000000.0x away)": it counts no FLOP."""
+    recorded = json.loads((Path(__file__).parent.parent / "examples" / "profile" /
+                           "h100-profile-nanogpt-graphs.json").read_text())
+    fill = next(v for v in recorded["families"][0]["variants"] if "FillFunctor" in v["name"])
+    counters = Counters(**fill["counters"])
+    assert counters.stalls["short_scoreboard"] > 20 and not counters.shared_loads
+    h100 = find_spec("h100-sxm", specs)
+    point = place(fill["point"]["time_s"], 0.0, fill["point"]["dram_bytes"], None,
+                  roofs_for(h100, "fp32", None), "ncu")
+    facts = LaunchFacts(grid_blocks=counters.grid_size, threads_per_block=128, launches=1,
+                        sms=132, precision="fp32",
+                        tensor_roof=h100.peaks["tf32-tensor"].flops_per_s)
+    v = diagnose(point, facts, counters)
+    assert v.bound == "bandwidth"
+    assert "shared_memory_pipe" not in causes(v)
+    assert not {"register_blocking", "warp_tiling"} & set(moves(v))
+    assert not any("1000000000" in m.expect or "compute roof" in m.expect for m in v.moves)

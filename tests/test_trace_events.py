@@ -257,6 +257,9 @@ def test_an_origin_reads_as_a_sentence():
     origin = Origin("aten::mm", "model.py:62 in forward", "AddmmBackward0", 24)
     assert origin.words == "by aten::mm (backward: AddmmBackward0) at model.py:62 in forward"
     assert Origin(None, None).words == "outside PyTorch's operators"
+    compiled = Origin("CompiledFunctionBackward", "train.py:17 in <module>",
+                      "CompiledFunctionBackward")           # a compiled region's backward
+    assert compiled.words == "by CompiledFunctionBackward at train.py:17 in <module>"
 
 
 def test_the_traces_kernels_meet_nsight_computes_names(step):

@@ -164,7 +164,9 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     e = Evidence(bound=bound, values={
         "dram_pct": 100 * point.dram_fraction, "compute_pct": 100 * point.compute_fraction,
         "dram_headroom": 1 / max(point.dram_fraction, 1e-9),
-        "compute_headroom": 1 / max(point.compute_fraction, 1e-9),
+        # a kernel that counts no FLOPs (a fill, a copy) has no compute roof to approach
+        **({"compute_headroom": 1 / point.compute_fraction} if point.compute_fraction > 0
+           else {}),
         "traffic_gap": 1 / point.traffic_fraction if point.traffic_fraction else 0.0,
         "roof_headroom": 1 / max(point.dram_fraction, point.compute_fraction, 1e-9),
         "algorithmic_ai": point.algorithmic_ai, "sms": facts.sms,
@@ -316,6 +318,14 @@ def _stalls(e: Evidence, counters: Counters) -> None:
                 flag = "special_function_stalls"
                 detail += (f", with the special-function (XU) pipe at "
                            f"{counters.xu_pipe_pct:.0f}% of its peak")
+            elif (flag == "shared_memory_stalls" and counters.instructions
+                  and not (counters.shared_loads or counters.shared_stores)):
+                # the MIO queue serves more than shared memory (special registers, branch
+                # targets): a PyTorch fill at 96 % of DRAM's roof, no shared memory, was
+                # told to register-block its shared-memory loads (a result recorded before
+                # instructions were counted cannot tell, and keeps the old reading)
+                flag = OTHER_STALL_FLAG
+                detail += ", with no shared-memory instruction (the MIO queue's other work)"
             e.set(flag, detail)
 
 

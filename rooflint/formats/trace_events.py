@@ -138,7 +138,7 @@ class Origin:
         """``by aten::mm (backward: AddmmBackward0) at model.py:62 in forward``, or
         ``outside PyTorch's operators``: what follows "launched"."""
         parts = [f"by {self.operator}" if self.operator else "outside PyTorch's operators"]
-        if self.backward_of:
+        if self.backward_of and self.backward_of != self.operator:   # CompiledFunctionBackward
             parts.append(f"(backward: {self.backward_of})")
         if self.line:
             parts.append(f"at {self.line}")
