@@ -200,3 +200,16 @@ def test_stopping_the_early_start_waits_until_its_group_has_exited():
     assert time.monotonic() - began > 0.5
     assert group.poll() is not None or not early_start._running_in(group.pid)
     group.wait()
+
+
+def test_stopping_the_early_start_kills_what_outlived_its_leader():
+    """A program that ended may leave workers behind in its group (torch.compile's): they
+    are killed, not waited for until GROUP_EXIT_S."""
+    import time
+    from rooflint.measure import early_start
+    group = subprocess.Popen(["sh", "-c", "sleep 30 & exit 0"], start_new_session=True)
+    group.wait()                                        # the leader is gone, its child not
+    assert early_start._running_in(group.pid)
+    began = time.monotonic()
+    early_start.stop(group)
+    assert time.monotonic() - began < 2 and not early_start._running_in(group.pid)

@@ -112,16 +112,16 @@ def _is_free(port: int) -> bool:
 
 
 def stop(process: subprocess.Popen) -> None:
-    """Kill a waiting program and its ncu (one process group) if it is still running, and
-    wait for the group to be gone: ncu's launcher is reaped at once, but the program it
-    started may still hold the GPU's memory (a JAX program timed out under `timeout`: the
-    command after it found the GPU full)."""
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait()
+    """Kill a waiting program, its ncu and whatever of theirs outlived them (one process
+    group), and wait for the group to be gone: ncu's launcher is reaped at once, but the
+    program it started may still hold the GPU's memory (a JAX program timed out under
+    `timeout`: the command after it found the GPU full), and a program that ended may
+    leave workers behind (torch.compile's)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
     _wait_while_running(process.pid)
 
 
