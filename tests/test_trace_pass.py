@@ -35,12 +35,19 @@ def test_an_unreadable_trace_is_named(tmp_path, content, fragment):
         passes._read_trace(trace)
 
 
-def test_a_trace_too_large_to_read_is_named(tmp_path, monkeypatch):
+def test_a_trace_too_large_to_read_stops_the_profile_with_what_to_do(tmp_path, monkeypatch):
+    """Not a fall-back to Nsight Compute's pass 1: a million launches, one at a time, is
+    hours."""
+    from rooflint.common.errors import RooflintError
     trace = tmp_path / "trace.json"
-    trace.write_text('{"traceEvents": []}')
-    monkeypatch.setattr(passes, "MAX_TRACE_BYTES", 10)
-    with pytest.raises(passes.UnreadableTrace, match="GB trace"):
+    trace.write_bytes(b" " * 2_200_000)
+    monkeypatch.setattr(passes, "MAX_TRACE_BYTES", 1_000_000)
+    monkeypatch.setattr(passes, "TRACE_BYTES_PER_LAUNCH", 1)
+    with pytest.raises(RooflintError) as caught:
         passes._read_trace(trace)
+    words = str(caught.value)
+    assert "a 2.1 MiB trace, about 2.2 million kernel launches" in words
+    assert "about 8 hours" in words and "profile a shorter run" in words
 
 
 def test_a_python_without_pytorch_falls_back_to_nsight_compute(tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ Python program whose interpreter has PyTorch runs under PyTorch's profiler
 (trace_bootstrap.py: CUPTI's activity records at the program's own speed, with the
 operators and Python functions behind each launch); any other program, or one that trace
 cannot serve (no torch, an NVTX range not pushed through torch.cuda.nvtx, a trace
-unreadable or over MAX_TRACE_BYTES), under Nsight Compute (one metric,
+that is not JSON), under Nsight Compute (one metric,
 ``gpu__time_duration``, no replay, every launch serialised). Pass 2 runs the program
 again under Nsight Compute and collects rooflint's counter list on the first launch of
 each launch configuration (``--filter-mode per-launch-config``) of the chosen kernels,
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from rooflint.common.errors import RooflintError
+from rooflint.common.units import format_bytes
 from rooflint.measure import ncu
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
 from rooflint.measure.pass_runner import (Pass, PassProgress, Stopped, Timer, output_of,
@@ -177,17 +178,30 @@ def trace_pass(command: list[str], logs: Path | None,
     return Pass("", wall, timer=Timer.torch, processes=1 if kernels else 0, trace=document)
 
 
-MAX_TRACE_BYTES = 1 << 30   # the compiled training step's is 12 MB, 2,000 launches
+# The most trace rooflint reads (parsed, several times its size in memory). The compiled
+# training step's is 12 MB for 2,000 launches; Triton's fused-softmax tutorial, a sweep of
+# 98 sizes through do_bench, wrote 683 MB for about 600,000 (1.1 KB a launch).
+MAX_TRACE_BYTES = 1 << 30
+# What Nsight Compute's pass 1 costs a launch, serialised (a GPT-2 step's 5,000 in 68 s, H100).
+NCU_PASS1_S_PER_LAUNCH = 0.013
+TRACE_BYTES_PER_LAUNCH = 1100
 
 
 def _read_trace(path: Path) -> dict:
-    """The profiler's trace, parsed; UnreadableTrace when it is missing, too large to hold
-    or not JSON."""
+    """The profiler's trace, parsed; UnreadableTrace when it is missing or not JSON;
+    RooflintError, said and final, when it is too large to hold: timing its launches with
+    Nsight Compute instead would take hours."""
     try:
         size = path.stat().st_size
         if size > MAX_TRACE_BYTES:
-            raise UnreadableTrace(f"PyTorch's profiler wrote a {size / 1e9:.1f} GB trace "
-                                  f"(more than rooflint reads)")
+            launches = size / TRACE_BYTES_PER_LAUNCH
+            raise RooflintError(
+                f"PyTorch's profiler wrote a {format_bytes(size)} trace, about "
+                f"{launches / 1e6:.1f} million kernel launches: more than rooflint reads "
+                f"({format_bytes(MAX_TRACE_BYTES)}), and Nsight Compute would take about "
+                f"{launches * NCU_PASS1_S_PER_LAUNCH / 3600:.0f} hours to time them one by "
+                f"one; profile a shorter run of the program (fewer steps, sizes or "
+                f"repetitions)")
         document = json.loads(path.read_bytes())
     except OSError as exc:
         raise UnreadableTrace(f"PyTorch's profiler wrote no trace ({exc.strerror})") from None
