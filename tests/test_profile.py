@@ -525,3 +525,31 @@ def test_a_gpu_known_only_from_the_trace_has_no_l2_size_to_print():
     assert "L2 50 MiB" in device_markup(result)
     result.gpu = replace(result.gpu, l2_bytes=0)
     assert "L2 size unknown" in device_markup(result)
+
+
+SOFTMAX_TUTORIAL = REPO / "examples" / "profile" / "h100-profile-triton-tutorial-softmax.json"
+
+
+def test_a_kernel_whose_work_changes_along_the_run_is_not_called_noisy():
+    """Triton's fused-softmax tutorial (H100): its kernel at one grid ran 98 sizes through
+    do_bench, and its 11,959 launch times, ±21 %, read "noisy". In launch order they step
+    0.1 % from one launch to the next; shuffled, the same times are noise."""
+    recorded = json.loads(SOFTMAX_TUTORIAL.read_text())
+    kernel = next(v for v in recorded["families"][0]["variants"]
+                  if v["name"] == "softmax_kernel@132")
+    samples = kernel["samples_s"]
+    stats = program_kernels.drifting(program_kernels.KernelTime("softmax_kernel", "(132, 1, 1)",
+                                                                samples))
+    assert stats is not None and not stats.noisy and stats.spread > 0.2
+    assert "not noise" in stats.varies and stats.median_s == TimeStats.of(samples).median_s
+    shuffled = random.Random(0).sample(samples, len(samples))
+    assert program_kernels.drifting(program_kernels.KernelTime("k", "", shuffled)) is None
+
+
+def test_independent_noise_stays_noise():
+    rng = random.Random(1)
+    samples = [rng.gauss(100e-6, 15e-6) for _ in range(500)]
+    assert TimeStats.of(samples).noisy
+    assert program_kernels.drifting(program_kernels.KernelTime("k", "", samples)) is None
+    steady = [100e-6] * 50                                        # no spread: nothing to say
+    assert program_kernels.drifting(program_kernels.KernelTime("k", "", steady)) is None

@@ -462,6 +462,35 @@ def shape_groups(durations: list[float]) -> list[list[float]]:
     return groups
 
 
+# A kernel whose work changes from call to call at one launch configuration (tensors of
+# several sizes, a benchmark's sweep of sizes) spreads its times without noise: launch to
+# launch they agree far more closely than over the run. Triton's fused-softmax tutorial's
+# kernel, 98 sizes through do_bench at one grid, read "±21% noisy"; for independent noise
+# the typical step from one launch to the next is about 0.7 of the IQR.
+DRIFT_MIN_LAUNCHES = 8
+DRIFT_STEP_SHARE = 0.25
+
+
+def drifting(time: KernelTime) -> TimeStats | None:
+    """The kernel's time, its spread said to be the work changing and not noise, when its
+    launches in launch order step far less than they spread (see DRIFT_STEP_SHARE); else
+    None."""
+    samples = time.durations_s
+    stats = TimeStats.of(samples) if samples else None
+    if stats is None or len(samples) < DRIFT_MIN_LAUNCHES or not stats.noisy:
+        return None
+    steps = sorted(abs(b - a) for a, b in zip(samples, samples[1:]))
+    step = steps[len(steps) // 2] / stats.median_s
+    if step >= DRIFT_STEP_SHARE * stats.spread:
+        return None
+    return replace(stats, varies=(
+        f"its launch times change in runs ({format_time(min(samples))} to "
+        f"{format_time(max(samples))}, {100 * step:.1f}% from one launch to the next): its "
+        f"work changes from call to call at one launch configuration (tensors of several "
+        f"sizes, a sweep of sizes), not noise; its time is the median launch's, its "
+        f"counters the profiled launch's own"))
+
+
 def mixed_shapes(time: KernelTime) -> tuple[TimeStats, str] | None:
     """For a kernel whose launch times spread because it ran several shapes at one launch
     configuration (two or more groups of launches, each of two or more, each tight): the

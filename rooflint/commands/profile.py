@@ -41,6 +41,7 @@ from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Au
                                                trace_without_autotuning,
                                                kernel_times, kernel_times_from_trace,
                                                launches_by_identity, library, mixed_shapes,
+                                               drifting,
                                                caller_flags,
                                                per_launch, selected, unique_names,
                                                why_no_counters)
@@ -115,8 +116,10 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
     best = best_fraction(analysis.point, analysis.counters, calibration, precision, device.sms)
     owner = library(time.kernel, time.origins[0].operator if time.origins else None)
     mix = mixed_shapes(time)
-    stats, notes = (mix[0], [*analysis.notes, mix[1]]) if mix else (analysis.time,
-                                                                   analysis.notes)
+    drift = None if mix else drifting(time)
+    stats, notes = ((mix[0], [*analysis.notes, mix[1]]) if mix else
+                    (drift, [*analysis.notes, drift.varies]) if drift else
+                    (analysis.time, analysis.notes))
     share = KernelShare(
         kernel=time.kernel, library=owner, launches=len(time.durations_s),
         total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,

@@ -64,6 +64,9 @@ class TimeStats:
     q3_s: Seconds
     min_s: Seconds
     n: Size                             # how many samples were taken
+    # Why the samples spread where it is not noise (a profiled kernel whose work changes
+    # along the program's run): such a spread does not make the median uncertain.
+    varies: str = ""
 
     @property
     def iqr_s(self) -> float:
@@ -77,7 +80,7 @@ class TimeStats:
 
     @property
     def noisy(self) -> bool:
-        return self.spread > NOISY_SPREAD
+        return self.spread > NOISY_SPREAD and not self.varies
 
     @property
     def noise(self) -> str:
