@@ -5,10 +5,13 @@
 # "block") and the Triton and CuPy programs ("others"); each plain program is timed beside
 # its profile. No PART: all three, about 9 minutes on an H100, more than one device call
 # allows, so a GPU's figures are taken in two calls ("train", then "block others").
+# Programs whose GPU code other people's libraries write, whole (no NVTX range): "nanogpt"
+# (nanoGPT's train.py, NANOGPT naming a checkout) and "programs" (a JAX loop, Hugging
+# Face's Trainer and, with NANOGPT, nanoGPT's model under CUDA graphs).
 set -u
 tag=$1; shift; parts=${*:-train block others}; out=/tmp/prof
 for part in $parts; do   # each PART names a function below: nothing else is run
-  case $part in train|block|others|nanogpt) ;; *) echo "profile.sh: no part '$part' (train, block, others, nanogpt)" >&2; exit 2 ;; esac
+  case $part in train|block|others|nanogpt|programs) ;; *) echo "profile.sh: no part '$part' (train, block, others, nanogpt, programs)" >&2; exit 2 ;; esac
 done
 mkdir -p $out/logs
 timed() { local name=$1; shift; local t0=$EPOCHREALTIME; timeout 300 "$@"; local rc=$?; echo "TIME $name $(python3 -c "print(round($EPOCHREALTIME - $t0, 2))") s rc=$rc" | tee -a $out/times.log; }
@@ -18,6 +21,13 @@ profile() {   # NAME ARGS...: the plain program, then rooflint profile of it
   local name=$1; shift
   timed plain-$name "$@" > /dev/null 2>&1
   timed profile-$name python3 -m rooflint profile --nvtx timed --json $out/$tag-profile-$name.json -- "$@" > $out/$tag-profile-$name.txt 2>&1
+  head -4 $out/$tag-profile-$name.txt
+}
+whole() {    # NAME ARGS...: as profile, for a program with no NVTX range, after an untimed run
+  local name=$1; shift
+  "$@" > /dev/null 2>&1   # untimed: warms the page cache
+  timed plain-$name "$@" > /dev/null 2>&1
+  timed profile-$name python3 -m rooflint profile --json $out/$tag-profile-$name.json -- "$@" > $out/$tag-profile-$name.txt 2>&1
   head -4 $out/$tag-profile-$name.txt
 }
 train() {
@@ -53,6 +63,12 @@ for mode in eager compiled; do
   head -4 $out/$tag-profile-nanogpt-$mode.txt
 done
 rm -rf $out/nanogpt-out; cd "$here"
+}
+programs() {
+whole jax python3 examples/apps/jax_mlp.py
+whole hf-trainer python3 examples/apps/hf_trainer.py
+if [ -f "${NANOGPT:-}/model.py" ]; then whole nanogpt-graphs python3 examples/apps/nanogpt_graphs.py
+else echo "profile.sh: no NANOGPT checkout: nanoGPT's model under CUDA graphs left out"; fi
 }
 for part in $parts; do $part; done
 pgrep -af "ncu.*--mode launch" || echo "no program left waiting for ncu"

@@ -4,8 +4,11 @@ Face's Trainer in bf16: a program whose model code is all in an installed packag
     rooflint profile -- python examples/apps/hf_trainer.py
 
 Each kernel's line is the model's (``modeling_gpt2.py:697 in GPT2LMHeadModel.forward``),
-with the program's line that reached it (``from hf_trainer.py:26``).
+with the program's line that reached it (``from hf_trainer.py:29``).
 """
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")      # nothing to download: the model is built here
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
