@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 from jax.example_libraries import optimizers, stax
 
-init, apply = stax.serial(stax.Dense(4096), stax.Relu, stax.Dense(4096), stax.Relu, stax.Dense(10), stax.LogSoftmax)
+init, apply = stax.serial(stax.Dense(4096), stax.Relu, stax.Dense(4096), stax.Relu,
+                          stax.Dense(10), stax.LogSoftmax)
 key = jax.random.PRNGKey(0)
 _, params = init(key, (-1, 1024))
 opt_init, opt_update, get_params = optimizers.adam(1e-3)

@@ -102,8 +102,8 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "per operator"),
     CallerMove("set_to_none", "right", (FILL,), "no fills to overwrite: "
                "optimizer.zero_grad(set_to_none=True), and no torch.zeros you then overwrite"),
-    CallerMove("whole_waves_shape", "up", (GEMM, ATTENTION, INDUCTOR, XLA_GEMM), "size the batch or "
-               "sequence so the kernel's tiles fill whole waves: its last wave runs part-empty "
+    CallerMove("whole_waves_shape", "up", (GEMM, ATTENTION, INDUCTOR, XLA_GEMM), "size the "
+               "batch or sequence so the kernel's tiles fill whole waves: its last wave runs part-empty "
                "while the other SMs wait", requires=("partial_wave",)),
     CallerMove("gemm_shapes", "up", (GEMM,), "shape the GEMM for cuBLAS's tiles: dimensions "
                "(batch x sequence, hidden, vocabulary) padded to multiples of 128, bf16 "
