@@ -2,7 +2,8 @@
 # benchmarks/profile.sh TAG [PART...], from the checkout: calibrate, then profile the
 # training step (eager and compiled: PART "train", with ncu --set full on the same kernels
 # as pass 2, one launch of each launch shape, and every kernel's mangled name), the transformer block (eager and compiled:
-# "block") and the Triton and CuPy programs ("others"); each plain program is timed beside
+# "block") and the Triton (its softmax; a matmul tuned by @triton.autotune, whole) and CuPy
+# programs ("others"); each plain program is timed beside
 # its profile. No PART: all three, about 9 minutes on an H100, more than one device call
 # allows, so a GPU's figures are taken in two calls ("train", then "block others").
 # Programs whose GPU code other people's libraries write, whole (no NVTX range): "nanogpt"
@@ -47,6 +48,7 @@ python3 -m rooflint compare $out/$tag-profile-block-eager.json $out/$tag-profile
 }
 others() {
 profile triton python3 examples/apps/triton_softmax.py
+whole triton-autotune python3 examples/apps/triton_autotune.py
 profile cupy python3 examples/apps/cupy_pipeline.py
 }
 nanogpt() {

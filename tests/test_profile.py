@@ -505,16 +505,21 @@ def test_the_program_allocates_as_it_goes_unless_its_user_says_otherwise(monkeyp
     assert program_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
 
 
-def test_the_autotuning_left_out_is_said_under_the_table():
+@pytest.mark.parametrize("tuners, words", [
+    (None, "XLA's autotuner"),                  # a result written before tuners were named
+    (["Triton's autotuner"], "Triton's autotuner"),
+    (["XLA's autotuner", "Triton's autotuner", "Triton's do_bench flushing L2"],
+     "XLA's autotuner, Triton's autotuner and Triton's do_bench flushing L2")])
+def test_the_autotuning_left_out_is_said_under_the_table(tuners, words):
     from rooflint.formats.results import RunResult
     from rooflint.output.tables import autotuning_line
     result = read_result(REPO / "examples" / "profile" / "h100-profile-train-eager.json")
     assert autotuning_line(result) is None
     tuned = RunResult(gpu=result.gpu, spec_id=result.spec_id,
                       settings=replace(result.settings, autotuning_launches=1996,
-                                       autotuning_s=0.6146))
-    assert autotuning_line(tuned) == ("left out: 1996 launches of XLA's autotuner (615 ms), "
-                                      "compile-time work")
+                                       autotuning_s=0.6146, autotuners=tuners))
+    assert autotuning_line(tuned) == (f"left out: 1996 launches of {words} (615 ms): "
+                                      f"benchmarking, not the program's work")
 
 
 def test_a_gpu_known_only_from_the_trace_has_no_l2_size_to_print():
@@ -532,15 +537,16 @@ SOFTMAX_TUTORIAL = REPO / "examples" / "profile" / "h100-profile-triton-tutorial
 
 def test_a_kernel_whose_work_changes_along_the_run_is_not_called_noisy():
     """Triton's fused-softmax tutorial (H100): its kernel at one grid ran 98 sizes through
-    do_bench, and its 11,959 launch times, ±21 %, read "noisy". In launch order they step
-    0.1 % from one launch to the next; shuffled, the same times are noise."""
+    do_bench, and its launch times (11,959 of them, ±21 %, in an earlier recording; 9,441,
+    ±19 %, in this one) read "noisy". In launch order they step 1.5 % from one launch to
+    the next; shuffled, the same times are noise."""
     recorded = json.loads(SOFTMAX_TUTORIAL.read_text())
     kernel = next(v for v in recorded["families"][0]["variants"]
                   if v["name"] == "softmax_kernel@132")
     samples = kernel["samples_s"]
     stats = program_kernels.drifting(program_kernels.KernelTime("softmax_kernel", "(132, 1, 1)",
                                                                 samples))
-    assert stats is not None and not stats.noisy and stats.spread > 0.2
+    assert stats is not None and not stats.noisy and stats.spread > 0.15
     assert "not noise" in stats.varies and stats.median_s == TimeStats.of(samples).median_s
     shuffled = random.Random(0).sample(samples, len(samples))
     assert program_kernels.drifting(program_kernels.KernelTime("k", "", shuffled)) is None

@@ -7,8 +7,11 @@ whose ranges name the line of the program that called each torch function."""
 from __future__ import annotations
 
 import csv
+from contextlib import contextmanager
+from collections import Counter
 import io
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,7 +23,8 @@ from rooflint.commands import profile as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PACKAGE, PROGRAM, _programs_frames
 from rooflint.measure import ncu
 from rooflint.measure.program import Choice
-from rooflint.formats.trace_events import (COMPILED_REGION, LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
+from rooflint.formats.trace_events import (AUTOTUNING_RANGE, COMPILED_REGION, LINE_RANGE,
+                                           TENSOR_PRECISION_OF_DTYPE, Launch,
                                    Origin, launches, origins, tensor_precisions)
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -29,6 +33,9 @@ LINES_TRACE = json.loads((FIXTURES / "trace" / "h200-step-trace.json").read_text
 COMPILED_TRACE = json.loads((FIXTURES / "trace" / "h100-step-compiled-trace.json").read_text())
 # examples/apps/jax_mlp.py (30 jitted steps) under PyTorch's profiler, kernels only
 JAX_TRACE = json.loads((FIXTURES / "trace" / "h100-jax-mlp-trace.json").read_text())
+# examples/apps/triton_autotune.py under rooflint's bootstrap on an H100: every launch
+# outside the autotuner's 12 benchmarking ranges, the first 12 inside each
+TUNED_TRACE = json.loads((FIXTURES / "trace" / "h100-triton-autotune-trace.json").read_text())
 NCU_SHAPES = FIXTURES / "ncu" / "h100-train-step-pass1-shapes.csv"
 # tests/fixtures/trace/step.py, the program of both traces: its lines, as the user wrote them
 STEP_LINES = {9: "def forward", 10: "s.qkv(s.ln1(x))", 11: "scaled_dot_product_attention",
@@ -257,6 +264,7 @@ def test_an_origin_reads_as_a_sentence():
     origin = Origin("aten::mm", "model.py:62 in forward", "AddmmBackward0", 24)
     assert origin.words == "by aten::mm (backward: AddmmBackward0) at model.py:62 in forward"
     assert Origin(None, None).words == "outside PyTorch's operators"
+    assert Origin(None, "softmax.py:40 in softmax").words == "at softmax.py:40 in softmax"
     compiled = Origin("CompiledFunctionBackward", "train.py:17 in <module>",
                       "CompiledFunctionBackward")           # a compiled region's backward
     assert compiled.words == "by CompiledFunctionBackward at train.py:17 in <module>"
@@ -489,6 +497,184 @@ def test_a_trial_is_the_launch_a_redzone_check_follows_on_its_own_stream():
              _launch("loop_fusion")]
     made = program_kernels.autotuning([(x.name, x.stream) for x in order])
     assert made == [False, True, False, True, True, False]
+
+
+def _tuned_trace() -> dict:
+    """A Triton program's trace as the bootstrap writes it: a kernel tuned on its first call
+    (two configs tried inside the autotuning range, each after do_bench's cache flush),
+    then launched twice with the config it picked; a copy on a second thread meanwhile."""
+    events, correlation = [], iter(range(1, 100))
+
+    def launch(name: str, at: float, grid: list[int], tid: int = 1) -> None:
+        c = next(correlation)
+        events.append({"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernelEx", "pid": 1,
+                       "tid": tid, "ts": at, "dur": 2.0, "args": {"correlation": c}})
+        events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7,
+                       "ts": at + 5, "dur": 100.0,
+                       "args": {"correlation": c, "grid": grid, "block": [128, 1, 1],
+                                "stream": 7}})
+    events.append({"ph": "X", "cat": "user_annotation",
+                   "name": AUTOTUNING_RANGE + "Triton's autotuner",
+                   "pid": 1, "tid": 1, "ts": 0.0, "dur": 1000.0})
+    for at, grid in ((10, [64, 1, 1]), (200, [256, 1, 1])):
+        launch("at::native::FillFunctor<int>", at, [1024, 1, 1])
+        launch("matmul_kernel", at + 50, grid)
+    launch("copy_kernel", 500, [8, 1, 1], tid=2)       # another thread, outside the range
+    for at in (2000, 3000):
+        for depth in range(2):      # Triton's launch, and a torch call it made, name a line
+            events.append({"ph": "X", "cat": "user_annotation", "pid": 1, "tid": 1,
+                           "name": LINE_RANGE + "/home/me/mlp.py(62): matmul",
+                           "ts": at - 5 + depth, "dur": 10.0 - depth})
+        launch("matmul_kernel", at, [64, 1, 1])
+    return {"traceEvents": events}
+
+
+def test_an_autotuners_trials_are_left_out_and_its_pick_is_kept():
+    """Triton's @autotune times each config on the first call: those trials (and the cache
+    flushes between them) are the tuner's, and a losing config's would be a row of its own;
+    the launches after it, at the config it picked, are the program's."""
+    every = launches(_tuned_trace())
+    assert [x.autotuner for x in every] == ["Triton's autotuner"] * 4 + [None] * 3
+    kept, tuning = program_kernels.trace_without_autotuning(every)
+    assert [(x.name, x.grid) for x in kept] == [("copy_kernel", "(8, 1, 1)"),
+                                                ("matmul_kernel", "(64, 1, 1)"),
+                                                ("matmul_kernel", "(64, 1, 1)")]
+    assert (tuning.launches, tuning.tuners) == (4, ("Triton's autotuner",))
+    assert [(x.line, x.via) for x in kept[1:]] == [("mlp.py:62 in matmul", None)] * 2
+    assert tuning.gpu_s == pytest.approx(4e-4)
+    assert all(AUTOTUNING_RANGE not in r for x in every for r in x.ranges)
+
+
+def test_a_triton_programs_autotuning_is_left_out_and_its_kernels_have_their_line():
+    """The recorded program: two shapes, six configs each tried (with do_bench's L2
+    flushes) inside Triton's autotuner; what is kept is the two configs it picked, each
+    launched 20 times from the program's matmul(), plus one untuned check, and PyTorch's
+    GELU."""
+    every = launches(TUNED_TRACE)
+    kept, tuning = program_kernels.trace_without_autotuning(every)
+    assert (tuning.launches, tuning.tuners) == (144, ("Triton's autotuner",))
+    matmuls = [x for x in kept if x.name == "matmul_kernel"]
+    assert Counter(x.grid for x in matmuls) == {"(512, 1, 1)": 21, "(128, 1, 1)": 20}
+    assert {x.line for x in matmuls} == {"triton_autotune.py:62 in matmul"}
+    assert {x.operator for x in matmuls} == {None}
+    chosen = program_kernels.choose(program_kernels.kernel_times_from_trace(kept))
+    assert [k.kernel for k in chosen[:2]] == ["matmul_kernel"] * 2
+    assert chosen[0].origins[0].words == "at triton_autotune.py:62 in matmul"
+
+
+def test_the_bootstrap_and_the_reader_name_the_autotuning_ranges_alike():
+    from rooflint.measure import trace_bootstrap
+    assert trace_bootstrap.AUTOTUNING == AUTOTUNING_RANGE
+
+
+def test_the_bootstrap_wraps_methods_as_their_modules_load(tmp_path, monkeypatch):
+    """Plain and class methods, a module loaded before the bootstrap's finder (wrapped at
+    once) and after it; a class a release no longer has is passed over."""
+    from rooflint.measure.trace_bootstrap import _WrappedOnImport
+    (tmp_path / "late_tuner.py").write_text(
+        "class Tuner:\n    def bench(self, x):\n        return x * 2\n\n"
+        "    @classmethod\n    def in_process(cls, x):\n        return x + 1\n")
+    (tmp_path / "early_tuner.py").write_text(
+        "class Tuner:\n    def bench(self):\n        return 'early'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    called = []
+
+    def wrap(function):
+        def wrapped(*args):
+            called.append(function.__name__)
+            return function(*args)
+        return wrapped
+    try:
+        import early_tuner
+        finder = _WrappedOnImport({
+            "late_tuner": [("Tuner", "bench", wrap), ("Gone", "bench", wrap)],
+            "early_tuner": [("Tuner", "bench", wrap)]})
+        monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+        import late_tuner
+        assert late_tuner.Tuner().bench(3) == 6 and early_tuner.Tuner().bench() == "early"
+    finally:
+        sys.modules.pop("late_tuner", None)
+        sys.modules.pop("early_tuner", None)
+    assert called == ["bench", "bench"]
+
+
+def test_an_autotuners_benchmarking_runs_inside_its_range_and_names_no_lines():
+    from rooflint.measure.trace_bootstrap import AUTOTUNERS, _from_line, _in_range
+    opened = []
+
+    @contextmanager
+    def record(name):
+        opened.append(name)
+        yield
+
+    class Tuner:
+        def bench(self, x):           # a torch call of do_bench's opens no line range
+            return _from_line(lambda: x * 2, sys._getframe(), lambda f: PROGRAM, record,
+                              LINE_RANGE)
+
+        @classmethod
+        def in_process(cls, x):
+            return x + 1
+    Tuner.bench = _in_range(Tuner.__dict__["bench"], "tuning", record)
+    Tuner.in_process = _in_range(Tuner.__dict__["in_process"], "tuning", record)
+    assert Tuner().bench(3) == 6 and Tuner.in_process(3) == 4 and opened == ["tuning"] * 2
+    assert Tuner.bench.__name__ == "bench"
+    assert {tuner for *_, tuner in AUTOTUNERS} == {
+        "Triton's autotuner", "TorchInductor's autotuner", "Triton's do_bench flushing L2"}
+
+
+def test_a_triton_launch_is_ranged_with_the_line_that_called_it():
+    """``kernel[grid](...)`` in the program's own function: Triton's launch (a LIBRARY
+    frame, as is its launcher's plumbing) runs inside the range of the program's line;
+    so does a kernel compiled ahead, launched as ``compiled[grid](...)``."""
+    from rooflint.measure.trace_bootstrap import (LINED_LAUNCHES, _QUIET, _from_line,
+                                                  _indexed_from_line, _launch_lines,
+                                                  _launched_from_line)
+    opened = []
+
+    @contextmanager
+    def record(name):
+        opened.append(name)
+        yield
+
+    def kind(filename):
+        return PROGRAM if filename == __file__ else LIBRARY
+
+    def run(kernel, *args, **kwargs):   # JITFunction.run, asking a tensor for its data_ptr
+        return _from_line(lambda: "launched", sys._getframe(), kind, record, LINE_RANGE)
+    lined = _launch_lines(kind, record, LINE_RANGE)
+    launch = _launched_from_line(run, lined)
+    index = _indexed_from_line(lambda compiled, grid: lambda *args: f"ran {grid}", lined)
+    kernel, compiled = object(), object()
+
+    def matmul():
+        return launch(kernel, grid=(8,))
+
+    def softmax():
+        return index(compiled, (4, 1, 1))(1, 2)
+    assert matmul() == "launched" and softmax() == "ran (4, 1, 1)"
+    here = f"{LINE_RANGE}{__file__}"
+    where = "test_a_triton_launch_is_ranged_with_the_line_that_called_it.<locals>"
+    assert opened == [f"{here}({matmul.__code__.co_firstlineno + 1}): {where}.matmul",
+                      f"{here}({softmax.__code__.co_firstlineno + 1}): {where}.softmax"]
+    with _QUIET.held():                 # an autotuner's trials: no lines, and not counted
+        for _ in range(LINED_LAUNCHES):
+            matmul()
+    assert len(opened) == 2
+    for _ in range(LINED_LAUNCHES + 5):
+        matmul()
+    assert len(opened) == LINED_LAUNCHES + 1  # the first of each kernel's launches only
+
+
+def test_a_kernels_launches_without_a_line_are_its_last_origin():
+    named = Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6, 0.0, line="mlp.py:62 in matmul")
+    bare = Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6, 1.0)
+    from rooflint.output.family_table import origins_words
+    found = origins([named] * 3 + [bare] * 500)
+    assert [(o.line, o.launches) for o in found] == [("mlp.py:62 in matmul", 3), (None, 500)]
+    assert origins_words(found) == ("at mlp.py:62 in matmul (3 launches); 500 more launches "
+                                    "with no line recorded")
+    assert origins_words(origins([bare] * 2)) == "outside PyTorch's operators (2 launches)"
 
 
 def test_ncu_rows_lose_their_autotuning_as_the_trace_does():

@@ -16,7 +16,7 @@ import math
 import re
 from collections import Counter as Tally
 from dataclasses import dataclass, field, replace
-from typing import Callable, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.counters import Counters
@@ -85,6 +85,9 @@ AUTOTUNER_KERNEL = re.compile(r"stream_executor::gpu::|RedzoneAllocatorKernel|xl
 REDZONE_CHECK = "RedzoneAllocatorKernel"
 
 
+XLA_AUTOTUNER = "XLA's autotuner"
+
+
 def autotuning(names_and_streams: list[tuple[str, str]]) -> list[bool]:
     """For each launch, in launch order, whether XLA's autotuner made it: one of its own
     kernels, or a trial, the launch its redzone check follows on the same stream."""
@@ -99,27 +102,43 @@ def autotuning(names_and_streams: list[tuple[str, str]]) -> list[bool]:
 
 @dataclass(frozen=True)
 class Autotuning:
-    """The launches XLA's autotuner made, left out of a program's kernels."""
+    """The launches autotuners made (XLA's, Triton's, TorchInductor's) and a benchmark's
+    cache flushes (Triton's do_bench), left out of a program's kernels: benchmarking, not
+    the program's work."""
 
     launches: int = 0
     gpu_s: float = 0.0
+    tuners: tuple[str, ...] = ()               # whose, first seen first: "XLA's autotuner"
+
+
+def autotuners_words(tuners: Sequence[str]) -> str:
+    """``XLA's autotuner``, ``Triton's autotuner and Triton's do_bench flushing L2``; a
+    result written before others were told apart left out XLA's alone."""
+    names = list(tuners or (XLA_AUTOTUNER,))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 L = TypeVar("L")
 
 
 def without_autotuning(launches: list[L], name_and_stream: Callable[[L], tuple[str, str]],
-                       seconds: Callable[[L], float]) -> tuple[list[L], Autotuning]:
-    """``launches`` (a trace's Launches or ncu's rows, in launch order) less those XLA's
-    autotuner made, and what those were."""
-    made = autotuning([name_and_stream(x) for x in launches])
+                       seconds: Callable[[L], float],
+                       tuner: Callable[[L], str | None] = lambda x: None
+                       ) -> tuple[list[L], Autotuning]:
+    """``launches`` (a trace's Launches or ncu's rows, in launch order) less those an
+    autotuner made (XLA's by its kernels; another by ``tuner``: the trace's ranges say
+    which launches its benchmarking made), and what those were."""
+    xla = autotuning([name_and_stream(x) for x in launches])
+    made = [XLA_AUTOTUNER if m else tuner(x) for x, m in zip(launches, xla)]
     tuned = [x for x, m in zip(launches, made) if m]
     return ([x for x, m in zip(launches, made) if not m],
-            Autotuning(len(tuned), sum(seconds(x) for x in tuned)))
+            Autotuning(len(tuned), sum(seconds(x) for x in tuned),
+                       tuple(dict.fromkeys(m for m in made if m))))
 
 
 def trace_without_autotuning(launches: list[Launch]) -> tuple[list[Launch], Autotuning]:
-    return without_autotuning(launches, lambda x: (x.name, x.stream), lambda x: x.duration_s)
+    return without_autotuning(launches, lambda x: (x.name, x.stream), lambda x: x.duration_s,
+                              lambda x: x.autotuner)
 
 
 def rows_without_autotuning(rows: list[dict]) -> tuple[list[dict], Autotuning]:

@@ -36,7 +36,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
 from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Autotuning,
-                                               Identity, KernelTime, choose,
+                                               Identity, KernelTime, autotuners_words, choose,
                                                mangled_patterns, rows_without_autotuning,
                                                trace_without_autotuning,
                                                kernel_times, kernel_times_from_trace,
@@ -229,7 +229,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     calibration = calibrations.find(spec.id, device.driver)
     settings = replace(passes_settings(options, first, second, len(profiled), choice,
                                        passes.selection(filters, choice.patterns)),
-                       autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s)
+                       autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
+                       autotuners=list(tuning.tuners) or None)
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                           chosen, counters, spec, device, calibration, settings, models,
                           missing), stopped
@@ -247,10 +248,11 @@ def plan_words(first: Pass, kernels: list[KernelTime], chosen: list[KernelTime],
 
 
 def autotuning_words(tuning: Autotuning) -> str:
-    """What was left out as XLA's autotuning, said with pass 1's findings."""
+    """What was left out as benchmarking, said with pass 1's findings."""
     return (f"left out: {counted(tuning.launches, 'launch', 'launches')} "
-            f"({format_time(tuning.gpu_s)} of GPU time) of XLA's autotuner, which times "
-            f"candidate kernels while the program compiles")
+            f"({format_time(tuning.gpu_s)} of GPU time) of {autotuners_words(tuning.tuners)}"
+            f": timing candidate kernels or clearing caches between timed runs, not the "
+            f"program's work")
 
 
 # Nsight Compute saves the device memory a program holds before a profiled launch's first
@@ -366,8 +368,8 @@ def check_program(command: list[str]) -> None:
 
 
 def timed_kernels(first: Pass, filters: Filters) -> tuple[list[KernelTime], Autotuning]:
-    """Pass 1's kernels, from whichever timer took them, less XLA's autotuning (see
-    program_kernels.autotuning), and that autotuning; the profiler's trace is filtered here
+    """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
+    program_kernels.without_autotuning), and those; the profiler's trace is filtered here
     as ncu filtered its own launches."""
     if first.timer == Timer.torch:
         found = selected(trace_launches(first.trace or {}), filters.nvtx, filters.kernel,

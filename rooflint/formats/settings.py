@@ -51,8 +51,9 @@ class Settings:
     kernels: int | None = None
     other_kernels: int | None = None      # kernels not chosen, and their share of that time
     other_share: float | None = None
-    autotuning_launches: int | None = None    # XLA's autotuning, left out of the kernels
-    autotuning_s: float | None = None         # and its GPU time
+    autotuning_launches: int | None = None    # benchmarking's launches, left out of the kernels
+    autotuning_s: float | None = None         # and their GPU time
+    autotuners: list[str] | None = None       # whose: "XLA's autotuner", ...
 
     @property
     def counting(self) -> bool:

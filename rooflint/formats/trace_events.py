@@ -33,6 +33,11 @@ LINE_RANGE = "rooflint.line: "
 # launched them is the one that called the compiled function, which the line ranges of
 # the region's other calls (its GEMMs, its allocations) name.
 COMPILED_REGION = "Torch-Compiled Region"
+# The ranges the bootstrap opens around an autotuner's benchmarking of candidate kernels
+# (Triton's, TorchInductor's) and a benchmark's cache flushes: this prefix, then whose
+# ("Triton's autotuner"). Their launches are not the program's work
+# (analysis/program_kernels.py leaves them out).
+AUTOTUNING_RANGE = "rooflint.autotuning: "
 AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
 # An ATen operator's kernels compute on its inputs' dtypes (after autocast's casts, which
 # are operators of their own), so the tensor-core precisions they can run are these, by the
@@ -83,6 +88,7 @@ class Launch:
     ranges: tuple[str, ...] = ()   # the NVTX / profiler ranges around its launch
     dtypes: tuple[str, ...] | None = None  # its ATen operator's input dtypes ("float"); None:
     #                                        no ATen operator launched it, or none recorded
+    autotuner: str | None = None   # the benchmarking that launched it: "Triton's autotuner"
 
     @property
     def tensor_precisions(self) -> frozenset[str] | None:
@@ -135,9 +141,11 @@ class Origin:
 
     @property
     def words(self) -> str:
-        """``by aten::mm (backward: AddmmBackward0) at model.py:62 in forward``, or
+        """``by aten::mm (backward: AddmmBackward0) at model.py:62 in forward``, ``at
+        softmax.py:40 in softmax`` (a Triton kernel the program launched itself), or
         ``outside PyTorch's operators``: what follows "launched"."""
-        parts = [f"by {self.operator}" if self.operator else "outside PyTorch's operators"]
+        parts = ([f"by {self.operator}"] if self.operator else
+                 [] if self.line else ["outside PyTorch's operators"])
         if self.backward_of and self.backward_of != self.operator:   # CompiledFunctionBackward
             parts.append(f"(backward: {self.backward_of})")
         if self.line:
@@ -156,10 +164,12 @@ def peak_reserved_bytes(trace: dict[str, Any]) -> int | None:
 
 
 def origins(launches: Iterable[Launch]) -> list[Origin]:
-    """The distinct origins of some launches, by how many launches each made."""
+    """The distinct origins of some launches, by how many launches each made; launches
+    with none known last (a Triton kernel's launches past the bootstrap's first few from
+    each kernel carry no line, and are the same kernel's)."""
     tally = Counter((x.operator, x.line, x.backward_of, x.via) for x in launches)
-    return [Origin(op, line, backward, n, via)
-            for (op, line, backward, via), n in tally.most_common()]
+    known = sorted(tally.items(), key=lambda item: (not any(item[0]), -item[1]))
+    return [Origin(op, line, backward, n, via) for (op, line, backward, via), n in known]
 
 
 def launches(trace: dict[str, Any]) -> list[Launch]:
@@ -241,7 +251,10 @@ class _Scopes:
         self.operators = _by_thread([e for e in timed if e.get("cat") == "cpu_op"])
         ranges = [e for e in timed if e.get("cat") == "user_annotation"]
         self.lines = _by_thread([e for e in ranges if e["name"].startswith(LINE_RANGE)])
-        self.ranges = _Intervals.of([e for e in ranges if not e["name"].startswith(LINE_RANGE)])
+        self.autotuning = _by_thread([e for e in ranges
+                                      if e["name"].startswith(AUTOTUNING_RANGE)])
+        self.ranges = _Intervals.of([e for e in ranges
+                                     if not e["name"].startswith((LINE_RANGE, AUTOTUNING_RANGE))])
         # sequence number -> the forward operators that carry it, in time order: a number
         # is unique among one step's differentiable operators, but the operators a program
         # runs before any (a model's .cuda(), its .detach()es) carry 0 as well.
@@ -259,6 +272,8 @@ class _Scopes:
         launch.operator = operators[-1]["name"] if operators else None
         launch.dtypes = _input_dtypes(operators[-1]) if operators else None
         launch.ranges = tuple(dict.fromkeys(e["name"] for e in self.ranges.around(call["ts"])))
+        tuning = self.autotuning.get(thread, _Intervals()).around(call["ts"])
+        launch.autotuner = tuning[0]["name"].removeprefix(AUTOTUNING_RANGE) if tuning else None
         node = next((e for e in operators if e["name"].startswith(AUTOGRAD_NODE)), None)
         at = call
         if node is not None:
@@ -289,7 +304,8 @@ class _Scopes:
                       *self.ranges.around(moment)]
             region = next((r for r in scopes if r["name"].startswith(COMPILED_REGION)), None)
             calls = lines.within(region)[:1] if region is not None else []
-        named = [_line(c["name"].removeprefix(LINE_RANGE)) for c in calls]
+        # a torch call inside a Triton launch (its tensors' data_ptr) names the line again
+        named = list(dict.fromkeys(_line(c["name"].removeprefix(LINE_RANGE)) for c in calls))
         return (named[-1], named[0]) if len(named) > 1 else (named[0] if named else None, None)
 
 

@@ -20,20 +20,65 @@ each function starts at, and recording them all makes a compiled program's trace
 gigabytes). Where the call was made by an installed package's code on the program's
 behalf (a Hugging Face model's ``modeling_gpt2.py``, whose every kernel the program's
 one ``model(batch)`` line launches), a second range inside the first names the package's
-frame nearest the call.
+frame nearest the call. A Triton kernel the program launches itself (``kernel[grid](...)``,
+no torch function in between) gets the same ranges around Triton's launch.
+
+Autotuners time candidate kernels before they pick one: Triton's ``@triton.autotune``
+(every config of a kernel, on the first call for each key) and TorchInductor's (the
+configs of a compiled kernel, its coordinate descent under ``max-autotune``). Those
+launches are the tuner's, not the program's steps, and a losing config's trials can
+outweigh the kernel the program then runs; each benchmarking call runs inside a profiler
+range named AUTOTUNING + the tuner, so the analysis can leave them out. So do the
+L2 flushes of Triton's ``do_bench`` between the runs it times (46 % of the GPU time of
+Triton's fused-softmax tutorial, a sweep of do_bench calls).
+
+Both are wrapped as their modules are imported (_WrappedOnImport; nothing is imported
+here: a program that never uses Triton does not pay for importing it). A release that
+renamed a method is simply not wrapped.
 
 Exit status: the program's own. Status 3 with nothing written means PyTorch's profiler
 is not importable here; rooflint then times the launches with Nsight Compute instead.
 """
 
+import functools
+import importlib.machinery
 import os
 import runpy
 import sys
+import threading
+from contextlib import contextmanager
 
 NO_PROFILER = 3
 # The trace's top-level key for the most device memory PyTorch's allocator held
 # (formats/trace_events.py reads it under the same name).
 PEAK_RESERVED = "rooflint_peak_reserved_bytes"
+# The prefix of the ranges around an autotuner's benchmarking (formats/trace_events.py
+# reads it under the same name).
+AUTOTUNING = "rooflint.autotuning: "
+# Each autotuner's benchmarking calls, and a benchmark's cache flushes: module, class,
+# method, and what the analysis calls their launches.
+AUTOTUNERS = (
+    ("triton.runtime.autotuner", "Autotuner", "_bench", "Triton's autotuner"),
+    # Inductor's benchmarker (PyTorch 2.5 on), which all its tuning times through: templates'
+    # choices under max-autotune, configs, coordinate descent
+    *(("torch._inductor.runtime.benchmarking", owner, method, "TorchInductor's autotuner")
+      for owner, method in (("Benchmarker", "benchmark"), ("Benchmarker", "benchmark_gpu"),
+                            ("TritonBenchmarker", "benchmark_gpu"),
+                            ("InductorBenchmarker", "benchmark_gpu"))),
+    ("torch._inductor.runtime.triton_heuristics", "CachingAutotuner", "benchmark_all_configs",
+     "TorchInductor's autotuner"),
+    ("torch._inductor.runtime.triton_heuristics", "CachingAutotuner",
+     "coordinate_descent_tuning", "TorchInductor's autotuner"),
+    ("torch._inductor.select_algorithm", "AlgorithmSelectorCache",
+     "benchmark_in_current_process", "TorchInductor's autotuner"),
+    ("triton.backends.driver", "GPUDriver", "clear_cache", "Triton's do_bench flushing L2"),
+    ("triton.backends.nvidia.driver", "CudaDriver", "clear_cache",
+     "Triton's do_bench flushing L2"),
+)
+# Where Triton launches a kernel the program calls itself: a jitted kernel's run, a
+# compiled kernel's indexing by its grid.
+TRITON_LAUNCH = ("triton.runtime.jit", "JITFunction", "run")
+TRITON_COMPILED_LAUNCH = ("triton.compiler.compiler", "CompiledKernel", "__getitem__")
 
 
 def _program(argv):
@@ -76,17 +121,24 @@ PROGRAM, PACKAGE, LIBRARY, DYNAMO = 0, 1, 2, 3
 
 def _kinds(torch):
     """A function from a frame's file name to its kind (cached: it is asked on every torch
-    call). PyTorch, the standard library, this file and TorchInductor's generated code
-    (which runs a compiled region's kernels on behalf of the line that called it) are
-    LIBRARY; the other installed packages PACKAGE."""
+    call and Triton launch). PyTorch, Triton (found, not imported), the standard library,
+    this file and TorchInductor's generated code (which runs a compiled region's kernels
+    on behalf of the line that called it) are LIBRARY; the other installed packages
+    PACKAGE."""
+    import importlib.util
     import site
     import sysconfig
     paths = sysconfig.get_paths()
+    try:
+        triton = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        triton = None
 
     def folders(*names):
         return tuple(os.path.join(os.path.realpath(f), "") for f in set(names) if f)
     libraries = folders(os.path.dirname(torch.__file__), paths["stdlib"],
-                        os.path.dirname(os.path.abspath(__file__)))
+                        os.path.dirname(os.path.abspath(__file__)),
+                        *(triton.submodule_search_locations or [] if triton else []))
     packages = folders(paths["purelib"], paths["platlib"], *site.getsitepackages(),
                        site.getusersitepackages())
     dynamo = os.path.join(os.path.realpath(os.path.dirname(torch.__file__)), "_dynamo", "")
@@ -133,12 +185,45 @@ def _named(frame):
     return f"{code.co_filename}({frame.f_lineno}): {getattr(code, 'co_qualname', code.co_name)}"
 
 
-def _caller_lines(torch, prefix):
+class _Quiet(threading.local):
+    """Whether this thread is inside a Triton launch or an autotuner's benchmarking, where
+    no line ranges are opened: the torch calls Triton makes to launch (its tensors'
+    data_ptr) would name the launch's line again, and a tuner's trials are left out
+    whatever their lines (a range per call there made a Triton program's trace 11 MB of
+    its 29)."""
+
+    depth = 0
+
+    @contextmanager
+    def held(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+
+_QUIET = _Quiet()
+
+
+def _from_line(call, frame, kind, record, prefix):
+    """``call()`` inside profiler ranges naming the program's line nearest ``frame`` and,
+    where an installed package made the call on its behalf, the package's line."""
+    line, package = (None, None) if _QUIET.depth else _programs_frames(frame, kind)
+    if line is None:
+        return call()
+    with record(prefix + line):
+        if package is None:
+            return call()
+        with record(prefix + package):
+            return call()
+
+
+def _caller_lines(torch, kind, prefix):
     """A TorchFunctionMode that wraps each torch function call in a profiler range naming
     the program's line it came from (nested calls, made by PyTorch, are not seen: the mode
     is off inside its own handler). Inside a torch.compile trace it stays out of the way."""
     from torch.overrides import TorchFunctionMode
-    kind = _kinds(torch)
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
     record = torch.profiler.record_function
 
@@ -147,15 +232,120 @@ def _caller_lines(torch, prefix):
             kwargs = kwargs or {}
             if compiling():
                 return func(*args, **kwargs)
-            line, package = _programs_frames(sys._getframe(1), kind)
-            if line is None:
-                return func(*args, **kwargs)
-            with record(prefix + line):
-                if package is None:
-                    return func(*args, **kwargs)
-                with record(prefix + package):
-                    return func(*args, **kwargs)
+            return _from_line(lambda: func(*args, **kwargs), sys._getframe(1), kind, record,
+                              prefix)
     return CallerLines()
+
+
+# The launches of each Triton kernel that get line ranges: a range costs the trace about
+# 0.5 KB (with its GPU-side copy and flow events), and a benchmark sweep launches one
+# kernel hundreds of thousands of times (Triton's fused-softmax tutorial: 600,000 launches
+# in a 683 MB trace); the later launches carry no line, and are the same kernel's.
+LINED_LAUNCHES = 100
+
+
+def _launch_lines(kind, record, prefix):
+    """A function ``lined(kernel, launch, frame)`` that runs ``launch()`` (a Triton kernel's)
+    inside the line ranges of the program's frame nearest ``frame``, for the first
+    LINED_LAUNCHES of each kernel outside an autotuner's trials, and quiet within."""
+    launched = {}
+
+    def lined(kernel, launch, frame):
+        def quiet():
+            with _QUIET.held():
+                return launch()
+        if _QUIET.depth:              # an autotuner's trial: not counted
+            return quiet()
+        launched[id(kernel)] = seen = launched.get(id(kernel), 0) + 1
+        if seen > LINED_LAUNCHES:
+            return quiet()
+        return _from_line(quiet, frame, kind, record, prefix)
+    return lined
+
+
+def _launched_from_line(run, lined):
+    """Triton's JITFunction.run, which launches a kernel the program calls as
+    ``kernel[grid](...)`` (no torch function in between), launching through ``lined``."""
+    @functools.wraps(run)
+    def launching(kernel, *args, **kwargs):
+        return lined(kernel, lambda: run(kernel, *args, **kwargs), sys._getframe(1))
+    return launching
+
+
+def _indexed_from_line(getitem, lined):
+    """Triton's CompiledKernel.__getitem__, whose runner launches a kernel compiled ahead
+    (``compiled = kernel.warmup(...)``, then ``compiled[grid](...)``, as Triton's
+    fused-softmax tutorial does), its runner launching through ``lined``."""
+    @functools.wraps(getitem)
+    def indexing(kernel, grid):
+        runner = getitem(kernel, grid)
+
+        def launching(*args, **kwargs):
+            return lined(kernel, lambda: runner(*args, **kwargs), sys._getframe(1))
+        return launching
+    return indexing
+
+
+def _in_range(function, name, record):
+    """``function`` run inside a profiler range ``name`` (a class's plain, class or static
+    method, as its class holds it), with no line ranges inside."""
+    if isinstance(function, (classmethod, staticmethod)):
+        return type(function)(_in_range(function.__func__, name, record))
+
+    @functools.wraps(function)
+    def ranged(*args, **kwargs):
+        with record(name), _QUIET.held():
+            return function(*args, **kwargs)
+    return ranged
+
+
+class _WrappedOnImport:
+    """A finder on sys.meta_path that lets the usual finders load each module named in
+    ``wrappers`` (module -> [(class, method, wrap)]), then replaces the method with
+    ``wrap(method)``; a module imported already (with torch) is wrapped at once. A class
+    or method a release no longer has is passed over."""
+
+    def __init__(self, wrappers):
+        self.pending = dict(wrappers)
+        for name in [n for n in self.pending if n in sys.modules]:
+            self._wrap(sys.modules[name], self.pending.pop(name))
+
+    def find_spec(self, name, path=None, target=None):
+        wrappers = self.pending.pop(name, None)
+        if wrappers is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        execute = spec.loader.exec_module
+
+        def exec_module(module):
+            execute(module)
+            self._wrap(module, wrappers)
+        spec.loader.exec_module = exec_module
+        return spec
+
+    @staticmethod
+    def _wrap(module, wrappers):
+        for owner, method, wrap in wrappers:
+            cls = getattr(module, owner, None)
+            function = getattr(cls, "__dict__", {}).get(method)
+            if function is not None:
+                setattr(cls, method, wrap(function))
+
+
+def _wrappers(kind, record, prefix):
+    """What _WrappedOnImport wraps: each autotuner's benchmarking in its range (AUTOTUNERS),
+    Triton's launch in its caller's line ranges."""
+    wrappers = {}
+    for module, owner, method, tuner in AUTOTUNERS:
+        wrappers.setdefault(module, []).append(
+            (owner, method, lambda f, name=AUTOTUNING + tuner: _in_range(f, name, record)))
+    lined = _launch_lines(kind, record, prefix)
+    for (module, owner, method), wrap in ((TRITON_LAUNCH, _launched_from_line),
+                                          (TRITON_COMPILED_LAUNCH, _indexed_from_line)):
+        wrappers.setdefault(module, []).append((owner, method, lambda f, w=wrap: w(f, lined)))
+    return wrappers
 
 
 def _record_memory(torch, profiler):
@@ -177,12 +367,15 @@ def main():
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
     _nvtx_as_ranges(torch)
+    kind = _kinds(torch)
+    sys.meta_path.insert(0, _WrappedOnImport(_wrappers(kind, torch.profiler.record_function,
+                                                        prefix)))
     profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                        record_shapes=True)
     profiler.__enter__()
     status = 0
     try:
-        with _caller_lines(torch, prefix):
+        with _caller_lines(torch, kind, prefix):
             run()
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -24,6 +24,7 @@ from rooflint.common.printable import printable_fields
 from rooflint.common.units import counted, format_bytes, format_params, format_rate, format_time
 from rooflint.formats.results import FamilyResult, RunResult, VariantResult
 from rooflint.formats.status import Status
+from rooflint.formats.trace_events import Origin
 from rooflint.output.terminal import (
     BOUND_STYLE, HEAD_RULE, STATUS_STYLE, WHOLE_NAME, ai_text, labelled, lead_phrase,
     roofs_line, shortened, shortened_names,
@@ -175,6 +176,17 @@ def move_lines(v: VariantResult, move: Move) -> list[str]:
     return supporting(v.source_lines, rule.lines if rule else "stall_samples")
 
 
+def origins_words(origins: list[Origin]) -> str:
+    """Where a kernel's launches came from, each origin with its count; launches with none
+    known after known ones are the same kernel's, past the launches the bootstrap traced to
+    a line (a Triton kernel's first 100)."""
+    return "; ".join(
+        f"{counted(o.launches, 'more launch', 'more launches')} with no line recorded"
+        if i and not (o.operator or o.line) else
+        f"{o.words} ({counted(o.launches, 'launch', 'launches')})"
+        for i, o in enumerate(origins))
+
+
 def measurement_notes(v: VariantResult) -> list[Text]:
     """The notes before the verdict's: how the variant ran and what its counters say (a
     failure, who launched it, a noisy time, the counters, the levels, the run's notes).
@@ -183,8 +195,7 @@ def measurement_notes(v: VariantResult) -> list[Text]:
     if v.status != Status.OK:
         notes.append(Text(v.message, STATUS_STYLE[v.status]))
     if v.share and v.share.origins:
-        notes.append(Text("launched " + "; ".join(
-            f"{o.words} ({counted(o.launches, 'launch', 'launches')})" for o in v.share.origins)))
+        notes.append(Text("launched " + origins_words(v.share.origins)))
     if v.share and v.message:
         notes.append(Text(v.message, "yellow"))
     if v.time and v.time.noisy:

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from rooflint.analysis.comparison import Comparison, Decision, Figures, describe_movement
 from rooflint.analysis.evidence import pct
+from rooflint.analysis.program_kernels import autotuners_words
 from rooflint.analysis.upside import is_done
 from rooflint.common.errors import RooflintError
 from rooflint.common.phases import PHASES
@@ -151,12 +152,15 @@ def unprofiled_line(result: RunResult) -> str | None:
 
 
 def autotuning_line(result: RunResult) -> str | None:
-    """The launches of XLA's autotuner the profile left out; None if none."""
+    """The benchmarking launches (autotuners', cache flushes) the profile left out; None if
+    none."""
     launches = result.settings.autotuning_launches
     if not launches:
         return None
-    return (f"left out: {counted(launches, 'launch', 'launches')} of XLA's autotuner "
-            f"({format_time(result.settings.autotuning_s or 0.0)}), compile-time work")
+    return (f"left out: {counted(launches, 'launch', 'launches')} of "
+            f"{autotuners_words(result.settings.autotuners or ())} "
+            f"({format_time(result.settings.autotuning_s or 0.0)}): benchmarking, not the "
+            f"program's work")
 
 
 def biggest_upside_line(family: FamilyResult, region: float,
