@@ -16,7 +16,7 @@ from rooflint.output.terminal import lead_phrase
 
 FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_bound",
          "chain_bound", "l2_bound", "l1_bound", "register_spills", "extra_traffic",
-         "partial_wave", catalog.FORWARD_UPCAST)
+         "partial_wave", catalog.FORWARD_UPCAST, catalog.MAX_AUTOTUNED)
 
 
 def test_every_library_rooflint_names_is_in_the_catalog():
@@ -199,6 +199,20 @@ def test_a_forward_upcast_is_told_to_fuse_the_cast_not_to_keep_weights_in_bf16()
     weights = [m.id for m in catalog.caller_moves(catalog.CAST, {})]
     assert upcast[0] == "fuse_upcast" and "bf16_weights" not in upcast
     assert weights[0] == "bf16_weights" and "fuse_upcast" not in weights
+
+
+def test_a_template_max_autotune_chose_is_not_told_to_use_max_autotune():
+    """A small MLP under torch.compile(mode="max-autotune-no-cudagraphs") (H100): its GEMM
+    template, triton_tem_fused_addmm_gelu_t_0, was told to "tune Inductor's kernels with
+    torch.compile(mode="max-autotune")", the mode that had chosen it."""
+    template = program_kernels.KernelTime("triton_tem_fused_addmm_gelu_t_0", "(1024, 1, 1)",
+                                          [60e-6])
+    pointwise = program_kernels.KernelTime("triton_poi_fused_gelu_1", "(8192, 1, 1)", [25e-6])
+    chosen = [m.id for m in catalog.caller_moves(catalog.INDUCTOR,
+                                                 program_kernels.caller_flags(template))]
+    assert chosen == ["shape_for_template"]
+    assert "autotune_compile" in [m.id for m in catalog.caller_moves(
+        catalog.INDUCTOR, program_kernels.caller_flags(pointwise))]
 
 
 @pytest.mark.parametrize("move", catalog.CALLER_MOVES, ids=lambda m: m.id)

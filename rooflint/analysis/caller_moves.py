@@ -55,8 +55,10 @@ XLA = (XLA_FUSION, XLA_GEMM)     # XLA captures its own launches in CUDA graphs 
 EVERY_LIBRARY = (*CAPTURABLE, *XLA)
 
 
-# A flag of the profiler's trace, not of the counters (program_kernels.caller_flags).
+# Flags of the profiler's trace or the kernel's name, not of the counters
+# (program_kernels.caller_flags).
 FORWARD_UPCAST = "forward_upcast"
+MAX_AUTOTUNED = "max_autotuned"     # a GEMM template Inductor's max-autotune chose
 
 CALLER = "caller"     # a verdict Move's gain_from for these: no estimate of their own
 
@@ -127,7 +129,12 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "(or inside a fused kernel: dropout under torch.compile)"),
     CallerMove("autotune_compile", "up", (INDUCTOR,), "tune Inductor's kernels with "
                "torch.compile(mode=\"max-autotune\"): a kernel the tuner cannot help is a "
-               "candidate for a hand-written one"),
+               "candidate for a hand-written one", unless=(MAX_AUTOTUNED,)),
+    CallerMove("shape_for_template", "up", (INDUCTOR,), "shape the GEMM for the template "
+               "max-autotune chose: it timed this one fastest of its choices already, so "
+               "dimensions padded to multiples of 128 and a batch that fills whole waves; "
+               "a template the tuner cannot bring nearer its roof is a candidate for a "
+               "hand-written kernel", requires=(MAX_AUTOTUNED,)),
     CallerMove("overlap_collective", "up", (NCCL,), "overlap the collective with compute (DDP's "
                "bucket size, FSDP's prefetch) and make fewer, larger ones"),
     CallerMove("compile_operator", "right", (OPERATOR,), "torch.compile, or another operator "

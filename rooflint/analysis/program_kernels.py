@@ -430,10 +430,21 @@ def _first(patterns: tuple[tuple[str, str], ...], text: str) -> str | None:
     return next((words for pattern, words in patterns if re.search(pattern, text)), None)
 
 
+# TorchInductor names the GEMM templates it generates triton_tem_*; only max-autotune
+# chooses a template over the library's GEMM, having timed both.
+INDUCTOR_TEMPLATE = re.compile(r"^triton_tem_")
+
+
 def caller_flags(k: KernelTime) -> dict[str, str]:
-    """What the trace knows of a kernel's launches that its caller's moves ask about."""
-    return {library_moves.FORWARD_UPCAST: "its forward copies write a wider dtype than they "
-            "read"} if k.upcasts else {}
+    """What the trace and the kernel's name tell of its launches that its caller's moves
+    ask about."""
+    flags = {}
+    if k.upcasts:
+        flags[library_moves.FORWARD_UPCAST] = "its forward copies write a wider dtype than " \
+            "they read"
+    if INDUCTOR_TEMPLATE.match(k.kernel):
+        flags[library_moves.MAX_AUTOTUNED] = "a GEMM template max-autotune chose"
+    return flags
 
 
 def short_name(kernel: str) -> str:
