@@ -1,4 +1,4 @@
-"""Small MLP under torch.compile(mode="max-autotune-no-cudagraphs"): TorchInductor times GEMM templates."""
+"""Small MLP under torch.compile(mode="max-autotune-no-cudagraphs"): Inductor tunes its GEMMs."""
 import time, torch
 from torch import nn
 model = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)).cuda().half()

@@ -32,9 +32,10 @@ range named AUTOTUNING + the tuner, so the analysis can leave them out. So do th
 L2 flushes of Triton's ``do_bench`` between the runs it times (46 % of the GPU time of
 Triton's fused-softmax tutorial, a sweep of do_bench calls).
 
-Both are wrapped as their modules are imported (_WrappedOnImport; nothing is imported
-here: a program that never uses Triton does not pay for importing it). A release that
-renamed a method is simply not wrapped.
+Triton's launches, the tuners' benchmarking and the flushes are wrapped as their modules
+are imported (_WrappedOnImport; nothing is imported here: a program that never uses
+Triton does not pay for importing it). A release that renamed a method is simply not
+wrapped.
 
 Exit status: the program's own. Status 3 with nothing written means PyTorch's profiler
 is not importable here; rooflint then times the launches with Nsight Compute instead.
