@@ -494,15 +494,18 @@ def test_half_precision_fmas_on_the_tensor_pipe_are_not_uncounted_tensor_work():
     assert any("tensor pipe was busy 15 %" in n for n in traffic(no_half, 0, 0, 0, "fp32").notes)
 
 
-def test_the_program_allocates_as_it_goes_unless_its_user_says_otherwise(monkeypatch):
-    """JAX's preallocated 75 % of the GPU is saved and restored around every replay."""
+@pytest.mark.parametrize("name, ours, theirs", [
+    ("XLA_PYTHON_CLIENT_PREALLOCATE", "false", "true"),   # JAX's 75 %, saved at each replay
+    ("TRITON_CACHE_AUTOTUNING", "1", "0")])               # pass 2 runs pass 1's configs
+def test_the_passes_set_the_programs_defaults_unless_its_user_did(monkeypatch, name, ours,
+                                                                  theirs):
     from rooflint.measure.pass_runner import program_environment
-    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE", raising=False)
+    monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MY_SETTING", "1")
-    assert program_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert program_environment()[name] == ours
     assert program_environment()["MY_SETTING"] == "1"
-    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
-    assert program_environment()["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+    monkeypatch.setenv(name, theirs)
+    assert program_environment()[name] == theirs
 
 
 @pytest.mark.parametrize("tuners, words", [

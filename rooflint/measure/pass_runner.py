@@ -101,8 +101,12 @@ class PassProgress:
 # What every pass sets in the program's environment, unless the user set it. JAX takes 75 %
 # of the GPU's memory when it starts, and Nsight Compute saves and restores all of it
 # around each profiled launch: a JAX program's pass 2 had profiled 4 launches in 130 s on
-# an H100. Allocating as it goes, it launches the same kernels.
-PROGRAM_DEFAULTS = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+# an H100. Allocating as it goes, it launches the same kernels. Triton's autotuner keeps
+# what it picked in Triton's cache (a file beside the compiled kernels, read only where
+# this is set): pass 2 then launches the configs pass 1 timed, not another tuning's
+# winners (two runs of one program picked different configs for one of its two shapes),
+# and profiles no trials.
+PROGRAM_DEFAULTS = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TRITON_CACHE_AUTOTUNING": "1"}
 
 
 def program_environment() -> dict[str, str]:
