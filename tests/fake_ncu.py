@@ -68,7 +68,10 @@ def stand_in(tmp_path: Path) -> tuple[dict[str, str], Path]:
     for n in (1, 2):
         (state / f"pass{n}.csv").write_text(
             (NCU / f"h200-transformer-block-pass{n}.csv").read_text())
-    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_NCU_STATE": str(state)}
+    # the recorded logs are ncu's: pass 1 falls back to it as under another tool's injection
+    # (a machine with a CUDA toolkit would otherwise time the program with CUPTI's records)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "FAKE_NCU_STATE": str(state),
+           "CUDA_INJECTION64_PATH": "another-tool.so"}
     return env, state
 
 

@@ -286,13 +286,26 @@ def test_a_program_holding_most_of_its_gpu_is_told_pass_2_may_crawl(held, warned
 
 @pytest.mark.parametrize("args, fragments", [
     (("--kernel", "gemm(", "--", "python", "x.py"), ["--kernel", "not a regular expression"]),
-    (("--logs", "/no/such/dir", "--", "python", "x.py"), ["--logs", "no such directory"]),
     (("--json", "/no/such/dir/p.json", "--", "python", "x.py"), ["cannot write", "no directory"]),
     (("--", "sh", "x.sh"), ["needs Nsight Compute", "ncu is not on PATH"]),
 ])
 def test_profile_refuses_in_one_line(args, fragments):
     outcome = rooflint("profile", *args, env={"PATH": "/usr/bin:/bin"})
     assert_one_line_error(outcome, 2, *fragments)
+
+
+def test_logs_folder_is_made_where_it_can_be_and_refused_in_one_line_where_not(tmp_path):
+    made = tmp_path / "new" / "logs"
+    outcome = rooflint("profile", "--logs", str(made), "--", "sh", "x.sh",
+                       env={"PATH": "/usr/bin:/bin"})
+    assert_one_line_error(outcome, 2, "needs Nsight Compute")   # got past --logs
+    assert made.is_dir()
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    for logs, words in ((a_file, "not a directory"), (a_file / "logs", "cannot make")):
+        outcome = rooflint("profile", "--logs", str(logs), "--", "python", "x.py")
+        assert_one_line_error(outcome, 2, "--logs", words)
+    assert a_file.read_text() == "mine\n"
 
 
 def test_a_profile_plot_sizes_dots_by_time_share(h200_result):

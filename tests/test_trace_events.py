@@ -667,14 +667,17 @@ def test_a_triton_launch_is_ranged_with_the_line_that_called_it():
 
 
 def test_a_kernels_launches_without_a_line_are_its_last_origin():
-    named = Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6, 0.0, line="mlp.py:62 in matmul")
-    bare = Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6, 1.0)
+    named = Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6, 0.0, traced_call=True,
+                   line="mlp.py:62 in matmul")
+    bare = Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6, 1.0, traced_call=True)
     from rooflint.output.family_table import origins_words
     found = origins([named] * 3 + [bare] * 500)
     assert [(o.line, o.launches) for o in found] == [("mlp.py:62 in matmul", 3), (None, 500)]
     assert origins_words(found) == ("at mlp.py:62 in matmul (3 launches); 500 more launches "
                                     "with no line recorded")
     assert origins_words(origins([bare] * 2)) == "outside PyTorch's operators (2 launches)"
+    callless = Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6, 2.0)   # CUPTI's kernel records alone
+    assert origins([callless] * 4) == [] and origins([named, callless]) == origins([named])
 
 
 def test_ncu_rows_lose_their_autotuning_as_the_trace_does():

@@ -242,8 +242,9 @@ def profile(
                                              "- for standard output).", metavar="FILE"),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline.",
                                        metavar="FILE"),
-    logs: Optional[Path] = typer.Option(None, help="Keep Nsight Compute's CSV logs in this "
-                                        "directory.", metavar="DIR"),
+    logs: Optional[Path] = typer.Option(None, help="Keep the passes' logs (Nsight Compute's CSV, "
+                                        "pass 1's trace) in this directory, made if "
+                                        "missing.", metavar="DIR"),
     model: Optional[Path] = typer.Option(None, help="YAML giving kernels (by name pattern) "
                                          "their FLOPs and compulsory bytes per launch, so they "
                                          "get an algorithmic intensity.", metavar="FILE"),

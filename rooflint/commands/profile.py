@@ -27,7 +27,7 @@ from rooflint.analysis.counters import Counters
 from rooflint.commands.judge import device_spec
 from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.formats.gpus import DeviceInfo, GpuSpec, load_specs
-from rooflint.measure.pass_runner import Pass, Stopped, Timer, ncu_executable
+from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
 from rooflint.measure import program as passes
 from rooflint.measure.program import Choice, Filters
 from rooflint.measure.ncu import parse_rows, summarize, version as ncu_version
@@ -322,7 +322,7 @@ def device_of(first: Pass, profiled: list[dict], driver: str) -> DeviceInfo:
     """The GPU the program ran on: from the attributes ncu prints with each launch of
     pass 2, or of pass 1 when pass 2 stopped before any; from the device properties in
     PyTorch's profiler trace when ncu printed none."""
-    rows = profiled or (parse_rows(first.log) if first.timer == Timer.ncu else [])
+    rows = profiled or ([] if first.timer.traced else parse_rows(first.log))
     return device_from(rows, driver) if rows else device_from_trace(first.trace or {}, driver)
 
 
@@ -336,7 +336,7 @@ def device_from_trace(trace: dict, driver: str) -> DeviceInfo:
     ran_on = next((devices[i] for i, _ in used.most_common() if i in devices), None)
     if ran_on is None:
         raise RooflintError("the GPU is unknown: pass 2 stopped before Nsight Compute named "
-                            "it, and PyTorch's profiler trace names none")
+                            "it, and pass 1's trace names none")
 
     def number(key: str) -> int:
         value = ran_on.get(key)
@@ -371,12 +371,12 @@ def timed_kernels(first: Pass, filters: Filters) -> tuple[list[KernelTime], Auto
     """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
     program_kernels.without_autotuning), and those; the profiler's trace is filtered here
     as ncu filtered its own launches."""
-    if first.timer == Timer.torch:
+    if first.timer.traced:
         found = selected(trace_launches(first.trace or {}), filters.nvtx, filters.kernel,
                          filters.skip)
         if not found:
-            raise RooflintError("no kernel launch in PyTorch's profiler trace passed --nvtx, "
-                                "--kernel and --skip")
+            raise RooflintError(f"no kernel launch that {first.timer.words} recorded passed "
+                                f"--nvtx, --kernel and --skip")
         kept, tuning = trace_without_autotuning(found)
         return kernel_times_from_trace(kept), tuning
     rows, tuning = rows_without_autotuning(parse_rows(first.log))

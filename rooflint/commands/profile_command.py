@@ -35,8 +35,8 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
             re.compile(kernel)
         except re.error as exc:
             fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
-    if logs and not logs.is_dir():
-        fail(f"--logs {logs}: no such directory")
+    if logs:
+        _make_logs_folder(logs)
     tables = exporting.asked(csv, markdown, html)
     piped = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
     check_outputs(None if json_path == STDOUT else json_path, picture=svg, logs=logs,
@@ -69,6 +69,17 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
         fail(f"{stopped.why}; {kept} pass 1's kernel times, without counters"
              + (f" (no roofline to draw in {svg})" if svg else ""),
              130 if stopped.interrupted else 2)
+
+
+def _make_logs_folder(logs: Path) -> None:
+    """--logs' folder, made with its parents where it does not exist yet (as ncu -o
+    does); one line where it cannot be."""
+    if logs.exists() and not logs.is_dir():
+        fail(f"--logs {logs}: not a directory")
+    try:
+        logs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--logs {logs}: cannot make the directory ({exc.strerror or exc})")
 
 
 def _interrupt(signum: int, frame: object) -> None:

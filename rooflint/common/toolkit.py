@@ -23,12 +23,18 @@ def find_nvcc() -> Path | None:
     return None
 
 
-def toolkit_include_dirs() -> list[Path]:
-    """The include directories of the CUDA toolkits rooflint would build with (symbolic
-    links resolved): what a manifest's ``-I`` may name outside its family."""
+def toolkit_roots() -> list[Path]:
+    """The CUDA toolkits rooflint would build with (symbolic links resolved): nvcc's own
+    (where nvcc is the toolkit's, not a wrapper script elsewhere), $CUDA_HOME, $CUDA_PATH
+    and /usr/local/cuda, each once."""
     nvcc = find_nvcc()
     roots = [nvcc.resolve().parent.parent] if nvcc else []
     roots += [Path(root) for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
                                       "/usr/local/cuda") if root]
-    return list(dict.fromkeys((root / "include").resolve() for root in roots
-                              if (root / "include").is_dir()))
+    return list(dict.fromkeys(root.resolve() for root in roots if root.is_dir()))
+
+
+def toolkit_include_dirs() -> list[Path]:
+    """The include directories of the CUDA toolkits rooflint would build with: what a
+    manifest's ``-I`` may name outside its family."""
+    return [root / "include" for root in toolkit_roots() if (root / "include").is_dir()]

@@ -37,7 +37,7 @@ class Settings:
     kernel_filter: str | None = None
     skip: int | None = None
     model: str | None = None              # the kernel_models file given with --model
-    pass1_timer: str | None = None        # torch | ncu
+    pass1_timer: str | None = None        # torch | cupti | ncu
     pass1_wall_s: float | None = None
     pass2_wall_s: float | None = None
     pass2_profiled_launches: int | None = None

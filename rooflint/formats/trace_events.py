@@ -81,6 +81,7 @@ class Launch:
     duration_s: float
     start_us: float
     stream: str = ""               # the CUDA stream it ran on, as CUPTI numbers it
+    traced_call: bool = False      # its launch call is in the trace: where it came from is known
     operator: str | None = None    # the PyTorch operator that launched it: "aten::mm"
     backward_of: str | None = None  # its autograd node, for a backward kernel: "AddmmBackward0"
     line: str | None = None        # the user's Python line: "model.py:62 in forward"
@@ -166,8 +167,10 @@ def peak_reserved_bytes(trace: dict[str, Any]) -> int | None:
 def origins(launches: Iterable[Launch]) -> list[Origin]:
     """The distinct origins of some launches, by how many launches each made; launches
     with none known last (a Triton kernel's launches past the bootstrap's first few from
-    each kernel carry no line, and are the same kernel's)."""
-    tally = Counter((x.operator, x.line, x.backward_of, x.via) for x in launches)
+    each kernel carry no line, and are the same kernel's). A launch whose call the trace
+    lacks (CUPTI's records of a program with no PyTorch hold kernels alone) has none."""
+    tally = Counter((x.operator, x.line, x.backward_of, x.via) for x in launches
+                    if x.traced_call)
     known = sorted(tally.items(), key=lambda item: (not any(item[0]), -item[1]))
     return [Origin(op, line, backward, n, via) for (op, line, backward, via), n in known]
 
@@ -189,7 +192,8 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
                         block=_dims(kernel["args"].get("block", [])),
                         duration_s=float(kernel.get("dur", 0.0)) * 1e-6,
                         start_us=float(call["ts"] if call else kernel.get("ts", 0.0)),
-                        stream=str(kernel["args"].get("stream", "")))
+                        stream=str(kernel["args"].get("stream", "")),
+                        traced_call=call is not None)
         if call:
             scopes.attribute(launch, call)
         found.append(launch)

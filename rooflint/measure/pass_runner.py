@@ -28,11 +28,18 @@ class Timer(str, Enum):
     """What timed pass 1's launches."""
 
     torch = "torch"                # PyTorch's profiler (CUPTI), at the program's own speed
+    cupti = "cupti"                # CUPTI's activity records (measure/kernel_trace.py), as fast
     ncu = "ncu"                    # Nsight Compute, every launch serialised
 
     @property
     def words(self) -> str:
-        return {"torch": "PyTorch's profiler", "ncu": "Nsight Compute"}[self.value]
+        return {"torch": "PyTorch's profiler", "cupti": "CUPTI's activity records",
+                "ncu": "Nsight Compute"}[self.value]
+
+    @property
+    def traced(self) -> bool:
+        """Whether the pass's launches are in a trace (Pass.trace), not in ncu's CSV."""
+        return self is not Timer.ncu
 
 
 @dataclass
@@ -54,7 +61,7 @@ class Pass:
     attached: bool = False         # pass 2 profiled the program started early (two_passes)
     timer: Timer = Timer.ncu
     processes: int = 1
-    trace: dict | None = None      # the profiler's trace, parsed (Timer.torch)
+    trace: dict | None = None      # the profiler's trace, parsed (Timer.traced)
     stopped: Stopped | None = None  # pass 2 failed or was interrupted: no log
 
 
@@ -114,12 +121,14 @@ def program_environment() -> dict[str, str]:
     return {**PROGRAM_DEFAULTS, **os.environ}
 
 
-def output_of(args: list[str], progress: PassProgress) -> subprocess.CompletedProcess:
+def output_of(args: list[str], progress: PassProgress,
+              environment: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """subprocess.run(args, capture_output=True, text=True), saying how long a long pass
     has run (communicate loses no output across its timeouts); the process is killed when
-    rooflint is interrupted while it runs."""
+    rooflint is interrupted while it runs. ``environment`` is added to the program's."""
     with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          errors="replace", env=program_environment()) as process:
+                          errors="replace",
+                          env={**program_environment(), **(environment or {})}) as process:
         try:
             stdout, stderr = progress.wait(lambda seconds: process.communicate(timeout=seconds))
         except BaseException:

@@ -3,10 +3,11 @@
 Pass 1 times every kernel launch, so the kernels can be ranked by total GPU time: a
 Python program whose interpreter has PyTorch runs under PyTorch's profiler
 (trace_bootstrap.py: CUPTI's activity records at the program's own speed, with the
-operators and Python functions behind each launch); any other program, or one that trace
-cannot serve (no torch, an NVTX range not pushed through torch.cuda.nvtx, a trace
-that is not JSON), under Nsight Compute (one metric,
-``gpu__time_duration``, no replay, every launch serialised). Pass 2 runs the program
+operators and Python functions behind each launch); any other program (a C++ binary, Python
+without torch) with CUPTI's activity records alone, as fast (kernel_trace.py); one that
+neither can serve (an NVTX range --nvtx names that the profiler cannot see, no CUPTI to
+build against), under Nsight Compute (one metric, ``gpu__time_duration``, no replay,
+every launch serialised). Pass 2 runs the program
 again under Nsight Compute and collects rooflint's counter list on the first launch of
 each launch configuration (``--filter-mode per-launch-config``) of the chosen kernels,
 selected by patterns on their mangled names (analysis/program_kernels.mangled_patterns),
@@ -35,6 +36,7 @@ from typing import Callable
 from rooflint.common.errors import RooflintError
 from rooflint.common.units import format_bytes
 from rooflint.measure import ncu
+from rooflint.measure.kernel_trace import KernelTraceUnavailable, kernel_trace_pass
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
 from rooflint.measure.pass_runner import (Pass, PassProgress, Stopped, Timer, output_of,
                                           program_tail, run_ncu)
@@ -110,22 +112,36 @@ def _second(run: Callable[[], Pass], attached: bool = False) -> Pass:
 
 def timing_pass(command: list[str], filters: Filters, logs: Path | None,
                 say: Callable[[str], None]) -> Pass:
-    """Pass 1: a Python program under PyTorch's profiler where it has one (no overhead:
-    the program's own speed), else every launch under Nsight Compute, which also sees NVTX
-    ranges the profiler cannot (those not pushed through torch.cuda.nvtx)."""
+    """Pass 1: a Python program under PyTorch's profiler where it has one, any other under
+    CUPTI's activity records (both at the program's own speed); else every launch under
+    Nsight Compute, which also sees NVTX ranges neither of those sees (an --nvtx range not
+    pushed through torch.cuda.nvtx)."""
     if is_python(command):
+        traced = _torch_trace(command, filters, logs, say)
+        if traced is not None:
+            return traced
+    if not filters.nvtx:
         try:
-            traced = trace_pass(command, logs, say)
-        except UnreadableTrace as exc:
-            say(f"{exc}: timing every launch with Nsight Compute instead")
-            traced = None
-        else:
-            if traced is not None and (not filters.nvtx or has_range(traced.trace, filters.nvtx)):
-                return traced
-            if traced is not None:
-                say(f"PyTorch's profiler saw no range {filters.nvtx!r} (only torch.cuda.nvtx "
-                    f"ranges reach it): timing every launch with Nsight Compute instead")
+            return kernel_trace_pass(command, logs, say)
+        except KernelTraceUnavailable as exc:
+            say(f"pass 1: {exc}: timing every launch with Nsight Compute instead")
     return duration_pass(command, filters, logs, say)
+
+
+def _torch_trace(command: list[str], filters: Filters, logs: Path | None,
+                 say: Callable[[str], None]) -> Pass | None:
+    """PyTorch's profiler's pass, or None where it cannot serve (no PyTorch, a trace that
+    is unreadable or lacks the --nvtx range), said when it ran."""
+    try:
+        traced = trace_pass(command, logs, say)
+    except UnreadableTrace as exc:
+        say(f"{exc}: timing every launch another way")
+        return None
+    if traced is not None and filters.nvtx and not has_range(traced.trace, filters.nvtx):
+        say(f"PyTorch's profiler saw no range {filters.nvtx!r} (only torch.cuda.nvtx "
+            f"ranges reach it): timing every launch with Nsight Compute instead")
+        return None
+    return traced
 
 
 def has_range(trace: dict | None, name: str) -> bool:

@@ -83,8 +83,10 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     console.print(Text(application_heading(result, family)))
     traced = (any(v.share and v.share.origins for v in family.variants)
               and console.width >= ORIGIN_COLUMNS)
-    columns = ("kernel", "what", *(("launched from",) if traced else ()), "share", "launches",
-               "verdict", "at roof", "upside")
+    # "what" names library kernels; a program of the user's own kernels has none
+    named = any(v.share and v.share.library for v in family.variants)
+    columns = ("kernel", *(("what",) if named else ()), *(("launched from",) if traced else ()),
+               "share", "launches", "verdict", "at roof", "upside")
     names = shortened_names(v.name for v in family.variants)
     rows = []
     for v in family.variants:
@@ -93,7 +95,8 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
             continue
         verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound]) if v.verdict else Text("-")
         origin = [Text(origin_cell(s.origins[0].line) if s.origins else "")] if traced else []
-        rows.append([Text(names[v.name]), Text(s.library or ""), *origin, Text(pct(s.share)),
+        what = [Text(s.library or "")] if named else []
+        rows.append([Text(names[v.name]), *what, *origin, Text(pct(s.share)),
                      Text(str(s.launches)), verdict, Text(at_roof_cell(s)),
                      Text(upside_cell(v, region))])
     # "what" gives way when the screen is narrow; the figures never do (a 140-column

@@ -7,6 +7,7 @@ at)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -47,3 +48,44 @@ def test_every_chosen_kernel_is_judged_or_says_why_and_has_its_line(tmp_path, co
     assert all(int(m[1]) != FORWARD_STARTS for m in lines if m)
     if compiled:      # the compiled Block.forward's kernels come from the line calling it
         assert {m[2] for m in lines if m} == {"main"}
+
+
+def _built(tmp_path, source: str) -> str:
+    """``source`` (under REPO) built with nvcc; the test skips where there is none."""
+    from rooflint.common.toolkit import find_nvcc
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("no nvcc")
+    binary = tmp_path / "program"
+    subprocess.run([str(nvcc), "-O3", "-o", str(binary), str(REPO / source)], check=True,
+                   capture_output=True, timeout=300)
+    return str(binary)
+
+
+def _kernels(doc: dict) -> dict[str, dict]:
+    """Each kernel of a profile by its row's name (``saxpy@65536``: one per launch shape)."""
+    return {v["name"]: v for v in doc["families"][0]["variants"]}
+
+
+@pytest.mark.gpu
+def test_a_cuda_program_is_timed_by_cuptis_records_as_nsight_compute_times_it(tmp_path):
+    """examples/apps/block_sweep.cu (no PyTorch): pass 1 from CUPTI's activity records
+    finds the launches Nsight Compute's pass 1 finds, one row per block size, with about
+    the same times, and every row gets counters."""
+    binary = _built(tmp_path, "examples/apps/block_sweep.cu")
+    runs = {}
+    for timer, environment in (("cupti", {}), ("ncu", {"CUDA_INJECTION64_PATH": "unset"})):
+        out = tmp_path / f"{timer}.json"
+        done = subprocess.run([sys.executable, "-m", "rooflint", "profile", "--coverage",
+                               "1", "--json", str(out), "--", binary], cwd=REPO,
+                              capture_output=True, text=True, timeout=400,
+                              env={**os.environ, **environment})
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs[timer] = json.loads(out.read_text())
+        assert runs[timer]["settings"]["pass1_timer"] == timer
+    cupti, ncu = (_kernels(runs[t]) for t in ("cupti", "ncu"))
+    assert cupti.keys() == ncu.keys() and len(cupti) == 4
+    for key, v in cupti.items():
+        assert v["share"]["launches"] == ncu[key]["share"]["launches"] == 200
+        assert v["counters"], key
+        assert v["time"]["median_s"] == pytest.approx(ncu[key]["time"]["median_s"], rel=0.25)

@@ -1,0 +1,201 @@
+"""Pass 1 from CUPTI's activity records, for a program PyTorch's profiler cannot enter: the
+records' files read into a trace (recorded on an H200 from llm.c's dev/cuda layer-norm
+benchmark, github.com/karpathy/llm.c at f1e2ace: the first 300 launches at block size 256), the
+recorder's build found in a toolkit's layout, and every reason it cannot serve falling back
+to Nsight Compute with that reason said."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from rooflint.analysis.program_kernels import kernel_times_from_trace
+from rooflint.commands.profile import device_from_trace
+from rooflint.formats.kernel_records import UnreadableRecords, read_records
+from rooflint.formats.trace_events import launches
+from rooflint.measure import kernel_trace, program
+from rooflint.measure.kernel_trace import KernelTraceUnavailable
+from rooflint.measure.pass_runner import Pass, Timer
+
+RECORDED = Path(__file__).parent / "fixtures" / "kernel-records" / "h200-layernorm-forward.tsv"
+HEADER = "rooflint-kernel-trace\t1\t4242\n"
+
+
+def _kernel(start: int, end: int, name: str = "scale(float*, int)", grid: str = "64\t1\t1",
+            block: str = "256\t1\t1", correlation: int = 1) -> str:
+    return f"K\t{start}\t{end}\t0\t7\t{grid}\t{block}\t{correlation}\t{name}\n"
+
+
+def test_a_recorded_file_reads_as_the_launches_the_program_made():
+    records = read_records([RECORDED.read_text()])
+    assert records.processes == 1 and not records.unfinished and not records.dropped
+    found = launches(records.trace)
+    assert found and all(x.name == "layernorm_forward_kernel3(float*, float*, float*, float "
+                         "const*, float const*, float const*, int, int)" for x in found)
+    kernels = kernel_times_from_trace(found)
+    assert [(k.grid, k.block) for k in kernels] == [("(1024, 1, 1)", "(256, 1, 1)")]
+    assert len(kernels[0].durations_s) == len(found)
+    assert len(found) == 300
+    assert all(5e-6 < d < 5e-5 for d in kernels[0].durations_s)   # about 13 us each
+    assert kernels[0].origins == []                  # records hold kernels, not their callers
+    device = records.trace["deviceProperties"][0]
+    assert device["name"] == "NVIDIA H200" and device["numSms"] == 132
+    assert (device["computeMajor"], device["computeMinor"]) == (9, 0)
+    gpu = device_from_trace(records.trace, "580.159.04")   # where pass 2 named no GPU
+    assert (gpu.name, gpu.sms, gpu.compute_capability) == ("NVIDIA H200", 132, "9.0")
+
+
+def test_processes_are_counted_and_their_kernels_merged_in_time_order():
+    first = HEADER + _kernel(2000, 3000, correlation=5) + "L\t0\n"
+    second = "rooflint-kernel-trace\t1\t4243\n" + _kernel(1000, 1500, "other") + "L\t3\n"
+    idle = "rooflint-kernel-trace\t1\t4244\nL\t0\n"       # a process that launched nothing
+    records = read_records([first, second, idle])
+    assert records.processes == 2 and records.dropped == 3
+    events = records.trace["traceEvents"]
+    assert [e["name"] for e in events] == ["other", "scale(float*, int)"]
+    assert events[1]["ts"] == 2.0 and events[1]["dur"] == 1.0          # microseconds
+    assert events[1]["args"]["grid"] == [64, 1, 1] and events[1]["args"]["correlation"] == 5
+
+
+def test_a_process_killed_mid_write_keeps_its_whole_lines_and_says_it_did_not_finish():
+    cut = HEADER + _kernel(0, 10) + "K\t20\t30\t0\t7\t64\t1"
+    records = read_records([cut])
+    assert records.unfinished == 1 and len(records.trace["traceEvents"]) == 1
+
+
+def test_cuptis_refusal_is_kept_as_said():
+    records = read_records([HEADER + "E\tCUPTI refused the kernel activity\n"])
+    assert records.refused == ["CUPTI refused the kernel activity"] and records.processes == 0
+
+
+@pytest.mark.parametrize("text", ["", "not a trace\n", "rooflint-kernel-trace\t2\t1\n",
+                                  HEADER + _kernel(0, 10).replace("\t64\t", "\tx\t"),
+                                  HEADER + "D\t0\tmany\t1\t9\t0\tGPU\n"])
+def test_a_file_that_is_not_the_recorders_is_unreadable(text):
+    with pytest.raises(UnreadableRecords):
+        read_records([text])
+
+
+def test_the_newest_kernel_record_of_cuptis_header_is_built_against(tmp_path):
+    (tmp_path / "cupti_activity.h").write_text(
+        "typedef struct { int a; } CUpti_ActivityKernel11;\n"
+        "typedef struct { int a; } CUpti_ActivityKernel12;\n"
+        "/* see CUpti_ActivityKernel4 in cupti_activity_deprecated.h */\n")
+    assert kernel_trace.kernel_record(tmp_path) == "CUpti_ActivityKernel12"
+    (tmp_path / "cupti_activity.h").write_text("/* no records */\n")
+    with pytest.raises(KernelTraceUnavailable, match="declares no kernel record"):
+        kernel_trace.kernel_record(tmp_path)
+
+
+def _toolkit(root: Path, include: str, lib: str) -> Path:
+    (root / include).mkdir(parents=True)
+    (root / lib).mkdir(parents=True)
+    (root / include / "cupti.h").write_text("")
+    (root / lib / "libcupti.so.13").write_text("")
+    return root
+
+
+@pytest.mark.parametrize("include, lib", [("extras/CUPTI/include", "extras/CUPTI/lib64"),
+                                          ("include", "lib64"),
+                                          ("targets/x86_64-linux/include",
+                                           "targets/x86_64-linux/lib")])
+def test_cupti_is_found_in_each_layout_a_toolkit_has(tmp_path, include, lib):
+    bare = tmp_path / "wrapper"            # /usr/local, where a script nvcc runs the real one
+    (bare / "bin").mkdir(parents=True)
+    root = _toolkit(tmp_path / "cuda", include, lib)
+    assert kernel_trace.cupti_dirs([bare, root]) == (root / include, root / lib)
+
+
+def test_a_toolkit_without_cupti_says_so(tmp_path):
+    (tmp_path / "include").mkdir()
+    with pytest.raises(KernelTraceUnavailable, match=f"has CUPTI .* looked in {tmp_path}"):
+        kernel_trace.cupti_dirs([tmp_path])
+
+
+def test_anothers_injection_or_no_nvcc_leaves_the_recorder_unbuilt(monkeypatch):
+    monkeypatch.setenv("CUDA_INJECTION64_PATH", "/opt/tool/libinject.so")
+    with pytest.raises(KernelTraceUnavailable, match="set already"):
+        kernel_trace.injection_library()
+    monkeypatch.delenv("CUDA_INJECTION64_PATH")
+    monkeypatch.setattr(kernel_trace, "find_nvcc", lambda: None)
+    with pytest.raises(KernelTraceUnavailable, match="no nvcc"):
+        kernel_trace.injection_library()
+
+
+def _fake_nvcc(tmp_path: Path, script: str) -> Path:
+    nvcc = tmp_path / "cuda" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\n" + script)
+    nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
+    _toolkit(tmp_path / "cuda", "include", "lib64")
+    (tmp_path / "cuda" / "include" / "cupti_activity.h").write_text("CUpti_ActivityKernel10")
+    return nvcc
+
+
+def test_a_failed_build_names_nvccs_error_and_caches_nothing(tmp_path, monkeypatch):
+    nvcc = _fake_nvcc(tmp_path, 'echo "x.cpp(3): error: identifier KERNEL_RECORD" >&2; exit 1\n')
+    monkeypatch.setattr(kernel_trace, "find_nvcc", lambda: nvcc)
+    monkeypatch.setattr(kernel_trace, "toolkit_roots", lambda: [tmp_path / "cuda"])
+    monkeypatch.setenv("ROOFLINT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+    with pytest.raises(KernelTraceUnavailable, match="error: identifier KERNEL_RECORD"):
+        kernel_trace.injection_library()
+    assert not list((tmp_path / "cache").rglob(kernel_trace.LIBRARY))
+
+
+def test_the_recorder_is_built_once_per_toolkit_with_its_kernel_record(tmp_path, monkeypatch):
+    calls = tmp_path / "calls"
+    # the stand-in nvcc writes its arguments and the library (-o's argument)
+    nvcc = _fake_nvcc(tmp_path, f'echo "$@" >> {calls}\nfor a; do out=$a; done\n'
+                                'touch "$out"\n')
+    monkeypatch.setattr(kernel_trace, "find_nvcc", lambda: nvcc)
+    monkeypatch.setattr(kernel_trace, "toolkit_roots", lambda: [tmp_path / "cuda"])
+    monkeypatch.setenv("ROOFLINT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
+    built = kernel_trace.injection_library()
+    assert built.name == kernel_trace.LIBRARY and built.is_file()
+    assert kernel_trace.injection_library() == built
+    made = calls.read_text().splitlines()
+    assert len(made) == 1 and "-DKERNEL_RECORD=CUpti_ActivityKernel10" in made[0]
+    assert f"-rpath={tmp_path / 'cuda' / 'lib64'}" in made[0]
+
+
+def test_pass_one_falls_back_to_nsight_compute_and_says_why(monkeypatch):
+    said = []
+
+    def unavailable(*_):
+        raise KernelTraceUnavailable("no nvcc to build CUPTI's recorder with")
+    monkeypatch.setattr(program, "kernel_trace_pass", unavailable)
+    monkeypatch.setattr(program, "duration_pass", lambda *_: Pass("csv", 1.0))
+    first = program.timing_pass(["./sgemm", "5"], program.Filters(), None, said.append)
+    assert first.timer is Timer.ncu
+    assert said == ["pass 1: no nvcc to build CUPTI's recorder with: timing every launch "
+                    "with Nsight Compute instead"]
+
+
+def test_an_nvtx_range_goes_to_nsight_compute_which_sees_it(monkeypatch):
+    monkeypatch.setattr(program, "kernel_trace_pass", lambda *_: pytest.fail("CUPTI asked"))
+    monkeypatch.setattr(program, "duration_pass", lambda *_: Pass("csv", 1.0))
+    first = program.timing_pass(["./sgemm"], program.Filters(nvtx="timed"), None, print)
+    assert first.timer is Timer.ncu
+
+
+def test_a_c_program_is_timed_by_cuptis_records(monkeypatch):
+    traced = Pass("", 1.0, timer=Timer.cupti, trace={"traceEvents": []})
+    monkeypatch.setattr(program, "kernel_trace_pass", lambda *_: traced)
+    monkeypatch.setattr(program, "duration_pass", lambda *_: pytest.fail("ncu asked"))
+    assert program.timing_pass(["./sgemm", "5"], program.Filters(), None, print) is traced
+    assert Timer.cupti.traced and not Timer.ncu.traced
+
+
+def test_the_recorders_source_names_every_line_kind_the_reader_reads():
+    source = kernel_trace.SOURCE.read_text()
+    from rooflint.formats import kernel_records as k
+    for kind in (k.KERNEL, k.DEVICE, k.LAST, k.REFUSED):
+        assert f'"{kind}\\t' in source, kind
+    assert f'"{k.MAGIC}\\t{k.VERSION}\\t' in source
+    assert kernel_trace.RECORDS_FOLDER in source and "InitializeInjection" in source
+    assert os.path.basename(kernel_trace.SOURCE) in kernel_trace.__doc__
