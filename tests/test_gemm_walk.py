@@ -1,5 +1,5 @@
 """The GEMM walk past register blocking (examples/gemm_walk, issue 24) as committed from an
-H100: each step's top move is specific, with its gain, and the next step, written as that
+H100 and an H200: each step's top move is specific, with its gain, and the next step, written as that
 move, is faster; re-derived from the recorded counters by this code."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ STEPS = {"blocked_2d": "bank_conflicts_off", "conflict_free": "vectorize_shared_
          "vectorized": "compute_efficiency"}
 
 
-@pytest.fixture(scope="module", params=["h100"])
+@pytest.fixture(scope="module", params=["h100", "h200"])
 def walk(request, specs):
     result = json.loads((WALK / f"{request.param}-gemm_walk.json").read_text())
     spec = find_spec(result["spec_id"], specs)
