@@ -199,3 +199,12 @@ def test_the_recorders_source_names_every_line_kind_the_reader_reads():
     assert f'"{k.MAGIC}\\t{k.VERSION}\\t' in source
     assert kernel_trace.RECORDS_FOLDER in source and "InitializeInjection" in source
     assert os.path.basename(kernel_trace.SOURCE) in kernel_trace.__doc__
+
+
+def test_only_an_earlier_profiles_records_are_removed_from_the_logs_folder(tmp_path):
+    ours = tmp_path / "kernels.11.tsv"
+    ours.write_text(HEADER + _kernel(0, 10) + "L\t0\n")
+    theirs = tmp_path / "kernels.12.tsv"
+    theirs.write_text("my own table\n")
+    kernel_trace._remove_earlier_records(tmp_path)
+    assert not ours.exists() and theirs.read_text() == "my own table\n"

@@ -25,7 +25,7 @@ from typing import Callable
 from rooflint.common.errors import RooflintError
 from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
-from rooflint.formats.kernel_records import UnreadableRecords, read_records
+from rooflint.formats.kernel_records import MAGIC, UnreadableRecords, read_records
 from rooflint.measure.pass_runner import Pass, PassProgress, Timer, output_of, program_tail
 
 SOURCE = Path(__file__).with_name("kernel_trace_injection.cpp")
@@ -49,8 +49,7 @@ def kernel_trace_pass(command: list[str], logs: Path | None,
     with tempfile.TemporaryDirectory(prefix="rooflint-kernels-") as scratch:
         folder = logs / RECORDS_LOG if logs else Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("kernels.*.tsv"):
-            old.unlink()
+        _remove_earlier_records(folder)
         began = time.perf_counter()
         try:
             done = output_of(command, PassProgress("pass 1", say),
@@ -77,6 +76,16 @@ def kernel_trace_pass(command: list[str], logs: Path | None,
         say(f"pass 1: {records.unfinished} process(es) ended before CUPTI's records were "
             f"written out: their last launches may be missing")
     return Pass("", wall, timer=Timer.cupti, processes=records.processes, trace=records.trace)
+
+
+def _remove_earlier_records(folder: Path) -> None:
+    """An earlier profile's records in --logs (each file begins with the recorder's header:
+    a file of the user's that happens to sit there is left alone, and read as unreadable)."""
+    for old in folder.glob("kernels.*.tsv"):
+        with old.open("rb") as file:
+            header = file.read(len(MAGIC))
+        if header == MAGIC.encode():
+            old.unlink()
 
 
 def injection_library() -> Path:
