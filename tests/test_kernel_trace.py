@@ -6,13 +6,16 @@ to Nsight Compute with that reason said."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
 
 from rooflint.analysis.program_kernels import kernel_times_from_trace
+from rooflint.common.errors import RooflintError
 from rooflint.commands.profile import device_from_trace
 from rooflint.formats.kernel_records import UnreadableRecords, read_records
 from rooflint.formats.trace_events import launches
@@ -201,10 +204,31 @@ def test_the_recorders_source_names_every_line_kind_the_reader_reads():
     assert os.path.basename(kernel_trace.SOURCE) in kernel_trace.__doc__
 
 
-def test_only_an_earlier_profiles_records_are_removed_from_the_logs_folder(tmp_path):
-    ours = tmp_path / "kernels.11.tsv"
-    ours.write_text(HEADER + _kernel(0, 10) + "L\t0\n")
-    theirs = tmp_path / "kernels.12.tsv"
-    theirs.write_text("my own table\n")
-    kernel_trace._remove_earlier_records(tmp_path)
-    assert not ours.exists() and theirs.read_text() == "my own table\n"
+
+def _program(records: str, exit_code: int = 0) -> list[str]:
+    """A stand-in program: writes ``records`` where the recorder would, as one process."""
+    code = (f"import os, pathlib, sys; folder = os.environ[{kernel_trace.RECORDS_FOLDER!r}]; "
+            f"pathlib.Path(folder, 'kernels.1.tsv').write_text({records!r}) if {records!r} "
+            f"else None; sys.exit({exit_code})")
+    return [sys.executable, "-c", code]
+
+
+def test_the_records_become_the_passes_trace_and_its_log(tmp_path, monkeypatch):
+    monkeypatch.setattr(kernel_trace, "injection_library", lambda: tmp_path / "lib.so")
+    log = tmp_path / "pass1-trace.json"
+    first = kernel_trace.kernel_trace_pass(_program(HEADER + _kernel(0, 5000) + "L\t0\n"),
+                                           log, print)
+    assert first.timer is Timer.cupti and first.processes == 1
+    assert [x.duration_s for x in launches(first.trace)] == [pytest.approx(5e-6)]
+    assert json.loads(log.read_text()) == first.trace
+
+
+def test_a_failing_program_or_one_that_never_loaded_the_recorder_says_so(tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setattr(kernel_trace, "injection_library", lambda: tmp_path / "lib.so")
+    with pytest.raises(RooflintError, match="the command failed \\(exit 3\\)"):
+        kernel_trace.kernel_trace_pass(_program(HEADER, exit_code=3), None, print)
+    with pytest.raises(KernelTraceUnavailable, match="no process of the program loaded"):
+        kernel_trace.kernel_trace_pass(_program(""), None, print)
+    with pytest.raises(KernelTraceUnavailable, match="unreadable"):
+        kernel_trace.kernel_trace_pass(_program("a table of mine\n"), None, print)

@@ -13,6 +13,7 @@ refusing), KernelTraceUnavailable says why and pass 1 falls back to Nsight Compu
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -25,14 +26,13 @@ from typing import Callable
 from rooflint.common.errors import RooflintError
 from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
-from rooflint.formats.kernel_records import MAGIC, UnreadableRecords, read_records
+from rooflint.formats.kernel_records import UnreadableRecords, read_records
 from rooflint.measure.pass_runner import Pass, PassProgress, Timer, output_of, program_tail
 
 SOURCE = Path(__file__).with_name("kernel_trace_injection.cpp")
 LIBRARY = "librooflint_kernel_trace.so"
 INJECTION = "CUDA_INJECTION64_PATH"
 RECORDS_FOLDER = "ROOFLINT_KERNEL_TRACE"     # where the library writes (the .cpp reads it)
-RECORDS_LOG = "pass1-kernels"                # the records' folder in --logs
 KERNEL_RECORD = re.compile(r"\bCUpti_ActivityKernel(\d+)\b")
 BUILD_TIMEOUT_S = 120
 
@@ -41,26 +41,25 @@ class KernelTraceUnavailable(Exception):
     """Why CUPTI's records cannot time this program's launches: the fallback's reason."""
 
 
-def kernel_trace_pass(command: list[str], logs: Path | None,
+def kernel_trace_pass(command: list[str], trace_log: Path | None,
                       say: Callable[[str], None]) -> Pass:
     """The program with the recorder loaded into each of its processes; its kernels as a
-    trace of the shape PyTorch's profiler writes."""
+    trace of the shape PyTorch's profiler writes, kept as ``trace_log`` where given (the
+    records themselves go to a folder of rooflint's own: nothing the user named is
+    written by the program's processes)."""
     library = injection_library()
     with tempfile.TemporaryDirectory(prefix="rooflint-kernels-") as scratch:
-        folder = logs / RECORDS_LOG if logs else Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
-        _remove_earlier_records(folder)
         began = time.perf_counter()
         try:
             done = output_of(command, PassProgress("pass 1", say),
-                             {INJECTION: str(library), RECORDS_FOLDER: str(folder)})
+                             {INJECTION: str(library), RECORDS_FOLDER: scratch})
         except OSError as exc:
             raise RooflintError(f"cannot start {command[0]}: {exc.strerror or exc}") from None
         wall = time.perf_counter() - began
         if done.returncode != 0:
             raise RooflintError(f"the command failed (exit {done.returncode}): "
                                 f"{program_tail(done.stdout + done.stderr, '')}")
-        texts = [path.read_text(errors="replace") for path in sorted(folder.glob("*.tsv"))]
+        texts = [path.read_text(errors="replace") for path in sorted(Path(scratch).glob("*.tsv"))]
     if not texts:
         raise KernelTraceUnavailable("no process of the program loaded CUPTI's recorder")
     try:
@@ -75,17 +74,9 @@ def kernel_trace_pass(command: list[str], logs: Path | None,
     if records.unfinished:
         say(f"pass 1: {records.unfinished} process(es) ended before CUPTI's records were "
             f"written out: their last launches may be missing")
+    if trace_log:
+        trace_log.write_text(json.dumps(records.trace))
     return Pass("", wall, timer=Timer.cupti, processes=records.processes, trace=records.trace)
-
-
-def _remove_earlier_records(folder: Path) -> None:
-    """An earlier profile's records in --logs (each file begins with the recorder's header:
-    a file of the user's that happens to sit there is left alone, and read as unreadable)."""
-    for old in folder.glob("kernels.*.tsv"):
-        with old.open("rb") as file:
-            header = file.read(len(MAGIC))
-        if header == MAGIC.encode():
-            old.unlink()
 
 
 def injection_library() -> Path:

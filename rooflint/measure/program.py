@@ -122,7 +122,7 @@ def timing_pass(command: list[str], filters: Filters, logs: Path | None,
             return traced
     if not filters.nvtx:
         try:
-            return kernel_trace_pass(command, logs, say)
+            return kernel_trace_pass(command, logs / TRACE_LOG if logs else None, say)
         except KernelTraceUnavailable as exc:
             say(f"pass 1: {exc}: timing every launch with Nsight Compute instead")
     return duration_pass(command, filters, logs, say)
