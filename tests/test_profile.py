@@ -427,6 +427,20 @@ def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
         assert "launched from" in lines[start - 2] and "train_step.py:34 forward" in rows[0]
 
 
+@pytest.mark.parametrize("name, columns", [
+    # a C++ program's own kernels, timed by CUPTI's records: no library, no caller known
+    ("h100-profile-llmc-layernorm-forward-3", ("kernel", "share")),
+    ("h100-profile-train-eager", ("kernel", "what", "launched from", "share")),
+])
+def test_the_application_table_shows_only_the_columns_it_has_something_for(name, columns):
+    outcome = rooflint("show", str(REPO / "examples" / "profile" / f"{name}.json"),
+                       env={"COLUMNS": "140"})
+    lines = outcome.stdout.splitlines()
+    header = lines[next(i for i, line in enumerate(lines) if line.startswith("----")) - 1]
+    assert header.split()[:len(" ".join(columns).split())] == " ".join(columns).split()
+    assert "outside PyTorch's operators" not in outcome.stdout or "what" in columns
+
+
 CUDNN = "cudnn_generated_fort_native_sdpa_sm90_flash_{}_wgmma_f16_knob_{}_cga1x1x1_kernel0_0"
 
 

@@ -321,7 +321,7 @@ def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:
 def device_of(first: Pass, profiled: list[dict], driver: str) -> DeviceInfo:
     """The GPU the program ran on: from the attributes ncu prints with each launch of
     pass 2, or of pass 1 when pass 2 stopped before any; from the device properties in
-    PyTorch's profiler trace when ncu printed none."""
+    pass 1's trace (PyTorch's profiler's, or CUPTI's records) when ncu printed none."""
     rows = profiled or ([] if first.timer.traced else parse_rows(first.log))
     return device_from(rows, driver) if rows else device_from_trace(first.trace or {}, driver)
 
