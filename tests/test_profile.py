@@ -68,6 +68,64 @@ def test_choose_covers_the_asked_share(coverage, top, chosen):
     assert picked == kernels[:chosen]
 
 
+def _families(kernels):
+    return [program_kernels.name_key(k.kernel) for k in kernels]
+
+
+def _random_program(rng: random.Random) -> list[program_kernels.KernelTime]:
+    """Kernels of a few functions, each at one to six launch shapes, the most time first."""
+    kernels = [program_kernels.KernelTime(f"void f{function}<float>(int)", f"({grid}, 1, 1)",
+                                          [rng.uniform(1e-6, 1e-3)] * rng.randint(1, 20))
+               for function in range(rng.randint(1, 12)) for grid in range(rng.randint(1, 6))]
+    return sorted(kernels, key=lambda k: k.total_s, reverse=True)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_the_choice_takes_whole_functions_until_they_cover_the_share(seed):
+    """Pass 2 profiles every launch shape of a chosen kernel's function (Nsight Compute
+    selects by name): those siblings are chosen with it, and count towards the coverage;
+    no function is taken once the share is reached."""
+    rng = random.Random(seed)
+    kernels = _random_program(rng)
+    coverage = rng.choice([0.5, 0.8, 0.9, 0.99, 1.0])
+    picked = program_kernels.choose(kernels, coverage)
+    families = set(_families(picked))
+    assert picked == [k for k in kernels if program_kernels.name_key(k.kernel) in families]
+    total = sum(k.total_s for k in kernels)
+    assert sum(k.total_s for k in picked) >= coverage * total * (1 - 1e-12)
+    # in the order of their kernels' time, and the last one was still needed
+    order = list(dict.fromkeys(_families(kernels)))
+    assert order[:len(families)] == [f for f in order if f in families]
+    last = order[len(families) - 1]
+    without_last = sum(k.total_s for k in picked if program_kernels.name_key(k.kernel) != last)
+    assert without_last < coverage * total
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_top_n_takes_the_n_first_kernels_and_their_siblings(seed):
+    rng = random.Random(seed)
+    kernels = _random_program(rng)
+    top = rng.randint(1, len(kernels))
+    picked = program_kernels.choose(kernels, 0.9, top)
+    assert picked[:top] == kernels[:top]
+    assert set(_families(picked)) == set(_families(kernels[:top]))
+
+
+def test_on_a_training_step_every_profiled_launch_shape_is_a_chosen_kernel():
+    """The recorded step (tests/fixtures/trace/step.py, H100), where PyTorch's copy kernels
+    run at six shapes each: choosing kernels one by one had pass 2 profile 38 shapes for
+    26 kernels (90 % of the GPU time); whole functions give 34 kernels for 34 shapes."""
+    from rooflint.formats.trace_events import launches
+    trace = json.loads((Path(__file__).parent / "fixtures" / "trace"
+                        / "h100-step-trace.json").read_text())
+    kernels = program_kernels.kernel_times_from_trace(launches(trace))
+    picked = program_kernels.choose(kernels)
+    assert (len(picked), len(set(_families(picked)))) == (34, 18)
+    copies = [k for k in picked if "direct_copy_kernel_cuda" in k.kernel]
+    assert len(copies) == 6
+    assert sum(k.total_s for k in picked) / sum(k.total_s for k in kernels) >= 0.9
+
+
 def test_pass_two_rows_are_matched_by_identity():
     kernels = program_kernels.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)

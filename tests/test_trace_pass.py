@@ -4,6 +4,8 @@ a Python with no PyTorch says so by its exit status."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 
 import pytest
@@ -66,3 +68,53 @@ def test_ranges_are_found_in_a_parsed_trace():
     trace = {"traceEvents": [{"cat": "user_annotation", "name": "timed"}, {"cat": "kernel"}]}
     assert passes.has_range(trace, "timed") and not passes.has_range(trace, "other")
     assert not passes.has_range(None, "timed")
+
+
+# A stand-in PyTorch whose TorchDynamo says when it was imported; "fail" makes it raise.
+STAND_IN_DYNAMO = '''\
+import os, sys
+if os.environ.get("DYNAMO") == "fail":
+    raise RuntimeError("this TorchDynamo cannot be imported")
+print("dynamo imported", file=sys.stderr)
+'''
+PROGRAM = '''\
+import sys
+print("program:", sys.argv, "torch._dynamo" in sys.modules, sys.path[0], file=sys.stderr)
+sys.exit(7)
+'''
+
+
+@pytest.fixture
+def stand_in_torch(tmp_path):
+    package = tmp_path / "site" / "torch"
+    (package / "_dynamo").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "_dynamo" / "__init__.py").write_text(STAND_IN_DYNAMO)
+    return tmp_path / "site"
+
+
+@pytest.mark.parametrize("dynamo, imported", [("works", True), ("fail", False)])
+def test_pass_two_starts_a_python_program_with_dynamo_imported_first(tmp_path, stand_in_torch,
+                                                                     dynamo, imported):
+    """Pass 2's early-started program gets TorchDynamo before it starts (where it waits for
+    Nsight Compute at its first CUDA call, TorchDynamo's import would be on pass 2's clock),
+    and is otherwise run as ``python train.py ARGS`` runs it: its argv, its folder first on
+    sys.path, its exit status. A TorchDynamo that cannot be imported is the program's own
+    affair."""
+    script = tmp_path / "app" / "train.py"
+    script.parent.mkdir()
+    script.write_text(PROGRAM)
+    command = passes.early_command([sys.executable, str(script), "--steps", "2"])
+    assert command[1:4] == [str(passes.BOOTSTRAP), "--imports-first", "--"]
+    done = subprocess.run(command, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(stand_in_torch), "DYNAMO": dynamo})
+    assert done.returncode == 7, done.stderr
+    said = done.stderr.splitlines()
+    assert said[-1] == (f"program: {[str(script), '--steps', '2']} {imported} "
+                        f"{script.parent}")
+    assert ("dynamo imported" in said) is imported
+
+
+def test_pass_two_starts_other_programs_as_they_are():
+    assert passes.early_command(["./sgemm", "5"]) == ["./sgemm", "5"]
+    assert passes.early_command(["python", "-u", "train.py"]) == ["python", "-u", "train.py"]

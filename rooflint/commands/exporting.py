@@ -22,7 +22,6 @@ from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import RunResult
 from rooflint.output import exports
 from rooflint.commands.guards import guard_outputs
-from rooflint.output.html_report import Document, report_html
 from rooflint.output.outputs import REPORT, TABLES, Kind, Output
 
 STDOUT = Path("-")
@@ -76,12 +75,20 @@ def write_json(document: dict, path: Path) -> None:
         write_text(text + "\n", path)
 
 
+def _page(results: Sequence[RunResult], name: str) -> str:
+    """The report's page. Its module is imported here, not at the top: it draws with
+    matplotlib, whose import is most of the time a profile takes to start (about 0.3 s
+    warm, seconds on a fresh machine), and only --html needs it."""
+    from rooflint.output.html_report import Document, report_html
+    return report_html([Document(name, r) for r in results])
+
+
 def write(wanted: Sequence[Export], results: Sequence[RunResult], name: str) -> list[str]:
     """Each export written (``-``: printed); what was written where, to say so. ``name``
     heads the page: the result document's path, or what made the result."""
     said = []
     for e in wanted:
-        text = (report_html([Document(name, r) for r in results]) if e.format == PAGE
+        text = (_page(results, name) if e.format == PAGE
                 else exports.export(results, e.format))
         if e.path == STDOUT:
             emit(text.rstrip("\n"))

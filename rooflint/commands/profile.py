@@ -55,8 +55,9 @@ from rooflint.formats.trace_events import union_unless_any
 from rooflint.common.units import counted, format_bytes, format_time
 
 ORIGINS_KEPT = 3                 # a kernel's most frequent origins a result keeps
-# What pass 2 costs a profiled launch: rooflint's counter list takes 11 replay passes (H200).
-PASS2_S_PER_LAUNCH = 0.5
+# What pass 2 costs a profiled launch (9 replay passes; the training step's 60 on an H100
+# took 17.6 s more than the same run under ncu profiling nothing).
+PASS2_S_PER_LAUNCH = 0.3
 
 
 def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
@@ -242,8 +243,8 @@ def plan_words(first: Pass, kernels: list[KernelTime], chosen: list[KernelTime],
     covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
     return (f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
             f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
-            f"({covered:.0%} of GPU time), the first launch of each kernel shape, tensor "
-            f"FLOPs in {precisions_words(choice.tensor_precisions)}: about "
+            f"({covered:.0%} of GPU time; every launch shape of their functions, as Nsight "
+            f"Compute selects by name), the first launch of each, tensor FLOPs in {precisions_words(choice.tensor_precisions)}: about "
             f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
 
 

@@ -19,8 +19,8 @@ counts two kernels with the same grid, block, registers and shared memory as one
 configuration: the second then has no counters, and its row says why.)
 
 Pass 2's program is started while pass 1 runs and waits for pass 2 to attach to it, when
-that is sound (early_start.py); else pass 1 is taken again, alone, before an ordinary
-pass 2. Each pass runs through pass_runner.py (progress, failures, the Pass it gives back).
+that is sound (early_start.py), a Python program with TorchDynamo imported first
+(early_command); else pass 1 is taken again, alone, before an ordinary pass 2. Each pass runs through pass_runner.py (progress, failures, the Pass it gives back).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from rooflint.common.units import format_bytes
 from rooflint.measure import ncu
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, kernel_trace_pass
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
+from rooflint.measure.trace_bootstrap import IMPORTS_FIRST
 from rooflint.measure.pass_runner import (Pass, PassProgress, Stopped, Timer, output_of,
                                           program_tail, run_ncu)
 from rooflint.formats.trace_events import LINE_RANGE
@@ -82,7 +83,7 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     pass 2's program started early when that is sound (see early_start.py). A
     pass 2 that fails or is interrupted is a Pass that says why (see _second): what pass 1
     measured is kept."""
-    with started_early(command) as waiting:
+    with started_early(early_command(command)) as waiting:
         first = timing_pass(command, filters, logs, say)
         if alone(waiting, first):
             choice = plan(first)
@@ -167,6 +168,15 @@ def is_python(command: list[str]) -> bool:
 
 
 BOOTSTRAP = Path(__file__).with_name("trace_bootstrap.py")
+
+
+def early_command(command: list[str]) -> list[str]:
+    """Pass 2's early-started command: a Python program started through the bootstrap, which
+    imports TorchDynamo first, while pass 1 runs, where the program would import it on
+    pass 2's clock (trace_bootstrap._imports_first); any other program as it is."""
+    if is_python(command):
+        return [command[0], str(BOOTSTRAP), IMPORTS_FIRST, "--", *command[1:]]
+    return command
 NO_PROFILER = 3                    # trace_bootstrap's status when torch cannot be imported
 
 
