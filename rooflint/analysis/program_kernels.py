@@ -12,6 +12,7 @@ runs a program or a GPU (commands/profile.py does, through measure/program.py).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter as Tally
@@ -189,13 +190,15 @@ _DEMANGLER_WORDS = {"const", "volatile", "void", "unsigned", "signed", "struct",
                     "instance", "anonymous", "namespace", "unnamed"}
 
 
+@functools.cache
 def name_key(name: str) -> str:
     """A demangled kernel name reduced to what any demangler writes alike, so that pass 1's
     names (PyTorch's profiler, from the C++ runtime's demangler) and pass 2's (Nsight
     Compute's own) meet: the parameter list, namespaces, integer suffixes (``32u``), casts
     of enum constants (``(NormType)1``) and the words in _DEMANGLER_WORDS are dropped,
     ``false``/``true`` read as 0/1; what is left are the function's and its template
-    arguments' own names and numbers, in order."""
+    arguments' own names and numbers, in order. Cached: a trace asks it of every launch
+    (thousands), under a few dozen names of up to a thousand characters."""
     head = _without_parameters(name)
     head = re.sub(r"\((?:[A-Za-z_][\w:]*)\)(?=-?\d)", "", head)         # (NormType)1 -> 1
     words = re.findall(r"[A-Za-z_]\w*(?:::)?|\d+", head)

@@ -223,8 +223,9 @@ def profile(
                                         "rooflint profile -- python train.py --steps 20",
                                         metavar="PROGRAM"),
     top: Optional[int] = typer.Option(None, min=1, help="Profile the N kernels with the most "
-                                      "GPU time (default: those covering --coverage).",
-                                      metavar="N"),
+                                      "GPU time, each with its function's other launch "
+                                      "shapes, which ncu profiles with it (default: those "
+                                      "covering --coverage).", metavar="N"),
     coverage: float = typer.Option(0.90, min=0.01, max=1.0, help="Profile the kernels that "
                                    "together take this fraction of the GPU time.",
                                    metavar="FRACTION"),

@@ -202,11 +202,14 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
             timed[id(first)] = timed_kernels(first, filters)
         return timed[id(first)]
 
+    planned: list[Choice] = []                                   # the last is pass 2's
+
     def plan(first: Pass) -> Choice:
         """The kernels pass 2 profiles, said before it starts."""
         kernels, tuning = kernels_of(first)
         chosen = choose(kernels, options.coverage, options.top)
         choice = pass2_choice(chosen, kernels)
+        planned.append(choice)
         say(plan_words(first, kernels, chosen, choice))
         if tuning.launches:
             say(autotuning_words(tuning))
@@ -221,7 +224,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     profiled = parse_rows(second.log)
     counters = counters_by_identity(chosen, profiled, kernels)
     stopped = second.stopped
-    choice = pass2_choice(chosen, kernels)
+    choice = planned[-1]
     missing = {k.identity: f"no counters: {stopped.why}" if stopped
                else why_no_counters(k, profiled) for k in chosen if k.identity not in counters}
     device = device_of(first, profiled, passes.driver_version())
