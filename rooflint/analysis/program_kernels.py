@@ -420,9 +420,9 @@ def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
     if top is not None:
         families = {name_key(k.kernel) for k in kernels[:top]}
     else:
-        families, covered = set(), 0.0
+        families, covered, total = set(), 0.0, sum(family_s.values())
         for family in dict.fromkeys(name_key(k.kernel) for k in kernels):
-            if covered >= coverage * sum(family_s.values()):
+            if covered >= coverage * total:
                 break
             families.add(family)
             covered += family_s[family]

@@ -247,7 +247,8 @@ def plan_words(first: Pass, kernels: list[KernelTime], chosen: list[KernelTime],
     return (f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
             f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
             f"({covered:.0%} of GPU time; every launch shape of their functions, as Nsight "
-            f"Compute selects by name), the first launch of each, tensor FLOPs in {precisions_words(choice.tensor_precisions)}: about "
+            f"Compute selects by name), the first launch of each, tensor FLOPs in "
+            f"{precisions_words(choice.tensor_precisions)}: about "
             f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
 
 

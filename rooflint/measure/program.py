@@ -20,7 +20,8 @@ configuration: the second then has no counters, and its row says why.)
 
 Pass 2's program is started while pass 1 runs and waits for pass 2 to attach to it, when
 that is sound (early_start.py), a Python program with TorchDynamo imported first
-(early_command); else pass 1 is taken again, alone, before an ordinary pass 2. Each pass runs through pass_runner.py (progress, failures, the Pass it gives back).
+(early_command); else pass 1 is taken again, alone, before an ordinary pass 2. Each pass
+runs through pass_runner.py (progress, failures, the Pass it gives back).
 """
 
 from __future__ import annotations
@@ -177,6 +178,8 @@ def early_command(command: list[str]) -> list[str]:
     if is_python(command):
         return [command[0], str(BOOTSTRAP), IMPORTS_FIRST, "--", *command[1:]]
     return command
+
+
 NO_PROFILER = 3                    # trace_bootstrap's status when torch cannot be imported
 
 

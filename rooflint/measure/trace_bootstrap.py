@@ -55,7 +55,7 @@ from contextlib import contextmanager
 
 NO_PROFILER = 3
 # The first argument that starts the program for pass 2: no profiler, TorchDynamo imported
-# first (measure/program.py passes it under the same name).
+# first (measure/program.py imports the name).
 IMPORTS_FIRST = "--imports-first"
 # The trace's top-level key for the most device memory PyTorch's allocator held
 # (formats/trace_events.py reads it under the same name).
