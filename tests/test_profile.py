@@ -55,6 +55,18 @@ def test_a_kernel_at_two_grids_gets_two_names():
     assert set(program_kernels.unique_names(kernels).values()) == {"k@4", "k@32"}
 
 
+def test_a_kernel_at_one_grid_with_several_block_sizes_is_named_by_its_block():
+    """llm.c's softmax_forward sweeps block sizes at one grid: its kernels had read
+    ``softmax_forward_kernel7@8192``, ``#2``, ``#3``."""
+    kernels = [program_kernels.KernelTime("void k<float>(int)", "(8192, 1, 1)", [1e-6],
+                                          block=f"({threads}, 1, 1)")
+               for threads in (128, 256, 512)]
+    kernels.append(program_kernels.KernelTime("void k<float>(int)", "(64, 1, 1)", [1e-6],
+                                              block="(256, 1, 1)"))
+    assert set(program_kernels.unique_names(kernels).values()) == {
+        "k@8192x128", "k@8192x256", "k@8192x512", "k@64"}
+
+
 @pytest.mark.parametrize("coverage, top, chosen", [
     (0.90, None, 3),     # GEMMs 79 %, GELU 7 %, SDPA 6 % -> 92 %
     (0.50, None, 1),

@@ -178,6 +178,11 @@ class KernelTime:
     def blocks(self) -> int:
         return math.prod(int(n) for n in re.findall(r"\d+", self.grid)) if self.grid else 0
 
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        return math.prod(int(n) for n in re.findall(r"\d+", self.block)) if self.block else 0
+
 
 # What a launch is, whichever run of the program it came from: its name's key (see
 # name_key), the grid and the block. Pass 2's launches are matched to pass 1's kernels by
@@ -477,13 +482,18 @@ def short_name(kernel: str) -> str:
 
 def unique_names(kernels: list[KernelTime]) -> dict[Identity, str]:
     """Identity -> a short name no other of the program's kernels shares: the grid's
-    block count added where one kernel runs at several grids (``nvjet_..._TNT@1536``), then
-    #2, #3 for whatever still collides."""
+    block count added where one kernel runs at several grids (``nvjet_..._TNT@1536``), and
+    the threads per block where it runs at one block count with several block sizes
+    (``softmax_forward_kernel7@8192x256``, a sweep of block sizes), then #2, #3 for
+    whatever still collides."""
     grids = Tally(k.kernel for k in kernels)
+    block_sizes = Tally((k.kernel, k.blocks) for k in kernels)
     names: dict[Identity, str] = {}
     seen: Tally = Tally()
     for k in kernels:
         name = short_name(k.kernel) + (f"@{k.blocks}" if grids[k.kernel] > 1 else "")
+        if block_sizes[k.kernel, k.blocks] > 1:
+            name += f"x{k.threads}"
         seen[name] += 1
         names[k.identity] = name if seen[name] == 1 else f"{name}#{seen[name]}"
     return names
