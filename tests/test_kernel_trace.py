@@ -139,14 +139,16 @@ def _fake_nvcc(tmp_path: Path, script: str) -> Path:
 
 
 def test_a_failed_build_names_nvccs_error_and_caches_nothing(tmp_path, monkeypatch):
-    nvcc = _fake_nvcc(tmp_path, 'echo "x.cpp(3): error: identifier KERNEL_RECORD" >&2; exit 1\n')
+    # it writes the library half-way (-o's argument) before failing
+    nvcc = _fake_nvcc(tmp_path, 'for a; do out=$a; done; echo partial > "$out"\n'
+                                'echo "x.cpp(3): error: identifier KERNEL_RECORD" >&2; exit 1\n')
     monkeypatch.setattr(kernel_trace, "find_nvcc", lambda: nvcc)
     monkeypatch.setattr(kernel_trace, "toolkit_roots", lambda: [tmp_path / "cuda"])
     monkeypatch.setenv("ROOFLINT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("CUDA_INJECTION64_PATH", raising=False)
     with pytest.raises(KernelTraceUnavailable, match="error: identifier KERNEL_RECORD"):
         kernel_trace.injection_library()
-    assert not list((tmp_path / "cache").rglob(kernel_trace.LIBRARY))
+    assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]   # no half library
 
 
 def test_the_recorder_is_built_once_per_toolkit_with_its_kernel_record(tmp_path, monkeypatch):
@@ -228,6 +230,8 @@ def test_a_failing_program_or_one_that_never_loaded_the_recorder_says_so(tmp_pat
     monkeypatch.setattr(kernel_trace, "injection_library", lambda: tmp_path / "lib.so")
     with pytest.raises(RooflintError, match="the command failed \\(exit 3\\)"):
         kernel_trace.kernel_trace_pass(_program(HEADER, exit_code=3), None, print)
+    with pytest.raises(RooflintError, match="cannot start sgemm: No such file"):
+        kernel_trace.kernel_trace_pass([str(tmp_path / "sgemm")], None, print)
     with pytest.raises(KernelTraceUnavailable, match="no process of the program loaded"):
         kernel_trace.kernel_trace_pass(_program(""), None, print)
     with pytest.raises(KernelTraceUnavailable, match="unreadable"):

@@ -23,11 +23,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from rooflint.common.errors import RooflintError
 from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
 from rooflint.formats.kernel_records import UnreadableRecords, read_records
-from rooflint.measure.pass_runner import Pass, PassProgress, Timer, output_of, program_tail
+from rooflint.measure.pass_runner import Pass, PassProgress, Timer, command_failed, output_of
 
 SOURCE = Path(__file__).with_name("kernel_trace_injection.cpp")
 LIBRARY = "librooflint_kernel_trace.so"
@@ -50,15 +49,11 @@ def kernel_trace_pass(command: list[str], trace_log: Path | None,
     library = injection_library()
     with tempfile.TemporaryDirectory(prefix="rooflint-kernels-") as scratch:
         began = time.perf_counter()
-        try:
-            done = output_of(command, PassProgress("pass 1", say),
-                             {INJECTION: str(library), RECORDS_FOLDER: scratch})
-        except OSError as exc:
-            raise RooflintError(f"cannot start {command[0]}: {exc.strerror or exc}") from None
+        done = output_of(command, PassProgress("pass 1", say),
+                         {INJECTION: str(library), RECORDS_FOLDER: scratch})
         wall = time.perf_counter() - began
         if done.returncode != 0:
-            raise RooflintError(f"the command failed (exit {done.returncode}): "
-                                f"{program_tail(done.stdout + done.stderr, '')}")
+            raise command_failed(done)
         texts = [path.read_text(errors="replace") for path in sorted(Path(scratch).glob("*.tsv"))]
     if not texts:
         raise KernelTraceUnavailable("no process of the program loaded CUPTI's recorder")
@@ -136,8 +131,10 @@ def _build(nvcc: Path, include: Path, lib: Path, record: str, built: Path) -> No
     try:
         done = subprocess.run(args, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
+        partial.unlink(missing_ok=True)
         raise KernelTraceUnavailable(f"nvcc could not build CUPTI's recorder: {exc}") from None
     if done.returncode != 0:
+        partial.unlink(missing_ok=True)
         first = next((line for line in done.stderr.splitlines() if "error" in line),
                      done.stderr.strip()[:200])
         raise KernelTraceUnavailable(f"nvcc could not build CUPTI's recorder: {first}")

@@ -125,16 +125,28 @@ def output_of(args: list[str], progress: PassProgress,
               environment: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """subprocess.run(args, capture_output=True, text=True), saying how long a long pass
     has run (communicate loses no output across its timeouts); the process is killed when
-    rooflint is interrupted while it runs. ``environment`` is added to the program's."""
-    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          errors="replace",
-                          env={**program_environment(), **(environment or {})}) as process:
+    rooflint is interrupted while it runs. ``environment`` is added to the program's. One
+    that cannot be started (missing, not executable) is a RooflintError naming it."""
+    try:
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, errors="replace",
+                                   env={**program_environment(), **(environment or {})})
+    except OSError as exc:
+        raise RooflintError(f"cannot start {Path(args[0]).name}: {exc.strerror or exc}") \
+            from None
+    with process:
         try:
             stdout, stderr = progress.wait(lambda seconds: process.communicate(timeout=seconds))
         except BaseException:
             process.kill()
             raise
     return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+
+
+def command_failed(done: subprocess.CompletedProcess) -> RooflintError:
+    """The program's non-zero exit, in its own last words."""
+    return RooflintError(f"the command failed (exit {done.returncode}): "
+                         f"{program_tail(done.stdout + done.stderr, '')}")
 
 
 def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
@@ -146,11 +158,8 @@ def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
     with tempfile.TemporaryDirectory(prefix="rooflint-profile-") as scratch:
         log = (logs or Path(scratch)) / name
         began = time.perf_counter()
-        try:
-            done = output_of([ncu_executable(), *args, "--log-file", str(log), *command],
-                             progress)
-        except OSError as exc:
-            raise RooflintError(f"cannot start ncu: {exc.strerror or exc}") from None
+        done = output_of([ncu_executable(), *args, "--log-file", str(log), *command],
+                         progress)
         if program is not None:
             done.returncode = done.returncode or progress.wait(
                 lambda seconds: program.wait(timeout=seconds))

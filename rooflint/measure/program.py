@@ -40,8 +40,8 @@ from rooflint.measure import ncu
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, kernel_trace_pass
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
 from rooflint.measure.trace_bootstrap import IMPORTS_FIRST
-from rooflint.measure.pass_runner import (Pass, PassProgress, Stopped, Timer, output_of,
-                                          program_tail, run_ncu)
+from rooflint.measure.pass_runner import (Pass, PassProgress, Stopped, Timer,
+                                          command_failed, output_of, run_ncu)
 from rooflint.formats.trace_events import LINE_RANGE
 
 NAME_BASE = ("--kernel-name-base", "demangled")
@@ -190,17 +190,13 @@ def trace_pass(command: list[str], logs: Path | None,
     with tempfile.TemporaryDirectory(prefix="rooflint-trace-") as scratch:
         trace = (logs or Path(scratch)) / TRACE_LOG
         began = time.perf_counter()
-        try:
-            done = output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, "--",
-                              *command[1:]], PassProgress("pass 1", say))
-        except OSError as exc:
-            raise RooflintError(f"cannot start {command[0]}: {exc.strerror or exc}") from None
+        done = output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, "--",
+                          *command[1:]], PassProgress("pass 1", say))
         wall = time.perf_counter() - began
         if done.returncode == NO_PROFILER and not trace.exists():
             return None
         if done.returncode != 0:
-            raise RooflintError(f"the command failed (exit {done.returncode}): "
-                                f"{program_tail(done.stdout + done.stderr, '')}")
+            raise command_failed(done)
         document = _read_trace(trace)
     kernels = any(isinstance(e, dict) and e.get("cat") == "kernel"
                   for e in document.get("traceEvents", []))
