@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # benchmarks/profile.sh TAG [PART...], from the checkout: calibrate, then profile the
-# training step (eager and compiled: PART "train", with ncu --set full on the same kernels
-# as pass 2, one launch of each launch shape, and every kernel's mangled name), the transformer block (eager and compiled:
+# training step (eager and compiled: PART "train", eager three times, with ncu --set full on
+# the same kernels as pass 2, one launch of each launch shape, and every kernel's mangled name), the transformer block (eager and compiled:
 # "block") and the Triton (its softmax; a matmul tuned by @triton.autotune, whole) and CuPy
 # programs ("others"); each plain program is timed beside
 # its profile. No PART: all three, about 9 minutes on an H100, more than one device call
@@ -24,6 +24,22 @@ profile() {   # NAME ARGS...: the plain program, then rooflint profile of it
   timed profile-$name python3 -m rooflint profile --nvtx timed --json $out/$tag-profile-$name.json -- "$@" > $out/$tag-profile-$name.txt 2>&1
   head -4 $out/$tag-profile-$name.txt
 }
+pairs() {   # N NAME ARGS...: as profile, N times, plain and profile alternately (the first
+  # profile's files are the ones kept), then the median of each and their ratio: a plain run
+  # of the training step varies by a few seconds from one run to the next (9.3-12.2 s, H200)
+  local n=$1 name=$2; shift 2
+  profile $name "$@"
+  for i in $(seq 2 $n); do
+    timed plain-$name "$@" > /dev/null 2>&1
+    timed profile-$name python3 -m rooflint profile --nvtx timed --json $out/logs/$tag-profile-$name-$i.json -- "$@" > $out/logs/$tag-profile-$name-$i.txt 2>&1
+  done
+  python3 -c "
+import statistics, sys
+n, name, log = int(sys.argv[1]), sys.argv[2], open(sys.argv[3]).read().splitlines()
+times = lambda kind: [float(line.split()[2]) for line in log if line.startswith(f'TIME {kind}-{name} ')][-n:]
+plain, profile = statistics.median(times('plain')), statistics.median(times('profile'))
+print(f'MEDIAN {name} of {n} pairs: plain {plain:.2f} s, profile {profile:.2f} s ({profile / plain:.2f}x)')" $n $name $out/times.log | tee -a $out/times.log
+}
 whole() {    # NAME ARGS...: as profile, for a program with no NVTX range, after an untimed run
   local name=$1; shift
   "$@" > /dev/null 2>&1   # untimed: warms the page cache
@@ -33,7 +49,7 @@ whole() {    # NAME ARGS...: as profile, for a program with no NVTX range, after
 }
 train() {
 python3 examples/apps/train_step.py --steps 1 > /dev/null 2>&1   # untimed: the plain run is timed with a warm page cache, as the profile's passes run
-profile train-eager python3 examples/apps/train_step.py
+pairs 3 train-eager python3 examples/apps/train_step.py
 mapfile -t selection < <(python3 -c "import json; print('\n'.join(json.load(open('$out/$tag-profile-train-eager.json'))['settings']['pass2_selection']))")
 timed full-set-train-eager ncu --clock-control none --set full "${selection[@]}" --log-file $out/logs/full-set.txt python3 examples/apps/train_step.py > /dev/null 2>&1
 grep -c "Section: Launch Statistics" $out/logs/full-set.txt | sed 's/^/full-set launches: /'

@@ -1,72 +1,117 @@
-"""What each group of rooflint's counters costs in Nsight Compute's replay passes.
+"""What rooflint's counter list costs in Nsight Compute's replay passes, and what leaving
+part of it out would save.
 
-``python3 benchmarks/replay_passes.py -- python3 examples/apps/train_step.py``: the program
-runs once per metric group under ncu, as `rooflint profile`'s pass 2 runs it (one launch of
-each launch configuration of a few kernel functions), with ncu's own count of the replay
-passes each profiled launch took (``profiler__replayer_passes``) beside the group's metrics,
-and prints, per group, the passes a launch took and the wall time of the run. A group whose
-passes are few but whose wall time is long costs in its collection (SASS patching), not in
-its replays. The groups are the counter list's own parts (measure/ncu.py), so what the
-counter pass would save by dropping or splitting one is read off, not guessed.
+``python3 benchmarks/replay_passes.py OUT.json [-- PROGRAM ARGS...]``: the program (by
+default PROBE, a CuPy element-wise kernel and an fp16 GEMM: how many passes a list takes is
+the list's, whichever kernel it reads) runs under ncu once per case, one launch of each
+launch configuration profiled, and ncu's own count of the replay passes each launch took
+(``profiler__replayer_passes``) is kept for:
+
+- the list a profile of bf16 operators reads (measure/ncu.metrics_for), and in reverse order;
+- each of its groups alone (GROUPS: the parts measure/ncu.py builds it from);
+- the list less each group, and less each pair of the groups that take most passes alone;
+- the L1TEX unit's counters alone (the unit whose counters fill most passes).
+
+ncu packs counters into passes by unit, so what dropping a group would save is read off
+here, not guessed from its size: on an H200 (2026-11-26) the list takes 9 passes, its
+L1TEX counters alone 8, and no one group left out brings it below 8.
+Prints a line per case and writes them all, with the GPU and ncu's version, to OUT.json.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from rooflint.analysis.causes import STALL_REASONS
 from rooflint.measure import ncu
 
 PASSES = "profiler__replayer_passes"
-# A few functions of a PyTorch training step: a cuBLAS GEMM, cuDNN attention, a
-# normalisation, element-wise kernels.
-FUNCTIONS = ("nvjet_sm90", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop",
-             "vectorized_layer_norm_kernel", "vectorized_elementwise_kernel", "reduce_kernel")
+PROBE = """
+import cupy as cp
+x = cp.ones(1 << 24, dtype=cp.float32)
+y = x * 2.0 + 1.0
+a = cp.ones((2048, 2048), dtype=cp.float16)
+c = a @ a
+cp.cuda.runtime.deviceSynchronize()
+"""
+# The counter list's parts, as measure/ncu.py names them.
+GROUPS: dict[str, list[str]] = {
+    "bytes": [ncu.DRAM_READ, ncu.DRAM_WRITE, ncu.L2_BYTES, ncu.L1_BYTES, *ncu.LOCAL_BYTES],
+    "SASS FLOPs": [ncu._sass(op) for ops in ncu.SASS_FLOPS.values() for op in ops],
+    "stalls": [ncu._stall(reason) for reason in STALL_REASONS],
+    "L1 stages": list(ncu.L1_STAGES),
+    "shared memory": [ncu.SHARED_LOADS, ncu.SHARED_WAVEFRONTS, *ncu.BANK_CONFLICTS],
+    "access patterns": [ncu.SHARED_STORES, ncu.SHARED_STORE_WAVEFRONTS,
+                        *ncu.GLOBAL_SECTORS.values(), *ncu.GLOBAL_REQUESTS.values()],
+    "occupancy and issue": [ncu.OCCUPANCY, ncu.XU_PIPE, ncu.TENSOR_PIPE, ncu.ISSUE_ACTIVE,
+                            ncu.INSTRUCTIONS],
+    "launch": [ncu.WAVES, ncu.REGISTERS, ncu.GRID_SIZE, ncu.BLOCK_SIZE,
+               ncu.THEORETICAL_OCCUPANCY, *ncu.OCCUPANCY_LIMITS.values()],
+    "tensor bf16": [ncu.TENSOR_FLOPS["bf16-tensor"], *ncu.TENSOR_INSTRUCTIONS],
+}
+WHOLE = [m for m in ncu.metrics_for({"bf16-tensor"}) if m != ncu.DURATION]
+HEAVIEST = 4          # groups whose pairs are left out together
 
 
-def groups() -> dict[str, list[str]]:
-    """rooflint's counter list cut along its parts."""
-    base = ncu.BASE_METRICS
-    sass = [m for m in base if "sass_thread_inst" in m]
-    stalls = [m for m in base if "issue_stalled" in m]
-    tensor = list(ncu.TENSOR_FLOPS.values())
-    return {"duration only": [ncu.DURATION],
-            "bytes": [ncu.DURATION, ncu.DRAM_READ, ncu.DRAM_WRITE, ncu.L2_BYTES, ncu.L1_BYTES,
-                      *ncu.LOCAL_BYTES],
-            "SASS FLOPs": [ncu.DURATION, *sass],
-            "stalls": [ncu.DURATION, *stalls],
-            **{f"tensor {p}": [ncu.DURATION, m] for p, m in ncu.TENSOR_FLOPS.items()},
-            "tensor, all precisions": [ncu.DURATION, *tensor],
-            "base (no tensor FLOPs)": base,
-            "rooflint's profile list": ncu.METRICS}
-
-
-def measure(command: list[str], metrics: list[str]) -> tuple[float, list[float]]:
-    """The program under ncu with ``metrics``: wall seconds, passes of each profiled launch."""
-    pattern = "|".join(FUNCTIONS)
+def passes(command: list[str], metrics: list[str]) -> tuple[float, float]:
+    """The most replay passes a profiled launch took under ``metrics``, and the run's wall
+    seconds."""
     with tempfile.TemporaryDirectory() as scratch:
         log = Path(scratch) / "log.csv"
         began = time.perf_counter()
-        subprocess.run([ncu.ncu_path(), *ncu.BASE_OPTIONS, "--kernel-name-base", "demangled",
-                        "--cache-control", "all", "--metrics", ",".join([*metrics, PASSES]),
+        subprocess.run([ncu.ncu_path(), *ncu.BASE_OPTIONS, "--cache-control", "all",
                         "--filter-mode", "per-launch-config", "--launch-count", "1",
-                        "-k", f"regex:(^|[\\s:])({pattern})", "--log-file", str(log),
-                        *command], capture_output=True, check=False)
-        elapsed = time.perf_counter() - began
+                        "--metrics", ",".join([ncu.DURATION, *metrics, PASSES]),
+                        "--log-file", str(log), *command], capture_output=True, check=False)
+        wall = time.perf_counter() - began
         rows = ncu.parse_rows(log.read_text()) if log.exists() else []
-    return elapsed, [float(row.get(PASSES) or 0.0) for row in rows]
+    return max((float(row.get(PASSES) or 0.0) for row in rows), default=0.0), wall
 
 
-def main(command: list[str]) -> None:
-    for name, metrics in groups().items():
-        elapsed, passes = measure(command, metrics)
-        shown = f"{min(passes):.0f}-{max(passes):.0f}" if passes else "-"
-        print(f"{name:28} {len(metrics):3} metrics  {len(passes):3} launches  "
-              f"{shown:>5} passes a launch  {elapsed:6.1f} s", flush=True)
+def less(*names: str) -> list[str]:
+    left_out = {m for name in names for m in GROUPS[name]}
+    return [m for m in WHOLE if m not in left_out]
+
+
+def main(out: Path, command: list[str]) -> None:
+    grouped = {m for metrics in GROUPS.values() for m in metrics}
+    if grouped != set(WHOLE):
+        sys.exit(f"replay_passes.py: GROUPS misses {sorted(set(WHOLE) - grouped)} or names "
+                 f"{sorted(grouped - set(WHOLE))} that the list does not read")
+    cases: list[dict] = []
+
+    def case(name: str, metrics: list[str]) -> float:
+        count, wall = passes(command, metrics)
+        cases.append({"case": name, "metrics": len(metrics), "passes": count, "wall_s": wall})
+        print(f"{name:44} {len(metrics):3} metrics  {count:3.0f} passes  {wall:5.1f} s",
+              flush=True)
+        return count
+
+    case("the list", WHOLE)
+    case("the list, reversed", WHOLE[::-1])
+    alone = {name: case(f"{name} alone", metrics) for name, metrics in GROUPS.items()}
+    for name in GROUPS:
+        case(f"less {name}", less(name))
+    heaviest = sorted(alone, key=alone.get, reverse=True)[:HEAVIEST]
+    for pair in itertools.combinations(heaviest, 2):
+        case(f"less {pair[0]} and {pair[1]}", less(*pair))
+    case("L1TEX counters alone", [m for m in WHOLE if m.startswith("l1tex__")])
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip().splitlines()
+    out.write_text(json.dumps({"gpu": gpu[0] if gpu else None, "ncu_version": ncu.version(),
+                               "program": command, "cases": cases}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    main(sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else sys.argv[1:])
+    arguments = sys.argv[1:]
+    if not arguments or arguments[0] == "--":
+        sys.exit("usage: python3 benchmarks/replay_passes.py OUT.json [-- PROGRAM ARGS...]")
+    program = arguments[arguments.index("--") + 1:] if "--" in arguments else \
+        [sys.executable, "-c", PROBE]
+    main(Path(arguments[0]), program)

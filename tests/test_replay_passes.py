@@ -1,0 +1,38 @@
+"""benchmarks/replay_passes.py without a GPU: its groups are the counter list's parts, and
+the committed results measured every group the script now has."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+import replay_passes  # noqa: E402
+
+
+def test_every_counter_of_the_list_is_in_exactly_one_group():
+    """A counter added to measure/ncu.py without a group here would go unmeasured."""
+    grouped = Counter(m for metrics in replay_passes.GROUPS.values() for m in metrics)
+    assert set(grouped) == set(replay_passes.WHOLE)
+    assert max(grouped.values()) == 1
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_committed_results_hold_every_case_the_groups_make(gpu):
+    result = json.loads((REPO / "benchmarks" / "results" / gpu / "replay-passes.json")
+                        .read_text())
+    assert gpu.upper() in result["gpu"]
+    passes = {case["case"]: case["passes"] for case in result["cases"]}
+    for group in replay_passes.GROUPS:
+        assert f"{group} alone" in passes and f"less {group}" in passes
+        assert passes[f"less {group}"] <= passes["the list"]
+    pairs = [c for c in passes if c.startswith("less ")
+             and c.removeprefix("less ") not in replay_passes.GROUPS]
+    assert len(pairs) == replay_passes.HEAVIEST * (replay_passes.HEAVIEST - 1) // 2
+    assert all(passes[pair] <= passes["the list"] for pair in pairs)
+    assert passes["the list"] == passes["the list, reversed"] == 9
