@@ -4,9 +4,11 @@ a Python with no PyTorch says so by its exit status."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,49 +72,121 @@ def test_ranges_are_found_in_a_parsed_trace():
     assert not passes.has_range(None, "timed")
 
 
-# A stand-in PyTorch whose TorchDynamo says when it was imported; "fail" makes it raise.
-STAND_IN_DYNAMO = '''\
+# A stand-in PyTorch: what its import and its TorchDynamo's saw of the environment's
+# SETTING, a profiler that writes that into its trace; DYNAMO=fail makes TorchDynamo raise.
+STAND_IN = {
+    "__init__.py": "import os\nSEEN = os.environ.get('SETTING')\n"
+                   "from . import cuda, overrides, profiler\n",
+    "cuda/__init__.py": "from . import nvtx\ndef is_initialized():\n    return False\n",
+    "cuda/nvtx.py": "def range_push(message):\n    return 0\ndef range_pop():\n    return 0\n",
+    "overrides.py": "class TorchFunctionMode:\n    def __enter__(self):\n        return self\n"
+                    "    def __exit__(self, *exc):\n        pass\n",
+    "profiler.py": """\
+import contextlib, json
+class ProfilerActivity:
+    CPU, CUDA = "cpu", "cuda"
+@contextlib.contextmanager
+def record_function(name):
+    yield
+class profile:
+    def __init__(self, activities, record_shapes):
+        pass
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        pass
+    def export_chrome_trace(self, path):
+        import torch
+        json.dump({"traceEvents": [], "torch saw": torch.SEEN}, open(path, "w"))
+""",
+    "_dynamo/__init__.py": """\
 import os, sys
 if os.environ.get("DYNAMO") == "fail":
     raise RuntimeError("this TorchDynamo cannot be imported")
-print("dynamo imported", file=sys.stderr)
-'''
+print("dynamo imported, SETTING", os.environ.get("SETTING"), file=sys.stderr)
+""",
+}
+# A program that sets SETTING in its own code before it imports torch (IMPORTS: whether it
+# does), as a program sets TORCH_LOGS or TORCHINDUCTOR_... before `import torch`.
 PROGRAM = '''\
-import sys
+import os, sys
+os.environ["SETTING"] = "the program's"
+if os.environ.get("IMPORTS") == "torch":
+    import torch
 print("program:", sys.argv, "torch._dynamo" in sys.modules, sys.path[0], file=sys.stderr)
-sys.exit(7)
+sys.exit(7 if os.environ.get("IMPORTS") == "torch" else 0)
 '''
 
 
 @pytest.fixture
 def stand_in_torch(tmp_path):
-    package = tmp_path / "site" / "torch"
-    (package / "_dynamo").mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "_dynamo" / "__init__.py").write_text(STAND_IN_DYNAMO)
+    for name, text in STAND_IN.items():
+        path = tmp_path / "site" / "torch" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     return tmp_path / "site"
 
 
-@pytest.mark.parametrize("dynamo, imported", [("works", True), ("fail", False)])
-def test_pass_two_starts_a_python_program_with_dynamo_imported_first(tmp_path, stand_in_torch,
-                                                                     dynamo, imported):
-    """Pass 2's early-started program gets TorchDynamo before it starts (where it waits for
-    Nsight Compute at its first CUDA call, TorchDynamo's import would be on pass 2's clock),
-    and is otherwise run as ``python train.py ARGS`` runs it: its argv, its folder first on
-    sys.path, its exit status. A TorchDynamo that cannot be imported is the program's own
-    affair."""
+def _program(tmp_path) -> Path:
     script = tmp_path / "app" / "train.py"
     script.parent.mkdir()
     script.write_text(PROGRAM)
+    return script
+
+
+@pytest.mark.parametrize("dynamo, imported", [("works", True), ("fail", False)])
+def test_pass_two_imports_dynamo_with_the_programs_torch(tmp_path, stand_in_torch, dynamo,
+                                                         imported):
+    """Pass 2's early-started program gets TorchDynamo with its own ``import torch`` (where
+    it waits for Nsight Compute at its first CUDA call, TorchDynamo's import would be on pass
+    2's clock), after what the program set in its environment, and is otherwise run as
+    ``python train.py ARGS`` runs it: its argv, its folder first on sys.path, its exit
+    status. A TorchDynamo that cannot be imported is the program's own affair."""
+    script = _program(tmp_path)
     command = passes.early_command([sys.executable, str(script), "--steps", "2"])
     assert command[1:4] == [str(passes.BOOTSTRAP), "--imports-first", "--"]
     done = subprocess.run(command, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(stand_in_torch), "DYNAMO": dynamo})
+                          env={**os.environ, "PYTHONPATH": str(stand_in_torch),
+                               "DYNAMO": dynamo, "IMPORTS": "torch"})
     assert done.returncode == 7, done.stderr
     said = done.stderr.splitlines()
     assert said[-1] == (f"program: {[str(script), '--steps', '2']} {imported} "
                         f"{script.parent}")
-    assert ("dynamo imported" in said) is imported
+    assert ("dynamo imported, SETTING the program's" in said) is imported
+
+
+def test_pass_two_imports_no_dynamo_for_a_program_without_torch(tmp_path, stand_in_torch):
+    done = subprocess.run(passes.early_command([sys.executable, str(_program(tmp_path))]),
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(stand_in_torch), "IMPORTS": ""})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1].startswith("program:") and " False " in done.stderr
+
+
+def test_pass_one_starts_the_profiler_with_the_programs_torch(tmp_path, stand_in_torch,
+                                                             monkeypatch):
+    """The profiler starts at the program's own ``import torch``, so PyTorch sees what the
+    program set before it (pass 1 had imported torch before the program's first line), and
+    the program's exit status is its own."""
+    monkeypatch.setenv("PYTHONPATH", str(stand_in_torch))
+    monkeypatch.setenv("IMPORTS", "torch")
+    script = _program(tmp_path)
+    with pytest.raises(passes.RooflintError, match="exit 7"):
+        passes.trace_pass([sys.executable, str(script)], tmp_path, print)
+    assert json.loads((tmp_path / passes.TRACE_LOG).read_text())["torch saw"] == \
+        "the program's"
+
+
+def test_a_program_that_imports_no_cuda_library_is_not_traced_and_says_so(
+        tmp_path, stand_in_torch, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(stand_in_torch))
+    monkeypatch.setenv("IMPORTS", "")
+    command = [sys.executable, str(_program(tmp_path))]
+    with pytest.raises(passes.UnreadableTrace, match="traced nothing .*torch, cupy, jax"):
+        passes.trace_pass(command, tmp_path, print)
+    said = []
+    assert passes._torch_trace(command, passes.Filters(), None, said.append) is None
+    assert "timing every launch another way" in said[-1]
 
 
 def test_pass_two_starts_other_programs_as_they_are():

@@ -19,7 +19,7 @@ counts two kernels with the same grid, block, registers and shared memory as one
 configuration: the second then has no counters, and its row says why.)
 
 Pass 2's program is started while pass 1 runs and waits for pass 2 to attach to it, when
-that is sound (early_start.py), a Python program with TorchDynamo imported first
+that is sound (early_start.py), a Python program with TorchDynamo imported with its torch
 (early_command); else pass 1 is taken again, alone, before an ordinary pass 2. Each pass
 runs through pass_runner.py (progress, failures, the Pass it gives back).
 """
@@ -39,7 +39,7 @@ from rooflint.common.units import format_bytes
 from rooflint.measure import ncu
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, kernel_trace_pass
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
-from rooflint.measure.trace_bootstrap import IMPORTS_FIRST
+from rooflint.measure.trace_bootstrap import IMPORTS_FIRST, NO_PROFILER, STARTING_IMPORTS
 from rooflint.measure.pass_runner import (Pass, PassProgress, Stopped, Timer,
                                           command_failed, output_of, run_ncu)
 from rooflint.formats.trace_events import LINE_RANGE
@@ -173,14 +173,12 @@ BOOTSTRAP = Path(__file__).with_name("trace_bootstrap.py")
 
 def early_command(command: list[str]) -> list[str]:
     """Pass 2's early-started command: a Python program started through the bootstrap, which
-    imports TorchDynamo first, while pass 1 runs, where the program would import it on
-    pass 2's clock (trace_bootstrap._imports_first); any other program as it is."""
+    imports TorchDynamo right after the program's torch, while pass 1 runs, where the
+    program would import it on pass 2's clock (trace_bootstrap._import_dynamo); any other
+    program as it is."""
     if is_python(command):
         return [command[0], str(BOOTSTRAP), IMPORTS_FIRST, "--", *command[1:]]
     return command
-
-
-NO_PROFILER = 3                    # trace_bootstrap's status when torch cannot be imported
 
 
 def trace_pass(command: list[str], logs: Path | None,
@@ -228,6 +226,10 @@ def _read_trace(path: Path) -> dict:
                 f"one; profile a shorter run of the program (fewer steps, sizes or "
                 f"repetitions)")
         document = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise UnreadableTrace(f"PyTorch's profiler traced nothing (it starts at the program's "
+                              f"first import of {', '.join(STARTING_IMPORTS)}: this program "
+                              f"imported none, or its PyTorch failed to load)") from None
     except OSError as exc:
         raise UnreadableTrace(f"PyTorch's profiler wrote no trace ({exc.strerror})") from None
     except (ValueError, RecursionError, MemoryError) as exc:

@@ -10,7 +10,10 @@ shared memory, from CUPTI, whoever launched it: PyTorch, Triton, cuBLAS, CuPy) a
 operators (which operator launched each kernel, and the dtypes of its inputs: the tensor
 precisions pass 2 reads), and writes the trace as Chrome JSON to
 TRACE. NVTX ranges pushed through ``torch.cuda.nvtx`` are recorded as profiler ranges too,
-so ``--nvtx`` can select launches in the trace.
+so ``--nvtx`` can select launches in the trace. The profiler starts when the program first
+imports torch or another library it launches kernels through (STARTING_IMPORTS), not
+before the program: what the program sets in its environment before that import
+(TORCH_LOGS, TORCHINDUCTOR_...) holds as it would without rooflint.
 
 Which line of the program called each operator: every torch function the program calls
 runs inside a profiler range named PREFIX + ``file(line): function``, the program's own
@@ -37,16 +40,19 @@ are imported (_WrappedOnImport; nothing is imported here: a program that never u
 Triton does not pay for importing it). A release that renamed a method is simply not
 wrapped.
 
-Exit status: the program's own. Status 3 with nothing written means PyTorch's profiler
-is not importable here; rooflint then times the launches with Nsight Compute instead.
+Exit status: the program's own. Status 3 with nothing written means PyTorch is not
+importable here (the program is not run); a program that imported none of
+STARTING_IMPORTS, or whose PyTorch's profiler failed to start, runs untraced and leaves
+no trace. Either way rooflint times the launches another way.
 
 Pass 2 starts the program through this file too, with no profiler (``python
-trace_bootstrap.py --imports-first -- train.py ARGS``): TorchDynamo imported first, then the
-program run as above (see _imports_first).
+trace_bootstrap.py --imports-first -- train.py ARGS``): the program run as above, with
+TorchDynamo imported right after its own ``import torch`` (see _import_dynamo).
 """
 
 import functools
 import importlib.machinery
+import importlib.util
 import os
 import runpy
 import sys
@@ -55,8 +61,14 @@ from contextlib import contextmanager
 
 NO_PROFILER = 3
 # The first argument that starts the program for pass 2: no profiler, TorchDynamo imported
-# first (measure/program.py imports the name).
+# with torch (measure/program.py imports the name).
 IMPORTS_FIRST = "--imports-first"
+# The imports that start pass 1's profiler, once they have run: PyTorch's, or that of
+# another library a Python program launches kernels through, whichever the program
+# imports first. Not before the program: a program that sets PyTorch's environment
+# (TORCH_LOGS, TORCHINDUCTOR_..., TORCHDYNAMO_...) in its own code before importing torch
+# would be profiled without it.
+STARTING_IMPORTS = ("torch", "cupy", "jax", "triton", "numba", "cuda", "pycuda")
 # The trace's top-level key for the most device memory PyTorch's allocator held
 # (formats/trace_events.py reads it under the same name).
 PEAK_RESERVED = "rooflint_peak_reserved_bytes"
@@ -307,6 +319,42 @@ def _in_range(function, name, record):
     return ranged
 
 
+def _spec_then(name, path, after):
+    """The spec the usual finders give module ``name``, its loader calling ``after(module)``
+    once the module has run (None where no finder on the path knows it)."""
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
+    if spec is None or not hasattr(spec.loader, "exec_module"):
+        return spec
+    execute = spec.loader.exec_module
+
+    def exec_module(module):
+        execute(module)
+        after(module)
+    spec.loader.exec_module = exec_module
+    return spec
+
+
+class _AfterFirstImport:
+    """A finder on sys.meta_path that lets the usual finders load the first module of
+    ``names`` the program imports, then calls ``then()``, once; at once where one is
+    imported already."""
+
+    def __init__(self, names, then):
+        self.names, self.then = frozenset(names), then
+        if self.names.intersection(sys.modules):
+            self._fire(None)
+
+    def _fire(self, module):
+        then, self.then = self.then, None
+        if then is not None:
+            then()
+
+    def find_spec(self, name, path=None, target=None):
+        if self.then is None or name not in self.names:
+            return None
+        return _spec_then(name, path, self._fire)
+
+
 class _WrappedOnImport:
     """A finder on sys.meta_path that lets the usual finders load each module named in
     ``wrappers`` (module -> [(class, method, wrap)]), then replaces the method with
@@ -322,16 +370,7 @@ class _WrappedOnImport:
         wrappers = self.pending.pop(name, None)
         if wrappers is None:
             return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        execute = spec.loader.exec_module
-
-        def exec_module(module):
-            execute(module)
-            self._wrap(module, wrappers)
-        spec.loader.exec_module = exec_module
-        return spec
+        return _spec_then(name, path, lambda module: self._wrap(module, wrappers))
 
     @staticmethod
     def _wrap(module, wrappers):
@@ -364,28 +403,70 @@ def _record_memory(torch, profiler):
         add(PEAK_RESERVED, str(torch.cuda.max_memory_reserved()))
 
 
-def _imports_first():
-    """TorchDynamo (and the 880 modules it brings: SymPy, mpmath...) imported before pass 2's
-    program starts, as pass 1's profiler imports it before that run starts. A program
+def _import_dynamo():
+    """TorchDynamo (and the 880 modules it brings: SymPy, mpmath...) imported as soon as the
+    program has imported torch, as pass 1's profiler, started there, imports it. A program
     imports it anyway at its first optimizer (torch.optim's methods import it when first
     called) or torch.compile: after its first CUDA call, where pass 2's program waits for
     Nsight Compute, so on pass 2's clock (4.6 s of a training step's 18.5 s pass 2, H100).
-    Imported here, it is done while pass 1 runs, and pass 2's run starts as pass 1's did.
-    Where it cannot be imported, the program meets that as it would have."""
+    Imported with torch, it is done while pass 1 runs, and pass 2's run starts as pass 1's
+    did. Where it cannot be imported, the program meets that as it would have."""
     try:
         import torch._dynamo  # noqa: F401
-    except Exception:  # no PyTorch, or one whose TorchDynamo fails: the program's own affair
+    except Exception:  # a TorchDynamo that fails to import: the program's own affair
         pass
 
 
 def _started(argv):
-    """Pass 2's start: the program run as ``python ARGV`` would run it, after
-    _imports_first (with the program's folder on sys.path, as the program's own import
-    would have it); its exit status is its own."""
+    """Pass 2's start: the program run as ``python ARGV`` would run it (its argv, its
+    folder first on sys.path, its exit status), with TorchDynamo imported right after the
+    program's own ``import torch`` (_import_dynamo)."""
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
-    _imports_first()
+    sys.meta_path.insert(0, _AfterFirstImport(("torch",), _import_dynamo))
     run()
+
+
+class _Profiling:
+    """Pass 1's profiler and line ranges: started (start) by the program's first import of
+    a STARTING_IMPORTS module, stopped (stop) when the program ends, its trace written."""
+
+    def __init__(self, trace, prefix):
+        self.trace, self.prefix = trace, prefix
+        self.torch = self.profiler = self.lines = None
+
+    def start(self):
+        """Where PyTorch or its profiler fails to import, the program runs on untraced
+        (rooflint then says so), as it would have run. Line ranges only where the program
+        imports from its main thread (a TorchFunctionMode is the thread's own)."""
+        try:
+            import torch
+            from torch.profiler import ProfilerActivity, profile
+        except Exception:
+            return
+        _nvtx_as_ranges(torch)
+        kind = _kinds(torch)
+        sys.meta_path.insert(0, _WrappedOnImport(_wrappers(
+            kind, torch.profiler.record_function, self.prefix)))
+        self.profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                                record_shapes=True)
+        self.profiler.__enter__()
+        if threading.current_thread() is threading.main_thread():   # where stop runs
+            self.lines = _caller_lines(torch, kind, self.prefix)
+            self.lines.__enter__()
+        self.torch = torch
+
+    def stop(self):
+        """The trace written, where the profiler started (else none)."""
+        if self.profiler is None:
+            return
+        if self.lines is not None:
+            self.lines.__exit__(None, None, None)
+        if self.torch.cuda.is_initialized():
+            self.torch.cuda.synchronize()
+            _record_memory(self.torch, self.profiler)
+        self.profiler.__exit__(None, None, None)
+        self.profiler.export_chrome_trace(self.trace)
 
 
 def main():
@@ -394,34 +475,21 @@ def main():
         _started(sys.argv[3:])
         return
     trace, prefix, argv = sys.argv[1], sys.argv[2], sys.argv[4:]
-    try:
-        import torch
-        from torch.profiler import ProfilerActivity, profile
-    except Exception:
+    if importlib.util.find_spec("torch") is None:
         sys.exit(NO_PROFILER)
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
-    _nvtx_as_ranges(torch)
-    kind = _kinds(torch)
-    sys.meta_path.insert(0, _WrappedOnImport(_wrappers(kind, torch.profiler.record_function,
-                                                        prefix)))
-    profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                       record_shapes=True)
-    profiler.__enter__()
+    profiling = _Profiling(trace, prefix)
+    sys.meta_path.insert(0, _AfterFirstImport(STARTING_IMPORTS, profiling.start))
     status = 0
     try:
-        with _caller_lines(torch, kind, prefix):
-            run()
+        run()
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, (int, type(None))):
             print(exc.code, file=sys.stderr)
     finally:
-        if torch.cuda.is_initialized():
-            torch.cuda.synchronize()
-            _record_memory(torch, profiler)
-        profiler.__exit__(None, None, None)
-        profiler.export_chrome_trace(trace)
+        profiling.stop()
     sys.exit(status)
 
 
