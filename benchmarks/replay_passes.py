@@ -28,7 +28,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from rooflint.analysis.causes import STALL_REASONS
 from rooflint.measure import ncu
 
 PASSES = "profiler__replayer_passes"
@@ -40,11 +39,12 @@ a = cp.ones((2048, 2048), dtype=cp.float16)
 c = a @ a
 cp.cuda.runtime.deviceSynchronize()
 """
+WHOLE = [m for m in ncu.metrics_for({"bf16-tensor"}) if m != ncu.DURATION]
 # The counter list's parts, as measure/ncu.py names them.
 GROUPS: dict[str, list[str]] = {
     "bytes": [ncu.DRAM_READ, ncu.DRAM_WRITE, ncu.L2_BYTES, ncu.L1_BYTES, *ncu.LOCAL_BYTES],
-    "SASS FLOPs": [ncu._sass(op) for ops in ncu.SASS_FLOPS.values() for op in ops],
-    "stalls": [ncu._stall(reason) for reason in STALL_REASONS],
+    "SASS FLOPs": [m for m in WHOLE if "sass_thread_inst_executed" in m],
+    "stalls": [m for m in WHOLE if "issue_stalled" in m],
     "L1 stages": list(ncu.L1_STAGES),
     "shared memory": [ncu.SHARED_LOADS, ncu.SHARED_WAVEFRONTS, *ncu.BANK_CONFLICTS],
     "access patterns": [ncu.SHARED_STORES, ncu.SHARED_STORE_WAVEFRONTS,
@@ -55,7 +55,6 @@ GROUPS: dict[str, list[str]] = {
                ncu.THEORETICAL_OCCUPANCY, *ncu.OCCUPANCY_LIMITS.values()],
     "tensor bf16": [ncu.TENSOR_FLOPS["bf16-tensor"], *ncu.TENSOR_INSTRUCTIONS],
 }
-WHOLE = [m for m in ncu.metrics_for({"bf16-tensor"}) if m != ncu.DURATION]
 HEAVIEST = 4          # groups whose pairs are left out together
 
 
