@@ -107,10 +107,22 @@ def main(out: Path, command: list[str]) -> None:
                                "program": command, "cases": cases}, indent=1) + "\n")
 
 
-if __name__ == "__main__":
-    arguments = sys.argv[1:]
+def output_path(arguments: list[str]) -> Path:
+    """OUT.json, refused (one line, before any GPU work) where it is not a .json file or is
+    a file the program is given: the results would overwrite it."""
     if not arguments or arguments[0] == "--":
         sys.exit("usage: python3 benchmarks/replay_passes.py OUT.json [-- PROGRAM ARGS...]")
+    out = Path(arguments[0])
+    if out.suffix != ".json":
+        sys.exit(f"replay_passes.py: {out}: the results go to a .json file")
+    if any(Path(a).resolve() == out.resolve() for a in arguments[1:]):
+        sys.exit(f"replay_passes.py: {out} is one of the program's own arguments")
+    return out
+
+
+if __name__ == "__main__":
+    arguments = sys.argv[1:]
+    out = output_path(arguments)
     program = arguments[arguments.index("--") + 1:] if "--" in arguments else \
         [sys.executable, "-c", PROBE]
-    main(Path(arguments[0]), program)
+    main(out, program)

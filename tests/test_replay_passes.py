@@ -36,3 +36,15 @@ def test_the_committed_results_hold_every_case_the_groups_make(gpu):
     assert len(pairs) == replay_passes.HEAVIEST * (replay_passes.HEAVIEST - 1) // 2
     assert all(passes[pair] <= passes["the list"] for pair in pairs)
     assert passes["the list"] == passes["the list, reversed"] == 9
+
+
+@pytest.mark.parametrize("arguments, said", [
+    ([], "usage"),
+    (["--", "python3", "x.py"], "usage"),
+    (["out.csv"], "a .json file"),
+    (["data.json", "--", "python3", "train.py", "--config", "data.json"], "program's own"),
+])
+def test_an_output_that_would_lose_a_file_is_refused_before_any_work(arguments, said):
+    with pytest.raises(SystemExit) as refused:
+        replay_passes.output_path(arguments)
+    assert said in str(refused.value)
