@@ -167,7 +167,7 @@ FAKE_PYTHON = '''\
 """A Python whose PyTorch profiler wrote the recorded H100 trace; any other use of it is
 the real interpreter's."""
 import os, shutil, sys
-if sys.argv[1:2] and sys.argv[1].endswith("trace_bootstrap.py") and sys.argv[2] != "--imports-first":
+if sys.argv[1:2] and sys.argv[1].endswith("trace_bootstrap.py") and sys.argv[2] != "--pass-two":
     shutil.copyfile({trace!r}, sys.argv[2])
     sys.exit(0)
 os.execv({python!r}, [{python!r}, *sys.argv[1:]])

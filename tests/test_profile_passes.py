@@ -30,7 +30,7 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     assert launch[launch.index("--target-processes") + 1] == "application-only"
     assert launch[launch.index("--port") + 1] == pass2[pass2.index("--port") + 1]
     # a Python program waits for pass 2 with TorchDynamo imported (trace_bootstrap.py)
-    assert launch[-4:] == ["--imports-first", "--", "-c", "print('the program ran')"]
+    assert launch[-4:] == ["--pass-two", "--", "-c", "print('the program ran')"]
     assert launch[-5].endswith("trace_bootstrap.py")
     assert pass1[pass1.index("--nvtx-include") + 1] == "timed/"
     # an NVTX range holds only its own thread's launches (not autograd's backward): pass 2

@@ -144,7 +144,7 @@ def test_pass_two_imports_dynamo_with_the_programs_torch(tmp_path, stand_in_torc
     status. A TorchDynamo that cannot be imported is the program's own affair."""
     script = _program(tmp_path)
     command = passes.early_command([sys.executable, str(script), "--steps", "2"])
-    assert command[1:4] == [str(passes.BOOTSTRAP), "--imports-first", "--"]
+    assert command[1:4] == [str(passes.BOOTSTRAP), "--pass-two", "--"]
     done = subprocess.run(command, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(stand_in_torch),
                                "DYNAMO": dynamo, "IMPORTS": "torch"})

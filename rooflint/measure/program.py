@@ -39,7 +39,7 @@ from rooflint.common.units import format_bytes
 from rooflint.measure import ncu
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, kernel_trace_pass
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
-from rooflint.measure.trace_bootstrap import IMPORTS_FIRST, NO_PROFILER, STARTING_IMPORTS
+from rooflint.measure.trace_bootstrap import PASS_TWO, NO_PROFILER, STARTING_IMPORTS
 from rooflint.measure.pass_runner import (Pass, PassProgress, Stopped, Timer,
                                           command_failed, output_of, run_ncu)
 from rooflint.formats.trace_events import LINE_RANGE
@@ -177,7 +177,7 @@ def early_command(command: list[str]) -> list[str]:
     program would import it on pass 2's clock (trace_bootstrap._import_dynamo); any other
     program as it is."""
     if is_python(command):
-        return [command[0], str(BOOTSTRAP), IMPORTS_FIRST, "--", *command[1:]]
+        return [command[0], str(BOOTSTRAP), PASS_TWO, "--", *command[1:]]
     return command
 
 

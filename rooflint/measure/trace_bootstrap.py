@@ -46,7 +46,7 @@ STARTING_IMPORTS, or whose PyTorch's profiler failed to start, runs untraced and
 no trace. Either way rooflint times the launches another way.
 
 Pass 2 starts the program through this file too, with no profiler (``python
-trace_bootstrap.py --imports-first -- train.py ARGS``): the program run as above, with
+trace_bootstrap.py --pass-two -- train.py ARGS``): the program run as above, with
 TorchDynamo imported right after its own ``import torch`` (see _import_dynamo).
 """
 
@@ -61,8 +61,8 @@ from contextlib import contextmanager
 
 NO_PROFILER = 3
 # The first argument that starts the program for pass 2: no profiler, TorchDynamo imported
-# with torch (measure/program.py imports the name).
-IMPORTS_FIRST = "--imports-first"
+# with the program's torch (measure/program.py imports the name).
+PASS_TWO = "--pass-two"
 # The imports that start pass 1's profiler, once they have run: PyTorch's, or that of
 # another library a Python program launches kernels through, whichever the program
 # imports first. Not before the program: a program that sets PyTorch's environment
@@ -471,7 +471,7 @@ class _Profiling:
 
 def main():
     sys.path.pop(0)                  # this file's folder is not the program's
-    if sys.argv[1] == IMPORTS_FIRST:
+    if sys.argv[1] == PASS_TWO:
         _started(sys.argv[3:])
         return
     trace, prefix, argv = sys.argv[1], sys.argv[2], sys.argv[4:]
