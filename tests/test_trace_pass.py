@@ -73,7 +73,8 @@ def test_ranges_are_found_in_a_parsed_trace():
 
 
 # A stand-in PyTorch: what its import and its TorchDynamo's saw of the environment's
-# SETTING, a profiler that writes that into its trace; DYNAMO=fail makes TorchDynamo raise.
+# SETTING, a profiler that writes that into its trace; DYNAMO=fail makes TorchDynamo raise,
+# PROFILER=fail the profiler's start.
 STAND_IN = {
     "__init__.py": "import os\nSEEN = os.environ.get('SETTING')\n"
                    "from . import cuda, overrides, profiler\n",
@@ -92,6 +93,9 @@ class profile:
     def __init__(self, activities, record_shapes):
         pass
     def __enter__(self):
+        import os
+        if os.environ.get("PROFILER") == "fail":
+            raise RuntimeError("CUPTI would not start")
         return self
     def __exit__(self, *exc):
         pass
@@ -192,3 +196,16 @@ def test_a_program_that_imports_no_cuda_library_is_not_traced_and_says_so(
 def test_pass_two_starts_other_programs_as_they_are():
     assert passes.early_command(["./sgemm", "5"]) == ["./sgemm", "5"]
     assert passes.early_command(["python", "-u", "train.py"]) == ["python", "-u", "train.py"]
+
+
+def test_a_profiler_that_will_not_start_leaves_the_program_to_run_untraced(
+        tmp_path, stand_in_torch, monkeypatch):
+    """The profiler starts inside the program's own ``import torch``: failing there must
+    not fail the program, which then runs as it would have, and pass 1 is taken another
+    way."""
+    for name, value in (("PYTHONPATH", str(stand_in_torch)), ("IMPORTS", "torch"),
+                        ("PROFILER", "fail")):
+        monkeypatch.setenv(name, value)
+    with pytest.raises(passes.RooflintError, match="exit 7"):    # the program's own status
+        passes.trace_pass([sys.executable, str(_program(tmp_path))], tmp_path, print)
+    assert not (tmp_path / passes.TRACE_LOG).exists()

@@ -436,21 +436,23 @@ class _Profiling:
         self.torch = self.profiler = self.lines = None
 
     def start(self):
-        """Where PyTorch or its profiler fails to import, the program runs on untraced
-        (rooflint then says so), as it would have run. Line ranges only where the program
+        """Where PyTorch or its profiler fails to import or to start, the program runs on
+        untraced (rooflint then says so and times it another way), as it would have run:
+        this runs inside the program's own import. Line ranges only where the program
         imports from its main thread (a TorchFunctionMode is the thread's own)."""
         try:
             import torch
             from torch.profiler import ProfilerActivity, profile
+            profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                               record_shapes=True)
+            profiler.__enter__()
         except Exception:
             return
+        self.profiler = profiler
         _nvtx_as_ranges(torch)
         kind = _kinds(torch)
         sys.meta_path.insert(0, _WrappedOnImport(_wrappers(
             kind, torch.profiler.record_function, self.prefix)))
-        self.profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                                record_shapes=True)
-        self.profiler.__enter__()
         if threading.current_thread() is threading.main_thread():   # where stop runs
             self.lines = _caller_lines(torch, kind, self.prefix)
             self.lines.__enter__()
