@@ -6,7 +6,7 @@ group, and compared with its judgement from all of them.
 many kernels change bound, kernel-level top move and named causes, and which evidence
 flags go. Beside benchmarks/replay_passes.py (what leaving a group out saves in replay
 passes) it prices each saving in verdicts: on the committed training steps, leaving out
-the stalls and access patterns (9 passes to 6) takes every kernel's stall-named cause.
+the stalls and access patterns (8 passes to 5) takes every kernel's stall-named cause.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ LEFT_OUT: dict[str, Callable[[Counters], Counters]] = {
         c, shared_stores=0.0, shared_store_wavefronts=0.0, store_bank_conflicts=0.0,
         global_load_sectors=0.0, global_store_sectors=0.0, global_load_requests=0.0,
         global_store_requests=0.0),
-    "L1 stages": lambda c: replace(c, l1_pct=0.0),
 }
-TRADES = (("stalls",), ("access patterns",), ("access patterns", "stalls"), ("L1 stages",))
+TRADES = (("stalls",), ("access patterns",), ("access patterns", "stalls"))
 
 
 @dataclass(frozen=True)

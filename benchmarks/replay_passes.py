@@ -13,8 +13,9 @@ launch configuration profiled, and ncu's own count of the replay passes each lau
 - the L1TEX unit's counters alone (the unit whose counters fill most passes).
 
 ncu packs counters into passes by unit, so what dropping a group would save is read off
-here, not guessed from its size: on an H200 (2026-11-26) the list takes 9 passes, its
-L1TEX counters alone 8, and no one group left out brings it below 8.
+here, not guessed from its size: on an H100 (2026-11-27) the list takes 8 passes, its
+L1TEX counters alone 7, and only the SASS FLOPs left out bring it to 7 (with five L1
+stages, before: 9, 8, and no group below 8, on both GPUs).
 Prints a line per case and writes them all, with the GPU and ncu's version, to OUT.json.
 """
 

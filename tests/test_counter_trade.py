@@ -31,14 +31,6 @@ def test_without_the_stalls_no_kernel_keeps_its_stall_cause(name):
     assert changed["bound"] == 0
 
 
-@pytest.mark.parametrize("name", ["h200-profile-train-eager", "h100-profile-train-eager"])
-def test_without_the_l1_stages_only_l1_bound_kernels_change(name):
-    kernels, spec = _kernels(name)
-    changed = counter_trade.trade(kernels, spec, ("L1 stages",))
-    assert 0 < changed["bound"] == changed["causes"] < len(kernels) // 10
-    assert set(changed["flags lost"]) <= {"l1_bound", "bandwidth_bound", "shared_memory_bound"}
-
-
 def test_every_group_left_out_is_one_replay_passes_measures():
     import replay_passes
     assert set(counter_trade.LEFT_OUT) <= set(replay_passes.GROUPS)

@@ -35,7 +35,19 @@ def test_the_committed_results_hold_every_case_the_groups_make(gpu):
              and c.removeprefix("less ") not in replay_passes.GROUPS]
     assert len(pairs) == replay_passes.HEAVIEST * (replay_passes.HEAVIEST - 1) // 2
     assert all(passes[pair] <= passes["the list"] for pair in pairs)
-    assert passes["the list"] == passes["the list, reversed"] == 9
+    assert passes["the list"] == passes["the list, reversed"] == 8
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_committed_results_measured_the_list_as_it_is(gpu):
+    """A counter added to or left out of measure/ncu.py since the results were taken
+    makes them stale: benchmarks/replay_passes.py is to be run again on both GPUs."""
+    result = json.loads((REPO / "benchmarks" / "results" / gpu / "replay-passes.json")
+                        .read_text())
+    sizes = {case["case"]: case["metrics"] for case in result["cases"]}
+    assert sizes["the list"] == len(replay_passes.WHOLE)
+    for group, metrics in replay_passes.GROUPS.items():
+        assert sizes[f"{group} alone"] == len(metrics)
 
 
 @pytest.mark.parametrize("arguments, said", [

@@ -55,8 +55,8 @@ from rooflint.formats.trace_events import union_unless_any
 from rooflint.common.units import counted, format_bytes, format_time
 
 ORIGINS_KEPT = 3                 # a kernel's most frequent origins a result keeps
-# What pass 2 costs a profiled launch (9 replay passes; the training step's 60 on an H100
-# took 17.6 s more than the same run under ncu profiling nothing).
+# What pass 2 costs a profiled launch (8 replay passes: the training step's pass 2, its 46
+# launches and the program's own run under ncu, took 14.8 s on an H100).
 PASS2_S_PER_LAUNCH = 0.3
 
 

@@ -70,13 +70,16 @@ XU_PIPE = "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"
 TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 # L1 and shared memory: how busy against their peak, and whether a kernel's operands come
 # from registers (FMAs per shared load) and its shared accesses collide in banks. How busy
-# is the busiest of the stages a load or store passes through: LSU requests in, tag-stage
-# sectors, data-pipe wavefronts, data-bank reads and writes. (ncu's own l1tex__throughput,
-# the maximum over these and the texture path's, takes six replay passes by itself, and
-# on a training step's 67 launches 29.1 s where these took 25.2 s, H200.)
+# is the busier of the two L1 stages every load or store passes: the tag stage's sectors
+# (where uncoalesced or spilled accesses queue) and the data pipe's wavefronts. The other
+# three stages ncu counts follow the data pipe: each LSU request into L1 becomes one
+# wavefront or more, and the data banks are read and written by wavefronts. On the training
+# step's 46 kernels and the recorded probes (H100, H200) the two read within 3 % of the
+# busiest of all five (tests/test_ncu.py), and reading the other three took a ninth replay
+# pass of every launch. (ncu's own l1tex__throughput, the maximum over these and the
+# texture path's, takes six passes by itself.)
 L1_STAGES = tuple(f"l1tex__{stage}.avg.pct_of_peak_sustained_active" for stage in (
-    "lsuin_requests", "t_sectors", "data_pipe_lsu_wavefronts", "data_bank_reads",
-    "data_bank_writes"))
+    "t_sectors", "data_pipe_lsu_wavefronts"))
 L1_THROUGHPUT = "l1tex__throughput.avg.pct_of_peak_sustained_active"   # in older recordings
 SHARED_LOADS = "smsp__inst_executed_op_shared_ld.sum"
 SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
@@ -117,8 +120,9 @@ def _stall(reason: str) -> str:
 
 
 # Bytes at each level, CUDA-core FLOPs, the tensor pipe's activity, occupancy, launch shape,
-# L1 stages and stalls: six replay passes of each kernel on an H200. The tensor-path FLOPs
-# of a precision add one to three (bf16 and tf32 together three; all six, six).
+# L1 stages and stalls; with the access patterns below and bf16's tensor-path FLOPs, 8
+# replay passes of each launch (benchmarks/replay_passes.py: the same on an H100 and an
+# H200). Every other tensor precision read costs more (all six: ncu.METRICS).
 BASE_METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
                 *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
                 OCCUPANCY, XU_PIPE, TENSOR_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
