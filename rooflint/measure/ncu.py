@@ -121,8 +121,9 @@ def _stall(reason: str) -> str:
 
 # Bytes at each level, CUDA-core FLOPs, the tensor pipe's activity, occupancy, launch shape,
 # L1 stages and stalls; with the access patterns below and bf16's tensor-path FLOPs, 8
-# replay passes of each launch (benchmarks/replay_passes.py: the same on an H100 and an
-# H200). Every other tensor precision read costs more (all six: ncu.METRICS).
+# replay passes of each launch (benchmarks/replay_passes.py, H100; with five L1 stages, 9
+# on an H100 and an H200 alike). Every other tensor precision read costs more (all six:
+# METRICS).
 BASE_METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
                 *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
                 OCCUPANCY, XU_PIPE, TENSOR_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
