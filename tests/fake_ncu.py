@@ -43,6 +43,9 @@ FAKE_NCU = textwrap.dedent('''\
         if "FAKE_NCU_WRAPPER" in os.environ:     # a shell script: it never calls CUDA itself
             sys.exit(subprocess.run(program()).returncode)
         print("==PROF== Waiting for profiler to attach on ports", option("--port"), flush=True)
+        if "FAKE_NCU_DIES_WAITING" in os.environ:  # the program fails before its first CUDA call
+            print("ImportError: no module named 'data'", flush=True)
+            sys.exit(int(os.environ["FAKE_NCU_DIES_WAITING"]))
         attached = state / ("attached-" + option("--port"))
         while not attached.exists():
             time.sleep(0.02)
@@ -50,6 +53,14 @@ FAKE_NCU = textwrap.dedent('''\
     recorded = "pass2.csv" if "--launch-count" in args else "pass1.csv"
     Path(option("--log-file")).write_text((state / recorded).read_text())
     if mode == "attach":
+        refusals = state / "refusals"   # FAKE_NCU_NOT_YET: the first attaches find nothing
+        refused = int(refusals.read_text()) if refusals.exists() else 0
+        if refused < int(os.environ.get("FAKE_NCU_NOT_YET", "0")):
+            refusals.write_text(str(refused + 1))
+            Path(option("--log-file")).write_text(
+                "==PROF== Finding attachable processes on host 127.0.0.1.\\n"
+                "==ERROR== No attachable process found.\\n")
+            sys.exit(1)
         (state / ("attached-" + option("--port"))).touch()
         sys.exit(0)
     sys.exit(subprocess.run(program()).returncode)

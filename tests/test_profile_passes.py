@@ -125,6 +125,36 @@ def test_a_pass_one_faster_than_the_early_starts_start_waits_for_it(tmp_path):
             running.kill()
 
 
+def test_pass_two_attaches_again_until_the_waiting_program_can_be_attached(fake_ncu):
+    """The early-started program can be attached only from its first CUDA call, which it
+    may not have reached when pass 1 ends: ncu then finds no attachable process, and pass 2
+    attaches again until it can, saying once why it waits."""
+    env, state = fake_ncu
+    outcome = rooflint("profile", "--coverage", "0.99", "--", sys.executable, "-c", "pass",
+                       env={**env, "FAKE_NCU_NOT_YET": "3"})
+    assert outcome.code == 0, outcome.stderr
+    assert len(by_mode(state)["attach"]) == 4
+    assert outcome.stderr.count("waiting for the program to reach its first CUDA call") == 1
+    assert "not profiled in pass 2" not in outcome.stdout
+    assert waiting_program_is_gone(state)
+
+
+def test_a_program_that_ends_before_it_can_be_attached_says_so(fake_ncu, tmp_path):
+    """Pass 2's program failing before its first CUDA call is not attached to for ever:
+    pass 2 fails in the program's own words, and pass 1's times are kept."""
+    env, state = fake_ncu
+    out = tmp_path / "profile.json"
+    outcome = rooflint("profile", "--coverage", "0.99", "--json", str(out), "--",
+                       sys.executable, "-c", "pass",
+                       env={**env, "FAKE_NCU_NOT_YET": "1000", "FAKE_NCU_DIES_WAITING": "5"})
+    assert "Traceback" not in outcome.stderr
+    assert len(by_mode(state)["attach"]) == 1
+    stopped = json.loads(out.read_text())["settings"]["pass2_stopped"]
+    assert stopped.startswith("pass 2 failed: the program ended (exit 5) before ncu could "
+                              "attach to it") and "no module named 'data'" in stopped
+    assert waiting_program_is_gone(state)
+
+
 def test_a_program_failing_in_pass_one_says_why_in_its_own_words(fake_ncu):
     env, state = fake_ncu
     outcome = rooflint("profile", "--", sys.executable, "-c",

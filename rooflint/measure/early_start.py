@@ -74,8 +74,9 @@ WAIT_FOR_LINE_S = 5.0
 
 
 def alone(waiting: Waiting, first: Pass) -> bool:
-    """Whether the early start was sound: the waiting program reached its first CUDA call
-    (so it ran nothing on the GPU), and pass 1 saw every kernel launched by one process."""
+    """Whether the early start was sound: ncu started the waiting program (whose first
+    CUDA call then waits for pass 2, so it ran nothing on the GPU; it may not have reached
+    that call yet, program._attach), and pass 1 saw every kernel launched by one process."""
     return first.processes == 1 and _says_it_waits(waiting)
 
 

@@ -149,6 +149,18 @@ def command_failed(done: subprocess.CompletedProcess) -> RooflintError:
                          f"{program_tail(done.stdout + done.stderr, '')}")
 
 
+# What ncu says when the program it is to attach to has not reached its first CUDA call:
+# ncu says the program waits as it starts it, but it can be attached only from that call
+# on, and a program whose work after that call is short can end pass 1 first (a training
+# step's pass 2 ended at once in 2 of 8 profiles on an H100: its early start imports
+# TorchDynamo too, beside pass 1).
+NOT_ATTACHABLE = "No attachable process found"
+
+
+class NotAttachable(RooflintError):
+    """ncu found no program to attach to (NOT_ATTACHABLE)."""
+
+
 def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
             progress: PassProgress, program_output: Path | None = None,
             program: subprocess.Popen | None = None) -> Pass:
@@ -169,6 +181,8 @@ def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
     output = f"{text}\n{done.stdout}\n{done.stderr}"
     if "ERR_NVGPUCTRPERM" in output or "LibraryNotLoaded" in output:
         raise RooflintError(f"ncu cannot profile here: {ncu.failure_reason(output)}")
+    if done.returncode != 0 and NOT_ATTACHABLE in output:
+        raise NotAttachable(f"ncu could attach to no program: {ncu.failure_reason(output)}")
     if done.returncode != 0:
         raise RooflintError(f"the command failed under ncu (exit {done.returncode}): "
                             f"{program_tail(done.stdout + done.stderr, text)}")

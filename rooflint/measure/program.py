@@ -40,8 +40,9 @@ from rooflint.measure import ncu
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, kernel_trace_pass
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
 from rooflint.measure.trace_bootstrap import PASS_TWO, NO_PROFILER, STARTING_IMPORTS
-from rooflint.measure.pass_runner import (Pass, PassProgress, Stopped, Timer,
-                                          command_failed, output_of, run_ncu)
+from rooflint.measure.pass_runner import (NotAttachable, Pass, PassProgress, Stopped, Timer,
+                                          command_failed, output_of, program_tail,
+                                          run_ncu)
 from rooflint.formats.trace_events import LINE_RANGE
 
 NAME_BASE = ("--kernel-name-base", "demangled")
@@ -286,18 +287,40 @@ def selection(filters: Filters, patterns: list[str]) -> list[str]:
             "-k", f"regex:{expression}"]
 
 
+# How often pass 2 attaches again to a waiting program that cannot be attached yet
+# (pass_runner.NotAttachable).
+ATTACH_AGAIN_S = 0.25
+
+
 def _attach(waiting: Waiting, filters: Filters, choice: Choice,
             logs: Path | None, say: Callable[[str], None]) -> Pass:
     """counter_pass's selection, profiled by attaching to the waiting program, which then
-    runs to its end."""
+    runs to its end; attached again while the program runs but cannot be attached yet."""
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
             "--max-connections", str(PORTS), *ncu.BASE_OPTIONS,
             "--cache-control", "all", "--metrics", ",".join(choice.metrics),
             *selection(filters, choice.patterns)]
-    began = time.perf_counter()
-    attached = run_ncu(args, [], logs, COUNTERS_LOG, PassProgress("pass 2", say),
-                      program_output=waiting.output, program=waiting.process)
-    return Pass(attached.log, time.perf_counter() - began, attached=True)
+    began, progress, said_why = time.perf_counter(), PassProgress("pass 2", say), False
+    while True:
+        try:
+            attached = run_ncu(args, [], logs, COUNTERS_LOG, progress,
+                               program_output=waiting.output, program=waiting.process)
+            return Pass(attached.log, time.perf_counter() - began, attached=True)
+        except NotAttachable:
+            _still_running(waiting)
+        if not said_why:
+            say("pass 2: waiting for the program to reach its first CUDA call")
+            said_why = True
+        time.sleep(ATTACH_AGAIN_S)
+
+
+def _still_running(waiting: Waiting) -> None:
+    """Nothing while the waiting program runs; once it has ended (before its first CUDA
+    call: nothing attached to it), why, in its own words."""
+    if waiting.process.poll() is not None:
+        said = program_tail(waiting.output.read_text(errors="replace"), "")
+        raise RooflintError(f"the program ended (exit {waiting.process.returncode}) before "
+                            f"ncu could attach to it: {said}")
 
 
 def driver_version() -> str:
