@@ -20,13 +20,33 @@ EXACT_LINE = re.compile(r"^transformer_block\.py:(\d+) in (\S+)")
 FORWARD_STARTS = 30        # the line of Block.forward's def: never where a kernel came from
 
 
-def profile(tmp_path, *program: str) -> dict:
+def profile(tmp_path, *program: str, nvtx: str | None = "timed") -> dict:
     out = tmp_path / "profile.json"
-    done = subprocess.run([sys.executable, "-m", "rooflint", "profile", "--nvtx", "timed",
+    done = subprocess.run([sys.executable, "-m", "rooflint", "profile",
+                           *(["--nvtx", nvtx] if nvtx else []),
                            "--json", str(out), "--", sys.executable, *program],
                           cwd=REPO, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(out.read_text())
+
+
+# A program that reaches its first CUDA call 8 s later under Nsight Compute (which names
+# its injection's ports in the program's environment) than under pass 1's profiler.
+LATE_UNDER_NCU = ("import os, time, torch; 'NV_NSIGHT_INJECTION_PORT_BASE' in os.environ and "
+                  "time.sleep(8); print(torch.ones(1 << 20, device='cuda').mul(2).sum().item())")
+
+
+@pytest.mark.gpu
+def test_pass_two_waits_for_a_program_that_reaches_its_first_cuda_call_after_pass_one(
+        tmp_path):
+    """Pass 2's early-started program can be attached only from its first CUDA call; one
+    that reaches it after pass 1 has ended (this one on purpose; a program with little to
+    do after that call, whose twin imports TorchDynamo too, by chance) is attached to once
+    it does, not given up on."""
+    doc = profile(tmp_path, "-c", LATE_UNDER_NCU, nvtx=None)
+    assert doc["settings"].get("pass2_stopped") is None
+    assert doc["settings"]["pass2_started_early"]
+    assert all(v["counters"] for v in doc["families"][0]["variants"])
 
 
 @pytest.mark.gpu
