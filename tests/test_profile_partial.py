@@ -94,6 +94,16 @@ def test_a_long_pass_says_how_long_it_has_run_no_faster_than_asked(fake_ncu, tmp
     assert "so far" not in outcome.stdout                 # stderr only: the table is intact
 
 
+def test_a_pass_two_waiting_to_attach_says_how_long_it_has_run(fake_ncu, tmp_path):
+    """Attaching again and again to a program not yet attachable is a pass of short steps:
+    its progress is said as a long pass's is."""
+    env, _ = fake_ncu
+    outcome = finish(start("profile", "--coverage", "0.99", "--", *program(tmp_path),
+                           env={**env, "FAKE_NCU_NOT_YET": "10"}, every_s=0.4))
+    assert outcome.code == 0, outcome.stderr
+    assert len(progress(outcome, "pass 2")) >= 2, outcome.stderr
+
+
 def test_a_short_pass_says_nothing_more(fake_ncu, tmp_path):
     env, _ = fake_ncu
     outcome = finish(start("profile", "--coverage", "0.99", "--", *program(tmp_path),

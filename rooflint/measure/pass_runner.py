@@ -95,6 +95,7 @@ class PassProgress:
     step: str                      # "pass 1"
     say: Callable[[str], None]
     began: float = field(default_factory=time.monotonic)
+    said_at: float = field(default_factory=time.monotonic)
 
     def wait(self, until_done: Callable[[float], T]) -> T:
         """``until_done(timeout)``, called again after each subprocess.TimeoutExpired."""
@@ -102,7 +103,16 @@ class PassProgress:
             try:
                 return until_done(PROGRESS_EVERY_S)
             except subprocess.TimeoutExpired:
-                self.say(f"{self.step}: {time.monotonic() - self.began:.0f} s so far")
+                self.tick()
+
+    def tick(self) -> None:
+        """Says how long the pass has run, if it last said so (or began) PROGRESS_EVERY_S
+        ago or more: for a pass made of short steps (pass 2 attaching again and again to
+        a program not yet attachable), which ``wait`` alone would never interrupt."""
+        now = time.monotonic()
+        if now - self.said_at >= PROGRESS_EVERY_S:
+            self.say(f"{self.step}: {now - self.began:.0f} s so far")
+            self.said_at = now
 
 
 # What every pass sets in the program's environment, unless the user set it. JAX takes 75 %

@@ -312,6 +312,7 @@ def _attach(waiting: Waiting, filters: Filters, choice: Choice,
             say("pass 2: waiting for the program to reach its first CUDA call")
             said_why = True
         time.sleep(ATTACH_AGAIN_S)
+        progress.tick()
 
 
 def _still_running(waiting: Waiting) -> None:
