@@ -15,6 +15,7 @@ from pathlib import Path
 
 from edges import REPO, assert_one_line_error, rooflint
 from fake_ncu import NCU, by_mode, calls, waiting_program_is_gone
+from rooflint.formats.settings import DEFAULT_COVERAGE
 from rooflint.measure import ncu
 
 def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu, tmp_path):
@@ -43,6 +44,7 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     doc = json.loads(out.read_text())
     assert doc["settings"]["pass2_started_early"] is True
     assert doc["settings"]["ncu_version"] == "2025.3.1.0"      # how it was measured
+    assert doc["settings"]["coverage"] == 0.99 and "top" not in doc["settings"]  # and chosen
     # what ncu was asked for is kept, so the same launches can be profiled again
     kept = doc["settings"]["pass2_selection"]
     assert kept == pass2[pass2.index(kept[0]):pass2.index(kept[0]) + len(kept)]
@@ -54,6 +56,18 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     assert "pass 1 (Nsight Compute): 5 kernels" in outcome.stderr
     assert "pass 2: counters on 5 of them" in outcome.stderr
     assert waiting_program_is_gone(state)
+
+
+def test_a_profile_of_the_top_kernels_records_it_and_the_default_coverage(fake_ncu, tmp_path):
+    """What chose pass 2's kernels is kept with the profile: --top N, beside the coverage it
+    did not use (the default, written once in formats/settings.py)."""
+    env, _ = fake_ncu
+    out = tmp_path / "profile.json"
+    outcome = rooflint("profile", "--top", "2", "--json", str(out), "--",
+                       sys.executable, "-c", "pass", env=env)
+    assert outcome.code == 0, outcome.stderr
+    settings = json.loads(out.read_text())["settings"]
+    assert (settings["top"], settings["coverage"]) == (2, DEFAULT_COVERAGE)
 
 
 def test_skip_and_kernel_filters(fake_ncu, tmp_path):

@@ -24,9 +24,8 @@ from rooflint.analysis.counters import Counters
 from rooflint.common.units import format_time
 from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME as NAME, STREAM
 from rooflint.formats.results import TimeStats
+from rooflint.formats.settings import DEFAULT_COVERAGE
 from rooflint.formats.trace_events import ATEN, Launch, Origin, origins, tensor_precisions
-
-DEFAULT_COVERAGE = 0.90
 
 # Who wrote a kernel, from the PyTorch operator that launched it, where the operator says
 # more than the kernel's name: (pattern, plain words). multi_tensor_apply_kernel runs the

@@ -24,6 +24,7 @@ from rooflint.commands.streams import (GuardedOutput, be_quiet, console, emit, f
 from rooflint.common.errors import RooflintError
 from rooflint.common.version import __version__
 from rooflint.formats.gpus import PRECISIONS
+from rooflint.formats.settings import DEFAULT_COVERAGE
 
 try:                       # typer carries its own copy of click since 0.2x
     from typer._click.exceptions import NoSuchOption
@@ -226,7 +227,7 @@ def profile(
                                       "GPU time, each with its function's other launch "
                                       "shapes, which ncu profiles with it (default: those "
                                       "covering --coverage).", metavar="N"),
-    coverage: float = typer.Option(0.90, min=0.01, max=1.0, help="Profile the kernels that "
+    coverage: float = typer.Option(DEFAULT_COVERAGE, min=0.01, max=1.0, help="Profile the kernels that "
                                    "together take this fraction of the GPU time.",
                                    metavar="FRACTION"),
     nvtx: Optional[str] = typer.Option(None, help="Only launches inside this NVTX range "

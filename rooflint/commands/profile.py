@@ -35,7 +35,7 @@ from rooflint.formats.jobs import Clocks
 from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
 from rooflint.analysis.observation import Model, Observation, analyse
-from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Autotuning,
+from rooflint.analysis.program_kernels import (NO_COUNTERS, Autotuning,
                                                Identity, KernelTime, autotuners_words, choose,
                                                mangled_patterns, rows_without_autotuning,
                                                trace_without_autotuning,
@@ -48,7 +48,7 @@ from rooflint.analysis.program_kernels import (DEFAULT_COVERAGE, NO_COUNTERS, Au
 from rooflint.analysis.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
-from rooflint.formats.settings import Settings
+from rooflint.formats.settings import DEFAULT_COVERAGE, Settings
 from rooflint.formats.status import Status
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import union_unless_any
@@ -293,7 +293,8 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
     stopped = second.stopped
     return Settings(
         counters="ncu", command=options.command, nvtx=options.nvtx, kernel_filter=options.kernel,
-        skip=options.skip, model=options.model, pass1_timer=first.timer.value,
+        skip=options.skip, model=options.model, coverage=options.coverage, top=options.top,
+        pass1_timer=first.timer.value,
         pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,
         pass2_profiled_launches=profiled, pass2_kernels=choice.patterns,
         pass2_selection=selection,

@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 COUNTERS_OFF = "off"          # the --counters mode, and what a run fell back to without ncu
+# The share of the GPU time whose kernels a profile's pass 2 profiles, unless --coverage
+# or --top says otherwise (analysis/program_kernels.choose).
+DEFAULT_COVERAGE = 0.90
 
 
 @dataclass
@@ -37,6 +40,8 @@ class Settings:
     kernel_filter: str | None = None
     skip: int | None = None
     model: str | None = None              # the kernel_models file given with --model
+    coverage: float | None = None         # pass 2's kernels: those covering this share of
+    top: int | None = None                # the GPU time, or the top N
     pass1_timer: str | None = None        # torch | cupti | ncu
     pass1_wall_s: float | None = None
     pass2_wall_s: float | None = None
