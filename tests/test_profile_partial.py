@@ -157,6 +157,21 @@ def test_an_interrupted_pass_two_exits_130_and_keeps_pass_ones_json(fake_ncu, tm
     assert waiting_program_is_gone(state)                 # the program under ncu, killed
 
 
+def test_pass_two_interrupted_while_it_waits_to_attach_keeps_pass_ones_json(fake_ncu,
+                                                                            tmp_path):
+    """Ctrl-C while pass 2 attaches again and again to a program not yet attachable: as
+    any interrupted pass 2, and the waiting program killed."""
+    env, state = fake_ncu
+    out = tmp_path / "profile.json"
+    running = start("profile", "--coverage", "0.99", "--json", str(out), "--",
+                    *program(tmp_path), env={**env, "FAKE_NCU_NOT_YET": "1000"})
+    outcome = interrupt_once(running, state / "refusals")
+    assert outcome.code == 130 and "Traceback" not in outcome.stderr, outcome.stderr
+    assert said(outcome)[-1] == (f"rooflint: pass 2 was interrupted; {out} keeps pass 1's "
+                                 f"kernel times, without counters")
+    assert waiting_program_is_gone(state)
+
+
 def test_an_interrupted_pass_one_keeps_nothing(fake_ncu, tmp_path):
     env, state = fake_ncu
     out = tmp_path / "profile.json"
