@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -218,3 +219,41 @@ def test_a_traced_pass_one_names_the_gpu_when_pass_two_fails(fake_ncu, tmp_path)
     variants = doc["families"][0]["variants"]
     assert variants and all(v["counters"] is None for v in variants)
     assert any(v["share"]["origins"] for v in variants)
+
+
+def _piped(args: list[str], env: dict[str, str], into: str) -> tuple[int, str]:
+    """``rooflint ARGS`` with its output piped ``into`` a shell command (``2>&1 | true``:
+    stderr too, to a reader gone before rooflint's first line): rooflint's status and what
+    the shell command printed."""
+    shell = (f"{shlex.join([sys.executable, '-m', 'rooflint', *args])} {into}; "
+             f"echo status ${{PIPESTATUS[0]}}")
+    done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **NO_GPU, **env, "PYTHONPATH": str(REPO)})
+    *shown, status = done.stdout.strip().splitlines()
+    return int(status.split()[1]), "\n".join(shown)
+
+
+def test_a_reader_that_stops_reading_the_table_loses_no_file(fake_ncu, tmp_path):
+    """`rooflint profile --json r.json --csv r.csv -- CMD | head`: the profile's minutes of
+    work are in r.json and r.csv, though nobody read the table; rooflint ends as a program
+    that a closed pipe ended does."""
+    env, state = fake_ncu
+    out, table = tmp_path / "profile.json", tmp_path / "profile.csv"
+    status, shown = _piped(["profile", "--coverage", "0.99", "--json", str(out), "--csv",
+                            str(table), "--", sys.executable, "-c", "pass"], env, "| true")
+    assert status == 141 and shown == ""
+    assert len(json.loads(out.read_text())["families"][0]["variants"]) == 5
+    assert table.read_text().count("\n") == 6                    # a header and five rows
+    assert waiting_program_is_gone(state)
+
+
+def test_progress_lines_nobody_reads_do_not_stop_the_profile(fake_ncu, tmp_path):
+    """`rooflint profile --json r.json -- CMD 2>&1 | true`: with the reader gone, the lines
+    on stderr (progress, what pass 2 will profile) are dropped and the profile runs to its
+    end."""
+    env, _ = fake_ncu
+    out = tmp_path / "profile.json"
+    status, shown = _piped(["profile", "--coverage", "0.99", "--json", str(out), "--",
+                            sys.executable, "-c", "pass"], env, "2>&1 | true")
+    assert status == 141 and shown == ""
+    assert len(json.loads(out.read_text())["families"][0]["variants"]) == 5

@@ -19,8 +19,8 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
-from rooflint.commands.streams import (GuardedOutput, be_quiet, console, emit, fail,
-                                      one_line_errors, say)
+from rooflint.commands.streams import (GuardedErrors, GuardedOutput, be_quiet, console,
+                                      emit, fail, one_line_errors, say)
 from rooflint.common.errors import RooflintError
 from rooflint.common.version import __version__
 from rooflint.formats.gpus import PRECISIONS
@@ -53,6 +53,8 @@ def main(version: bool = typer.Option(False, "--version", callback=_print_versio
     """Roofline profiler and kernel diagnostician for NVIDIA GPUs."""
     if not isinstance(sys.stdout, GuardedOutput):
         sys.stdout = GuardedOutput(sys.stdout)
+    if not isinstance(sys.stderr, GuardedErrors):
+        sys.stderr = GuardedErrors(sys.stderr)
     if quiet:
         be_quiet()
 

@@ -19,7 +19,7 @@ from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import check_outputs
 from rooflint.commands.profile import ProfileOptions, profile_program
 from rooflint.commands.streams import console, emit, errors, fail, progress
-from rooflint.formats.results import write_result
+from rooflint.formats.results import RunResult, write_result
 from rooflint.output.tables import render_run
 
 
@@ -50,7 +50,22 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
                            model=str(model) if model else None), progress)
     finally:
         signal.signal(signal.SIGTERM, terminate)
-    render_run(screen, result)
+    try:
+        render_run(screen, result)
+    finally:   # minutes of profiling: kept when nobody reads the table (`| head`)
+        _write_outputs(result, json_path, tables, svg, stopped is None, screen)
+    if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
+        kept = ("the result document keeps" if json_path == STDOUT else
+                f"{json_path} keeps" if json_path else "the table shows")
+        fail(f"{stopped.why}; {kept} pass 1's kernel times, without counters"
+             + (f" (no roofline to draw in {svg})" if svg else ""),
+             130 if stopped.interrupted else 2)
+
+
+def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[exporting.Export],
+                   svg: Optional[Path], drawn: bool, screen) -> None:
+    """The result document, the tables and the roofline picture (``drawn``: there are
+    counters to draw), each said as it is written."""
     if json_path == STDOUT:
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
@@ -59,16 +74,10 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
     named = json_path if json_path and json_path != STDOUT else "rooflint profile"
     for said in exporting.write(tables, [result], str(named)):
         screen.print(said, markup=False)
-    if svg and not stopped:
+    if svg and drawn:
         from rooflint.output import plotting    # matplotlib, only for --svg
         plotting.save(plotting.figure([result]), svg)
         screen.print(f"roofline drawn to {svg}", markup=False)
-    if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
-        kept = ("the result document keeps" if json_path == STDOUT else
-                f"{json_path} keeps" if json_path else "the table shows")
-        fail(f"{stopped.why}; {kept} pass 1's kernel times, without counters"
-             + (f" (no roofline to draw in {svg})" if svg else ""),
-             130 if stopped.interrupted else 2)
 
 
 def _make_logs_folder(logs: Path) -> None:

@@ -59,15 +59,32 @@ class GuardedOutput:
         try:
             return call(*args)
         except OSError as exc:
-            with open(os.devnull, "w") as null:
-                os.dup2(null.fileno(), self._stream.fileno())
+            self._to_nowhere()
             if exc.errno == errno.EPIPE:
                 raise typer.Exit(SIGPIPE_STATUS) from None
             raise RooflintError(f"cannot write to standard output: "
                                 f"{exc.strerror or exc}") from None
 
+    def _to_nowhere(self) -> None:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), self._stream.fileno())
+
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+class GuardedErrors(GuardedOutput):
+    """Standard error, whose reader may go (`rooflint profile ... 2>&1 | head`): from then
+    on its lines (progress, warnings, the last error) are dropped and the work goes on, to
+    the files it was asked to write: a profile's minutes are not thrown away for lines
+    nobody reads."""
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except OSError:
+            self._to_nowhere()
+            return len(args[0]) if args else None
 
 
 def emit(text: str) -> None:
