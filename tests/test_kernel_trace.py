@@ -10,6 +10,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,28 @@ def test_a_failing_program_or_one_that_never_loaded_the_recorder_says_so(tmp_pat
         kernel_trace.kernel_trace_pass(_program(""), None, print)
     with pytest.raises(KernelTraceUnavailable, match="unreadable"):
         kernel_trace.kernel_trace_pass(_program("a table of mine\n"), None, print)
+
+
+def test_a_python_programs_pass_one_is_offered_the_recorder_only_once_it_is_built(
+        tmp_path, monkeypatch):
+    """recorder_if_built never makes pass 1 wait for nvcc: the first time it starts the
+    build in a thread of its own and offers nothing; once built, the cached recorder."""
+    built = tmp_path / kernel_trace.LIBRARY
+    builds = []
+
+    def build():
+        builds.append(1)
+        built.write_text("a library")
+    monkeypatch.setattr(kernel_trace, "_recorder", lambda: (built, build))
+    assert kernel_trace.recorder_if_built() is None
+    deadline = time.monotonic() + 10
+    while not built.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert kernel_trace.recorder_if_built() == built and builds == [1]
+
+
+def test_no_recorder_is_offered_where_none_can_be_built(monkeypatch):
+    def unavailable():
+        raise KernelTraceUnavailable("no nvcc to build CUPTI's recorder with")
+    monkeypatch.setattr(kernel_trace, "_recorder", unavailable)
+    assert kernel_trace.recorder_if_built() is None

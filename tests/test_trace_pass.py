@@ -209,3 +209,107 @@ def test_a_profiler_that_will_not_start_leaves_the_program_to_run_untraced(
     with pytest.raises(passes.RooflintError, match="exit 7"):    # the program's own status
         passes.trace_pass([sys.executable, str(_program(tmp_path))], tmp_path, print)
     assert not (tmp_path / passes.TRACE_LOG).exists()
+
+
+# A stand-in CuPy whose import loads CUPTI's recorder as the CUDA driver would: where
+# CUDA_INJECTION64_PATH names it when the program initialises CUDA (here: on import), the
+# recorded llm.c records are written into the recorder's folder as its process's file.
+RECORDED = Path(__file__).parent / "fixtures" / "kernel-records" / "h200-layernorm-forward.tsv"
+STAND_IN_CUPY = f"""\
+import os, shutil
+if os.environ.get("CUDA_INJECTION64_PATH") == "/cache/librooflint_kernel_trace.so":
+    shutil.copy({str(RECORDED)!r}, os.path.join(os.environ["ROOFLINT_KERNEL_TRACE"],
+                                                f"kernels.{{os.getpid()}}.tsv"))
+"""
+# A stand-in Numba: imported by a PyTorch program before torch (through librosa, say), it
+# initialises no CUDA.
+STAND_IN_NUMBA = "import os, sys\n"
+CUPY_PROGRAM = '''\
+import sys
+import cupy
+if "--torch-too" in sys.argv:
+    import torch
+print("torch imported:", "torch" in sys.modules, file=sys.stderr)
+'''
+
+
+@pytest.fixture
+def stand_in_cupy(tmp_path, stand_in_torch, monkeypatch):
+    for name, text in (("cupy", STAND_IN_CUPY), ("numba", STAND_IN_NUMBA)):
+        (stand_in_torch / name).mkdir()
+        (stand_in_torch / name / "__init__.py").write_text(text)
+    monkeypatch.setenv("PYTHONPATH", str(stand_in_torch))
+    script = tmp_path / "pipeline.py"
+    script.write_text(CUPY_PROGRAM)
+    return script
+
+
+def test_a_cupy_programs_pass_one_is_recorded_by_cupti_without_importing_torch(
+        tmp_path, stand_in_cupy):
+    """A program whose first GPU library is CuPy's gets CUPTI's recorder, named to the CUDA
+    driver before CuPy's import runs, and no PyTorch imported into it; its trace is the
+    records'."""
+    said = []
+    traced = passes.trace_pass([sys.executable, str(stand_in_cupy)], tmp_path, said.append,
+                               recorder=Path("/cache/librooflint_kernel_trace.so"))
+    assert traced.timer is passes.Timer.cupti and traced.processes == 1
+    assert len([e for e in traced.trace["traceEvents"] if e.get("cat") == "kernel"]) == 300
+    assert json.loads((tmp_path / passes.TRACE_LOG).read_text()) == traced.trace
+
+
+def test_a_program_that_imports_torch_first_keeps_pytorchs_profiler(tmp_path, stand_in_cupy,
+                                                                    monkeypatch):
+    """Where torch comes first, its profiler gives operators and lines: the recorder
+    offered is not loaded."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch, cupy\n")
+    traced = passes.trace_pass([sys.executable, str(script)], tmp_path, print,
+                               recorder=Path("/cache/librooflint_kernel_trace.so"))
+    assert traced.timer is passes.Timer.torch
+
+
+def test_a_cupy_program_imports_no_torch_under_the_recorder(tmp_path, stand_in_cupy):
+    done = subprocess.run(
+        [sys.executable, str(passes.BOOTSTRAP), str(tmp_path / "t.json"), "x", "--",
+         str(stand_in_cupy)], capture_output=True, text=True,
+        env={**os.environ, passes.RECORDER: "/cache/librooflint_kernel_trace.so",
+             passes.RECORDS_FOLDER: str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert "torch imported: False" in done.stderr
+    assert list(tmp_path.glob("kernels.*.tsv")) and not (tmp_path / "t.json").exists()
+
+
+def test_a_pytorch_program_whose_first_import_was_numbas_keeps_pytorchs_profiler(
+        tmp_path, stand_in_cupy):
+    """The recorder named at Numba's import is unnamed at torch's, CUDA not initialised
+    yet: PyTorch's profiler starts, with its operators and lines, and the driver will load
+    no recorder beside it."""
+    script = tmp_path / "train.py"
+    script.write_text("import os, sys\nimport numba\nimport torch\n"
+                      "print('injection:', os.environ.get('CUDA_INJECTION64_PATH'), "
+                      "file=sys.stderr)\n")
+    traced = passes.trace_pass([sys.executable, str(script)], tmp_path, print,
+                               recorder=Path("/cache/librooflint_kernel_trace.so"))
+    assert traced.timer is passes.Timer.torch
+    done = subprocess.run(
+        [sys.executable, str(passes.BOOTSTRAP), str(tmp_path / "t.json"), "x", "--",
+         str(script)], capture_output=True, text=True,
+        env={**os.environ, passes.RECORDER: "/cache/librooflint_kernel_trace.so",
+             passes.RECORDS_FOLDER: str(tmp_path)})
+    assert done.returncode == 0 and "injection: None" in done.stderr, done.stderr
+
+
+def test_torch_imported_after_cuda_was_initialised_under_the_recorder_stays_recorded(
+        tmp_path, stand_in_cupy):
+    """PyTorch's profiler may not start beside the recorder the driver loaded already."""
+    traced = passes.trace_pass([sys.executable, str(stand_in_cupy), "--torch-too"],
+                               tmp_path, print,
+                               recorder=Path("/cache/librooflint_kernel_trace.so"))
+    assert traced.timer is passes.Timer.cupti
+
+
+def test_without_a_recorder_a_cupy_program_is_traced_by_pytorchs_profiler(tmp_path,
+                                                                          stand_in_cupy):
+    """Where rooflint offers no recorder (not built yet, no nvcc, --nvtx), as before."""
+    traced = passes.trace_pass([sys.executable, str(stand_in_cupy)], tmp_path, print)
+    assert traced.timer is passes.Timer.torch

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -26,12 +27,14 @@ from typing import Callable
 from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
 from rooflint.formats.kernel_records import UnreadableRecords, read_records
+from rooflint.measure import trace_bootstrap
 from rooflint.measure.pass_runner import Pass, PassProgress, Timer, command_failed, output_of
 
 SOURCE = Path(__file__).with_name("kernel_trace_injection.cpp")
 LIBRARY = "librooflint_kernel_trace.so"
-INJECTION = "CUDA_INJECTION64_PATH"
-RECORDS_FOLDER = "ROOFLINT_KERNEL_TRACE"     # where the library writes (the .cpp reads it)
+# The variable that names the library to the driver, and the one naming the folder the
+# library writes into (the .cpp reads it): the bootstrap's names, which it sets in pass 1.
+INJECTION, RECORDS_FOLDER = trace_bootstrap.INJECTION, trace_bootstrap.RECORDS
 KERNEL_RECORD = re.compile(r"\bCUpti_ActivityKernel(\d+)\b")
 BUILD_TIMEOUT_S = 120
 
@@ -54,7 +57,19 @@ def kernel_trace_pass(command: list[str], trace_log: Path | None,
         wall = time.perf_counter() - began
         if done.returncode != 0:
             raise command_failed(done)
-        texts = [path.read_text(errors="replace") for path in sorted(Path(scratch).glob("*.tsv"))]
+        return recorded_pass(Path(scratch), wall, trace_log, say)
+
+
+def has_records(folder: Path) -> bool:
+    """Whether a process of the program loaded the recorder and wrote into ``folder``."""
+    return any(folder.glob("*.tsv"))
+
+
+def recorded_pass(folder: Path, wall: float, trace_log: Path | None,
+                  say: Callable[[str], None]) -> Pass:
+    """Pass 1 from the records the recorder wrote into ``folder`` (one file a process);
+    what it lost said; the trace kept as ``trace_log`` where given."""
+    texts = [path.read_text(errors="replace") for path in sorted(folder.glob("*.tsv"))]
     if not texts:
         raise KernelTraceUnavailable("no process of the program loaded CUPTI's recorder")
     try:
@@ -76,6 +91,36 @@ def kernel_trace_pass(command: list[str], trace_log: Path | None,
 
 def injection_library() -> Path:
     """The recorder, built for this toolkit's CUPTI unless the cache holds it already."""
+    built, build = _recorder()
+    if not built.exists():
+        build()
+    return built
+
+
+def recorder_if_built() -> Path | None:
+    """The recorder where the cache holds it; else None, and the recorder built meanwhile
+    in a thread of its own, for the next profile (None too where it cannot be built). A
+    Python program's pass 1 is offered it only then: a PyTorch program, which never loads
+    it, then never waits for nvcc."""
+    try:
+        built, build = _recorder()
+    except KernelTraceUnavailable:
+        return None
+    if built.exists():
+        return built
+    threading.Thread(target=_quietly, args=(build,), daemon=True).start()
+    return None
+
+
+def _quietly(build: Callable[[], None]) -> None:
+    try:
+        build()
+    except KernelTraceUnavailable:   # said when a pass needs the recorder, not here
+        pass
+
+
+def _recorder() -> tuple[Path, Callable[[], None]]:
+    """Where this toolkit's recorder is cached, and how to build it there."""
     if os.environ.get(INJECTION):
         raise KernelTraceUnavailable(f"{INJECTION} is set already (another tool's injection)")
     nvcc = find_nvcc()
@@ -86,9 +131,7 @@ def injection_library() -> Path:
     key = hashlib.sha256("\0".join([SOURCE.read_text(), str(nvcc.resolve()), str(include),
                                     str(lib), record]).encode()).hexdigest()[:16]
     built = cache_dir() / "kernel-trace" / key / LIBRARY
-    if not built.exists():
-        _build(nvcc, include, lib, record, built)
-    return built
+    return built, lambda: _build(nvcc, include, lib, record, built)
 
 
 def cupti_dirs(roots: list[Path]) -> tuple[Path, Path]:

@@ -3,8 +3,10 @@
 Pass 1 times every kernel launch, so the kernels can be ranked by total GPU time: a
 Python program whose interpreter has PyTorch runs under PyTorch's profiler
 (trace_bootstrap.py: CUPTI's activity records at the program's own speed, with the
-operators and Python functions behind each launch); any other program (a C++ binary, Python
-without torch) with CUPTI's activity records alone, as fast (kernel_trace.py); one that
+operators and Python functions behind each launch), or, where its first GPU library is
+CuPy's, JAX's or another but PyTorch's or Triton's, under CUPTI's recorder
+(kernel_trace.py) once rooflint has built it: no torch imported into the program; any other
+program (a C++ binary, Python without torch) with CUPTI's recorder alone, as fast; one that
 neither can serve (an NVTX range --nvtx names that the profiler cannot see, no CUPTI to
 build against), under Nsight Compute (one metric, ``gpu__time_duration``, no replay,
 every launch serialised). Pass 2 runs the program
@@ -37,9 +39,12 @@ from typing import Callable
 from rooflint.common.errors import RooflintError
 from rooflint.common.units import format_bytes
 from rooflint.measure import ncu
-from rooflint.measure.kernel_trace import KernelTraceUnavailable, kernel_trace_pass
+from rooflint.measure.kernel_trace import (RECORDS_FOLDER, KernelTraceUnavailable,
+                                          has_records, kernel_trace_pass, recorded_pass,
+                                          recorder_if_built)
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
-from rooflint.measure.trace_bootstrap import PASS_TWO, NO_PROFILER, STARTING_IMPORTS
+from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, RECORDER,
+                                             STARTING_IMPORTS)
 from rooflint.measure.pass_runner import (NotAttachable, Pass, PassProgress, Stopped, Timer,
                                           command_failed, output_of, program_tail,
                                           run_ncu)
@@ -133,11 +138,14 @@ def timing_pass(command: list[str], filters: Filters, logs: Path | None,
 
 def _torch_trace(command: list[str], filters: Filters, logs: Path | None,
                  say: Callable[[str], None]) -> Pass | None:
-    """PyTorch's profiler's pass, or None where it cannot serve (no PyTorch, a trace that
-    is unreadable or lacks the --nvtx range), said when it ran."""
+    """The bootstrap's pass (PyTorch's profiler, or CUPTI's recorder for a program whose
+    first GPU library is another: not with --nvtx, whose ranges its records do not hold),
+    or None where it cannot serve (no PyTorch, a trace that is unreadable or lacks the
+    --nvtx range, records that are), said when it ran."""
+    recorder = None if filters.nvtx else recorder_if_built()   # its records hold no NVTX
     try:
-        traced = trace_pass(command, logs, say)
-    except UnreadableTrace as exc:
+        traced = trace_pass(command, logs, say, recorder)
+    except (UnreadableTrace, KernelTraceUnavailable) as exc:
         say(f"{exc}: timing every launch another way")
         return None
     if traced is not None and filters.nvtx and not has_range(traced.trace, filters.nvtx):
@@ -182,20 +190,27 @@ def early_command(command: list[str]) -> list[str]:
     return command
 
 
-def trace_pass(command: list[str], logs: Path | None,
-               say: Callable[[str], None]) -> Pass | None:
-    """The program under PyTorch's profiler (see trace_bootstrap.py); None if its
-    interpreter has no PyTorch. Filters are applied to the trace afterwards."""
+def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None],
+               recorder: Path | None = None) -> Pass | None:
+    """The program under PyTorch's profiler (see trace_bootstrap.py), or under CUPTI's
+    ``recorder`` where one is offered and the program's first GPU library is not PyTorch's
+    or Triton's; None if its interpreter has no PyTorch. Filters are applied to the trace
+    afterwards."""
     with tempfile.TemporaryDirectory(prefix="rooflint-trace-") as scratch:
         trace = (logs or Path(scratch)) / TRACE_LOG
+        records = Path(scratch) / "records"
+        records.mkdir()
+        offered = {RECORDER: str(recorder), RECORDS_FOLDER: str(records)} if recorder else None
         began = time.perf_counter()
         done = output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, "--",
-                          *command[1:]], PassProgress("pass 1", say))
+                          *command[1:]], PassProgress("pass 1", say), offered)
         wall = time.perf_counter() - began
         if done.returncode == NO_PROFILER and not trace.exists():
             return None
         if done.returncode != 0:
             raise command_failed(done)
+        if not trace.exists() and has_records(records):
+            return recorded_pass(records, wall, logs / TRACE_LOG if logs else None, say)
         document = _read_trace(trace)
     kernels = any(isinstance(e, dict) and e.get("cat") == "kernel"
                   for e in document.get("traceEvents", []))

@@ -13,7 +13,9 @@ TRACE. NVTX ranges pushed through ``torch.cuda.nvtx`` are recorded as profiler r
 so ``--nvtx`` can select launches in the trace. The profiler starts when the program first
 imports torch or another library it launches kernels through (STARTING_IMPORTS), not
 before the program: what the program sets in its environment before that import
-(TORCH_LOGS, TORCHINDUCTOR_...) holds as it would without rooflint.
+(TORCH_LOGS, TORCHINDUCTOR_...) holds as it would without rooflint. A program whose first
+such import is CuPy's, JAX's or another library's but PyTorch's or Triton's gets CUPTI's
+recorder instead, where rooflint offers one (PROFILED_IMPORTS): no torch imported into it.
 
 Which line of the program called each operator: every torch function the program calls
 runs inside a profiler range named PREFIX + ``file(line): function``, the program's own
@@ -69,6 +71,18 @@ PASS_TWO = "--pass-two"
 # (TORCH_LOGS, TORCHINDUCTOR_..., TORCHDYNAMO_...) in its own code before importing torch
 # would be profiled without it.
 STARTING_IMPORTS = ("torch", "cupy", "jax", "triton", "numba", "cuda", "pycuda")
+# The first imports PyTorch's profiler starts at. A program whose first of STARTING_IMPORTS
+# is another library's (CuPy, JAX...) is recorded instead by CUPTI's recorder
+# (measure/kernel_trace.py), where rooflint offers it, in the environment variable RECORDER:
+# PyTorch's profiler would import torch into it (pass 1 of a JAX training loop took 17.2 s
+# against 12.0 s plain, H100), and gives such a program's kernels no operator or line.
+PROFILED_IMPORTS = ("torch", "triton")
+RECORDER = "ROOFLINT_KERNEL_RECORDER"
+# The folder the recorder writes its records into, one file a process (kernel_trace.py).
+RECORDS = "ROOFLINT_KERNEL_TRACE"
+# The variable the CUDA driver reads, as the program initialises CUDA, for the library to
+# load into it.
+INJECTION = "CUDA_INJECTION64_PATH"
 # The trace's top-level key for the most device memory PyTorch's allocator held
 # (formats/trace_events.py reads it under the same name).
 PEAK_RESERVED = "rooflint_peak_reserved_bytes"
@@ -427,13 +441,64 @@ def _started(argv):
     run()
 
 
+class _StartAtFirstImport:
+    """A finder on sys.meta_path for pass 1: what times the program's launches, chosen at
+    its first import of a STARTING_IMPORTS module (at once where one is imported already).
+    PyTorch's or Triton's: PyTorch's profiler, started once the module has run. Another
+    library's: CUPTI's recorder where rooflint offers one, named to the CUDA driver before
+    the module runs (it may initialise CUDA); should the program import torch before CUDA
+    is initialised (a PyTorch program whose first import brought in Numba, say), the
+    recorder is unnamed and PyTorch's profiler started instead, with its operators and
+    lines."""
+
+    def __init__(self, profiling):
+        self.profiling, self.watched = profiling, set(STARTING_IMPORTS)
+        imported = [name for name in STARTING_IMPORTS if name in sys.modules]
+        if imported and self._first(imported[0]):
+            self.profiling.start()
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.watched:
+            return None
+        if not self._first(name):
+            return None
+        return _spec_then(name, path, lambda module: self.profiling.start())
+
+    def _first(self, name):
+        """Whether PyTorch's profiler is to start once module ``name`` has run."""
+        if name in PROFILED_IMPORTS or not self.profiling.recorder:
+            self.watched = set()
+            return not self.profiling.recording()
+        self.watched = set(PROFILED_IMPORTS)
+        self.profiling.record()
+        return False
+
+
 class _Profiling:
     """Pass 1's profiler and line ranges: started (start) by the program's first import of
-    a STARTING_IMPORTS module, stopped (stop) when the program ends, its trace written."""
+    a STARTING_IMPORTS module, stopped (stop) when the program ends, its trace written; or
+    CUPTI's recorder (record), where rooflint offers one (_StartAtFirstImport says when)."""
 
-    def __init__(self, trace, prefix):
+    def __init__(self, trace, prefix, recorder, records):
         self.trace, self.prefix = trace, prefix
+        self.recorder, self.records = recorder, records
         self.torch = self.profiler = self.lines = None
+
+    def record(self):
+        """The recorder named to the CUDA driver, which loads it as the program initialises
+        CUDA, into every process of the program."""
+        os.environ[INJECTION] = self.recorder
+
+    def recording(self):
+        """Whether the driver has loaded the recorder into this process (it opens its file
+        as it is loaded): CUDA is initialised, and PyTorch's profiler may not start beside
+        it. Where it has not, it is unnamed."""
+        if self.recorder and os.path.exists(
+                os.path.join(self.records or "", f"kernels.{os.getpid()}.tsv")):
+            return True
+        if self.recorder and os.environ.get(INJECTION) == self.recorder:
+            del os.environ[INJECTION]
+        return False
 
     def start(self):
         """Where PyTorch or its profiler fails to import or to start, the program runs on
@@ -481,8 +546,9 @@ def main():
         sys.exit(NO_PROFILER)
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
-    profiling = _Profiling(trace, prefix)
-    sys.meta_path.insert(0, _AfterFirstImport(STARTING_IMPORTS, profiling.start))
+    profiling = _Profiling(trace, prefix, os.environ.pop(RECORDER, None),
+                           os.environ.get(RECORDS))
+    sys.meta_path.insert(0, _StartAtFirstImport(profiling))
     status = 0
     try:
         run()

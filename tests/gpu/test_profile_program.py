@@ -49,6 +49,25 @@ def test_pass_two_waits_for_a_program_that_reaches_its_first_cuda_call_after_pas
     assert all(v["counters"] for v in doc["families"][0]["variants"])
 
 
+# A program whose only GPU library is CuPy.
+CUPY_ONLY = ("import cupy as cp; x = cp.arange(1 << 22, dtype=cp.float32); "
+             "print(float((x * 2 + 1).sum()))")
+
+
+@pytest.mark.gpu
+def test_a_cupy_programs_pass_one_is_recorded_by_cupti_with_no_torch(tmp_path):
+    """Once the recorder is built, a program whose first GPU library is CuPy's is timed by
+    it, not by PyTorch's profiler (which would import torch into it), and still judged."""
+    from rooflint.measure.kernel_trace import KernelTraceUnavailable, injection_library
+    try:
+        injection_library()
+    except KernelTraceUnavailable as exc:
+        pytest.skip(str(exc))
+    doc = profile(tmp_path, "-c", CUPY_ONLY, nvtx=None)
+    assert doc["settings"]["pass1_timer"] == "cupti"
+    assert all(v["counters"] for v in doc["families"][0]["variants"])
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 def test_every_chosen_kernel_is_judged_or_says_why_and_has_its_line(tmp_path, compiled):
