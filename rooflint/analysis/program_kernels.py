@@ -199,17 +199,38 @@ def name_key(name: str) -> str:
     """A demangled kernel name reduced to what any demangler writes alike, so that pass 1's
     names (PyTorch's profiler, from the C++ runtime's demangler) and pass 2's (Nsight
     Compute's own) meet: the parameter list, namespaces, integer suffixes (``32u``), casts
-    of enum constants (``(NormType)1``) and the words in _DEMANGLER_WORDS are dropped,
+    of enum constants (``(NormType)1``), the parameters of the function a lambda is defined
+    in and the words in _DEMANGLER_WORDS are dropped,
     ``false``/``true`` read as 0/1; what is left are the function's and its template
     arguments' own names and numbers, in order. Cached: a trace asks it of every launch
     (thousands), under a few dozen names of up to a thousand characters."""
-    head = _without_parameters(name)
+    head = _without_enclosing_parameters(_without_parameters(name))
     head = re.sub(r"\((?:[A-Za-z_][\w:]*)\)(?=-?\d)", "", head)         # (NormType)1 -> 1
     words = re.findall(r"[A-Za-z_]\w*(?:::)?|\d+", head)
     kept = [{"false": "0", "true": "1"}.get(w, w) for w in words
             if not w.endswith("::") and w not in _DEMANGLER_WORDS
             and not re.fullmatch(r"u|ul|ull|l|ll", w)]
     return " ".join(kept)
+
+
+# A parameter list followed by ``::`` (``const::``): that of the function a lambda or a
+# local class is defined in, which Nsight Compute writes with the template's placeholders
+# (``(at::TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]``) where the C++
+# runtime spells every type out. Liger-Kernel's RMSNorm benchmark lost a quarter of its
+# GPU time's counters to it (H100).
+_ENCLOSING_PARAMETERS_END = re.compile(r"\)(?:\s*const)?::")
+
+
+def _without_enclosing_parameters(name: str) -> str:
+    """``f<T>(int, T1)::[lambda() (instance 1)]`` -> ``f<T>::[lambda() (instance 1)]``."""
+    while found := _ENCLOSING_PARAMETERS_END.search(name):
+        end, depth = found.start(), 0
+        for start in range(end, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[start], 0)
+            if depth == 0:
+                break
+        name = name[:start].rstrip() + "::" + name[found.end():]
+    return name
 
 
 def _without_parameters(name: str) -> str:
@@ -393,8 +414,10 @@ def why_no_counters(k: KernelTime, rows: list[dict]) -> str:
                 f"({'; '.join(shapes[:3])}), not at grid {k.grid}, block {k.block}")
     twins = sorted({str(row[NAME]) for row in rows if identity(row)[1:] == k.identity[1:]})
     if twins:
-        return (f"no counters: pass 2 profiles one launch of each launch configuration, and "
-                f"{short_name(twins[0])} took this one's (grid {k.grid}, block {k.block})")
+        return (f"no counters: at grid {k.grid}, block {k.block} pass 2 profiled only "
+                f"{short_name(twins[0])}: this kernel under a name rooflint does not read as "
+                f"its own, or (--kernel on unmangled names) a kernel Nsight Compute counted as "
+                f"the same launch configuration")
     return NO_COUNTERS
 
 

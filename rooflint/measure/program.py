@@ -17,8 +17,9 @@ so each is profiled once, wherever it falls in the launch order: two runs of
 one program need not launch in the same order (a GPT-2 training step's did not), and the
 analysis matches pass 2's launches to pass 1's kernels by what they are, not where they
 are. A program's launch configurations are tens where its launches are thousands. (ncu
-counts two kernels with the same grid, block, registers and shared memory as one
-configuration: the second then has no counters, and its row says why.)
+tells configurations apart by the name at ``--kernel-name-base``: by mangled name, two
+kernels at one grid, block, register count and shared memory are two configurations; by
+demangled name, two ``extern "C"`` kernels are one, H100.)
 
 Pass 2's program is started while pass 1 runs and waits for pass 2 to attach to it, when
 that is sound (early_start.py), a Python program with TorchDynamo imported with its torch
