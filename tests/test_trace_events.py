@@ -23,9 +23,9 @@ from rooflint.commands import profile as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PACKAGE, PROGRAM, _programs_frames
 from rooflint.measure import ncu
 from rooflint.measure.program import Choice
-from rooflint.formats.trace_events import (AUTOTUNING_RANGE, COMPILED_REGION, LINE_RANGE,
-                                           TENSOR_PRECISION_OF_DTYPE, Launch,
-                                   Origin, launches, origins, tensor_precisions)
+from rooflint.formats.trace_events import (AUTOGRAD_NODE, AUTOTUNING_RANGE, COMPILED_REGION,
+                                           LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
+                                           Origin, launches, origins, tensor_precisions)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACE = json.loads((FIXTURES / "trace" / "h100-step-trace.json").read_text())
@@ -233,6 +233,47 @@ def test_the_packages_line_is_the_launchs_and_the_programs_says_where_from():
     (origin,) = origins([launch])
     assert origin.words == ("by aten::addmm at modeling_gpt2.py:220 in GPT2MLP.forward "
                             "(from train.py:31 in main)")
+
+
+def test_a_kernel_a_custom_backward_launches_is_traced_to_the_backwards_own_line():
+    """Liger-Kernel's RMSNorm (a torch.autograd.Function whose backward launches its own
+    Triton kernel, H200): the launch sits inside the bootstrap's line range on autograd's
+    thread, the line of the program's own backward, which is the line to change; its
+    forward's line had been given instead, and where the forward ran outside the profiled
+    steps, none."""
+    def event(name, ts, dur, cat, tid, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts,
+                "dur": dur, "args": args}
+    trace = {"traceEvents": [
+        event(LINE_RANGE + "/home/me/bench.py(40): main", 0, 10, "user_annotation", 1),
+        event("LigerRMSNormFunction", 1, 8, "cpu_op", 1, **{"Sequence number": 5}),
+        event(AUTOGRAD_NODE + "LigerRMSNormFunctionBackward", 20, 30, "cpu_op", 2,
+              **{"Sequence number": 5}),
+        event("LigerRMSNormFunctionBackward", 21, 28, "cpu_op", 2),
+        event(LINE_RANGE + "/home/me/liger/ops/rms_norm.py(552): rms_norm_backward", 22, 20,
+              "user_annotation", 2),
+        event("cuLaunchKernelEx", 23, 5, "cuda_driver", 2, correlation=9),
+        {"ph": "X", "cat": "kernel", "name": "_rms_norm_backward_kernel", "pid": 0, "tid": 7,
+         "ts": 30, "dur": 20, "args": {"correlation": 9, "grid": [132, 1, 1],
+                                       "block": [128, 1, 1]}}]}
+    (launch,) = launches(trace)
+    assert launch.backward_of == "LigerRMSNormFunctionBackward"
+    assert launch.line == "rms_norm.py:552 in rms_norm_backward"
+
+
+def test_a_kernel_whose_later_launches_carry_no_line_is_shown_from_its_line():
+    """The bootstrap names the line of a Triton kernel's first LINED_LAUNCHES launches only:
+    Liger-Kernel's RMSNorm backward, 100 launches with its line and 163 without, had read
+    as launched from nowhere."""
+    def launch(line):
+        x = Launch("_rms_norm_backward_kernel", "(132, 1, 1)", "(128, 1, 1)", 1e-5, 0.0,
+                   traced_call=True)
+        x.operator, x.line, x.backward_of = "LigerRMSNormFunctionBackward", line, \
+            "LigerRMSNormFunctionBackward"
+        return x
+    found = origins([launch(None)] * 163 + [launch("rms_norm.py:552 in rms_norm_backward")] * 100)
+    assert [(o.line, o.launches) for o in found] == [
+        ("rms_norm.py:552 in rms_norm_backward", 100), (None, 163)]
 
 
 def test_optimizer_kernels_sit_in_the_optimizers_range(lined):

@@ -6,9 +6,12 @@ duration, grid and block from CUPTI, and a correlation id that ties it to the CU
 call on the CPU; around that call, on the same thread, sit the PyTorch operator that made
 it (``aten::mm``) and the range the bootstrap opened around the torch function call that
 reached it, named after the program's line that made the call (LINE_RANGE). A kernel
-launched from the backward pass runs on autograd's own thread, where no Python frame is:
-its operator's autograd node (``AddmmBackward0``) carries the sequence number of the
-forward operator it differentiates, whose line is the one the user wrote. NVTX ranges
+launched from the backward pass runs on autograd's own thread, where PyTorch's backward
+formulas have no Python frame: its operator's autograd node (``AddmmBackward0``) carries
+the sequence number of the forward operator it differentiates, whose line is the one the
+user wrote. The backward of the program's own torch.autograd.Function is Python, and a
+launch from it carries its own line range there (Liger-Kernel's RMSNorm backward
+launching its Triton kernel): that line is the one to change. NVTX ranges
 pushed through ``torch.cuda.nvtx`` are in the trace as profiler ranges
 (``user_annotation``). The operator's input dtypes (recorded with its shapes) say which
 tensor-core precisions its kernels can have run: the only ones pass 2 reads FLOPs for.
@@ -165,13 +168,16 @@ def peak_reserved_bytes(trace: dict[str, Any]) -> int | None:
 
 
 def origins(launches: Iterable[Launch]) -> list[Origin]:
-    """The distinct origins of some launches, by how many launches each made; launches
-    with none known last (a Triton kernel's launches past the bootstrap's first few from
-    each kernel carry no line, and are the same kernel's). A launch whose call the trace
-    lacks (CUPTI's records of a program with no PyTorch hold kernels alone) has none."""
+    """The distinct origins of some launches, by how many launches each made; those with
+    a line before those without, and launches with none known last (a Triton kernel's
+    launches past the bootstrap's first LINED_LAUNCHES carry no line, and are the same
+    kernel's: a sweep's 163 unlined launches of Liger-Kernel's RMSNorm backward had put its
+    line out of the table). A launch whose call the trace lacks (CUPTI's records of a
+    program with no PyTorch hold kernels alone) has none."""
     tally = Counter((x.operator, x.line, x.backward_of, x.via) for x in launches
                     if x.traced_call)
-    known = sorted(tally.items(), key=lambda item: (not any(item[0]), -item[1]))
+    known = sorted(tally.items(),
+                   key=lambda item: (not any(item[0]), item[0][1] is None, -item[1]))
     return [Origin(op, line, backward, n, via) for (op, line, backward, via), n in known]
 
 
@@ -282,6 +288,10 @@ class _Scopes:
         at = call
         if node is not None:
             launch.backward_of = node["name"].removeprefix(AUTOGRAD_NODE)
+            own = self.lines.get(thread, _Intervals()).around(call["ts"])
+            if own:       # the program's own backward (a torch.autograd.Function's) launched it
+                launch.line, launch.via = _line_and_caller(own)
+                return
             forward = self._forward_of(node)
             if forward is None:
                 return
@@ -308,9 +318,15 @@ class _Scopes:
                       *self.ranges.around(moment)]
             region = next((r for r in scopes if r["name"].startswith(COMPILED_REGION)), None)
             calls = lines.within(region)[:1] if region is not None else []
-        # a torch call inside a Triton launch (its tensors' data_ptr) names the line again
-        named = list(dict.fromkeys(_line(c["name"].removeprefix(LINE_RANGE)) for c in calls))
-        return (named[-1], named[0]) if len(named) > 1 else (named[0] if named else None, None)
+        return _line_and_caller(calls)
+
+
+def _line_and_caller(calls: list[dict]) -> tuple[str | None, str | None]:
+    """The innermost of the line ranges ``calls`` and, where it is not the only one, the
+    outermost (the program's line, where the innermost is an installed package's)."""
+    # a torch call inside a Triton launch (its tensors' data_ptr) names the line again
+    named = list(dict.fromkeys(_line(c["name"].removeprefix(LINE_RANGE)) for c in calls))
+    return (named[-1], named[0]) if len(named) > 1 else (named[0] if named else None, None)
 
 
 def _input_dtypes(operator: dict) -> tuple[str, ...] | None:
