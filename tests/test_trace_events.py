@@ -261,6 +261,27 @@ def test_a_kernel_a_custom_backward_launches_is_traced_to_the_backwards_own_line
     assert launch.line == "rms_norm.py:552 in rms_norm_backward"
 
 
+def test_a_gradient_accumulation_is_traced_to_the_line_that_ran_the_backward_pass():
+    """AccumulateGrad differentiates no forward operator: the gradients Liger-Kernel's
+    benchmark added into its inputs' .grad at every timed backward (5 % of its chosen GPU
+    time) had no line; the line that called backward() is the one that made them."""
+    def event(name, ts, dur, cat, tid, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts,
+                "dur": dur, "args": args}
+    trace = {"traceEvents": [
+        event(LINE_RANGE + "/home/me/bench.py(61): full", 0, 100, "user_annotation", 1),
+        event("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 20, 30,
+              "cpu_op", 2),
+        event("aten::add_", 21, 28, "cpu_op", 2),
+        event("cudaLaunchKernel", 23, 5, "cuda_runtime", 2, correlation=9),
+        {"ph": "X", "cat": "kernel", "name": "vectorized_elementwise_kernel", "pid": 0,
+         "tid": 7, "ts": 30, "dur": 20, "args": {"correlation": 9, "grid": [32768, 1, 1],
+                                                 "block": [128, 1, 1]}}]}
+    (launch,) = launches(trace)
+    assert launch.backward_of == "torch::autograd::AccumulateGrad"
+    assert launch.line == "bench.py:61 in full"
+
+
 def test_a_kernel_whose_later_launches_carry_no_line_is_shown_from_its_line():
     """The bootstrap names the line of a Triton kernel's first LINED_LAUNCHES launches only:
     Liger-Kernel's RMSNorm backward, 100 launches with its line and 163 without, had read

@@ -11,7 +11,9 @@ formulas have no Python frame: its operator's autograd node (``AddmmBackward0``)
 the sequence number of the forward operator it differentiates, whose line is the one the
 user wrote. The backward of the program's own torch.autograd.Function is Python, and a
 launch from it carries its own line range there (Liger-Kernel's RMSNorm backward
-launching its Triton kernel): that line is the one to change. NVTX ranges
+launching its Triton kernel): that line is the one to change. A node that differentiates
+no forward operator (AccumulateGrad, adding a gradient into a leaf's ``.grad``) is traced
+to the line that ran the backward pass, held on another thread meanwhile. NVTX ranges
 pushed through ``torch.cuda.nvtx`` are in the trace as profiler ranges
 (``user_annotation``). The operator's input dtypes (recorded with its shapes) say which
 tensor-core precisions its kernels can have run: the only ones pass 2 reads FLOPs for.
@@ -293,10 +295,19 @@ class _Scopes:
                 launch.line, launch.via = _line_and_caller(own)
                 return
             forward = self._forward_of(node)
-            if forward is None:
+            if forward is None:   # AccumulateGrad's: the line that ran the backward pass
+                launch.line, launch.via = _line_and_caller(self._lines_elsewhere(thread,
+                                                                                 call["ts"]))
                 return
             at, thread = forward, (forward.get("pid"), forward.get("tid"))
         launch.line, launch.via = self._lines_at(thread, at["ts"])
+
+    def _lines_elsewhere(self, thread: tuple[Any, Any], moment: float) -> list[dict]:
+        """The line ranges other threads hold at ``moment``, in order of their start: the
+        call (``loss.backward()``) that autograd's thread works for meanwhile."""
+        held = [e for other, lines in self.lines.items() if other != thread
+                for e in lines.around(moment)]
+        return sorted(held, key=lambda e: e["ts"])
 
     def _forward_of(self, node: dict) -> dict | None:
         """The forward operator an autograd node differentiates: the last one before it
