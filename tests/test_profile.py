@@ -539,6 +539,19 @@ def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
         assert "launched from" in lines[start - 2] and "train_step.py:34 forward" in rows[0]
 
 
+@pytest.mark.parametrize("line, cell", [
+    ("train_step.py:34 in Block.forward", "train_step.py:34 forward"),
+    # Liger-Kernel's benchmark: its line number had read "benchmark_rms_no…3 forward"
+    ("benchmark_rms_norm.py:33 in LlamaRMSNorm.forward", "benchmark_rms_…:33 forward"),
+    ("utils.py:143 in run_speed_benchmark.<locals>.<lambda>", "utils.py:143 <lambda>"),
+    ("a_very_long_module_name_indeed.py:1234 in a_very_long_function_name",
+     "a_very_long_module_n…:1234"),
+])
+def test_the_origin_cell_keeps_the_line_number_whole(line, cell):
+    from rooflint.output.tables import ORIGIN_WIDTH, origin_cell
+    assert origin_cell(line) == cell and len(cell) <= ORIGIN_WIDTH
+
+
 @pytest.mark.parametrize("name, columns", [
     # a C++ program's own kernels, timed by CUPTI's records: no library, no caller known
     ("h100-profile-llmc-layernorm-forward-3", ("kernel", "share")),

@@ -60,17 +60,27 @@ def render_timings(console: Console, result: RunResult) -> None:
 
 ORIGIN_COLUMNS = 137     # the table has room for "launched from" from this width (else the notes)
 ORIGIN_WIDTH = 26        # its line there (file:line function); the operator in the notes
+ORIGIN_FILE_WIDTH = 12   # the least of the file's name shown; the function gives way first
 COLUMN_GAP = 2           # what a table without edges puts between two columns
 
 
 def origin_cell(line: str | None) -> str:
     """``train_step.py:37 in Block.forward`` as the table has room for it: the file and
     line, then the function's own name (``forward``, not its class or enclosing
-    functions), shortened only if the file's name is long."""
+    functions). The line number is never cut: a long file name loses its end, and where
+    that would leave less than ORIGIN_FILE_WIDTH of it, the function goes first
+    (``benchmark_rms_no…3 forward`` had hidden Liger-Kernel's line 33)."""
     if not line:
         return ""
     place, _, function = line.partition(" in ")
-    return shortened(f"{place} {function.rsplit('.', 1)[-1]}".strip(), ORIGIN_WIDTH)
+    file, colon, number = place.rpartition(":")
+    if not colon:
+        return shortened(place, ORIGIN_WIDTH)
+    tail = f":{number} {function.rsplit('.', 1)[-1]}".rstrip()
+    if len(file) + len(tail) > ORIGIN_WIDTH and ORIGIN_WIDTH - len(tail) < ORIGIN_FILE_WIDTH:
+        tail = f":{number}"
+    room = ORIGIN_WIDTH - len(tail)
+    return (file if len(file) <= room else f"{file[:room - 1]}…") + tail
 
 
 def render_upside(console: Console, result: RunResult, family: FamilyResult) -> None:
