@@ -112,21 +112,26 @@ def _family_table(family: FamilyResult, columns: tuple[str, ...]) -> Table:
 def variant_cells(v: VariantResult, shown: str | None = None) -> dict[str, Text]:
     """One variant's row, by column, its name ``shown`` as the table tells it from its
     neighbours (shortened_names; else shortened alone); a variant that was not timed has
-    only name and status. The HTML report's family tables show the same cells."""
+    only name and status, one timed without a roofline point (a profiled kernel pass 2
+    took no counters of, whose notes say why) its time and "no counters". The HTML
+    report's family tables show the same cells."""
     name = Text(shown or shortened(v.name))
     if v.baseline:
         name.append(" (baseline)", "dim")
     cells = {"variant": name, "status": Text(v.status.upper(), STATUS_STYLE[v.status])}
-    if not v.time or not v.point:
+    if not v.time:
         return cells
-    p = v.point
     time = f"{format_time(v.time.median_s)} ±{100 * v.time.spread:.0f}%"
+    cells["time"] = Text(f"{time} noisy", "bold yellow") if v.time.noisy else Text(time)
+    if not v.point:   # failed (its status says so), or a profiled kernel without counters
+        return cells | ({"verdict": Text("no counters", "dim")} if v.status == Status.OK
+                        else {})
+    p = v.point
     verdict = Text(v.verdict.bound, BOUND_STYLE[v.verdict.bound])
     if v.expect.get("bound") not in (None, v.verdict.bound):
         verdict.append(f" (expected {v.expect['bound']})", "red")
     top = v.verdict.moves[0] if v.verdict.moves else None
     return cells | {
-        "time": Text(f"{time} noisy", "bold yellow") if v.time.noisy else Text(time),
         "DRAM": Text(f"{format_rate(p.achieved_bandwidth, 'B/s')} {pct(p.dram_fraction)}"),
         "FLOP/s": Text(f"{format_rate(p.achieved_flops, '')} {pct(p.compute_fraction)}"
                        if p.flops else "-"),
