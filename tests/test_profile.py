@@ -458,8 +458,7 @@ def _pass2_expression(chosen_names: list[str]) -> str:
     from rooflint.measure import program as passes
     timed = [program_kernels.KernelTime(name, "(1, 1, 1)", [1e-6]) for name in MANGLED.values()]
     chosen = [k for k in timed if k.kernel in chosen_names]
-    args = passes.selection(passes.Filters(),
-                            program_kernels.mangled_patterns(chosen, timed))
+    args = passes.selection(program_kernels.mangled_patterns(chosen, timed))
     assert args[args.index("--kernel-name-base") + 1] == "mangled"
     assert args[args.index("--print-kernel-base") + 1] == "demangled"
     return args[args.index("-k") + 1].removeprefix("regex:")
@@ -496,7 +495,7 @@ def test_each_kernel_of_a_real_training_step_is_selected_by_its_own_pattern(mang
     mine = REAL_NAMES[mangled]
     chosen = [k for k in timed if k.kernel == mine]
     from rooflint.measure import program as passes
-    args = passes.selection(passes.Filters(), program_kernels.mangled_patterns(chosen, timed))
+    args = passes.selection(program_kernels.mangled_patterns(chosen, timed))
     expression = args[args.index("-k") + 1].removeprefix("regex:")
     selected = [d for m, d in REAL_NAMES.items() if re.search(expression, m)]
     assert mine in selected

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 
 from edges import REPO, assert_one_line_error, rooflint
@@ -72,19 +71,25 @@ def test_a_profile_of_the_top_kernels_records_it_and_the_default_coverage(fake_n
 
 def test_skip_and_kernel_filters(fake_ncu, tmp_path):
     """--skip leaves out pass 1's warm-up; pass 2 needs no skip (one launch of each shape,
-    from flushed caches); a --kernel filter applies to both passes."""
+    from flushed caches). A --kernel filter applies to pass 1 as the user wrote it (on
+    demangled names); pass 2 selects the kernels it chose by their mangled names, as
+    without --kernel: by demangled name Nsight Compute counts two ``extern "C"`` kernels
+    at one launch shape as one configuration and profiles only the first (H100 probe)."""
     env, state = fake_ncu
+    out = tmp_path / "profile.json"
     outcome = rooflint("profile", "--skip", "7", "--kernel", "nvjet|layer_norm", "--coverage",
-                       "0.99", "--", sys.executable, "-c", "pass", env=env)
+                       "0.99", "--json", str(out), "--", sys.executable, "-c", "pass", env=env)
     assert outcome.code == 0, outcome.stderr
     seen = by_mode(state)
     (pass1,), (pass2,) = seen["pass1"], seen["attach"]
     assert pass1[pass1.index("--launch-skip") + 1] == "7"
     assert "--launch-skip" not in pass2
     assert pass2[pass2.index("--filter-mode") + 1] == "per-launch-config"
-    for args in (pass1, pass2):
-        assert args[args.index("-k") + 1] == "regex:nvjet|layer_norm"
-        assert args[args.index("--kernel-name-base") + 1] == "demangled"   # as the user wrote it
+    assert pass1[pass1.index("-k") + 1] == "regex:nvjet|layer_norm"
+    assert pass1[pass1.index("--kernel-name-base") + 1] == "demangled"   # as the user wrote it
+    chosen = json.loads(out.read_text())["settings"]["pass2_kernels"]
+    assert pass2[pass2.index("-k") + 1] == "regex:" + "|".join(chosen)
+    assert pass2[pass2.index("--kernel-name-base") + 1] == "mangled"
 
 
 def test_a_program_whose_kernels_run_in_a_child_is_timed_again_alone(fake_ncu, tmp_path):

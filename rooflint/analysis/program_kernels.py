@@ -415,9 +415,7 @@ def why_no_counters(k: KernelTime, rows: list[dict]) -> str:
     twins = sorted({str(row[NAME]) for row in rows if identity(row)[1:] == k.identity[1:]})
     if twins:
         return (f"no counters: at grid {k.grid}, block {k.block} pass 2 profiled only "
-                f"{short_name(twins[0])}: this kernel under a name rooflint does not read as "
-                f"its own, or (--kernel on unmangled names) a kernel Nsight Compute counted as "
-                f"the same launch configuration")
+                f"{short_name(twins[0])}, a name rooflint does not read as this kernel's")
     return NO_COUNTERS
 
 

@@ -232,7 +232,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
     settings = replace(passes_settings(options, first, second, len(profiled), choice,
-                                       passes.selection(filters, choice.patterns)),
+                                       passes.selection(choice.patterns)),
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
                        autotuners=list(tuning.tuners) or None)
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,

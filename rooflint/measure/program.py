@@ -95,14 +95,14 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
         first = timing_pass(command, filters, logs, say)
         if alone(waiting, first):
             choice = plan(first)
-            return first, _second(lambda: _attach(waiting, filters, choice, logs, say),
+            return first, _second(lambda: _attach(waiting, choice, logs, say),
                                   attached=True)
         stop(waiting.process)
     say("pass 1 again, alone: this program's kernels do not all run in its own process, so "
         "its early-started second run may have overlapped the first")
     first = duration_pass(command, filters, logs, say)
     choice = plan(first)
-    return first, _second(lambda: counter_pass(command, filters, choice, logs, say))
+    return first, _second(lambda: counter_pass(command, choice, logs, say))
 
 
 def _second(run: Callable[[], Pass], attached: bool = False) -> Pass:
@@ -275,32 +275,33 @@ def duration_pass(command: list[str], filters: Filters, logs: Path | None,
 LAUNCHES_PER_CONFIG = 1
 
 
-def counter_pass(command: list[str], filters: Filters, choice: Choice,
+def counter_pass(command: list[str], choice: Choice,
                  logs: Path | None, say: Callable[[str], None]) -> Pass:
     """rooflint's counters on the first launch of each launch configuration of the chosen
-    kernels (see _selection)."""
+    kernels (see selection)."""
     args = [*ncu.BASE_OPTIONS, "--cache-control", "all",
-            "--metrics", ",".join(choice.metrics), *selection(filters, choice.patterns)]
+            "--metrics", ",".join(choice.metrics), *selection(choice.patterns)]
     return run_ncu(args, command, logs, COUNTERS_LOG, PassProgress("pass 2", say))
 
 
-def selection(filters: Filters, patterns: list[str]) -> list[str]:
+def selection(patterns: list[str]) -> list[str]:
     """Pass 2's launches, as ncu options: LAUNCHES_PER_CONFIG of each launch configuration
-    of the kernels whose mangled names ``patterns`` match (the user's ``--kernel``, on
-    demangled names as pass 1 reads it, instead), names printed demangled. Kept in the
-    result's settings, so the same launches can be profiled again (benchmarks/profile.sh's
-    ``--set full``).
+    of the kernels whose mangled names ``patterns`` match, names printed demangled. Kept in
+    the result's settings, so the same launches can be profiled again
+    (benchmarks/profile.sh's ``--set full``).
 
+    By mangled name even under ``--kernel`` (which pass 1 applies, on demangled names as
+    the user wrote it): Nsight Compute tells launch configurations apart by the name at
+    ``--kernel-name-base``, and by demangled name two ``extern "C"`` kernels at one grid,
+    block and register count were one configuration, the second never profiled (H100).
     Not ``--nvtx`` nor ``--skip``: an NVTX range holds only the launches of the thread that
     pushed it (PyTorch's backward runs on a thread of its own, whose kernels would all be
     left out), and the first launch of a configuration is often in the warm-up. Counters
     do not need the steady state: bytes, FLOPs and stalls are the kernel's own, and every
     profiled launch starts from flushed caches."""
-    base, expression = (("demangled", filters.kernel) if filters.kernel
-                        else ("mangled", "|".join(patterns)))
     return ["--filter-mode", "per-launch-config", "--launch-count", str(LAUNCHES_PER_CONFIG),
-            "--kernel-name-base", base, "--print-kernel-base", "demangled",
-            "-k", f"regex:{expression}"]
+            "--kernel-name-base", "mangled", "--print-kernel-base", "demangled",
+            "-k", f"regex:{'|'.join(patterns)}"]
 
 
 # How often pass 2 attaches again to a waiting program that cannot be attached yet
@@ -308,14 +309,14 @@ def selection(filters: Filters, patterns: list[str]) -> list[str]:
 ATTACH_AGAIN_S = 0.25
 
 
-def _attach(waiting: Waiting, filters: Filters, choice: Choice,
+def _attach(waiting: Waiting, choice: Choice,
             logs: Path | None, say: Callable[[str], None]) -> Pass:
     """counter_pass's selection, profiled by attaching to the waiting program, which then
     runs to its end; attached again while the program runs but cannot be attached yet."""
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
             "--max-connections", str(PORTS), *ncu.BASE_OPTIONS,
             "--cache-control", "all", "--metrics", ",".join(choice.metrics),
-            *selection(filters, choice.patterns)]
+            *selection(choice.patterns)]
     began, progress, said_why = time.perf_counter(), PassProgress("pass 2", say), False
     while True:
         try:
