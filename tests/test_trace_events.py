@@ -270,6 +270,8 @@ def test_a_gradient_accumulation_is_traced_to_the_line_that_ran_the_backward_pas
                 "dur": dur, "args": args}
     trace = {"traceEvents": [
         event(LINE_RANGE + "/home/me/bench.py(61): full", 0, 100, "user_annotation", 1),
+        # a thread of the program's own, busy since before, is not the backward's caller
+        event(LINE_RANGE + "/home/me/loader.py(5): prefetch", -10, 200, "user_annotation", 3),
         event("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 20, 30,
               "cpu_op", 2),
         event("aten::add_", 21, 28, "cpu_op", 2),
@@ -279,7 +281,7 @@ def test_a_gradient_accumulation_is_traced_to_the_line_that_ran_the_backward_pas
                                                  "block": [128, 1, 1]}}]}
     (launch,) = launches(trace)
     assert launch.backward_of == "torch::autograd::AccumulateGrad"
-    assert launch.line == "bench.py:61 in full"
+    assert (launch.line, launch.via) == ("bench.py:61 in full", None)
 
 
 def test_a_kernel_whose_later_launches_carry_no_line_is_shown_from_its_line():

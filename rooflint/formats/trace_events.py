@@ -303,11 +303,12 @@ class _Scopes:
         launch.line, launch.via = self._lines_at(thread, at["ts"])
 
     def _lines_elsewhere(self, thread: tuple[Any, Any], moment: float) -> list[dict]:
-        """The line ranges other threads hold at ``moment``, in order of their start: the
-        call (``loss.backward()``) that autograd's thread works for meanwhile."""
-        held = [e for other, lines in self.lines.items() if other != thread
-                for e in lines.around(moment)]
-        return sorted(held, key=lambda e: e["ts"])
+        """The line ranges another thread holds at ``moment``, outermost first: the call
+        (``loss.backward()``) that autograd's thread works for meanwhile; of several
+        threads holding some, the one whose innermost range began last."""
+        stacks = [held for other, lines in self.lines.items() if other != thread
+                  for held in [lines.around(moment)] if held]
+        return max(stacks, key=lambda held: held[-1]["ts"], default=[])
 
     def _forward_of(self, node: dict) -> dict | None:
         """The forward operator an autograd node differentiates: the last one before it
