@@ -295,7 +295,7 @@ class _Scopes:
                 launch.line, launch.via = _line_and_caller(own)
                 return
             forward = self._forward_of(node)
-            if forward is None:   # AccumulateGrad's: the line that ran the backward pass
+            if forward is None:   # none (AccumulateGrad's): the line that ran backward()
                 launch.line, launch.via = _line_and_caller(self._lines_elsewhere(thread,
                                                                                  call["ts"]))
                 return
