@@ -324,6 +324,9 @@ def test_library_kernels_are_named_plainly(kernel, words):
 @pytest.mark.parametrize("command, name", [
     (["python3", "examples/apps/transformer_block.py", "--compile"], "transformer_block.py"),
     (["./my_binary", "--size", "4"], "my_binary"),
+    # attorch's examples are run as modules: the family had been called "python3"
+    (["python3", "-m", "examples.regression.main", "--epochs", "1"], "examples.regression.main"),
+    (["python3", "-u", "-m", "pytest", "tests/test_x.py"], "test_x.py"),
 ])
 def test_the_program_is_named_by_its_script(command, name):
     assert app.program_name(command) == name

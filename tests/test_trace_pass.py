@@ -50,8 +50,9 @@ def test_a_trace_too_large_to_read_stops_the_profile_with_what_to_do(tmp_path, m
     with pytest.raises(RooflintError) as caught:
         passes._read_trace(trace)
     words = str(caught.value)
-    assert "a 2.1 MiB trace, about 2.2 million kernel launches" in words
-    assert "about 8 hours" in words and "profile a shorter run" in words
+    assert "a 2.1 MiB trace of the program's operators and kernel launches, up to 2.2 " \
+        "million launches" in words
+    assert "up to 8 hours" in words and "profile a shorter run" in words
 
 
 def test_a_python_without_pytorch_falls_back_to_nsight_compute(tmp_path, monkeypatch):

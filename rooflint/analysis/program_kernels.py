@@ -21,11 +21,12 @@ from typing import Callable, Sequence, TypeVar
 
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.counters import Counters
-from rooflint.common.units import format_time
+from rooflint.common.units import counted, format_time
 from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME as NAME, STREAM
 from rooflint.formats.results import TimeStats
 from rooflint.formats.settings import DEFAULT_COVERAGE
-from rooflint.formats.trace_events import ATEN, Launch, Origin, origins, tensor_precisions
+from rooflint.formats.trace_events import (ATEN, Launch, Origin, Unrecorded, origins,
+                                           tensor_precisions)
 
 # Who wrote a kernel, from the PyTorch operator that launched it, where the operator says
 # more than the kernel's name: (pattern, plain words). multi_tensor_apply_kernel runs the
@@ -118,6 +119,15 @@ def autotuners_words(tuners: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def unrecorded_words(unrecorded: Sequence[Unrecorded]) -> str:
+    """What pass 1 left unrecorded of the repeated calls (trace_events.Unrecorded), said as
+    pass 1 ends and under the table."""
+    parts = [f"{counted(u.calls, 'call')} of {u.by} past the first {u.recorded} of each run"
+             for u in unrecorded]
+    return (f"not recorded: {' and '.join(parts)}; their launches and GPU time are "
+            f"counted from the recorded calls")
+
+
 L = TypeVar("L")
 
 
@@ -164,14 +174,22 @@ class KernelTime:
     # operator it runs in fp32 (the loss), never a weight cast (those narrow; in backward,
     # gradients widen on their way back to fp32, weights' and activations' alike).
     upcasts: bool = False
+    # Launches a benchmark function ran while the trace recorded only its first calls
+    # (trace_events.SAMPLED_RANGE), and their GPU time, counted from the recorded ones.
+    unrecorded_launches: int = 0
+    unrecorded_s: float = 0.0
 
     @property
     def identity(self) -> Identity:
         return name_key(self.kernel), self.grid, self.block
 
     @property
+    def launches(self) -> int:
+        return len(self.durations_s) + self.unrecorded_launches
+
+    @property
     def total_s(self) -> float:
-        return sum(self.durations_s)
+        return sum(self.durations_s) + self.unrecorded_s
 
     @property
     def blocks(self) -> int:
@@ -270,7 +288,9 @@ def kernel_times_from_trace(launches: list[Launch]) -> list[KernelTime]:
                           block=mine[0].block, origins=origins(mine),
                           tensor_precisions=tensor_precisions(mine),
                           upcasts=2 * sum(x.widens and not x.backward_of for x in mine)
-                          > len(mine))
+                          > len(mine),
+                          unrecorded_launches=round(sum(x.weight - 1 for x in mine)),
+                          unrecorded_s=sum(x.duration_s * (x.weight - 1) for x in mine))
                for mine in groups.values()]
     return sorted(kernels, key=lambda k: k.total_s, reverse=True)
 

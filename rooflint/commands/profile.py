@@ -44,12 +44,13 @@ from rooflint.analysis.program_kernels import (NO_COUNTERS, Autotuning,
                                                drifting,
                                                caller_flags,
                                                per_launch, selected, unique_names,
-                                               why_no_counters)
+                                               unrecorded_words, why_no_counters)
 from rooflint.analysis.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.formats.settings import DEFAULT_COVERAGE, Settings
 from rooflint.formats.status import Status
+from rooflint.formats.trace_events import Unrecorded, unrecorded
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import union_unless_any
 from rooflint.common.units import counted, format_bytes, format_time
@@ -122,7 +123,7 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
                     (drift, [*analysis.notes, drift.varies]) if drift else
                     (analysis.time, analysis.notes))
     share = KernelShare(
-        kernel=time.kernel, library=owner, launches=len(time.durations_s),
+        kernel=time.kernel, library=owner, launches=time.launches,
         total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,
         best_fraction=best, upside_s=upside(time.total_s, analysis.verdict, best),
         origins=time.origins[:ORIGINS_KEPT])
@@ -195,9 +196,9 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     logs = Path(options.logs) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
 
-    timed: dict[int, tuple[list[KernelTime], Autotuning]] = {}   # parsed once per pass
+    timed: dict[int, PassOne] = {}                             # parsed once per pass
 
-    def kernels_of(first: Pass) -> tuple[list[KernelTime], Autotuning]:
+    def kernels_of(first: Pass) -> PassOne:
         if id(first) not in timed:
             timed[id(first)] = timed_kernels(first, filters)
         return timed[id(first)]
@@ -206,20 +207,22 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
 
     def plan(first: Pass) -> Choice:
         """The kernels pass 2 profiles, said before it starts."""
-        kernels, tuning = kernels_of(first)
+        kernels, tuning, missed = kernels_of(first)
         chosen = choose(kernels, options.coverage, options.top)
         choice = pass2_choice(chosen, kernels)
         planned.append(choice)
         say(plan_words(first, kernels, chosen, choice))
         if tuning.launches:
             say(autotuning_words(tuning))
+        if missed:
+            say(unrecorded_words(missed))
         held = held_memory_words(first.trace)
         if held:
             say(held)
         return choice
 
     first, second = passes.two_passes(options.command, filters, logs, plan, say)
-    kernels, tuning = kernels_of(first)
+    kernels, tuning, missed = kernels_of(first)
     chosen = choose(kernels, options.coverage, options.top)
     profiled = parse_rows(second.log)
     counters = counters_by_identity(chosen, profiled, kernels)
@@ -234,7 +237,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     settings = replace(passes_settings(options, first, second, len(profiled), choice,
                                        passes.selection(choice.patterns)),
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
-                       autotuners=list(tuning.tuners) or None)
+                       autotuners=list(tuning.tuners) or None,
+                       unrecorded=missed or None)
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                           chosen, counters, spec, device, calibration, settings, models,
                           missing), stopped
@@ -373,10 +377,16 @@ def check_program(command: list[str]) -> None:
                         f"interpreter first (rooflint profile -- python {program})")
 
 
-def timed_kernels(first: Pass, filters: Filters) -> tuple[list[KernelTime], Autotuning]:
+# Pass 1's kernels, the autotuners' launches left out of them, and the benchmark functions'
+# calls the trace did not record.
+PassOne = tuple[list[KernelTime], Autotuning, list[Unrecorded]]
+
+
+def timed_kernels(first: Pass, filters: Filters) -> PassOne:
     """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
-    program_kernels.without_autotuning), and those; the profiler's trace is filtered here
-    as ncu filtered its own launches."""
+    program_kernels.without_autotuning), and those, and what the benchmark functions left
+    unrecorded (trace_events.Unrecorded); the profiler's trace is filtered here as ncu
+    filtered its own launches."""
     if first.timer.traced:
         found = selected(trace_launches(first.trace or {}), filters.nvtx, filters.kernel,
                          filters.skip)
@@ -384,12 +394,15 @@ def timed_kernels(first: Pass, filters: Filters) -> tuple[list[KernelTime], Auto
             raise RooflintError(f"no kernel launch that {first.timer.words} recorded passed "
                                 f"--nvtx, --kernel and --skip")
         kept, tuning = trace_without_autotuning(found)
-        return kernel_times_from_trace(kept), tuning
+        return kernel_times_from_trace(kept), tuning, unrecorded(first.trace or {})
     rows, tuning = rows_without_autotuning(parse_rows(first.log))
-    return kernel_times(rows), tuning
+    return kernel_times(rows), tuning, []
 
 
 def program_name(command: list[str]) -> str:
-    """What to call the program: its script (``transformer_block.py``), else its executable."""
+    """What to call the program: its script (``transformer_block.py``), the module it runs
+    (``python -m examples.regression.main``), else its executable."""
     script = next((a for a in command if a.endswith((".py", ".sh"))), None)
+    if script is None and "-m" in command[1:-1]:
+        return command[command.index("-m", 1) + 1]
     return Path(script or command[0]).name

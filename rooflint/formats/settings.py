@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rooflint.formats.trace_events import Unrecorded
+
 COUNTERS_OFF = "off"          # the --counters mode, and what a run fell back to without ncu
 # The share of the GPU time whose kernels a profile's pass 2 profiles, unless --coverage
 # or --top says otherwise (analysis/program_kernels.choose).
@@ -59,6 +61,7 @@ class Settings:
     autotuning_launches: int | None = None    # benchmarking's launches, left out of the kernels
     autotuning_s: float | None = None         # and their GPU time
     autotuners: list[str] | None = None       # whose: "XLA's autotuner", ...
+    unrecorded: list[Unrecorded] | None = None  # repeated calls pass 1 did not record
 
     @property
     def counting(self) -> bool:

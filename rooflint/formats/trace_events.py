@@ -43,6 +43,14 @@ COMPILED_REGION = "Torch-Compiled Region"
 # ("Triton's autotuner"). Their launches are not the program's work
 # (analysis/program_kernels.py leaves them out).
 AUTOTUNING_RANGE = "rooflint.autotuning: "
+# The ranges the bootstrap opens around each recorded call of a run of repeated calls
+# (Triton's do_bench timing a function, a DataLoader's epoch): this prefix, who, the run's
+# number; and the range at the end of a run that went on past its recorded calls: the same
+# name, then how many calls, how many recorded. A launch in a recorded call stands for
+# calls / recorded launches of its kernel.
+SAMPLED_RANGE = "rooflint.sampled: "
+SAMPLED_COUNT = re.compile(r"^(?P<run>rooflint\.sampled: (?P<who>.+) #\d+): (?P<calls>\d+) "
+                           r"calls, (?P<recorded>\d+) recorded$")
 AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
 # An ATen operator's kernels compute on its inputs' dtypes (after autocast's casts, which
 # are operators of their own), so the tensor-core precisions they can run are these, by the
@@ -95,6 +103,8 @@ class Launch:
     dtypes: tuple[str, ...] | None = None  # its ATen operator's input dtypes ("float"); None:
     #                                        no ATen operator launched it, or none recorded
     autotuner: str | None = None   # the benchmarking that launched it: "Triton's autotuner"
+    weight: float = 1.0            # the launches it stands for: more than one where a
+    #                                benchmark function recorded only its first calls
 
     @property
     def tensor_precisions(self) -> frozenset[str] | None:
@@ -183,6 +193,29 @@ def origins(launches: Iterable[Launch]) -> list[Origin]:
     return [Origin(op, line, backward, n, via) for (op, line, backward, via), n in known]
 
 
+@dataclass(frozen=True)
+class Unrecorded:
+    """The calls of one kind of repeated call (SAMPLED_RANGE) that a trace did not record:
+    their launches are counted from the recorded ones."""
+
+    by: str                          # "Triton's do_bench", "PyTorch's DataLoader"
+    calls: int                       # not recorded, over all its runs
+    recorded: int                    # the calls each run recorded, at its start
+
+
+def unrecorded(trace: dict[str, Any]) -> list[Unrecorded]:
+    """What the repeated calls of ``trace`` left unrecorded, by whose, first seen first."""
+    counts: dict[str, list[int]] = {}
+    for e in trace.get("traceEvents", []):
+        match = (SAMPLED_COUNT.match(str(e.get("name", "")))
+                 if isinstance(e, dict) and e.get("cat") == "user_annotation" else None)
+        if match:
+            mine = counts.setdefault(match["who"], [0, 0])
+            mine[0] += int(match["calls"]) - int(match["recorded"])
+            mine[1] = max(mine[1], int(match["recorded"]))
+    return [Unrecorded(by, calls, recorded) for by, (calls, recorded) in counts.items()]
+
+
 def launches(trace: dict[str, Any]) -> list[Launch]:
     """Every kernel launch in ``trace``, in launch order, with its origin."""
     # an event whose name is not text (a foreign or hand-edited trace) is not read
@@ -265,8 +298,13 @@ class _Scopes:
         self.lines = _by_thread([e for e in ranges if e["name"].startswith(LINE_RANGE)])
         self.autotuning = _by_thread([e for e in ranges
                                       if e["name"].startswith(AUTOTUNING_RANGE)])
-        self.ranges = _Intervals.of([e for e in ranges
-                                     if not e["name"].startswith((LINE_RANGE, AUTOTUNING_RANGE))])
+        self.sampled = _by_thread([e for e in ranges if e["name"].startswith(SAMPLED_RANGE)
+                                   and not SAMPLED_COUNT.match(e["name"])])
+        self.weights = {m["run"]: int(m["calls"]) / int(m["recorded"])
+                        for e in ranges for m in [SAMPLED_COUNT.match(e["name"])]
+                        if m and int(m["recorded"])}
+        self.ranges = _Intervals.of([e for e in ranges if not e["name"].startswith(
+            (LINE_RANGE, AUTOTUNING_RANGE, SAMPLED_RANGE))])
         # sequence number -> the forward operators that carry it, in time order: a number
         # is unique among one step's differentiable operators, but the operators a program
         # runs before any (a model's .cuda(), its .detach()es) carry 0 as well.
@@ -286,6 +324,7 @@ class _Scopes:
         launch.ranges = tuple(dict.fromkeys(e["name"] for e in self.ranges.around(call["ts"])))
         tuning = self.autotuning.get(thread, _Intervals()).around(call["ts"])
         launch.autotuner = tuning[0]["name"].removeprefix(AUTOTUNING_RANGE) if tuning else None
+        launch.weight = self._weight(thread, call["ts"])
         node = next((e for e in operators if e["name"].startswith(AUTOGRAD_NODE)), None)
         at = call
         if node is not None:
@@ -301,6 +340,12 @@ class _Scopes:
                 return
             at, thread = forward, (forward.get("pid"), forward.get("tid"))
         launch.line, launch.via = self._lines_at(thread, at["ts"])
+
+    def _weight(self, thread: tuple[Any, Any], moment: float) -> float:
+        """How many launches one at ``moment`` stands for: calls / recorded of the innermost
+        recorded call of a run around it; 1 where none, or its run recorded every call."""
+        runs = self.sampled.get(thread, _Intervals()).around(moment)
+        return self.weights.get(runs[-1]["name"], 1.0) if runs else 1.0
 
     def _lines_elsewhere(self, thread: tuple[Any, Any], moment: float) -> list[dict]:
         """The line ranges another thread holds at ``moment``, outermost first: the call

@@ -220,7 +220,10 @@ def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
 
 # The most trace rooflint reads (parsed, several times its size in memory). The compiled
 # training step's is 12 MB for 2,000 launches; Triton's fused-softmax tutorial, a sweep of
-# 98 sizes through do_bench, wrote 683 MB for about 600,000 (1.1 KB a launch).
+# 98 sizes through do_bench, wrote 683 MB for about 600,000 (1.1 KB a launch) before
+# do_bench's calls came to be recorded only at first. A trace's CPU operators take room
+# too: attorch's regression example wrote 2.14 GiB for about 5,000 launches an epoch, its
+# DataLoader's operators, before its batches came to be recorded only at first.
 MAX_TRACE_BYTES = 1 << 30
 # What Nsight Compute's pass 1 costs a launch, serialised (a GPT-2 step's 5,000 in 68 s, H100).
 NCU_PASS1_S_PER_LAUNCH = 0.013
@@ -236,12 +239,12 @@ def _read_trace(path: Path) -> dict:
         if size > MAX_TRACE_BYTES:
             launches = size / TRACE_BYTES_PER_LAUNCH
             raise RooflintError(
-                f"PyTorch's profiler wrote a {format_bytes(size)} trace, about "
-                f"{launches / 1e6:.1f} million kernel launches: more than rooflint reads "
-                f"({format_bytes(MAX_TRACE_BYTES)}), and Nsight Compute would take about "
-                f"{launches * NCU_PASS1_S_PER_LAUNCH / 3600:.0f} hours to time them one by "
-                f"one; profile a shorter run of the program (fewer steps, sizes or "
-                f"repetitions)")
+                f"PyTorch's profiler wrote a {format_bytes(size)} trace of the program's "
+                f"operators and kernel launches, up to {launches / 1e6:.1f} million "
+                f"launches: more than rooflint reads ({format_bytes(MAX_TRACE_BYTES)}), and "
+                f"Nsight Compute would take up to {launches * NCU_PASS1_S_PER_LAUNCH / 3600:.0f}"
+                f" hours to time them one by one; profile a shorter run of the program "
+                f"(fewer steps, sizes or repetitions)")
         document = json.loads(path.read_bytes())
     except FileNotFoundError:
         raise UnreadableTrace(f"PyTorch's profiler traced nothing (it starts at the program's "

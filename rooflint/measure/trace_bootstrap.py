@@ -37,9 +37,22 @@ range named AUTOTUNING + the tuner, so the analysis can leave them out. So do th
 L2 flushes of Triton's ``do_bench`` between the runs it times (46 % of the GPU time of
 Triton's fused-softmax tutorial, a sweep of do_bench calls).
 
-Triton's launches, the tuners' benchmarking and the flushes are wrapped as their modules
-are imported (_WrappedOnImport; nothing is imported here: a program that never uses
-Triton does not pay for importing it). A release that renamed a method is simply not
+Some calls repeat one piece of work thousands of times, and recording each adds nothing
+but trace: a benchmark function timing a function until the times add up (Triton's
+``do_bench``: 100 ms of calls after 25 ms of warm-up, twenty thousand calls of a function
+of a few small kernels), and a DataLoader fetching batches (every sample's indexing and
+collation a few CPU operators: attorch's regression example, 14 s plain, recorded
+425,860 CPU operators in one epoch of its two models; its ten, a 2.14 GiB trace in pass 1's
+130 s). Each run of such a call
+(a do_bench call; a DataLoader iterator, an epoch) is recorded for its first calls
+(REPEATED says how many), inside a range SAMPLED + ``who #n``; after them, the profiler's
+collection is paused (a do_bench run's rest; each later batch's fetch), and a range
+``SAMPLED who #n: N calls, K recorded`` at the run's end says how many there were, so that
+the analysis counts each recorded launch as N / K launches of its kernel.
+
+Triton's launches, the tuners' benchmarking, the flushes and the repeated calls are
+wrapped as their modules are imported (_WrappedOnImport; nothing is imported here: a
+program that never uses Triton does not pay for importing it). A release that renamed a method is simply not
 wrapped.
 
 Exit status: the program's own. Status 3 with nothing written means PyTorch is not
@@ -59,6 +72,7 @@ import os
 import runpy
 import sys
 import threading
+import weakref
 from contextlib import contextmanager
 
 NO_PROFILER = 3
@@ -109,6 +123,19 @@ AUTOTUNERS = (
     ("triton.backends.nvidia.driver", "CudaDriver", "clear_cache",
      "Triton's do_bench flushing L2"),
 )
+# The calls whose repetitions past each run's first few go unrecorded: module, class (None:
+# a function of the module), method, who, how many calls of a run are recorded, and
+# whether the collection stays paused for the rest of the run (a benchmark's loop) or for
+# each call alone (a batch's fetch, between the program's steps). formats/trace_events.py
+# reads the ranges under the same names.
+SAMPLED = "rooflint.sampled: "
+# A benchmark's first hundred calls time its function's kernels (the first, cold one and
+# do_bench's five that estimate its time among them), and a sweep of a few hundred do_bench
+# calls writes tens of megabytes. A DataLoader's batches are alike, and one can hold
+# thousands of CPU operators (4,400 in attorch's example, whose epochs are 39 batches).
+REPEATED = (("triton.testing", None, "do_bench", "Triton's do_bench", 100, True),
+            ("torch.utils.data.dataloader", "_BaseDataLoaderIter", "__next__",
+             "PyTorch's DataLoader", 3, False))
 # Where Triton launches a kernel the program calls itself: a jitted kernel's run, a
 # compiled kernel's indexing by its grid.
 TRITON_LAUNCH = ("triton.runtime.jit", "JITFunction", "run")
@@ -371,9 +398,10 @@ class _AfterFirstImport:
 
 class _WrappedOnImport:
     """A finder on sys.meta_path that lets the usual finders load each module named in
-    ``wrappers`` (module -> [(class, method, wrap)]), then replaces the method with
-    ``wrap(method)``; a module imported already (with torch) is wrapped at once. A class
-    or method a release no longer has is passed over."""
+    ``wrappers`` (module -> [(class, method, wrap)]), then replaces the method (the
+    module's function, where the class is None) with ``wrap(method)``; a module imported
+    already (with torch) is wrapped at once. A class or method a release no longer has is
+    passed over."""
 
     def __init__(self, wrappers):
         self.pending = dict(wrappers)
@@ -389,16 +417,145 @@ class _WrappedOnImport:
     @staticmethod
     def _wrap(module, wrappers):
         for owner, method, wrap in wrappers:
-            cls = getattr(module, owner, None)
-            function = getattr(cls, "__dict__", {}).get(method)
+            holder = module if owner is None else getattr(module, owner, None)
+            function = getattr(holder, "__dict__", {}).get(method)
             if function is not None:
-                setattr(cls, method, wrap(function))
+                setattr(holder, method, wrap(function))
 
 
-def _wrappers(kind, record, prefix):
+class _Collection:
+    """The profiler's collection of CPU operators and CUDA activity, paused and resumed
+    (PyTorch 2.3 on; ``None`` from ``of`` before). Pauses nest: a do_bench inside another's
+    timed function (an autotuner's, benchmarking a kernel that do_bench times) resumes
+    nothing while the outer one holds it paused."""
+
+    def __init__(self, toggle, activities):
+        self.toggle, self.activities, self.paused = toggle, activities, 0
+
+    @classmethod
+    def of(cls, profiler):
+        toggle = getattr(profiler, "toggle_collection_dynamic", None)
+        if toggle is None:
+            return None
+        from torch.profiler import ProfilerActivity
+        # XPU named as well: PyTorch warns on every toggle of CPU and CUDA without it
+        activities = [getattr(ProfilerActivity, name) for name in ("CPU", "CUDA", "XPU")
+                      if hasattr(ProfilerActivity, name)]
+        return cls(toggle, activities)
+
+    def pause(self):
+        self.paused += 1
+        if self.paused == 1:
+            self.toggle(False, self.activities)
+
+    def resume(self):
+        self.paused -= 1
+        if self.paused == 0:
+            self.toggle(True, self.activities)
+
+
+@contextmanager
+def _unlined(lines):
+    """Calls that open no line ranges: _QUIET held and, where the innermost torch function
+    mode is the line ranges' own (``lines``), that mode off, so that the thousands of CPU
+    operators of a paused batch's fetch do not each pass through its Python handler."""
+    with _QUIET.held():
+        try:
+            from torch.overrides import _get_current_function_mode, _pop_mode_temporarily
+        except ImportError:     # a release without them: the handler stays, quiet
+            lines = None
+        if lines is None or _get_current_function_mode() is not lines:
+            yield
+            return
+        with _pop_mode_temporarily():
+            yield
+
+
+class _Run:
+    """One run of a repeated call (a do_bench call, a DataLoader iterator): its first
+    ``recorded`` calls recorded inside its range, the rest with the collection paused and
+    no line ranges (``unlined()``); ``end`` writes how many there were."""
+
+    numbered = 0
+
+    def __init__(self, who, recorded, record, collection, paused_to_end, unlined):
+        _Run.numbered += 1
+        self.name, self.calls = f"{SAMPLED}{who} #{_Run.numbered}", 0
+        self.recorded, self.record, self.collection = recorded, record, collection
+        self.paused_to_end, self.unlined, self.ended = paused_to_end, unlined, False
+
+    def call(self, function, *args, **kwargs):
+        self.calls += 1
+        if self.calls <= self.recorded:
+            with self.record(self.name):
+                return function(*args, **kwargs)
+        if not self.paused_to_end or self.calls == self.recorded + 1:
+            self.collection.pause()
+        try:
+            with self.unlined():
+                return function(*args, **kwargs)
+        finally:
+            if not self.paused_to_end:
+                self.collection.resume()
+
+    def end(self):
+        if self.ended or self.calls <= self.recorded:
+            return
+        self.ended = True
+        if self.paused_to_end:
+            self.collection.resume()
+        with self.record(f"{self.name}: {self.calls} calls, {self.recorded} recorded"):
+            pass
+
+
+def _benchmark_recorded_at_first(bench, run_of):
+    """A benchmark function (do_bench) whose timed function, its first argument, is called
+    through a _Run (``run_of()``) for each call of the benchmark."""
+    @functools.wraps(bench)
+    def benchmarking(*args, **kwargs):
+        run = run_of()
+        timed = lambda f: functools.wraps(f)(functools.partial(run.call, f))   # noqa: E731
+        if args:
+            args = (timed(args[0]), *args[1:])
+        elif "fn" in kwargs:
+            kwargs["fn"] = timed(kwargs["fn"])
+        try:
+            return bench(*args, **kwargs)
+        finally:
+            run.end()
+    return benchmarking
+
+
+def _iterator_recorded_at_first(next_, run_of, runs):
+    """An iterator's ``__next__`` (a DataLoader's) called through a _Run (``run_of()``) per
+    iterator and epoch, ended when it is exhausted (an iterator with persistent workers
+    serves the next epoch again, a new run); ``runs`` keeps the unended ones for the
+    profiler's stop."""
+    @functools.wraps(next_)
+    def fetching(iterator):
+        run = runs.get(iterator)
+        if run is None:
+            run = runs[iterator] = run_of()
+        try:
+            return run.call(next_, iterator)
+        except StopIteration:
+            run.calls -= 1          # the epoch's end: no batch
+            run.end()
+            runs.pop(iterator, None)
+            raise
+    return fetching
+
+
+def _wrappers(kind, record, prefix, collection, runs, unlined):
     """What _WrappedOnImport wraps: each autotuner's benchmarking in its range (AUTOTUNERS),
-    Triton's launch in its caller's line ranges."""
+    Triton's launch in its caller's line ranges, the repeated calls recording each run's
+    first (REPEATED), where the profiler can pause."""
     wrappers = {}
+    for module, owner, method, who, recorded, to_end in (REPEATED if collection else ()):
+        run_of = functools.partial(_Run, who, recorded, record, collection, to_end, unlined)
+        wrappers.setdefault(module, []).append((owner, method, (
+            lambda f, run_of=run_of: _benchmark_recorded_at_first(f, run_of)) if to_end else (
+            lambda f, run_of=run_of: _iterator_recorded_at_first(f, run_of, runs))))
     for module, owner, method, tuner in AUTOTUNERS:
         wrappers.setdefault(module, []).append(
             (owner, method, lambda f, name=AUTOTUNING + tuner: _in_range(f, name, record)))
@@ -483,6 +640,7 @@ class _Profiling:
         self.trace, self.prefix = trace, prefix
         self.recorder, self.records = recorder, records
         self.torch = self.profiler = self.lines = None
+        self.runs = weakref.WeakKeyDictionary()    # DataLoader iterators' runs, not ended
 
     def record(self):
         """The recorder named to the CUDA driver, which loads it as the program initialises
@@ -517,7 +675,8 @@ class _Profiling:
         _nvtx_as_ranges(torch)
         kind = _kinds(torch)
         sys.meta_path.insert(0, _WrappedOnImport(_wrappers(
-            kind, torch.profiler.record_function, self.prefix)))
+            kind, torch.profiler.record_function, self.prefix, _Collection.of(profiler),
+            self.runs, lambda: _unlined(self.lines))))
         if threading.current_thread() is threading.main_thread():   # where stop runs
             self.lines = _caller_lines(torch, kind, self.prefix)
             self.lines.__enter__()
@@ -529,6 +688,8 @@ class _Profiling:
             return
         if self.lines is not None:
             self.lines.__exit__(None, None, None)
+        for run in list(self.runs.values()):     # iterators the program left unexhausted
+            run.end()
         if self.torch.cuda.is_initialized():
             self.torch.cuda.synchronize()
             _record_memory(self.torch, self.profiler)

@@ -34,6 +34,7 @@ from rooflint.output.roofs import gain_words
 from rooflint.output.terminal import shortened_names
 from rooflint.output.tables import (
     application_heading, at_roof_cell, autotuning_line, biggest_upside_line, unprofiled_line,
+    unrecorded_line,
     upside_cell,
 )
 
@@ -183,7 +184,7 @@ def _application(family: FamilyResult, result: RunResult, anchors: list[str]) ->
     region = result.settings.gpu_time_s or 0.0
     rows = [_kernel_row(v, anchor, region)
             for v, anchor in zip(family.variants, anchors) if v.share]
-    lines = [unprofiled_line(result), autotuning_line(result),
+    lines = [unprofiled_line(result), autotuning_line(result), unrecorded_line(result),
              biggest_upside_line(family, region, name=str)]
     return tag("div", [tag("h4", application_heading(result, family)),
                        table(APPLICATION, rows, numeric=APPLICATION[3:5] + APPLICATION[6:],

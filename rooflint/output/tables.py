@@ -18,7 +18,7 @@ from rich.text import Text
 
 from rooflint.analysis.comparison import Comparison, Decision, Figures, describe_movement
 from rooflint.analysis.evidence import pct
-from rooflint.analysis.program_kernels import autotuners_words
+from rooflint.analysis.program_kernels import autotuners_words, unrecorded_words
 from rooflint.analysis.upside import is_done
 from rooflint.common.errors import RooflintError
 from rooflint.common.phases import PHASES
@@ -128,7 +128,7 @@ def render_upside(console: Console, result: RunResult, family: FamilyResult) -> 
     for row in rows:
         table.add_row(*row)
     console.print(table)
-    for line in (unprofiled_line(result), autotuning_line(result),
+    for line in (unprofiled_line(result), autotuning_line(result), unrecorded_line(result),
                  biggest_upside_line(family, region, names.__getitem__)):
         if line:
             console.print(Text(f"  {line}"))
@@ -174,6 +174,13 @@ def autotuning_line(result: RunResult) -> str | None:
             f"{autotuners_words(result.settings.autotuners or ())} "
             f"({format_time(result.settings.autotuning_s or 0.0)}): benchmarking, not the "
             f"program's work")
+
+
+def unrecorded_line(result: RunResult) -> str | None:
+    """The repeated calls pass 1 did not record, whose kernels' launches and time are
+    counted from the recorded ones; None if none."""
+    unrecorded = result.settings.unrecorded
+    return unrecorded_words(unrecorded) if unrecorded else None
 
 
 def biggest_upside_line(family: FamilyResult, region: float,
