@@ -57,3 +57,56 @@ def test_explain_gives_the_floor_and_marks_a_time_under_it():
                                    "1e9", "--bytes", "201MB", "--json", "-").stdout)
     assert document["floor"]["bound_by"] == "dram"
     assert document["floor"]["time_s"] == pytest.approx(201e6 / 3.35e12)
+
+
+# -- above a calibrated roof --------------------------------------------------------------
+
+CALIBRATED = __import__("rooflint.analysis.calibration", fromlist=["load"]).load(
+    __import__("edges").REPO / "examples" / "h100-calibration.json")      # bf16: 791 TFLOP/s
+BF16_GEMM = 2 * 8192**3                                                  # 1.1 TFLOP
+
+
+def gemm(fraction_of_calibrated: float, calibration=CALIBRATED):
+    roof = CALIBRATED.compute["bf16-tensor"].value
+    time_s = BF16_GEMM / (fraction_of_calibrated * roof)
+    return analyse(Observation("gemm", "bf16-tensor", [time_s] * 10, None,
+                               Model(BF16_GEMM, 3 * 2 * 8192**2), 4096, 256, 1),
+                   H100, H100.sms, calibration)
+
+
+@pytest.mark.parametrize("fraction, marked", [(0.9, False), (0.999, False), (1.05, True)])
+def test_a_kernel_above_its_calibrated_roof_says_the_calibration_reads_low(fraction, marked):
+    """cuBLAS's bf16 GEMMs of the training step read 103-105 % of the H100's calibrated
+    bf16 roof, and nothing said why a kernel could pass its roof."""
+    notes = gemm(fraction).notes
+    above = [n for n in notes if n.startswith("above the calibrated")]
+    assert bool(above) == marked
+    if marked:
+        assert above == ["above the calibrated bf16-tensor compute roof: 105% of 791 TFLOP/s; "
+                         "the calibration's own kernel reached less than this one, so "
+                         "fractions of that roof read high (calibrate again, or read it "
+                         "against the datasheet's 989 TFLOP/s)"]
+
+
+def test_a_datasheet_roof_is_not_called_calibrated():
+    """Without a calibration the roof is the datasheet's: 105 % of 791 TFLOP/s is 84 % of
+    989, under it."""
+    assert not any(n.startswith("above the calibrated") for n in gemm(1.05, None).notes)
+
+
+def test_the_recorded_steps_gemms_above_the_calibrated_roofs_say_so():
+    """The H100 training step's pass 2 (tests/fixtures/ncu), judged against the H100's
+    committed calibration: the GEMMs above its bf16 or L2 roof are marked, no other."""
+    from rooflint.analysis.program_kernels import kernel_times
+    from rooflint.commands import profile as app
+    from rooflint.measure.ncu import parse_rows
+    from edges import REPO
+    rows = parse_rows((REPO / "tests" / "fixtures" / "ncu" / "h100-train-step-pass2.csv")
+                      .read_text())
+    kernels = kernel_times(rows)
+    result = app.profile_result("train_step.py", ".", kernels, kernels,
+                                app.counters_by_identity(kernels, rows), H100,
+                                app.device_from(rows, "x"), CALIBRATED, app.Settings())
+    marked = {v.name: n for v in result.families[0].variants for n in v.notes
+              if n.startswith("above the calibrated")}
+    assert marked and all(name.startswith("nvjet_") for name in marked)

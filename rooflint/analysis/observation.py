@@ -110,8 +110,38 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
     bound = floor(model.flops, model.bytes, roofs, o.cached) if o.model else None
     if time and bound and bound.beaten_by(time.median_s):
         notes = [faster_than_possible(time.median_s, bound), *notes]
+    above = above_calibrated_roof(point, roofs, hierarchy) if point else None
+    if above:
+        notes = [*notes, above]
     return Analysis(roofs, time, graph_time, point, verdict, flops, dram_bytes, notes,
                     hierarchy, o.counters, refused)
+
+
+def above_calibrated_roof(point: Point, roofs: Roofs, hierarchy: list[Level]) -> str | None:
+    """The note of a kernel that ran above a roof `rooflint calibrate` measured (cuBLAS's
+    bf16 GEMMs of the training step read 103-105 % of the H100's calibrated bf16 roof,
+    one 103 % of its calibrated L2): the calibration's own kernel reached less than this
+    one, so every fraction of that roof reads high; None where no calibrated roof was
+    passed. Datasheet roofs are not measured rates, and a kernel far above one has its
+    counters refused (counters.implausible)."""
+    calibrated = [(f"{roofs.precision} compute", point.compute_fraction,
+                   roofs.compute, roofs.datasheet_compute)] \
+        if roofs.compute != roofs.datasheet_compute else []
+    if roofs.dram_bandwidth != roofs.datasheet_dram_bandwidth:
+        calibrated.append(("DRAM", point.dram_fraction, roofs.dram_bandwidth,
+                           roofs.datasheet_dram_bandwidth))
+    calibrated += [("L2", level.fraction, level.roof, None) for level in hierarchy
+                   if level.name == "l2" and level.roof and level.fraction]
+    above = [c for c in calibrated if c[1] > 1.0]
+    if not above:
+        return None
+    name, fraction, roof, datasheet = max(above, key=lambda c: c[1])
+    unit = "FLOP/s" if name.endswith("compute") else "B/s"
+    return (f"above the calibrated {name} roof: {100 * fraction:.0f}% of "
+            f"{format_rate(roof, unit)}; the calibration's own kernel reached less than this "
+            f"one, so fractions of that roof read high (calibrate again"
+            + (f", or read it against the datasheet's {format_rate(datasheet, unit)})"
+               if datasheet else ")"))
 
 
 def faster_than_possible(time_s: float, bound: Floor) -> str:
