@@ -75,10 +75,10 @@ def test_a_benchmarks_calls_past_its_first_hundred_run_paused_and_are_counted(by
     assert (bench(fn=timed, calls=250) if by_keyword else bench(timed, 250)) == 0.5
     assert len(quiet) == 250 and quiet == [0] * 100 + [1] * 150   # no line ranges, paused
     assert collection.log == ["pause", "resume"] and collection.paused == 0
-    run = opened[0]
-    assert opened[:100] == [run] * 100 and run.startswith(SAMPLED_RANGE)
-    count = SAMPLED_COUNT.match(opened[100])
-    assert len(opened) == 101 and count["run"] == run and count["who"] == "Triton's do_bench"
+    run = opened[0]                          # the benchmark's whole call, its count inside
+    assert run.startswith(SAMPLED_RANGE) and len(opened) == 2
+    count = SAMPLED_COUNT.match(opened[1])
+    assert count["run"] == run and count["who"] == "Triton's do_bench"
     assert (int(count["calls"]), int(count["recorded"])) == (250, 100)
 
 
@@ -87,8 +87,7 @@ def test_a_benchmark_that_calls_its_function_no_more_than_it_records_is_left_as_
     bench = _benchmark_recorded_at_first(do_bench, run_of("Triton's do_bench", opened,
                                                           collection))
     bench(lambda: None, 100)
-    assert collection.log == [] and len(opened) == 100
-    assert not any(SAMPLED_COUNT.match(name) for name in opened)
+    assert collection.log == [] and len(opened) == 1 and not SAMPLED_COUNT.match(opened[0])
 
 
 def test_a_benchmark_whose_function_fails_resumes_the_collection():
@@ -159,8 +158,8 @@ def test_the_bootstrap_and_the_reader_name_the_repeated_calls_alike():
 
 def _trace_with_a_benchmark() -> dict:
     """A program's trace as the bootstrap writes it: a kernel launched twice by the
-    program, then by a do_bench run that called its function 1,000 times and recorded the
-    first two (each inside the run's range), the run's count at its end."""
+    program, then by a do_bench run (one range around it) that called its function 1,000
+    times and recorded the first two, the run's count at its end, inside it."""
     events, correlation = [], iter(range(1, 100))
     run = SAMPLED_RANGE + "Triton's do_bench #1"
 
@@ -174,9 +173,9 @@ def _trace_with_a_benchmark() -> dict:
                                 "stream": 7}})
     launch(0, 10.0)
     launch(100, 10.0)
+    events.append({"ph": "X", "cat": "user_annotation", "name": run, "pid": 1, "tid": 1,
+                   "ts": 150, "dur": 800.0})
     for at in (200, 300):
-        events.append({"ph": "X", "cat": "user_annotation", "name": run, "pid": 1, "tid": 1,
-                       "ts": at - 1, "dur": 5.0})
         launch(at, 4.0)
     events.append({"ph": "X", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": 900,
                    "dur": 0.1, "name": run + ": 1000 calls, 2 recorded"})
@@ -213,8 +212,10 @@ RECORDED = json.loads((FIXTURES / "trace" / "h100-repeated-calls-trace.json").re
 
 def test_a_recorded_programs_runs_count_for_all_their_calls():
     """The recorded program (tests/fixtures/trace/repeated_calls.py, H100): three do_bench
-    runs, 100 calls of each recorded; a DataLoader's two epochs of 40 batches, 3 of each
-    recorded; the kernels its loop body launches between fetches, all recorded."""
+    runs, 100 calls of each recorded (each in a range of its own, as a DataLoader's fetches
+    still are: do_bench's runs came to be ranged whole after this recording); a
+    DataLoader's two epochs of 40 batches, 3 of each recorded; the kernels its loop body
+    launches between fetches, all recorded."""
     assert unrecorded(RECORDED) == [Unrecorded("Triton's do_bench", 437, 100),
                                     Unrecorded("PyTorch's DataLoader", 74, 3)]
     kept, tuning = program_kernels.trace_without_autotuning(launches(RECORDED))
