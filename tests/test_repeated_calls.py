@@ -254,3 +254,25 @@ def test_a_paused_call_runs_without_the_line_ranges_own_mode():
         assert seen[2:] == [programs, lines] * 2
         torch.ones(2).sum()
     assert len(seen) == 8 and _QUIET.depth == 0
+
+
+def test_pauses_nest_and_only_the_outermost_toggles_the_profiler():
+    """A do_bench inside another's timed function (an autotuner's) pauses and resumes
+    within the outer pause: the profiler is toggled once each way."""
+    from rooflint.measure.trace_bootstrap import _Collection
+    toggled = []
+    collection = _Collection(lambda enable, activities: toggled.append(enable), ["CPU"])
+    collection.pause()
+    collection.pause()
+    collection.resume()
+    assert toggled == [False]
+    collection.resume()
+    assert toggled == [False, True]
+
+
+def test_a_profiler_that_cannot_pause_records_every_call():
+    """PyTorch before 2.3 has no toggle_collection_dynamic: nothing is wrapped to pause."""
+    from rooflint.measure.trace_bootstrap import _Collection, _wrappers
+    assert _Collection.of(object()) is None
+    wrapped = _wrappers(lambda f: 0, recorder([]), "p", None, {}, lambda: _unlined(None))
+    assert "torch.utils.data.dataloader" not in wrapped and "triton.testing" not in wrapped

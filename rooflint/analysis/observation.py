@@ -119,8 +119,8 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
 
 def above_calibrated_roof(point: Point, roofs: Roofs, hierarchy: list[Level]) -> str | None:
     """The note of a kernel that ran above a roof `rooflint calibrate` measured (cuBLAS's
-    bf16 GEMMs of the training step read 103-105 % of the H100's calibrated bf16 roof,
-    one 103 % of its calibrated L2): the calibration's own kernel reached less than this
+    bf16 GEMMs of the training step read 103-106 % of the H100's calibrated bf16 roof,
+    one 104 % of its calibrated L2): the calibration's own kernel reached less than this
     one, so every fraction of that roof reads high; None where no calibrated roof was
     passed. Datasheet roofs are not measured rates, and a kernel far above one has its
     counters refused (counters.implausible)."""

@@ -174,8 +174,9 @@ class KernelTime:
     # operator it runs in fp32 (the loss), never a weight cast (those narrow; in backward,
     # gradients widen on their way back to fp32, weights' and activations' alike).
     upcasts: bool = False
-    # Launches a benchmark function ran while the trace recorded only its first calls
-    # (trace_events.SAMPLED_RANGE), and their GPU time, counted from the recorded ones.
+    # Launches of repeated calls past the first ones the trace recorded (a do_bench run's,
+    # a DataLoader epoch's: trace_events.SAMPLED_RANGE), and their GPU time, counted from
+    # the recorded ones.
     unrecorded_launches: int = 0
     unrecorded_s: float = 0.0
 

@@ -377,14 +377,14 @@ def check_program(command: list[str]) -> None:
                         f"interpreter first (rooflint profile -- python {program})")
 
 
-# Pass 1's kernels, the autotuners' launches left out of them, and the benchmark functions'
-# calls the trace did not record.
+# Pass 1's kernels, the autotuners' launches left out of them, and the repeated calls the
+# trace did not record.
 PassOne = tuple[list[KernelTime], Autotuning, list[Unrecorded]]
 
 
 def timed_kernels(first: Pass, filters: Filters) -> PassOne:
     """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
-    program_kernels.without_autotuning), and those, and what the benchmark functions left
+    program_kernels.without_autotuning), and those, and what the repeated calls left
     unrecorded (trace_events.Unrecorded); the profiler's trace is filtered here as ncu
     filtered its own launches."""
     if first.timer.traced:

@@ -43,11 +43,11 @@ COMPILED_REGION = "Torch-Compiled Region"
 # ("Triton's autotuner"). Their launches are not the program's work
 # (analysis/program_kernels.py leaves them out).
 AUTOTUNING_RANGE = "rooflint.autotuning: "
-# The ranges the bootstrap opens around each recorded call of a run of repeated calls
-# (Triton's do_bench timing a function, a DataLoader's epoch): this prefix, who, the run's
-# number; and the range at the end of a run that went on past its recorded calls: the same
-# name, then how many calls, how many recorded. A launch in a recorded call stands for
-# calls / recorded launches of its kernel.
+# The ranges the bootstrap opens around a run of repeated calls (a do_bench call, whole) or
+# around each recorded call of one (a DataLoader epoch's first batches): this prefix, who,
+# the run's number; and the range at the end of a run that went on past its recorded
+# calls: the same name, then how many calls, how many recorded. A launch inside the run's
+# range stands for calls / recorded launches of its kernel.
 SAMPLED_RANGE = "rooflint.sampled: "
 SAMPLED_COUNT = re.compile(r"^(?P<run>rooflint\.sampled: (?P<who>.+) #\d+): (?P<calls>\d+) "
                            r"calls, (?P<recorded>\d+) recorded$")
@@ -103,8 +103,8 @@ class Launch:
     dtypes: tuple[str, ...] | None = None  # its ATen operator's input dtypes ("float"); None:
     #                                        no ATen operator launched it, or none recorded
     autotuner: str | None = None   # the benchmarking that launched it: "Triton's autotuner"
-    weight: float = 1.0            # the launches it stands for: more than one where a
-    #                                benchmark function recorded only its first calls
+    weight: float = 1.0            # the launches it stands for: more than one where a run
+    #                                of repeated calls recorded only its first (SAMPLED_RANGE)
 
     @property
     def tensor_precisions(self) -> frozenset[str] | None:

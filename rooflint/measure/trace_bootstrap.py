@@ -42,10 +42,10 @@ but trace: a benchmark function timing a function until the times add up (Triton
 ``do_bench``: 100 ms of calls after 25 ms of warm-up, twenty thousand calls of a function
 of a few small kernels), and a DataLoader fetching batches (every sample's indexing and
 collation a few CPU operators: attorch's regression example, 14 s plain, recorded
-425,860 CPU operators in one epoch of its two models; its ten, a 2.14 GiB trace in pass 1's
-130 s). Each run of such a call
-(a do_bench call; a DataLoader iterator, an epoch) is recorded for its first calls
-(REPEATED says how many), inside a range SAMPLED + ``who #n``; after them, the profiler's
+425,860 CPU operators in one epoch of its two models; its ten, a 2.14 GiB trace in pass
+1's 130 s). Each run of such a call (a do_bench call; a DataLoader iterator's epoch) is
+recorded for its first calls (REPEATED says how many) inside a range SAMPLED + ``who #n``
+(around the do_bench call; around each recorded fetch); after them, the profiler's
 collection is paused (a do_bench run's rest; each later batch's fetch), and a range
 ``SAMPLED who #n: N calls, K recorded`` at the run's end says how many there were, so that
 the analysis counts each recorded launch as N / K launches of its kernel. Kernels still
@@ -54,8 +54,8 @@ GEMMs of 25 ms each, four queued before each paused fetch).
 
 Triton's launches, the tuners' benchmarking, the flushes and the repeated calls are
 wrapped as their modules are imported (_WrappedOnImport; nothing is imported here: a
-program that never uses Triton does not pay for importing it). A release that renamed a method is simply not
-wrapped.
+program that never uses Triton does not pay for importing it). A release that renamed a
+method is simply not wrapped.
 
 Exit status: the program's own. Status 3 with nothing written means PyTorch is not
 importable here (the program is not run); a program that imported none of
