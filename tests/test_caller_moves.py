@@ -111,6 +111,16 @@ FOREACH = ("void at::native::multi_tensor_apply_kernel<at::native::TensorListMet
     ("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*)", None,
      catalog.ATTENTION),
     ("fused_rope", "mylib::rope", None),                      # the program's own custom op
+    # cuBLAS's legacy SGEMM names no library (attorch's regression example, H100): a
+    # matrix product launched it; the bias copy addmm launches first stays PyTorch's
+    ("void sgemm_largek_lds64<true, false, 5, 5, 4, 4, 4, 34>(float*, float const*, "
+     "float const*, int, int, int, int, int, int, float const*, float const*, float, float, "
+     "int, int, int*, int*)", "aten::addmm", catalog.GEMM),
+    ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+     "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()"
+     "() const::{lambda()#7}::operator()() const::{lambda(float)#1}>(at::TensorIteratorBase&, "
+     "...)", "aten::addmm", catalog.CAST),
+    ("sgemm_largek_lds64", "aten::add", catalog.OPERATOR),
 ])
 def test_the_launching_operator_names_who_wrote_a_kernel_its_name_does_not(kernel, operator,
                                                                             library):

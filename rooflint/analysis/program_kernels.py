@@ -37,6 +37,11 @@ OPERATOR_LIBRARIES = (
     (r"^aten::_foreach_", library_moves.FOREACH),
     (r"^aten::.*(attention|sdpa|flash)", library_moves.ATTENTION),
 )
+# ATen's matrix products run cuBLAS (or cuBLASLt): a kernel one launches outside PyTorch's
+# namespace is cuBLAS's, whatever it is called (its legacy SGEMM, `sgemm_largek_lds64`,
+# names no library and had read as a PyTorch operator's: attorch's regression example).
+GEMM_OPERATOR = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear"
+                           r"|_addmm_activation|_scaled_mm|_int_mm)$")
 # Who wrote a kernel, from its name: (pattern, plain words). First match wins. Only names a
 # library writes: a program's own kernel called sgemm, flash_attention or layer_norm is
 # its own (SGEMM_CUDA's sgemm2DBlocktiling had read as cuBLAS's, and been told to shape
@@ -477,14 +482,17 @@ def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
 
 def library(kernel: str, operator: str | None = None) -> str | None:
     """Who wrote a kernel: by the operator that launched it (OPERATOR_LIBRARIES), by a
-    library's own name for it (LIBRARIES), by PyTorch's (PYTORCH_KERNELS) for a kernel in
-    PyTorch's namespace or launched by an ATen operator, else PyTorch's for either of
-    those; None for the program's own (its Triton or CUDA kernel, a custom operator's)."""
+    library's own name for it (LIBRARIES), cuBLAS for a kernel outside PyTorch's namespace
+    that a matrix product launched (GEMM_OPERATOR), by PyTorch's (PYTORCH_KERNELS) for a
+    kernel in PyTorch's namespace or launched by an ATen operator, else PyTorch's for
+    either of those; None for the program's own (its Triton or CUDA kernel, a custom
+    operator's)."""
     op = operator or ""
-    pytorchs = op.startswith(ATEN) or bool(PYTORCH_NATIVE.search(kernel))
+    native = bool(PYTORCH_NATIVE.search(kernel))
     return (_first(OPERATOR_LIBRARIES, op) or _first(LIBRARIES, kernel)
-            or (_first(PYTORCH_KERNELS, kernel) or library_moves.OPERATOR if pytorchs
-                else None))
+            or (library_moves.GEMM if GEMM_OPERATOR.match(op) and not native else None)
+            or (_first(PYTORCH_KERNELS, kernel) or library_moves.OPERATOR
+                if native or op.startswith(ATEN) else None))
 
 
 def _first(patterns: tuple[tuple[str, str], ...], text: str) -> str | None:
