@@ -314,6 +314,27 @@ def test_filters_apply_as_ncu_applies_them(step):
     assert program_kernels.selected(step, "no such range", None, 0) == []
 
 
+def test_pass_twos_patterns_under_kernel_tell_the_chosen_from_every_kernel_pass_one_saw():
+    """--kernel GeluCUDA keeps the forward GELU alone; pass 2 runs the whole program, so its
+    pattern must still tell that kernel from PyTorch's other element-wise kernels (the GELU
+    backward, the casts...), which the filter left out of the kernels but not of the
+    program: by the filtered kernels alone it was the bare function name, which they all
+    match."""
+    from rooflint.measure.pass_runner import Pass, Timer
+    from rooflint.measure.program import Filters
+    first = Pass("", 1.0, timer=Timer.torch, trace=TRACE)
+    one = app.timed_kernels(first, Filters(kernel="GeluCUDAKernelImpl"))
+    assert [k.kernel.split("<8, at::native::")[1][:18] for k in one.kernels] == \
+        ["GeluCUDAKernelImpl"]
+    assert len(one.every) > 40 and one.kernels[0] in one.every
+    chosen = program_kernels.choose(one.kernels)
+    narrow = app.pass2_choice(chosen, one.every).patterns
+    assert narrow == ["29vectorized_elementwise_kernel.*18GeluCUDAKernelImpl"]
+    assert app.pass2_choice(chosen, one.kernels).patterns == ["29vectorized_elementwise_kernel"]
+    whole = app.timed_kernels(first, Filters())
+    assert whole.every is whole.kernels
+
+
 def test_kernels_from_the_trace_carry_their_origins(step):
     kernels = program_kernels.kernel_times_from_trace(step)
     assert sum(len(k.durations_s) for k in kernels) == len(step)

@@ -207,22 +207,23 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
 
     def plan(first: Pass) -> Choice:
         """The kernels pass 2 profiles, said before it starts."""
-        kernels, tuning, missed = kernels_of(first)
-        chosen = choose(kernels, options.coverage, options.top)
-        choice = pass2_choice(chosen, kernels)
+        one = kernels_of(first)
+        chosen = choose(one.kernels, options.coverage, options.top)
+        choice = pass2_choice(chosen, one.every)
         planned.append(choice)
-        say(plan_words(first, kernels, chosen, choice))
-        if tuning.launches:
-            say(autotuning_words(tuning))
-        if missed:
-            say(unrecorded_words(missed))
+        say(plan_words(first, one.kernels, chosen, choice))
+        if one.tuning.launches:
+            say(autotuning_words(one.tuning))
+        if one.unrecorded:
+            say(unrecorded_words(one.unrecorded))
         held = held_memory_words(first.trace)
         if held:
             say(held)
         return choice
 
     first, second = passes.two_passes(options.command, filters, logs, plan, say)
-    kernels, tuning, missed = kernels_of(first)
+    one = kernels_of(first)
+    kernels, tuning = one.kernels, one.tuning
     chosen = choose(kernels, options.coverage, options.top)
     profiled = parse_rows(second.log)
     counters = counters_by_identity(chosen, profiled, kernels)
@@ -238,7 +239,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                                        passes.selection(choice.patterns)),
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
                        autotuners=list(tuning.tuners) or None,
-                       unrecorded=missed or None)
+                       unrecorded=one.unrecorded or None)
     return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                           chosen, counters, spec, device, calibration, settings, models,
                           missing), stopped
@@ -377,26 +378,39 @@ def check_program(command: list[str]) -> None:
                         f"interpreter first (rooflint profile -- python {program})")
 
 
-# Pass 1's kernels, the autotuners' launches left out of them, and the repeated calls the
-# trace did not record.
-PassOne = tuple[list[KernelTime], Autotuning, list[Unrecorded]]
+@dataclass
+class PassOne:
+    """What pass 1 found: its kernels (those that pass --nvtx, --kernel and --skip), the
+    autotuners' launches left out of them, the repeated calls the trace did not record,
+    and every kernel it saw, filters or not: pass 2 runs the whole program, so its patterns
+    tell the chosen kernels apart from all of these (with --kernel "Gelu", the chosen GELU
+    kernel's pattern had been the bare name of PyTorch's element-wise kernel, which every
+    element-wise kernel of the program matches, each then profiled at every shape)."""
+
+    kernels: list[KernelTime]
+    tuning: Autotuning
+    unrecorded: list[Unrecorded]
+    every: list[KernelTime]
 
 
 def timed_kernels(first: Pass, filters: Filters) -> PassOne:
     """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
-    program_kernels.without_autotuning), and those, and what the repeated calls left
-    unrecorded (trace_events.Unrecorded); the profiler's trace is filtered here as ncu
-    filtered its own launches."""
+    program_kernels.without_autotuning); the profiler's trace is filtered here as ncu
+    filtered its own launches (which leaves it no kernel but those)."""
     if first.timer.traced:
-        found = selected(trace_launches(first.trace or {}), filters.nvtx, filters.kernel,
-                         filters.skip)
+        launches = trace_launches(first.trace or {})
+        found = selected(launches, filters.nvtx, filters.kernel, filters.skip)
         if not found:
             raise RooflintError(f"no kernel launch that {first.timer.words} recorded passed "
                                 f"--nvtx, --kernel and --skip")
         kept, tuning = trace_without_autotuning(found)
-        return kernel_times_from_trace(kept), tuning, unrecorded(first.trace or {})
+        kernels = kernel_times_from_trace(kept)
+        every = kernels if len(found) == len(launches) else \
+            kernel_times_from_trace(trace_without_autotuning(launches)[0])
+        return PassOne(kernels, tuning, unrecorded(first.trace or {}), every)
     rows, tuning = rows_without_autotuning(parse_rows(first.log))
-    return kernel_times(rows), tuning, []
+    kernels = kernel_times(rows)
+    return PassOne(kernels, tuning, [], kernels)
 
 
 def program_name(command: list[str]) -> str:
