@@ -276,3 +276,16 @@ def test_a_profiler_that_cannot_pause_records_every_call():
     assert _Collection.of(object()) is None
     wrapped = _wrappers(lambda f: 0, recorder([]), "p", None, {}, lambda: _unlined(None))
     assert "torch.utils.data.dataloader" not in wrapped and "triton.testing" not in wrapped
+
+
+@pytest.mark.parametrize("count", [
+    "5 calls, 100 recorded",            # fewer calls than recorded
+    "100 calls, 0 recorded",
+    "100 calls, 100 recorded",          # the bootstrap writes none for a run it recorded whole
+    "9999999999999999999999999 calls, 1 recorded",   # past what a count is read as
+])
+def test_a_count_no_run_could_have_written_is_not_read(count):
+    trace = _trace_with_a_benchmark()
+    trace["traceEvents"][-1]["name"] = SAMPLED_RANGE + "Triton's do_bench #1: " + count
+    assert [x.weight for x in launches(trace)] == [1.0] * 4
+    assert unrecorded(trace) == []

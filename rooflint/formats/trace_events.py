@@ -29,6 +29,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from rooflint.common.sense import Size
+
 FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
 # The ranges the bootstrap opens around each torch function call: this prefix, then the
 # calling frame as FRAME reads it.
@@ -49,8 +51,8 @@ AUTOTUNING_RANGE = "rooflint.autotuning: "
 # calls: the same name, then how many calls, how many recorded. A launch inside the run's
 # range stands for calls / recorded launches of its kernel.
 SAMPLED_RANGE = "rooflint.sampled: "
-SAMPLED_COUNT = re.compile(r"^(?P<run>rooflint\.sampled: (?P<who>.+) #\d+): (?P<calls>\d+) "
-                           r"calls, (?P<recorded>\d+) recorded$")
+SAMPLED_COUNT = re.compile(r"^(?P<run>rooflint\.sampled: (?P<who>.+) #\d+): (?P<calls>\d{1,15}) "
+                           r"calls, (?P<recorded>\d{1,15}) recorded$")
 AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
 # An ATen operator's kernels compute on its inputs' dtypes (after autocast's casts, which
 # are operators of their own), so the tensor-core precisions they can run are these, by the
@@ -199,8 +201,8 @@ class Unrecorded:
     their launches are counted from the recorded ones."""
 
     by: str                          # "Triton's do_bench", "PyTorch's DataLoader"
-    calls: int                       # not recorded, over all its runs
-    recorded: int                    # the calls each run recorded, at its start
+    calls: Size                      # not recorded, over all its runs
+    recorded: Size                   # the calls each run recorded, at its start
 
 
 def unrecorded(trace: dict[str, Any]) -> list[Unrecorded]:
@@ -209,11 +211,17 @@ def unrecorded(trace: dict[str, Any]) -> list[Unrecorded]:
     for e in trace.get("traceEvents", []):
         match = (SAMPLED_COUNT.match(str(e.get("name", "")))
                  if isinstance(e, dict) and e.get("cat") == "user_annotation" else None)
-        if match:
+        if _went_past(match):
             mine = counts.setdefault(match["who"], [0, 0])
             mine[0] += int(match["calls"]) - int(match["recorded"])
             mine[1] = max(mine[1], int(match["recorded"]))
     return [Unrecorded(by, calls, recorded) for by, (calls, recorded) in counts.items()]
+
+
+def _went_past(count: re.Match | None) -> bool:
+    """Whether a run's count says it went on past the calls it recorded (a trace the
+    bootstrap wrote always does; any other count is not read)."""
+    return count is not None and 0 < int(count["recorded"]) < int(count["calls"])
 
 
 def launches(trace: dict[str, Any]) -> list[Launch]:
@@ -302,7 +310,7 @@ class _Scopes:
                                    and not SAMPLED_COUNT.match(e["name"])])
         self.weights = {m["run"]: int(m["calls"]) / int(m["recorded"])
                         for e in ranges for m in [SAMPLED_COUNT.match(e["name"])]
-                        if m and int(m["recorded"])}
+                        if _went_past(m)}
         self.ranges = _Intervals.of([e for e in ranges if not e["name"].startswith(
             (LINE_RANGE, AUTOTUNING_RANGE, SAMPLED_RANGE))])
         # sequence number -> the forward operators that carry it, in time order: a number
