@@ -327,6 +327,7 @@ def test_library_kernels_are_named_plainly(kernel, words):
     # attorch's examples are run as modules: the family had been called "python3"
     (["python3", "-m", "examples.regression.main", "--epochs", "1"], "examples.regression.main"),
     (["python3", "-u", "-m", "pytest", "tests/test_x.py"], "test_x.py"),
+    (["./sgemm", "-m", "5"], "sgemm"),           # a program's own -m is not Python's
 ])
 def test_the_program_is_named_by_its_script(command, name):
     assert app.program_name(command) == name

@@ -417,6 +417,6 @@ def program_name(command: list[str]) -> str:
     """What to call the program: its script (``transformer_block.py``), the module it runs
     (``python -m examples.regression.main``), else its executable."""
     script = next((a for a in command if a.endswith((".py", ".sh"))), None)
-    if script is None and "-m" in command[1:-1]:
+    if script is None and Path(command[0]).name.startswith("python") and "-m" in command[1:-1]:
         return command[command.index("-m", 1) + 1]
     return Path(script or command[0]).name

@@ -429,10 +429,12 @@ class _Collection:
     """The profiler's collection of CPU operators and CUDA activity, paused and resumed
     (PyTorch 2.3 on; ``None`` from ``of`` before). Pauses nest: a do_bench inside another's
     timed function (an autotuner's, benchmarking a kernel that do_bench times) resumes
-    nothing while the outer one holds it paused."""
+    nothing while the outer one holds it paused. The collection is the process's: another
+    thread's launches meanwhile go unrecorded too."""
 
     def __init__(self, toggle, activities):
         self.toggle, self.activities, self.paused = toggle, activities, 0
+        self.lock = threading.Lock()       # two threads' do_bench runs pause it alike
 
     @classmethod
     def of(cls, profiler):
@@ -446,14 +448,16 @@ class _Collection:
         return cls(toggle, activities)
 
     def pause(self):
-        self.paused += 1
-        if self.paused == 1:
-            self.toggle(False, self.activities)
+        with self.lock:
+            self.paused += 1
+            if self.paused == 1:
+                self.toggle(False, self.activities)
 
     def resume(self):
-        self.paused -= 1
-        if self.paused == 0:
-            self.toggle(True, self.activities)
+        with self.lock:
+            self.paused -= 1
+            if self.paused == 0:
+                self.toggle(True, self.activities)
 
 
 @contextmanager
