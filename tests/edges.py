@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 REPO = Path(__file__).resolve().parent.parent
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 
@@ -36,6 +38,16 @@ def rooflint(*args: str, cwd: Path | None = None, env: dict[str, str] | None = N
     done = subprocess.run([sys.executable, "-m", "rooflint", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=timeout, env=env)
     return Outcome(done.returncode, done.stdout, done.stderr)
+
+
+def cli_runner() -> CliRunner:
+    """typer's in-process runner with standard error apart from standard output, on every
+    click the floor allows: click 8.2 and newer always keep them apart (and took the option
+    away); older ones mix them unless told."""
+    import inspect
+    if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
+        return CliRunner(mix_stderr=False)
+    return CliRunner()
 
 
 def snapshot(*roots: Path) -> dict[Path, tuple[str, int]]:

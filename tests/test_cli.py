@@ -4,11 +4,11 @@ import subprocess
 import sys
 
 import pytest
-from typer.testing import CliRunner
+from edges import cli_runner
 
 from rooflint.commands.cli import app
 
-runner = CliRunner()
+runner = cli_runner()
 
 
 def invoke(*args):

@@ -3,6 +3,7 @@ names), shell completion, --quiet, and NO_COLOR dropping every escape sequence."
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 
@@ -146,3 +147,41 @@ def test_an_old_spelling_after_a_programs_double_dash_is_the_programs():
     from rooflint.commands.cli import respelled
     assert respelled(["-o", "x", "--", "prog", "-o", "y"], {"-o": "--json"}) == \
         ["--json", "x", "--", "prog", "-o", "y"]
+
+
+def _option_calls() -> list:
+    """Every ``typer.Option(...)`` call in the command line's source."""
+    tree = ast.parse((REPO / "rooflint" / "commands" / "cli.py").read_text())
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and ast.unparse(node.func) == "typer.Option"]
+
+
+def test_every_option_is_named_explicitly():
+    """typer 0.27 (the GPU machines' version) registers an option declared with a metavar
+    and no name under its metavar (--GPU, --DEVICES) and refuses --gpu: so each option
+    says its own name, whatever typer would derive."""
+    calls = _option_calls()
+    unnamed = [call.lineno for call in calls
+               if not any(isinstance(arg, ast.Constant) and str(arg.value).startswith("-")
+                          for arg in call.args[1:])]
+    assert len(calls) > 40 and not unnamed, f"cli.py lines {unnamed}"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_lists_options_as_they_are_typed(command):
+    text = rooflint(command, "--help", env={"COLUMNS": "200"}).stdout
+    options = re.findall(r"^\s+(-{1,2}[\w-]+)", text, flags=re.MULTILINE)
+    assert options and all(option == option.lower() for option in options), options
+
+
+def test_gpu_and_devices_are_taken_under_their_names():
+    """The issue's check (issue 45): both options parse, and --help lists both."""
+    text = rooflint("run", "--gpu", "h200", "--devices", "0", "--help",
+                    env={"COLUMNS": "200"}).stdout
+    assert re.search(r"^\s+--gpu GPU", text, re.M) and re.search(r"^\s+--devices DEVICES",
+                                                                 text, re.M)
+
+
+def test_no_private_module_of_typer_or_click_is_imported():
+    sources = "\n".join(path.read_text() for path in (REPO / "rooflint").rglob("*.py"))
+    assert not re.search(r"\b(typer|click)\._\w", sources)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
+from edges import cli_runner
 
 from rooflint.formats import baseline as baselines
 from rooflint.formats.baseline import Baseline, Entry
@@ -28,7 +28,7 @@ from rooflint.output.tables import render_comparison
 from rooflint.formats.results import NOISY_SPREAD, TimeStats, read_result, write_result
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
-runner = CliRunner()
+runner = cli_runner()
 # compare's decision and the gate outcome it must come to on the same pair and gap
 GATE_OUTCOME = {"slower": "regressed", "faster": "improved", "same": "pass",
                 "inconclusive": "inconclusive"}

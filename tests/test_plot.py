@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.transforms import Bbox
-from typer.testing import CliRunner
+from edges import cli_runner
 
 import rooflint
 from rooflint.commands.cli import app
@@ -29,7 +29,7 @@ EXAMPLE = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"
 RESULTS = Path(__file__).parent / "fixtures" / "results"
 RESULT = RESULTS / "h200-bundled.json"
 WALK = ["naive", "coalesced", "tiled", "blocked_1d", "blocked_2d"]
-runner = CliRunner()
+runner = cli_runner()
 
 
 @pytest.fixture(scope="module")

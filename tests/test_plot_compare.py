@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from edges import cli_runner
 
 import rooflint
 from rooflint.commands.cli import app
@@ -16,7 +16,7 @@ from rooflint.formats.results import read_result, write_result
 from rooflint.commands.sides import gpu_warning, pairs_from_files
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
-runner = CliRunner()
+runner = cli_runner()
 
 
 @pytest.fixture(scope="module")

@@ -426,11 +426,11 @@ class JobsSeen(RecordedPool):
 
 @pytest.mark.parametrize("flags, cached", [((), True), (("--no-reference-cache",), False)])
 def test_no_reference_cache_reaches_the_worker(monkeypatch, flags, cached):
-    from typer.testing import CliRunner
+    from edges import cli_runner
     from rooflint.commands import cli
     pool = JobsSeen()
     use_stand_in_pools(monkeypatch, lambda env=None: pool)
-    outcome = CliRunner().invoke(cli.app, ["run", "stream", "copy_float4", "--counters", "off",
+    outcome = cli_runner().invoke(cli.app, ["run", "stream", "copy_float4", "--counters", "off",
                                            *flags])
     assert outcome.exit_code == 0, outcome.output
     assert [job.reference_cache for job in pool.jobs] == [cached]

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
+from edges import cli_runner
 
 from edges import REPO, Outcome, assert_intact, assert_one_line_error, rooflint, snapshot
 from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
@@ -28,7 +28,7 @@ EXAMPLES = sorted((REPO / "examples").glob("h*-bundled.json"))       # the lates
 EXAMPLE = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"  # a run fixed in time
 RESULTS = [*EXAMPLES, *sorted((REPO / "tests" / "fixtures" / "results").glob("*.json"))]
 STREAM_GEMM = REPO / "tests" / "fixtures" / "results" / "h200-stream-gemm_fp32.json"
-runner = CliRunner()
+runner = cli_runner()
 
 
 def show(*args: str, width: int = 100) -> Outcome:

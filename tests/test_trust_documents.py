@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from typer.testing import CliRunner
+from edges import cli_runner
 
 from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
 from rooflint.formats import baseline as baselines, yamlfile
@@ -456,7 +456,7 @@ EDITS = [(("time", "median_s"), NUMBERS), (("samples_s", 0), NUMBERS),
          (("checks", 0, "rel_l2"), [float("nan"), 1e308]), (("status",), ["", "zz"]),
          (("precision",), ["zz"]), (("verdict", "bound"), ["zz"]),
          (("point", "bytes_source"), ["zz"])]
-runner = CliRunner()
+runner = cli_runner()
 
 
 @pytest.mark.parametrize("keys, value", [(keys, value) for keys, values in EDITS

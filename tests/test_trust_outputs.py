@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from edges import cli_runner
 
 import edges
 from edges import NO_GPU, REPO, TOY, assert_intact, assert_one_line_error, rooflint, snapshot
@@ -220,7 +220,7 @@ def test_the_null_device_still_takes_a_result():
 EXAMPLES = sorted(p for p in (REPO / "examples").rglob("*")
                   if p.suffix in {".json", ".svg", ".png", ".txt", ".md", ".yml"}) + \
     [REPO / "specs" / "h200.yaml", REPO / "kernels" / "stream" / "kernel.yaml"]
-runner = CliRunner()
+runner = cli_runner()
 
 
 def kind_of(path: Path) -> str | None:

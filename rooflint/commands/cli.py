@@ -26,11 +26,6 @@ from rooflint.common.version import __version__
 from rooflint.formats.gpus import PRECISIONS
 from rooflint.formats.settings import DEFAULT_COVERAGE
 
-try:                       # typer carries its own copy of click since 0.2x
-    from typer._click.exceptions import NoSuchOption
-except ImportError:        # pragma: no cover - older typer, on click itself
-    from click.exceptions import NoSuchOption
-
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
 
@@ -152,21 +147,21 @@ def run(
                                                    metavar="VARIANT"),
     size: List[str] = typer.Option([], "--size", help="Override a parameter, e.g. --size N=2048.",
                                    metavar="NAME=VALUE"),
-    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} to judge against (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} to judge against (default: match the device).",
                                       metavar="GPU"),
-    cache: Cache = typer.Option(Cache.cold, help="cold: flush L2 before each timed run; warm: do not."),
+    cache: Cache = typer.Option(Cache.cold, "--cache", help="cold: flush L2 before each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "here (- for standard output; the rest goes to stderr).",
                                              metavar="FILE"),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run (.svg/.png/.pdf).",
                                        metavar="FILE"),
-    timeout: float = typer.Option(120.0, help="Seconds a variant may take before it is abandoned.",
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds a variant may take before it is abandoned.",
                                   metavar="SECONDS"),
-    counters: Counters = typer.Option(Counters.auto, help="auto: Nsight Compute counters when ncu "
+    counters: Counters = typer.Option(Counters.auto, "--counters", help="auto: Nsight Compute counters when ncu "
                                       "works, else model bytes; ncu: require them; off."),
     timings: bool = typer.Option(False, "--timings", help="Say where the run's seconds went "
                                  "(start-up, inputs, compile, check, timing, counters...)."),
-    devices: Optional[str] = typer.Option(None, help="Spread the families over these GPUs: "
+    devices: Optional[str] = typer.Option(None, "--devices", help="Spread the families over these GPUs: "
                                           "all, or indices such as 0,2 (of those "
                                           "CUDA_VISIBLE_DEVICES leaves visible).",
                                           metavar="DEVICES"),
@@ -193,29 +188,36 @@ def run(
 class ProgramCommand(Command):
     """`profile`'s parser. Without ``--``, the profiled program's own options
     (``python -c``) reach rooflint's parser, which alone would say only "No such option:
-    -c"; an unknown option there is answered with where ``--`` goes."""
+    -c"; an option rooflint does not know, written after the program begins, is answered
+    with where ``--`` goes. One written before the program is a misspelt rooflint option,
+    left to the parser to name. (Read from the words, not from the parser's exception:
+    that class lives in typer's private copy of click on newer typers.)"""
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        typed = list(args)          # the parser consumes ``args``
-        try:
-            return super().parse_args(ctx, args)
-        except NoSuchOption as exc:
-            start = self._program_start(ctx, typed)
-            if "--" in typed or exc.option_name in typed[:start]:
-                raise               # before the program: a misspelt rooflint option
-            fail(f"no such option {exc.option_name} for {ctx.command_path}; if it is the "
-                 f"program's, put -- before the program: {ctx.command_path} "
-                 f"{shlex.join([*typed[:start], '--', *typed[start:]])}")
+        if "--" not in args:
+            options = self._option_names(ctx)
+            start = self._program_start(args, options)
+            programs = [arg for arg in args[start:] if arg.startswith("-") and arg != "-"
+                        and arg.partition("=")[0] not in options]
+            if programs:
+                fail(f"no such option {programs[0]} for {ctx.command_path}; if it is the "
+                     f"program's, put -- before the program: {ctx.command_path} "
+                     f"{shlex.join([*args[:start], '--', *args[start:]])}")
+        return super().parse_args(ctx, args)
 
-    def _program_start(self, ctx, args: list[str]) -> int:
+    def _option_names(self, ctx) -> dict[str, bool]:
+        """Each of rooflint's option spellings, and whether it takes a value."""
+        return {name: not param.is_flag for param in self.get_params(ctx)
+                if param.param_type_name == "option"
+                for name in (*param.opts, *param.secondary_opts)}
+
+    @staticmethod
+    def _program_start(args: list[str], options: dict[str, bool]) -> int:
         """Where the program begins in ``args``: the first word that is neither one of
         rooflint's options nor an option's value."""
-        valued = {name for param in self.get_params(ctx)
-                  if param.param_type_name == "option" and not param.is_flag
-                  for name in param.opts}
         start = 0
         while start < len(args) and args[start].startswith("-"):
-            start += 2 if args[start] in valued else 1
+            start += 2 if options.get(args[start], False) else 1
         return start
 
 
@@ -225,31 +227,31 @@ def profile(
     command: List[str] = typer.Argument(..., help="The program to profile, after --: "
                                         "rooflint profile -- python train.py --steps 20",
                                         metavar="PROGRAM"),
-    top: Optional[int] = typer.Option(None, min=1, help="Profile the N kernels with the most "
+    top: Optional[int] = typer.Option(None, "--top", min=1, help="Profile the N kernels with the most "
                                       "GPU time, each with its function's other launch "
                                       "shapes, which ncu profiles with it (default: those "
                                       "covering --coverage).", metavar="N"),
-    coverage: float = typer.Option(DEFAULT_COVERAGE, min=0.01, max=1.0, help="Profile the kernels that "
+    coverage: float = typer.Option(DEFAULT_COVERAGE, "--coverage", min=0.01, max=1.0, help="Profile the kernels that "
                                    "together take this fraction of the GPU time.",
                                    metavar="FRACTION"),
-    nvtx: Optional[str] = typer.Option(None, help="Only launches inside this NVTX range "
+    nvtx: Optional[str] = typer.Option(None, "--nvtx", help="Only launches inside this NVTX range "
                                        "(push/pop name), e.g. to leave out warm-up.",
                                        metavar="RANGE"),
-    kernel: Optional[str] = typer.Option(None, help="Only kernels whose demangled name "
+    kernel: Optional[str] = typer.Option(None, "--kernel", help="Only kernels whose demangled name "
                                          "matches this regular expression.", metavar="REGEX"),
-    skip: int = typer.Option(0, min=0, help="Leave out the first N kernel launches (warm-up).",
+    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N kernel launches (warm-up).",
                              metavar="N"),
-    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} (default: match the device).",
                                       metavar="GPU"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "(the schema show, plot, compare and gate read; "
                                              "- for standard output).", metavar="FILE"),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline.",
                                        metavar="FILE"),
-    logs: Optional[Path] = typer.Option(None, help="Keep the passes' logs (Nsight Compute's CSV, "
+    logs: Optional[Path] = typer.Option(None, "--logs", help="Keep the passes' logs (Nsight Compute's CSV, "
                                         "pass 1's trace) in this directory, made if "
                                         "missing.", metavar="DIR"),
-    model: Optional[Path] = typer.Option(None, help="YAML giving kernels (by name pattern) "
+    model: Optional[Path] = typer.Option(None, "--model", help="YAML giving kernels (by name pattern) "
                                          "their FLOPs and compulsory bytes per launch, so they "
                                          "get an algorithmic intensity.", metavar="FILE"),
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
@@ -281,21 +283,21 @@ def show(
 @app.command(cls=JsonFileCommand)
 @one_line_errors
 def explain(
-    time: str = typer.Option(..., help="Kernel time: 0.713ms, 40us, 2.1e-3 (seconds).",
+    time: str = typer.Option(..., "--time", help="Kernel time: 0.713ms, 40us, 2.1e-3 (seconds).",
                              metavar="TIME"),
-    flops: str = typer.Option(..., help="Floating-point operations: 537e6, 137.4G, 0.",
+    flops: str = typer.Option(..., "--flops", help="Floating-point operations: 537e6, 137.4G, 0.",
                               metavar="COUNT"),
     bytes_: str = typer.Option(..., "--bytes", help="DRAM bytes moved: 128MiB, 201MB, 8GiB.",
                                metavar="BYTES"),
-    gpu: str = typer.Option(..., help=f"{GPU_HELP}.", metavar="GPU"),
-    algorithmic_bytes: Optional[str] = typer.Option(None, help="Compulsory bytes (default: --bytes).",
+    gpu: str = typer.Option(..., "--gpu", help=f"{GPU_HELP}.", metavar="GPU"),
+    algorithmic_bytes: Optional[str] = typer.Option(None, "--algorithmic-bytes", help="Compulsory bytes (default: --bytes).",
                                                     metavar="BYTES"),
-    precision: str = typer.Option("fp32", help=f"Compute roof: {', '.join(PRECISIONS)}.",
+    precision: str = typer.Option("fp32", "--precision", help=f"Compute roof: {', '.join(PRECISIONS)}.",
                                   metavar="PRECISION"),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Write it as JSON here (- for standard "
                                              "output, in place of the text)."),
-    datasheet: bool = typer.Option(False, help="Judge against datasheet roofs even when a "
+    datasheet: bool = typer.Option(False, "--datasheet", help="Judge against datasheet roofs even when a "
                                    "calibration of this GPU is cached."),
 ) -> None:
     """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
@@ -315,21 +317,21 @@ def gate(
                                        metavar="FILE"),
     targets: Optional[List[str]] = typer.Argument(None, help="Families to measure now (default: all bundled).",
                                                   metavar="TARGET"),
-    current: Optional[Path] = typer.Option(None, help="Judge this result file instead of measuring.",
+    current: Optional[Path] = typer.Option(None, "--current", help="Judge this result file instead of measuring.",
                                            metavar="FILE"),
-    update: bool = typer.Option(False, help="Write the baseline from this run instead of judging."),
-    max_slowdown: Optional[str] = typer.Option(None, help="Time threshold, a percentage: 5% (the default, or the manifest's).",
+    update: bool = typer.Option(False, "--update", help="Write the baseline from this run instead of judging."),
+    max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Time threshold, a percentage: 5% (the default, or the manifest's).",
                                                metavar="PERCENT"),
-    max_bytes_growth: Optional[str] = typer.Option(None, help="DRAM-bytes threshold, a percentage (default 2%).",
+    max_bytes_growth: Optional[str] = typer.Option(None, "--max-bytes-growth", help="DRAM-bytes threshold, a percentage (default 2%).",
                                                    metavar="PERCENT"),
-    max_flops_growth: Optional[str] = typer.Option(None, help="Counted-FLOPs threshold, a percentage (default 2%).",
+    max_flops_growth: Optional[str] = typer.Option(None, "--max-flops-growth", help="Counted-FLOPs threshold, a percentage (default 2%).",
                                                    metavar="PERCENT"),
-    gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch.error, help="A baseline from another GPU: error or warn."),
-    markdown: Optional[Path] = typer.Option(None, help="Also write a Markdown summary here.",
+    gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch.error, "--gpu-mismatch", help="A baseline from another GPU: error or warn."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown summary here.",
                                             metavar="FILE"),
-    junit: Optional[Path] = typer.Option(None, help="Also write JUnit XML here.", metavar="FILE"),
-    counters: Counters = typer.Option(Counters.auto, help="Counters for measured runs."),
-    recheck: bool = typer.Option(False, help="Before failing on time, re-measure the suspect "
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here.", metavar="FILE"),
+    counters: Counters = typer.Option(Counters.auto, "--counters", help="Counters for measured runs."),
+    recheck: bool = typer.Option(False, "--recheck", help="Before failing on time, re-measure the suspect "
                                  "variants interleaved with the baseline's code (git revision "
                                  "recorded in the baseline)."),
 ) -> None:
@@ -342,7 +344,7 @@ def gate(
 @app.command(cls=CalibrateCommand)
 @one_line_errors
 def calibrate(
-    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} (default: match the device).",
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} (default: match the device).",
                                       metavar="GPU"),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Also write the calibration here (- for "
@@ -364,7 +366,7 @@ def plot(
     variant: List[str] = typer.Option([], "--variant", "-v",
                                       help="Only these variants, in this order (repeatable).",
                                       metavar="VARIANT"),
-    trajectory: bool = typer.Option(False, help="Arrows from each variant to the next, in order."),
+    trajectory: bool = typer.Option(False, "--trajectory", help="Arrows from each variant to the next, in order."),
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
     from rooflint.commands.plot_command import plot_command   # matplotlib: only when drawing
@@ -390,17 +392,17 @@ def compare(
     a: str = typer.Argument(..., help="A: result.json, result.json:VARIANT, or TARGET:VARIANT to measure.",
                             metavar="A"),
     b: Optional[str] = typer.Argument(None, help="B, as A; omitted with --rev.", metavar="B"),
-    rev: Optional[str] = typer.Option(None, help="Compare A as it was at this git revision "
+    rev: Optional[str] = typer.Option(None, "--rev", help="Compare A as it was at this git revision "
                                       "(A must be TARGET:VARIANT) with the working tree.",
                                       metavar="REV"),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Write it as JSON here (- for standard "
                                              "output, in place of the text)."),
-    allow_different_gpu: bool = typer.Option(False, help="Compare results from different GPUs."),
-    gpu: Optional[str] = typer.Option(None, help=f"{GPU_HELP} for measured sides.",
+    allow_different_gpu: bool = typer.Option(False, "--allow-different-gpu", help="Compare results from different GPUs."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} for measured sides.",
                                       metavar="GPU"),
-    counters: Counters = typer.Option(Counters.auto, help="Counters for measured sides."),
-    max_slowdown: Optional[str] = typer.Option(None, help="Minimum clear gap of the time "
+    counters: Counters = typer.Option(Counters.auto, "--counters", help="Counters for measured sides."),
+    max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Minimum clear gap of the time "
                                                "decision, as in gate (default: B's manifest "
                                                "threshold, else 5%).", metavar="PERCENT"),
 ) -> None:
