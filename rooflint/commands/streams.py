@@ -1,6 +1,13 @@
 """The command line's doors to the terminal, shared by every command: standard output
 guarded, an error as one line on stderr, and the exit codes that go with them.
 
+Every text rooflint writes on standard output or error passes one of these doors, and each
+makes it :func:`printable_lines` (issue 45): the consoles every table and message is
+printed with, emit for plain output (JSON, CSV, Markdown, a page), say for errors. So a
+name's or a path's escape sequence never drives the terminal, whichever call site shows
+it; and the streams themselves write what their encoding cannot spell as an escape, so no
+text fails to print. Files keep the user's text as written.
+
 Apart from cli.py so that each command's module (run_command, gate_command, ...) prints
 and fails the same way without importing the typer app that calls it.
 Exit codes: 0 ok, 1 a correctness failure, 2 usage or environment error (bad input,
@@ -15,17 +22,33 @@ import os
 import sys
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
 
 from rooflint.common.errors import RooflintError
-from rooflint.common.printable import printable
+from rooflint.common.printable import printable, printable_lines
+
+
+class PrintableConsole(Console):
+    """A rich console whose every piece of text is made printable_lines as it is rendered,
+    before rich adds its own styles and cursor moves (which it marks as control segments,
+    left alone): a name in a table or a path in a message cannot reach the terminal raw
+    even where its call site forgot to escape it."""
+
+    def render(self, renderable: RenderableType,
+               options: ConsoleOptions | None = None) -> RenderResult:
+        for segment in super().render(renderable, options):
+            yield segment if segment.control else Segment(printable_lines(segment.text),
+                                                          segment.style)
+
 
 # NO_COLOR (no-color.org): no colour, and no bold or highlighting either (rich alone drops
 # only the colour): no escape sequence at all.
 _PLAIN = bool(os.environ.get("NO_COLOR"))
-console = Console(color_system=None if _PLAIN else "auto", highlight=not _PLAIN)
-errors = Console(stderr=True, color_system=None if _PLAIN else "auto", highlight=not _PLAIN)
-_messages = Console(stderr=True, color_system=None)   # errors and progress: plain lines
+console = PrintableConsole(color_system=None if _PLAIN else "auto", highlight=not _PLAIN)
+errors = PrintableConsole(stderr=True, color_system=None if _PLAIN else "auto",
+                          highlight=not _PLAIN)
+_messages = PrintableConsole(stderr=True, color_system=None)   # errors and progress: lines
 _quiet = False
 
 
@@ -50,7 +73,19 @@ class GuardedOutput:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        return self._guarded(self._stream.write, text)
+        return self._guarded(self._encodable_write, text)
+
+    def _encodable_write(self, text: str) -> int:
+        """Write ``text``; what the stream's encoding cannot spell (a surrogate from a file
+        name where output is strict UTF-8, "→" on a Latin-1 terminal) written as a
+        backslash escape, not an error. Nothing was written when the encoder failed: the
+        whole text is encoded before any of it is buffered."""
+        try:
+            return self._stream.write(text)
+        except UnicodeEncodeError:
+            encoding = getattr(self._stream, "encoding", None) or "utf-8"
+            return self._stream.write(
+                text.encode(encoding, "backslashreplace").decode(encoding))
 
     def flush(self) -> None:
         self._guarded(self._stream.flush)
@@ -88,10 +123,11 @@ class GuardedErrors(GuardedOutput):
 
 
 def emit(text: str) -> None:
-    """A line of plain output (JSON, the version) on standard output, flushed now so a
+    """Plain output (JSON, the version, a table or page for ``-``) on standard output, made
+    printable_lines (a name's escape sequence in a CSV is shown, not run), flushed now so a
     full disk or a closed pipe is reported by GuardedOutput, not lost at exit."""
     out = sys.stdout if isinstance(sys.stdout, GuardedOutput) else GuardedOutput(sys.stdout)
-    out.write(text + "\n")
+    out.write(printable_lines(text) + "\n")
     out.flush()
 
 

@@ -9,6 +9,11 @@ So every such character is shown as a visible escape (``\\x1b``, ``\\n``), as Py
 ``repr`` writes it; every other character, ordinary Unicode included, is kept as written.
 Unpaired surrogates (which JSON can spell, and which no output encoding can write) and
 the two Unicode non-characters XML forbids are escaped the same way.
+
+:func:`printable` is for a line (a message, a name in a cell); :func:`printable_lines`, the
+same escaping with the line breaks and tabs that lay a text out kept, is for what is
+written on standard output or error as a whole (a table, a CSV, a page): the one escaping
+every text rooflint shows passes through (commands/streams.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ T = TypeVar("T")
 # unpaired surrogates; U+FFFE and U+FFFF.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_LAYOUT = "\n\t"      # what printable_lines keeps: they move to the next line or column only
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -34,6 +40,15 @@ def _visible(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` with every control character written as a visible escape."""
     return _UNPRINTABLE.sub(_visible, text)
+
+
+def printable_lines(text: str) -> str:
+    """``text`` made :func:`printable` but for its newlines and tabs, which only lay it out."""
+    return _UNPRINTABLE.sub(_visible_but_layout, text)
+
+
+def _visible_but_layout(match: re.Match[str]) -> str:
+    return match.group() if match.group() in _LAYOUT else _visible(match)
 
 
 def printable_fields(document: T) -> T:

@@ -101,8 +101,15 @@ def write_atomic(data: dict[str, Any], path: Path, *, create_directory: bool = F
 
 
 def write_text(text: str, path: Path, *, create_directory: bool = False) -> None:
-    """Replace ``path`` with ``text`` (UTF-8), as :func:`write_bytes` does."""
-    write_bytes(text.encode("utf-8"), path, create_directory=create_directory)
+    """Replace ``path`` with ``text`` (:func:`_encoded`), as :func:`write_bytes` does."""
+    write_bytes(_encoded(text), path, create_directory=create_directory)
+
+
+def _encoded(text: str) -> bytes:
+    """``text`` as UTF-8, an unpaired surrogate (a name JSON spelt ``\\udcff``, a file
+    name's undecodable byte) written as that escape: no UTF-8 can hold it, and a table or
+    page must not fail for one, let alone after the rest was shown (issue 45)."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def write_bytes(data: bytes, path: Path, *, create_directory: bool = False) -> None:
@@ -151,7 +158,7 @@ def replacing(path: Path) -> Iterator[Path]:
 def append_text(text: str, path: Path) -> None:
     """Append to ``path`` (created if absent), e.g. GitHub's step summary."""
     require_directory(path)
-    _write_in_place(text.encode("utf-8"), Path(path), "ab")
+    _write_in_place(_encoded(text), Path(path), "ab")
 
 
 def _write_in_place(data: bytes, path: Path, mode: str) -> None:

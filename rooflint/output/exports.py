@@ -9,8 +9,6 @@ fractions of 1) in CSV, for a program to read; Markdown shows them as the termin
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -129,27 +127,42 @@ FIRST = (COLUMNS[0].name, COLUMNS[1].name)      # every table's first two column
 
 
 class Csv:
-    """RFC 4180 CSV, the values raw: a spreadsheet or pandas reads them as numbers."""
+    """RFC 4180 CSV, the values raw: a spreadsheet or pandas reads them as numbers. A cell
+    is quoted when it holds a comma, a quote or any line break, not only the line ending
+    written (\\n): a reader that ends a row at a CR (Python's csv does) or at another
+    Unicode line break would otherwise start a new row, and a new cell, inside a name."""
 
     name = "a rooflint CSV table"
     starts = ",".join(FIRST).encode()
 
     def render(self, header: list[str], rows: list[list[Cell]]) -> str:
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows([_inert(cell) for cell in row] for row in rows)
-        return out.getvalue()
+        lines = [header, *([_inert(cell) for cell in row] for row in rows)]
+        return "".join(",".join(_field(text) for text in line) + "\n" for line in lines)
+
+
+def _field(text: str) -> str:
+    """``text`` as a CSV cell: quoted, its quotes doubled, if it holds a comma, a quote or
+    a line break (any of str.splitlines': \\r, \\v, U+2028 as well as \\n)."""
+    if "," in text or '"' in text or "".join(text.splitlines()) != text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 # A spreadsheet runs a cell that starts so as a formula (=HYPERLINK(...) from a variant's
 # name in a result someone else wrote): such text is written after a quote, as OWASP's
 # advice on CSV injection has it; numbers, a negative one too, are left as they are.
+# Every line of the cell is guarded, not its start only: a reader that splits a cell at
+# its line breaks (or ends a row at a CR) starts a cell with each line.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _inert(cell: Cell) -> str:
-    return "'" + cell.raw if cell.text and cell.raw.startswith(_FORMULA_STARTS) else cell.raw
+    """``cell`` as CSV holds it: text from a document with a quote before each of its
+    lines that a spreadsheet would run."""
+    if not cell.text:
+        return cell.raw
+    return "".join("'" + line if line.startswith(_FORMULA_STARTS) else line
+                   for line in cell.raw.splitlines(keepends=True))
 
 
 class Markdown:
