@@ -267,14 +267,6 @@ def test_a_family_kept_under_a_spaced_directory_builds_its_include_paths(tmp_pat
     assert compile_options.include_dirs(options) == [directory / "include"]
 
 
-def test_the_toolkit_include_directory_is_allowed(tmp_path, monkeypatch):
-    toolkit = tmp_path / "cuda"
-    (toolkit / "include").mkdir(parents=True)
-    monkeypatch.setenv("CUDA_HOME", str(toolkit))
-    directory = family(tmp_path, options=[f"-I{toolkit / 'include'}"])
-    assert load_manifest(directory).variants[0].options == [f"-I{toolkit / 'include'}"]
-
-
 def test_an_include_directory_that_is_missing_is_named(tmp_path):
     outcome = rooflint("run", str(family(tmp_path, options=["-Iinclude"])))
     assert_one_line_error(outcome, 2, "'options[0]' is '-Iinclude'", "is not a directory")

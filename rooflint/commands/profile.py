@@ -193,7 +193,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     check_gpu_option(options.gpu)
     ncu_executable()                        # no ncu: say so before any program runs
     filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
-    logs = Path(options.logs) if options.logs else None
+    logs = logs_folder(Path(options.logs)) if options.logs else None
     say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
 
     timed: dict[int, PassOne] = {}                             # parsed once per pass
@@ -358,6 +358,17 @@ def device_from_trace(trace: dict, driver: str) -> DeviceInfo:
         sms=number("numSms"), l2_bytes=0, memory_bytes=number("totalGlobalMem"),
         max_sm_clock_mhz=None, max_mem_clock_mhz=None, driver=driver, cuda_runtime="",
         cupy="")
+
+
+def logs_folder(logs: Path) -> Path:
+    """--logs' folder, made with its parents where it does not exist yet (as ncu -o
+    does), once every check has passed: a refused profile leaves nothing behind."""
+    try:
+        logs.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RooflintError(f"--logs {logs}: cannot make the directory "
+                            f"({exc.strerror or exc})") from None
+    return logs
 
 
 def check_program(command: list[str]) -> None:

@@ -9,6 +9,7 @@ Apart from profile.py, which profiles a program for any caller: this is only wha
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 from pathlib import Path
@@ -30,16 +31,13 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
                     markdown: Optional[Path] = None, html: Optional[Path] = None) -> None:
     """Profile ``command`` as `rooflint profile` was asked; exit 2 (130 if interrupted)
     when pass 2 stopped, after what pass 1 measured is printed and written."""
-    if kernel:
-        try:
-            re.compile(kernel)
-        except re.error as exc:
-            fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
+    _check_filters(nvtx, kernel)
     if logs:
-        _make_logs_folder(logs)
+        _check_logs_folder(logs)
     tables = exporting.asked(csv, markdown, html)
     piped = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
-    check_outputs(None if json_path == STDOUT else json_path, picture=svg, logs=logs,
+    check_outputs(None if json_path == STDOUT else json_path, picture=svg,
+                  logs=logs if logs and logs.is_dir() else None,   # else made once ncu is found
                   model=model, tables=exporting.files(tables))
     screen = errors if piped else console
     terminate = signal.signal(signal.SIGTERM, _interrupt)
@@ -80,15 +78,36 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[ex
         screen.print(f"roofline drawn to {svg}", markup=False)
 
 
-def _make_logs_folder(logs: Path) -> None:
-    """--logs' folder, made with its parents where it does not exist yet (as ncu -o
-    does); one line where it cannot be."""
-    if logs.exists() and not logs.is_dir():
-        fail(f"--logs {logs}: not a directory")
-    try:
-        logs.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        fail(f"--logs {logs}: cannot make the directory ({exc.strerror or exc})")
+def _check_logs_folder(logs: Path) -> None:
+    """--logs' folder is one, or can be made, said before ncu is looked for but made only
+    once every check has passed (profile.logs_folder): a refused profile leaves nothing
+    behind. Where it does not exist, its nearest existing parent must be a directory
+    rooflint may write in."""
+    if logs.exists():
+        if not logs.is_dir():
+            fail(f"--logs {logs}: not a directory")
+        return
+    parent = next(p for p in logs.absolute().parents if p.exists())
+    if not parent.is_dir():
+        fail(f"--logs {logs}: cannot make the directory ({parent} is not a directory)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"--logs {logs}: cannot make the directory ({parent} may not be written in)")
+
+
+def _check_filters(nvtx: Optional[str], kernel: Optional[str]) -> None:
+    """--nvtx and --kernel, before ncu is looked for: an empty one would quietly profile
+    every launch of the program, which is what leaving it out says."""
+    if nvtx == "":
+        fail("--nvtx '': name the NVTX range whose launches to profile (the name the program "
+             "pushes), or leave --nvtx out")
+    if kernel == "":
+        fail("--kernel '': an empty pattern matches every kernel; give a regular expression "
+             "on kernel names, or leave --kernel out")
+    if kernel:
+        try:
+            re.compile(kernel)
+        except re.error as exc:
+            fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
 
 
 def _interrupt(signum: int, frame: object) -> None:

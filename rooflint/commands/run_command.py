@@ -38,7 +38,7 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
     if devices is not None:
         device_indices(devices)    # nonsense is refused before any GPU is counted
     chosen = parse_devices(devices, visible_devices()) if devices is not None else None
-    options = RunOptions(targets=[target] if target else [], variants=variants,
+    options = RunOptions(targets=[] if target is None else [target], variants=variants,
                          sizes=parse_sizes(size), gpu=gpu, cache=cache,
                          timeout_s=timeout, json_path=None if json_path == STDOUT else json_path,
                          counters=counters, devices=chosen, gpm=gpm, source=source,

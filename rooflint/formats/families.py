@@ -19,7 +19,11 @@ SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")
 
 
 def find_manifest(target: str | Path) -> Path:
-    """``kernels/gemm_fp32``, ``path/to/kernel.yaml`` or a bundled family name."""
+    """``kernels/gemm_fp32``, ``path/to/kernel.yaml`` or a bundled family name. An empty
+    name is refused: ``Path("")`` is the current directory, which nobody named."""
+    if str(target) == "":
+        raise RooflintError(f"TARGET is empty (''): name a directory with {MANIFEST_NAME}, a "
+                            f"{MANIFEST_NAME} file, or a bundled family")
     path = Path(target)
     if path.is_dir() and path.name != MANIFEST_NAME:   # a directory named so is a mistake to name
         path = path / MANIFEST_NAME

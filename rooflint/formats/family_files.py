@@ -61,12 +61,21 @@ def option_in_family(place: Place, option: compile_options.Option) -> compile_op
         raise place.invalid(f"is {' '.join(option.items)!r}: a path in options may not hold "
                             f"spaces, quotes, $, backquotes or backslashes")
     path = directory / option.value
-    roots = (directory.resolve(), *toolkit_include_dirs())
+    toolkit = toolkit_include_dirs()
     kind = "directory" if option.flag.value is compile_options.Value.DIRECTORY else "file"
-    if not any(path.resolve().is_relative_to(root) for root in roots):
+    if not any(path.resolve().is_relative_to(root) for root in (directory.resolve(), *toolkit)):
         raise place.invalid(f"is {' '.join(option.items)!r}: {option.spelling} takes a {kind} "
                             f"inside the family's directory ({directory}) or the CUDA "
-                            f"toolkit's include directory; {option.value} is {path.resolve()}")
+                            f"toolkit's include directory ({_listed(toolkit)}); "
+                            f"{option.value} is {path.resolve()}")
     if not (path.is_dir() if kind == "directory" else path.is_file()):
         raise place.invalid(f"is {' '.join(option.items)!r}: {path} is not a {kind}")
     return replace(option, value=str(path))
+
+
+def _listed(toolkit: list[Path]) -> str:
+    """The toolkits' include directories, for an error; with none, how to name one (a
+    wrapper script's directory is not a toolkit: see common/toolkit.py)."""
+    if not toolkit:
+        return "none found: set CUDA_HOME to the toolkit"
+    return ", ".join(map(str, toolkit))

@@ -77,8 +77,17 @@ def _evaluate(expression: object, values: Mapping[str, Number], place: Place) ->
 
 
 def _pattern(value: object, place: Place) -> re.Pattern[str]:
+    """A regular expression written as text: an empty one matches every kernel, and
+    whatever YAML reads otherwise (a number, a list) would become a pattern nobody wrote
+    (``['gemm']`` is a character class)."""
+    if value in (None, ""):
+        raise place.invalid("is empty, which matches every kernel; write a regular "
+                            "expression on kernel names ('.' if every kernel is meant)")
+    if not isinstance(value, str):
+        raise place.invalid(f"is {value!r}, which YAML read as {type(value).__name__}, not "
+                            f"text; write the regular expression in quotes")
     try:
-        return re.compile(str(value))
+        return re.compile(value)
     except re.error as exc:
         raise place.invalid(f"is not a regular expression: {exc}") from None
 

@@ -45,7 +45,7 @@ from rooflint.formats.family_files import option_in_family, source_file
 from rooflint.formats.gpus import PRECISIONS
 from rooflint.formats.manifest_fields import (
     GATE, PythonCall, baseline, buffer_range, choice, entry, expressions, function_name,
-    launch_arg, non_negative, param_name, param_value, python_function,
+    launch_arg, one_word_name, non_negative, param_name, param_value, python_function,
 )
 from rooflint.formats.schema import (
     Document, Field, ListOf, MapOf, Place, Record, Wording, as_written, prose,
@@ -207,7 +207,7 @@ def _variant(values: dict, place: Place, written: Mapping) -> Variant:
 
 def _manifest(values: dict, place: Place, written: Mapping) -> Manifest:
     return Manifest(
-        name=str(values["name"] or place.file.parent.name), description=values["description"],
+        name=values["name"] or place.file.parent.name, description=values["description"],
         path=place.file, directory=place.file.parent, params=values["params"],
         buffers=list(values["buffers"].values()), variants=list(values["variants"].values()),
         prepare=values["prepare"])
@@ -254,7 +254,7 @@ _VARIANT = Record((
     Field("precision", _PRECISION, inherit=True),
 ), build=_variant)
 MANIFEST_FILE = Document(Record((
-    Field("name", as_written, default=None),
+    Field("name", one_word_name, default=None),
     Field("description", prose, default=""),
     Field("params", MapOf(param_value, key=param_name), default={}),
     Field("buffers", MapOf(_BUFFER)),
@@ -265,7 +265,7 @@ MANIFEST_FILE = Document(Record((
     # the family-wide defaults, checked where a variant takes them
     *(Field(key, as_written, default=None)
       for key in ("flops", "bytes", "reference", "tolerance", "precision")),
-    Field("variants", MapOf(_VARIANT, empty="is empty")),
+    Field("variants", MapOf(_VARIANT, key=one_word_name, empty="is empty")),
 ), build=_manifest, shape="'(top level)' must be a mapping"),
     Wording(field="'{}'", missing="missing field '{}'", not_mapping="must be a mapping"))
 

@@ -33,6 +33,12 @@ GATE_KEYS = ("max_slowdown", "max_bytes_growth", "max_flops_growth")
 # one line of C++ that rooflint writes into the unit it compiles, so nothing that could end
 # that line or statement (newlines, ``;``, braces, ``#``, quotes).
 ENTRY = re.compile(r"[\w:<>,()*&+\-./ ]+")
+# A family's or a variant's name: typed back on the command line (``--variant NAME``,
+# ``FILE.json:VARIANT``), shown in every table, export and picture, and made into file
+# names by the tools that read results: one word, so no path separator, colon, space,
+# quote or control character.
+NAME = re.compile(r"\w[\w.+-]*")
+NAME_RULE = "one word of letters, digits, _, -, . and +, starting with a letter, digit or _"
 
 
 @dataclass
@@ -85,6 +91,18 @@ def function_name(value: Any, place: Place) -> str:
     """A function of reference.py (a reference or ``prepare``), named as Python names it."""
     if not (isinstance(value, str) and value.isidentifier()):
         raise place.invalid(f"is {value!r}; expected the name of a function in {REFERENCE_FILE}")
+    return value
+
+
+def one_word_name(value: Any, place: Place) -> str:
+    """A family's or a variant's name: one word (`NAME`), as YAML gave it, never converted
+    (``!!binary`` gives bytes, which ``str`` would silently make ``b'hello'``)."""
+    if not isinstance(value, str):
+        raise place.invalid(f"is {value!r}, which YAML read as {type(value).__name__}, not "
+                            f"text; a name is {NAME_RULE} (quoted where YAML would read it "
+                            f"otherwise)")
+    if not NAME.fullmatch(value):
+        raise place.invalid(f"is {value!r}; a name is {NAME_RULE}")
     return value
 
 
