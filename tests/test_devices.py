@@ -32,7 +32,8 @@ def test_devices_are_indices_into_the_visible_gpus(text, visible, chosen):
     ("0,4", ["0", "1"], "--devices 0,4: no GPU 4 (this process sees 2: indices 0 to 1)"),
     ("one", ["0"], "--devices 'one': expected 'all' or GPU indices such as 0,2"),
     ("1,1", ["0", "1"], "--devices 1,1: a GPU is named twice"),
-    ("all", [], "--devices: this process sees no GPU"),
+    ("all", [], "--devices all: this process sees no GPU"),
+    ("99", [], "--devices 99: no GPU 99 (this process sees no GPU)"),
 ])
 def test_impossible_devices_are_one_line(text, visible, message):
     with pytest.raises(RooflintError) as error:

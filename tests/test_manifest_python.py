@@ -124,7 +124,7 @@ MISTAKES = [
      ["'variants.in_reference'", KINDS]),
     ((REF, "  in_reference:\n    baseline: true\n"), ["'variants.in_reference'", KINDS]),
     ((MODULE, "    python: missing.py:launch\n"),
-     ["'variants.in_module.python' names missing.py, which is not in"]),
+     ["'variants.in_module.python' names missing.py, which does not exist"]),
     ((MODULE, "    python: 'triton_k.py:'\n"),
      ["'variants.in_module.python' is 'triton_k.py:'", "module.py:FUNCTION"]),
     ((MODULE, "    python: triton_k.txt:launch\n"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
 from rooflint.analysis import calibration as calibrations
 from rooflint.commands.exporting import STDOUT, write_json, written_json
@@ -20,6 +20,7 @@ from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.commands.streams import console, errors
 from rooflint.formats.gpus import load_specs
 from rooflint.measure.runner import calibrate as measure_ceilings
+from rooflint.output.live import progress_bar
 from rooflint.output.outputs import CALIBRATION
 from rooflint.output.roofs import render_calibration
 
@@ -29,8 +30,8 @@ def calibrate_command(gpu: Optional[str], json_path: Optional[Path]) -> None:
     check_gpu_option(gpu)     # a typo is said now, not after the measuring
     written_json(json_path, CALIBRATION)
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=screen, transient=True) as bar:
+    with progress_bar(screen, TextColumn("{task.description}"), BarColumn(),
+                      TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()) as bar:
         task = bar.add_task("calibrating", total=None)
 
         def update(step: str, total: int) -> None:

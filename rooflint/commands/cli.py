@@ -19,6 +19,7 @@ from typing import List, Optional
 import typer
 from typer.core import TyperCommand
 
+from rooflint.commands.completion import CompletingGroup
 from rooflint.commands.streams import (GuardedErrors, GuardedOutput, be_quiet, console,
                                       emit, fail, one_line_errors, say)
 from rooflint.common.errors import RooflintError
@@ -26,7 +27,7 @@ from rooflint.common.version import __version__
 from rooflint.formats.gpus import PRECISIONS
 from rooflint.formats.settings import DEFAULT_COVERAGE
 
-app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+app = typer.Typer(cls=CompletingGroup, no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
 
 

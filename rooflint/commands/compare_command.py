@@ -11,13 +11,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
-from rich.progress import Progress, TextColumn
+from rich.progress import TextColumn
 
 from rooflint.analysis.comparison import compare as compare_variants
 from rooflint.commands.gate_command import threshold
 from rooflint.commands.sides import Side, gpu_warning, resolve_pairs, split_side, unmatched
 from rooflint.commands.exporting import STDOUT, write_json, written_json
 from rooflint.commands.streams import console, errors
+from rooflint.output.live import progress_bar
 from rooflint.output.outputs import COMPARISON
 from rooflint.common.printable import printable
 from rooflint.commands.named_gpu import check_gpu_option
@@ -35,7 +36,7 @@ def compare_command(a: str, b: Optional[str], rev: Optional[str], json_path: Opt
     check_gpu_option(gpu)     # an unknown id is an error, whatever the sides are
 
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
-    with Progress(TextColumn("{task.description}"), console=screen, transient=True) as bar:
+    with progress_bar(screen, TextColumn("{task.description}")) as bar:
         bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
         pairs = resolve_pairs(a, b, rev, gpu, counters,
                               lambda family, phase: (lambda event, variant: None))

@@ -13,7 +13,7 @@ from rooflint.formats.explanation import Explanation
 from rooflint.formats.gpus import GpuSpec
 from rooflint.analysis.calibration import Calibration, roofs as roofs_for, tensor_roof
 from rooflint.analysis.roofline import IMPOSSIBLE_ABOVE_DATASHEET, floor, place
-from rooflint.common.units import format_rate
+from rooflint.common.units import format_rate, format_time
 
 
 def explain(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float,
@@ -36,12 +36,14 @@ def check_possible(spec: GpuSpec, time_s: float, flops: float, dram_bytes: float
     bandwidth, or above its fastest compute peak (a fast fp16 GEMM typed with the default
     --precision fp32 is a wrong precision, which the verdict shows, not an impossibility)."""
     fastest = max(spec.peaks, key=lambda p: spec.peaks[p].flops_per_s)
-    rates = (("DRAM bandwidth", dram_bytes / time_s, spec.dram_bandwidth, "B/s", "--bytes"),
-             (f"fastest peak ({fastest})", flops / time_s, spec.peaks[fastest].flops_per_s,
-              "FLOP/s", "--flops"))
-    for what, rate, roof, unit, option in rates:
-        if rate > IMPOSSIBLE_ABOVE_DATASHEET * roof:
+    amounts = (("DRAM bandwidth", dram_bytes, spec.dram_bandwidth, "B/s", "--bytes"),
+               (f"fastest peak ({fastest})", flops, spec.peaks[fastest].flops_per_s,
+                "FLOP/s", "--flops"))
+    for what, amount, roof, unit, option in amounts:
+        shortest = amount / roof      # a time, where amount / time_s could pass any float
+        if shortest / time_s > IMPOSSIBLE_ABOVE_DATASHEET:
             raise RooflintError(
-                f"{option} in --time gives {format_rate(rate, unit)}, {rate / roof:.3g}x the "
-                f"{spec.id} datasheet {what} ({format_rate(roof, unit)}): no kernel can; "
-                f"check the units (ms vs us, GB vs MB)")
+                f"{option} in --time gives {shortest / time_s:.3g}x the {spec.id} datasheet "
+                f"{what} ({format_rate(roof, unit)}): at that rate it takes "
+                f"{format_time(shortest)}, not {format_time(time_s)}; no kernel can; check "
+                f"the units (ms vs us, GB vs MB)")

@@ -21,6 +21,8 @@ from rooflint.commands.named_gpu import option_spec
 from rooflint.formats.gpus import PRECISIONS
 from rooflint.output.roofs import render_explanation
 
+MOVES_BYTES = "a kernel reads its inputs and writes its outputs"
+
 
 def explain_command(time: str, flops: str, bytes_: str, gpu: str,
                     algorithmic_bytes: Optional[str], precision: str,
@@ -31,15 +33,29 @@ def explain_command(time: str, flops: str, bytes_: str, gpu: str,
     if precision not in PRECISIONS:
         fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
     spec = option_spec(gpu)
+    work, moved = parse_count(flops), parse_bytes(bytes_)
     compulsory = parse_bytes(algorithmic_bytes) if algorithmic_bytes else None
+    check_placeable(work, moved)
     if compulsory == 0:
-        fail(f"--algorithmic-bytes {algorithmic_bytes}: a kernel's compulsory bytes are more "
-             f"than 0 (it reads its inputs and writes its outputs); leave the option out to "
-             f"take --bytes")
+        fail(f"--algorithmic-bytes {algorithmic_bytes}: {MOVES_BYTES}, so its compulsory "
+             f"bytes are more than 0; leave the option out to take --bytes")
     calibration = None if datasheet else calibrations.find(spec.id)
-    explanation = explain_point(spec, parse_time(time), parse_count(flops), parse_bytes(bytes_),
-                                compulsory, precision, calibration)
+    explanation = explain_point(spec, parse_time(time), work, moved, compulsory, precision,
+                                calibration)
     if json_path != STDOUT:
         render_explanation(console, explanation)
     if json_path:
         write_json(explanation.to_json(), json_path)
+
+
+def check_placeable(flops: float, dram_bytes: float) -> None:
+    """Refuse what the roofline cannot place. No FLOPs and no bytes is no work to place;
+    FLOPs over 0 bytes is an intensity without end, off any chart (and Infinity, which
+    JSON cannot hold) where every kernel moves some bytes. A copy, 0 FLOPs over some bytes,
+    is placed: intensity 0, under the DRAM roof, as the roofline places a stream kernel."""
+    if flops == 0 and dram_bytes == 0:
+        fail("--flops 0 and --bytes 0: nothing to place on the roofline, which places a "
+             "kernel's FLOPs against the bytes it moves")
+    if dram_bytes == 0:
+        fail(f"--bytes 0: {MOVES_BYTES}, so it moves more than 0 bytes; FLOPs over 0 bytes "
+             f"is an intensity the roofline cannot place")

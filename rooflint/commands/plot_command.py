@@ -12,6 +12,7 @@ from rooflint.commands.streams import console, emit
 from rooflint.formats.results import read_result
 from rooflint.output import plotting
 from rooflint.output.outputs import PICTURE, Named, Output
+from rooflint.output.tables import check_held
 
 
 def plot_command(paths: list[Path], output: Path, variants: list[str], trajectory: bool) -> None:
@@ -19,7 +20,9 @@ def plot_command(paths: list[Path], output: Path, variants: list[str], trajector
     ``output``. A bad or precious path fails before any file is read."""
     guard_outputs([] if output == STDOUT else [Output("--output", output, PICTURE)],
                   [Named("RESULT", p) for p in paths])
-    figure = plotting.figure([read_result(p) for p in paths], variants or None, trajectory)
+    results = [read_result(path) for path in paths]
+    check_held(dict(zip(paths, results)), variants)
+    figure = plotting.figure(results, variants or None, trajectory)
     if output == STDOUT:
         emit(plotting.rendered(figure, "svg").decode().rstrip("\n"))
         return

@@ -27,7 +27,7 @@ from rooflint.formats.baseline import git_revision
 from rooflint.common.errors import RooflintError
 from rooflint.formats.expressions import Number, evaluate
 from rooflint.formats.gpus import GpuSpec, load_specs
-from rooflint.formats.families import bundled_manifests
+from rooflint.formats.families import bundled_manifests, shadowed_family
 from rooflint.formats.family_code import check_code
 from rooflint.formats.family_job import ResolvedFamily, check_sizes, resolve
 from rooflint.formats.manifest import Manifest, load_manifest, select_variants
@@ -39,6 +39,7 @@ from rooflint.measure import build, ncu, source_report
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
+from rooflint.commands import streams
 from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import RunResult, write_result
@@ -101,7 +102,7 @@ def load_targets(options: RunOptions) -> list[Manifest]:
     if len(options.targets) > 1 and options.variants:
         raise RooflintError("variant names apply to a single target")
     paths = options.targets or [str(p) for p in bundled_manifests()]
-    manifests = [load_manifest(p) for p in paths]
+    manifests = [load_family(p) for p in paths]
     select_variants(manifests[0], options.variants)  # unknown names fail before the GPU starts
     unused = set(options.sizes) - {k for m in manifests for k in m.params}
     if unused:
@@ -111,6 +112,17 @@ def load_targets(options: RunOptions) -> list[Manifest]:
         check_sizes(manifest, family_sizes(manifest, options.sizes), options.variants or None)
         check_code(manifest, options.variants or None)
     return manifests
+
+
+def load_family(target: str) -> Manifest:
+    """The manifest ``target`` names; where that is a path here sharing a bundled family's
+    name (a ./stream beside the bundled stream), a line says which one is measured."""
+    manifest = load_manifest(target)
+    bundled = shadowed_family(target)
+    if bundled:
+        streams.progress(f"{target}: measuring ./{target}, not the bundled family of that "
+                         f"name ({bundled})")
+    return manifest
 
 
 def family_sizes(manifest: Manifest, sizes: dict[str, Number]) -> dict[str, Number]:

@@ -31,7 +31,7 @@ from rooflint.formats.results import RunResult, VariantResult, read_result
 from rooflint.formats.settings import COUNTERS_OFF, Settings
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
 from rooflint.commands.counting import CountersSwitch
-from rooflint.commands.run import RunOptions, family_counters
+from rooflint.commands.run import RunOptions, family_counters, load_family
 
 
 @dataclass
@@ -150,11 +150,10 @@ def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, count
                   progress_for: Callable[[object, str], Progress]) -> list[tuple[Side, Side]]:
     """Measure two TARGET:VARIANT sides now, interleaved (or A at ``rev`` against A)."""
     (target_a, variant_a), (target_b, variant_b) = split_side(a), split_side(b or a)
-    if not (variant_a and variant_b):
-        raise RooflintError("name the variant on each measured side: TARGET:VARIANT")
+    check_variants_named(a, b, rev)
     with tempfile.TemporaryDirectory(prefix="rooflint-rev-") as old:
         path_a = _family_at_revision(target_a, rev, Path(old)) if rev else target_a
-        manifests = [load_manifest(path_a), load_manifest(target_b)]
+        manifests = [load_family(str(path_a)), load_family(target_b)]
         labels = [f"{variant_a}@{rev}" if rev else a, b or a]
         options = RunOptions(targets=[], variants=[], sizes={}, gpu=gpu, counters=counters)
         pool = WorkerPool()
@@ -183,6 +182,31 @@ def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, count
                                                  calibration))
             sides.append(Side(label, result, result.families[0].variants[0]))
     return [(sides[0], sides[1])]
+
+
+def check_variants_named(a: str, b: str | None, rev: str | None) -> None:
+    """A measured side compares one variant, named as TARGET:VARIANT (whole families are
+    compared only between result files); a side that names none is refused saying which
+    side it is, or that --rev needs it, and what its family holds."""
+    for which, side in ({"A": a} if b is None else {"A": a, "B": b}).items():
+        target, variant = split_side(side)
+        if variant is None and rev:
+            raise RooflintError(f"--rev {rev} measures one variant as it was then and as it "
+                                f"is now: name it, {target}:VARIANT{_variants_of(target)}")
+        if variant is None:
+            raise RooflintError(f"{which} ({target}) is measured now, so it names one variant: "
+                                f"{target}:VARIANT{_variants_of(target)}; whole families "
+                                f"compare as result files (FILE.json)")
+
+
+def _variants_of(target: str) -> str:
+    """`` (stream has copy, triad)``: the variants of the family ``target`` names, for a
+    message asking for one; nothing where no family reads there (the message stands
+    without, and naming the variant then brings the family's own error)."""
+    try:
+        return f" ({target} has {', '.join(v.name for v in load_manifest(target).variants)})"
+    except RooflintError:
+        return ""
 
 
 def resolve_pairs(a: str, b: str | None, rev: str | None, gpu: str | None, counters: str,

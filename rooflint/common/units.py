@@ -45,11 +45,20 @@ def _scaled(text: str, what: str, units: dict[str, float], case_sensitive: bool 
     return result
 
 
+SHORTEST_KERNEL_S = 1e-9   # a nanosecond, about one GPU clock cycle: no kernel is shorter
+
+
 def parse_time(text: str) -> float:
-    """Seconds from ``2.1ms``, ``713us``, ``40ns``, ``0.5s`` or a plain number of seconds."""
+    """Seconds from ``2.1ms``, ``713us``, ``40ns``, ``0.5s`` or a plain number of seconds;
+    a time under SHORTEST_KERNEL_S is a slip of units (``1e-300``), refused as one: the
+    rates it would give pass any float and read as inf."""
     seconds = _scaled(text, "time", TIME_UNITS, case_sensitive=True)
     if seconds == 0:
         raise RooflintError(f"time {text!r} must be greater than zero")
+    if seconds < SHORTEST_KERNEL_S:
+        raise RooflintError(f"time {text!r} is under a nanosecond: no kernel is that short "
+                            f"(a GPU clock cycle takes about one); check the units (s, ms, "
+                            f"us, ns)")
     return seconds
 
 

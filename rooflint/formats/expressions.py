@@ -87,8 +87,7 @@ def _walk(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
         return _bounded(node.value, source)
     if isinstance(node, ast.Name):
         if node.id not in names:
-            known = ", ".join(sorted(names)) or "none"
-            raise RooflintError(f"unknown name {node.id!r} in {source!r} (known: {known})")
+            raise _unknown_name(node.id, source, names)
         return names[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _walk(node.left, names, source), _walk(node.right, names, source)
@@ -108,6 +107,16 @@ def _walk(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
         except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
             raise RooflintError(f"bad call {node.func.id}() in {source!r}: {exc}") from None
     raise RooflintError(f"not allowed in expression {source!r}: {ast.dump(node)[:60]}")
+
+
+def _unknown_name(name: str, source: str, names: Mapping[str, Number]) -> RooflintError:
+    """A name the expression uses that nothing defines, said as what it is: where no name
+    is defined at all (``--size N=abc``, a family's first parameter) a word is simply not
+    a number, and "known: none" would send the reader looking for names that cannot be."""
+    where = "" if source == name else f" in {source!r}"
+    if not names:
+        return RooflintError(f"{name!r}{where} is not a number, and no names are defined here")
+    return RooflintError(f"unknown name {name!r}{where} (known: {', '.join(sorted(names))})")
 
 
 def _bounded(value: Number, source: str) -> Number:

@@ -36,12 +36,34 @@ def find_manifest(target: str | Path) -> Path:
         if instead:
             raise RooflintError(f"{path} {instead}; a kernel manifest is a {MANIFEST_NAME} file")
         raise RooflintError(f"no kernel manifest at {target} (expected a directory with "
-                            f"{MANIFEST_NAME}, a {MANIFEST_NAME} file, or a bundled family name)")
+                            f"{MANIFEST_NAME}, a {MANIFEST_NAME} file, or a bundled family name)"
+                            + _taken_first(target))
     if path.suffix in SOURCE_SUFFIXES:
         raise RooflintError(f"{target} is a CUDA source; rooflint expects a {MANIFEST_NAME} "
                             f"that names it (or its directory): see 'Writing a manifest' in "
                             f"the README")
     return path
+
+
+def shadowed_family(target: str | Path) -> Path | None:
+    """The bundled family's directory that a bare name (``stream``) also names where a path
+    here of that name is taken instead, as find_manifest takes it: the caller says which one
+    it used, since a folder that happens to share a bundled family's name would otherwise
+    be measured, or refused, in its place unsaid. None where the name means one thing."""
+    name = str(target)
+    here, bundled = Path(name), KERNELS_DIR / name
+    if (name == here.name and here.exists() and (bundled / MANIFEST_NAME).is_file()
+            and here.resolve() != bundled.resolve()):
+        return bundled
+    return None
+
+
+def _taken_first(target: str | Path) -> str:
+    """For an error about ``target``: that a path here of that name was taken before the
+    bundled family, and how to name the bundled one; nothing where there is none."""
+    bundled = shadowed_family(target)
+    return (f"; ./{target} is taken before the bundled family {target}: name that one by "
+            f"its path, {bundled}") if bundled else ""
 
 
 def bundled_manifests() -> list[Path]:

@@ -11,6 +11,7 @@ or when nvcc's shell would expand its name. Which compiler options exist at all 
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,7 @@ def source_file(source: Any, place: Place) -> str:
         raise place.invalid(f"is {source!r}: nvcc's shell would expand its $, `, "
                             f"\" or \\; rename the file")
     if not (directory / source).is_file():
-        instead = not_a_file(directory / source)
-        raise place.invalid(f"names {source}, which " + (
-            f"{instead}" if instead else f"is not in {directory}"))
+        raise place.invalid(f"names {source}, which {_not_there(directory / source)}")
     return source
 
 
@@ -46,8 +45,16 @@ def python_module(place: Place, module: str) -> Path:
         raise place.invalid(f"names {module}, which is outside the family's directory "
                             f"({directory}): a python variant runs the family's own code")
     if not path.is_file():
-        raise place.invalid(f"names {module}, which is not in {directory}")
+        raise place.invalid(f"names {module}, which {_not_there(path)}")
     return path
+
+
+def _not_there(path: Path) -> str:
+    """Why a file a manifest names cannot be used, in words: what is at ``path`` instead
+    (a directory, a dangling link), or that nothing is, and where that was looked for (a
+    name with ``..`` may lead out of the family: "not in the family's directory" said
+    where the file is not, not that it is missing)."""
+    return not_a_file(path) or f"does not exist ({os.path.abspath(path)})"
 
 
 def option_in_family(place: Place, option: compile_options.Option) -> compile_options.Option:

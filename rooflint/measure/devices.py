@@ -16,20 +16,25 @@ VISIBLE = "CUDA_VISIBLE_DEVICES"
 
 
 def visible_devices() -> list[str]:
-    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries."""
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries: none where
+    there is no NVIDIA driver (NVML's library missing or the driver not loaded: nothing
+    could run on a GPU, so no index exists); RooflintError where NVML fails otherwise, the
+    GPUs perhaps there but uncounted, so that CUDA_VISIBLE_DEVICES must name them."""
     named = os.environ.get(VISIBLE)
     if named is not None:
         return [entry.strip() for entry in named.split(",") if entry.strip()]
+    import pynvml
     try:
-        import pynvml
         pynvml.nvmlInit()
-        try:
-            return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception as exc:  # no driver, no NVML
-        raise RooflintError(f"--devices: cannot count the GPUs through NVML ({exc}); "
-                            f"name them, e.g. --devices 0,1") from None
+    except (pynvml.NVMLError_LibraryNotFound, pynvml.NVMLError_DriverNotLoaded):
+        return []
+    except pynvml.NVMLError as exc:
+        raise RooflintError(f"--devices: NVML cannot count the GPUs ({exc}); set {VISIBLE} "
+                            f"to the ones to use (e.g. {VISIBLE}=0,1)") from None
+    try:
+        return [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def device_indices(text: str) -> list[int] | None:
@@ -54,12 +59,18 @@ def device_indices(text: str) -> list[int] | None:
 def parse_devices(text: str, visible: list[str]) -> list[str]:
     """``all`` or comma-separated indices into ``visible`` -> the entries to pin workers to."""
     indices = device_indices(text)
-    if not visible:
-        raise RooflintError("--devices: this process sees no GPU")
+    if indices is None and not visible:
+        raise RooflintError(f"--devices {text}: this process sees no GPU")
     if indices is None:
         return visible
     wrong = [i for i in indices if i >= len(visible)]
     if wrong:
-        raise RooflintError(f"--devices {text}: no GPU {wrong[0]} (this process sees "
-                            f"{len(visible)}: indices 0 to {len(visible) - 1})")
+        raise RooflintError(f"--devices {text}: no GPU {wrong[0]} ({_seen(visible)})")
     return [visible[i] for i in indices]
+
+
+def _seen(visible: list[str]) -> str:
+    """What exists instead of a GPU asked for: the indices there are, or none."""
+    if not visible:
+        return "this process sees no GPU"
+    return f"this process sees {len(visible)}: indices 0 to {len(visible) - 1}"

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, Progress, ProgressColumn, TaskID, TextColumn,
+                           TimeElapsedColumn)
 from rich.text import Text
 
 from rooflint.common.printable import printable
@@ -54,6 +55,15 @@ class Listener:
     warn: Callable[[str], None] = _silent
 
 
+def progress_bar(console: Console, *columns: ProgressColumn) -> Progress:
+    """A progress display on ``console`` that leaves nothing behind, drawn only where it
+    can be redrawn in place (an interactive terminal): elsewhere rich draws nothing while
+    it runs, yet prints an empty line as it stops, a lone newline on the piped standard
+    output of a command that had nothing else to say."""
+    return Progress(*columns, console=console, transient=True,
+                    disable=not console.is_interactive)
+
+
 class RunDisplay:
     """What `run` and `gate` show while they measure.
 
@@ -71,8 +81,8 @@ class RunDisplay:
         self.tables = tables
         self.timed: list[str] = []         # families in the result (written, with --json)
         self.done: list[str] = []          # of those, the complete ones (counters taken)
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                            TimeElapsedColumn(), console=console, transient=True)
+        self.bar = progress_bar(console, TextColumn("{task.description}"), BarColumn(),
+                                TimeElapsedColumn())
         self._lines: dict[str, tuple[str, TaskID]] = {}   # family -> (phase, its line)
         self._lock = threading.Lock()      # lanes report from their own threads
 

@@ -204,15 +204,26 @@ def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:
     a name the file does not hold is bad input, answered with the names it does hold."""
     if not names:
         return result
-    held = {v.name for f in result.families for v in f.variants}
-    unknown = [n for n in names if n not in held]
-    if unknown:
-        listing = "; ".join(f"{f.name}: {', '.join(v.name for v in f.variants)}"
-                            for f in result.families)
-        raise RooflintError(f"{path} has no variant {', '.join(unknown)}; it has {listing}")
+    check_held({path: result}, names)
     families = [replace(f, variants=[v for v in f.variants if v.name in names])
                 for f in result.families]
     return replace(result, families=[f for f in families if f.variants])
+
+
+def check_held(results: dict[Path, RunResult], names: list[str]) -> None:
+    """Each of ``names`` a variant of at least one of ``results``; a name none holds is bad
+    input (a typo, not a picture or table of the others), answered with the names they do
+    hold, by family."""
+    held: dict[str, dict[str, None]] = {}     # family -> its variants, in order, once each
+    for family in (f for result in results.values() for f in result.families):
+        held.setdefault(family.name, {}).update(dict.fromkeys(v.name for v in family.variants))
+    unknown = [n for n in names if not any(n in variants for variants in held.values())]
+    if unknown:
+        listing = "; ".join(f"{family}: {', '.join(variants)}" for family, variants in held.items())
+        files, one = ", ".join(map(str, results)), len(results) == 1
+        raise RooflintError(f"{files} {'has' if one else 'have'} no variant "
+                            f"{', '.join(unknown)}; {'it has' if one else 'they have'} {listing}")
+
 
 def render_comparison(console: Console, c: Comparison, shown: dict[str, str] | None = None
                       ) -> None:
