@@ -28,6 +28,10 @@ PRECISIONS = (
     "tf32-tensor", "fp16-tensor", "bf16-tensor", "fp8-tensor", "int8-tensor",
 )
 Precision = Annotated[str, one_of(PRECISIONS)]     # a roof a kernel is judged against
+# The GPU a result was judged against: one rooflint has a spec for (its file's name is its
+# id), as the run that wrote it had; a plain id first, which a path never is.
+KnownSpecId = Annotated[str, PLAIN_ID,
+                        one_of(sorted(path.stem for path in SPECS_DIR.glob("*.yaml")))]
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,14 @@ A result, a baseline and a calibration are read by walking their dataclasses' ty
 declaration as JSON Schema (draft 2020-12) for tools that are not rooflint, shipped in
 the package as ``rooflint/formats/schemas/NAME.schema.json`` and checked against the
 committed examples in the tests. Keys the dataclasses do not know are allowed, as the
-reader ignores them (a newer rooflint may have added fields). A condition a field's
-``Sense`` states in JSON Schema's words (bounds, a pattern, a closed set of words) is
-included; one it cannot (a time's quartiles in order) is rooflint's alone. A number may be
-``Infinity`` or ``NaN`` where the reader allows it (an intensity, an error): Python's
-``json`` writes and reads those spellings, which JSON itself lacks.
+reader ignores them (a newer rooflint may have added fields); the ``schema`` key is
+required and pinned to the document's own, as the reader refuses a document of another
+kind or version before reading a field. A condition a field's ``Sense`` states in JSON
+Schema's words (bounds, a pattern, a closed set of words) is included; one it cannot (a
+time's quartiles in order) is rooflint's alone. A number may be ``Infinity`` or ``NaN``
+only where the reader allows it (an intensity, an error): Python's ``json`` writes and
+reads those spellings, which JSON itself lacks, and :data:`_NONFINITE` refuses each
+elsewhere.
 
     python -m rooflint.formats.json_schema      # write the shipped schemas again
 """
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import sys
 import types
 import typing
 from enum import Enum
@@ -28,6 +33,7 @@ from rooflint.analysis.calibration import SCHEMA as CALIBRATION_SCHEMA, Calibrat
 from rooflint.common.sense import Sense
 from rooflint.formats.baseline import SCHEMA as BASELINE_SCHEMA, Baseline
 from rooflint.formats.results import SCHEMA as RESULT_SCHEMA, RunResult
+from rooflint.formats.typed_schema import required
 
 SCHEMAS_DIR = Path(__file__).with_name("schemas")
 # document -> (its dataclass, the schema string it declares)
@@ -36,7 +42,16 @@ DOCUMENTS: dict[str, tuple[type, str]] = {
     "baseline": (Baseline, BASELINE_SCHEMA),
     "calibration": (Calibration, CALIBRATION_SCHEMA),
 }
-_SCALARS = {float: "number", int: "integer", str: "string", bool: "boolean"}
+_SCALARS = {int: "integer", str: "string", bool: "boolean"}
+# Each value Python's json reads beside JSON's numbers, and the keywords that refuse it
+# (JSON itself has none of them: a validator that parses only JSON never meets one). One
+# that refuses a number when `x > maximum` or `x < minimum` (Python's jsonschema) finds
+# NaN within any bounds, since every comparison with NaN is false; to it NaN alone is
+# both above the largest float and below its negative, so `not` of that refuses NaN and
+# nothing else.
+_LARGEST = sys.float_info.max
+_NONFINITE = ((math.inf, {"maximum": _LARGEST}), (-math.inf, {"minimum": -_LARGEST}),
+              (math.nan, {"not": {"exclusiveMinimum": _LARGEST, "exclusiveMaximum": -_LARGEST}}))
 
 
 def schema_of(document: str) -> dict[str, Any]:
@@ -44,10 +59,17 @@ def schema_of(document: str) -> dict[str, Any]:
     cls, version = DOCUMENTS[document]
     definitions: dict[str, Any] = {}
     root = _of(cls, definitions)
+    definitions[cls.__name__] = _pinned(definitions[cls.__name__], version)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"urn:{version.replace('/', ':')}",
             "title": f"rooflint {document} ({version})",
             **root, "$defs": dict(sorted(definitions.items()))}
+
+
+def _pinned(root: dict[str, Any], version: str) -> dict[str, Any]:
+    """The document's own record, its ``schema`` required to be ``version``."""
+    return {**root, "properties": {**root["properties"], "schema": {"const": version}},
+            "required": [*root["required"], "schema"]}
 
 
 def _of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
@@ -56,10 +78,10 @@ def _of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
         return {}
     if origin is typing.Annotated:
         base, *marks = typing.get_args(hint)
-        found = _of(base, definitions)
-        for mark in marks:
-            if isinstance(mark, Sense):
-                found = {**found, **{key: _plain(value) for key, value in mark.schema}}
+        senses = [mark for mark in marks if isinstance(mark, Sense)]
+        found = _number(senses) if base is float else _of(base, definitions)
+        for sense in senses:
+            found = {**found, **{key: _plain(value) for key, value in sense.schema}}
         return found
     if origin in (typing.Union, types.UnionType):
         options = [_of(option, definitions) for option in typing.get_args(hint)]
@@ -74,9 +96,23 @@ def _of(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
         return {"type": "object", "additionalProperties": _of(item, definitions)}
     if hint is type(None):
         return {"type": "null"}
+    if hint is float:
+        return _number([])
     if hint in _SCALARS:
         return {"type": _SCALARS[hint]}
     raise TypeError(f"no JSON Schema for {hint!r}")      # a type a document declares
+
+
+def _number(senses: list[Sense]) -> dict[str, Any]:
+    """A number, NaN and the infinities refused as the reader refuses them: all, unless a
+    sense lets the field be non-finite; then each that one of its senses refuses
+    (typed_schema.Scalar and its senses)."""
+    lenient = any(sense.nonfinite for sense in senses)
+    found: dict[str, Any] = {"type": "number"}
+    for value, keywords in _NONFINITE:
+        if not lenient or any(sense.problem(value) is not None for sense in senses):
+            found.update(keywords)
+    return found
 
 
 def _plain(value: Any) -> Any:
@@ -95,8 +131,7 @@ def _reference(cls: type, definitions: dict[str, Any]) -> dict[str, Any]:
         definitions[cls.__name__] = {
             "type": "object",
             "properties": {f.name: _of(hints[f.name], definitions) for f in fields},
-            "required": [f.name for f in fields if f.default is dataclasses.MISSING
-                         and f.default_factory is dataclasses.MISSING],
+            "required": [f.name for f in fields if required(f)],
         }
     return {"$ref": f"#/$defs/{cls.__name__}"}
 

@@ -15,7 +15,7 @@ dataclasses' fields and type hints (rooflint.formats.typed_schema), so a wrong o
 field is named by its path (``families[0].variants[2].time.median_s``) instead of
 surfacing later as a KeyError. Only a regular file is read, and only so much of it
 (:func:`read_limited`): a FIFO, a device or a directory named as a document is refused by
-what it is.
+what it is; a document of more rows than a person reads is refused before its fields are.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -207,10 +208,20 @@ def _cannot_write(path: Path, exc: OSError) -> RooflintError:
 
 # --- reading -------------------------------------------------------------------------
 
-# The committed bundled results (38 variants with their samples and counters) are under
-# half a megabyte; a real document is far from this, and no read goes past it (`show
-# /dev/zero` once read 2.9 GB and ran out of memory).
-MAX_DOCUMENT_BYTES = 256 << 20
+# A document is read whole, so its size is what a read costs: parsing takes some 5 times
+# the file's size in memory and 35 ms a megabyte, checking the fields 0.4 ms a variant
+# (one core). The largest committed document is a 1.4 MB profile (11 kernels, up to
+# 11,366 samples each); the bundled results hold 38 variants of about 11 KB in 0.4 MB,
+# and a profile of a convolutional network (about 420 kernels) is some 5 MB. Limits 44
+# times the largest document's bytes and 12 times the network's kernels leave real
+# documents far inside (5,000 variants of 11 KB are 55 MB); past them a read takes minutes
+# and gigabytes (100,000 variants in 206 MB: `show` 172 s, `report` past 900 s and 6.1
+# GB), and a table of that many rows is not one a person reads. The bytes are checked
+# before the document is parsed (its size, then the read stops one byte past), the rows
+# (rooflint.formats.results counts variants) once it is parsed, before any field is read.
+# `show /dev/zero` once read 2.9 GB.
+MAX_DOCUMENT_BYTES = 64 << 20
+MAX_ROWS = 5_000
 _NOT_FILES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
               (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
 
@@ -302,9 +313,25 @@ def read_versioned(path: Path, schema: str, what: str) -> dict[str, Any]:
     return data
 
 
-def read_document(path: Path, cls: type[T], schema: str, what: str) -> T:
+@dataclass(frozen=True)
+class Rows:
+    """What a document holds one table row of (a result's variants): ``count`` counts them
+    in the document as parsed, before any field is read, so it trusts no shape (a value
+    that is not a list counts none, and the reader then names it)."""
+
+    noun: str
+    count: Callable[[dict[str, Any]], int]
+
+
+def read_document(path: Path, cls: type[T], schema: str, what: str,
+                  rows: Rows | None = None) -> T:
     """The document at ``path`` as a ``cls``, every field checked against its type hint
     (rooflint.formats.typed_schema: unknown keys are ignored, since a newer rooflint may
     have added fields; a missing field without a default, a value of the wrong type, or
-    one that makes no sense is a RooflintError naming the file and the field's path)."""
-    return read(Document(node_of(cls)), read_versioned(path, schema, what), path)
+    one that makes no sense is a RooflintError naming the file and the field's path).
+    One of more than MAX_ROWS ``rows`` is refused before its fields are read."""
+    data = read_versioned(path, schema, what)
+    if rows is not None and (count := rows.count(data)) > MAX_ROWS:
+        raise RooflintError(f"{path}: {count:,} {rows.noun} is not a {what} a person reads "
+                            f"(rooflint reads up to {MAX_ROWS:,})")
+    return read(Document(node_of(cls)), data, path)

@@ -15,17 +15,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from rooflint.analysis.diagnose import Verdict
-from rooflint.formats.jsonfile import read_document, write_atomic
+from rooflint.formats.jsonfile import Rows, read_document, write_atomic
 from rooflint.formats.settings import Settings
 from rooflint.analysis.counters import Counters
-from rooflint.formats.gpus import DeviceInfo, Precision
+from rooflint.formats.gpus import DeviceInfo, KnownSpecId, Precision
 from rooflint.formats.jobs import Clocks, OutputCheck
 from rooflint.analysis.roofline import Level, Point, Roofs
-from rooflint.common.sense import Amount, Positive, Seconds, Sense, Size, SpecId, shown
+from rooflint.common.sense import Amount, Positive, Seconds, Sense, Size, shown
 from rooflint.analysis.sourcelines import SourceProfile
 from rooflint.analysis.stats import quartiles, relative_spread
 from rooflint.formats.status import Status, StatusWord
 from rooflint.formats.trace_events import Origin
+from rooflint.formats.typed_schema import ALWAYS_WRITTEN
 from rooflint.common.version import __version__
 
 SCHEMA = "rooflint.result/1"
@@ -174,13 +175,20 @@ def _ok_but_not(v: VariantResult) -> str | None:
 Variant = Annotated[VariantResult, Sense(_ok_but_not)]
 
 
+def _at_least_one(what: str) -> Sense:
+    """A list a result holds at least one of: without, there is nothing to show (`show` and
+    `report` printed a header alone and exited 0), and rooflint never writes one so."""
+    return Sense(lambda items: None if items else f"is empty: a result holds at least one {what}",
+                 schema=(("minItems", 1),))
+
+
 @dataclass
 class FamilyResult:
     name: str
     directory: str
     params: dict[str, float]
     baseline: str | None
-    variants: list[Variant]
+    variants: Annotated[list[Variant], _at_least_one("variant")]
     timings: dict[str, Amount] = field(default_factory=dict)  # seconds per phase (rooflint.common.phases)
     device: str | None = None           # the CUDA_VISIBLE_DEVICES entry it ran on (--devices)
 
@@ -188,9 +196,11 @@ class FamilyResult:
 @dataclass
 class RunResult:
     gpu: DeviceInfo
-    spec_id: SpecId
+    spec_id: KnownSpecId
     settings: Settings = field(default_factory=Settings)
-    families: list[FamilyResult] = field(default_factory=list)
+    # empty while a run measures; never so in a document
+    families: Annotated[list[FamilyResult], _at_least_one("family")] = field(
+        default_factory=list, metadata=ALWAYS_WRITTEN)
     timings: dict[str, Amount] = field(default_factory=dict)  # the families' phases + start-up
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     tool_version: str = __version__
@@ -204,7 +214,15 @@ def write_result(result: RunResult, path: Path) -> None:
     write_atomic(result.to_json(), path)
 
 
+def _variant_count(data: dict[str, Any]) -> int:
+    """The variants (a profile's kernels) of a result as parsed, whatever its shape."""
+    families = data.get("families")
+    return sum(len(f["variants"]) for f in families if isinstance(f, dict)
+               and isinstance(f.get("variants"), list)) if isinstance(families, list) else 0
+
+
 def read_result(path: Path) -> RunResult:
     """A result file, every field checked against the dataclasses above (fields a newer
-    rooflint added are ignored; see jsonfile.read_document)."""
-    return read_document(path, RunResult, SCHEMA, "result")
+    rooflint added are ignored; see jsonfile.read_document), one of too many variants
+    refused before."""
+    return read_document(path, RunResult, SCHEMA, "result", Rows("variants", _variant_count))

@@ -4,10 +4,11 @@ rooflint's own documents (results, baselines, calibrations) are read into datacl
 their schema is written once, as those dataclasses' fields and type hints: :func:`node_of`
 makes the hints the nodes that rooflint.formats.schema reads, and a wrong or missing field
 is named by its path (``families[0].variants[2].time.median_s``). A field with a default
-may be absent (files written before the field existed); keys the dataclasses do not know
-are ignored, so a file written by a newer rooflint that added fields still reads. A value
-must also make sense (rooflint.common.sense: a time above zero, a known status), as the
-fields' ``Annotated`` senses declare; a number is finite unless a sense says otherwise.
+may be absent (files written before the field existed) unless marked ALWAYS_WRITTEN; keys
+the dataclasses do not know are ignored, so a file written by a newer rooflint that added
+fields still reads. A value must also make sense (rooflint.common.sense: a time above
+zero, a known status), as the fields' ``Annotated`` senses declare; a number is finite
+unless a sense says otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from rooflint.formats.schema import (
     Record, describe,
 )
 
+# A field's metadata for one a document must hold though the dataclass has a default
+# (for code that fills it in later: a run's families, appended as each is measured).
+ALWAYS_WRITTEN = {"always_written": True}
 # A float field takes an int (JSON does not tell 2 from 2.0); a bool is never a number.
 _SCALARS = {float: (int, float), int: (int,), str: (str,), bool: (bool,)}
 _EXPECTED = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
@@ -57,14 +61,21 @@ def node_of(hint: Any) -> Node:
     raise TypeError(f"no reader for {hint!r}")     # a dataclass rooflint declares
 
 
+def required(f: dataclasses.Field) -> bool:
+    """Whether a document must hold the field: one without a default, or one marked
+    ALWAYS_WRITTEN (any other may be absent: files written before it existed)."""
+    return (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            or ALWAYS_WRITTEN.items() <= f.metadata.items())
+
+
 def _record(cls: type) -> Record:
     """A dataclass's fields as a record that builds it; a field with a default may be
-    absent, and a null is judged by the field's type (``X | None`` takes it)."""
+    absent unless :func:`required`, and a null is judged by the field's type (``X | None``
+    takes it)."""
     hints = typing.get_type_hints(cls, include_extras=True)
     fields = tuple(
         Field(f.name, node_of(hints[f.name]), keeps_null=True,
-              default=REQUIRED if f.default is dataclasses.MISSING
-              and f.default_factory is dataclasses.MISSING else OMITTED)
+              default=REQUIRED if required(f) else OMITTED)
         for f in dataclasses.fields(cls))
     return Record(fields, build=functools.partial(_construct, cls), strict=False)
 
