@@ -36,13 +36,21 @@ def program(tmp_path: Path, first: str = "pass", later: str = "pass") -> list[st
     return [sys.executable, "-c", code]
 
 
-def start(*args: str, env: dict[str, str], every_s: float | None = None) -> subprocess.Popen:
+def start(*args: str, env: dict[str, str], every_s: float | None = None,
+          background: bool = False) -> subprocess.Popen:
     """``rooflint ARGS`` in a process group of its own (as a shell runs a job), saying a
-    long pass's progress every ``every_s`` seconds instead of every PROGRESS_EVERY_S."""
+    long pass's progress every ``every_s`` seconds instead of every PROGRESS_EVERY_S.
+
+    It takes Ctrl-C as a job in a terminal's foreground does, whatever pytest inherited,
+    or, ``background``, ignores it as a script's ``rooflint ... &`` does: a background
+    job starts with SIGINT ignored, which Python and every program it starts keep, so a
+    test that sends SIGINT installs the handler it relies on (`pytest &` had failed)."""
     env = {**os.environ, **NO_GPU, **env, "PYTHONPATH": str(REPO)}
     faster = (f"import rooflint.measure.pass_runner as m; m.PROGRESS_EVERY_S = {every_s}; "
               if every_s else "")
-    code = faster + "from rooflint.commands.cli import app; app(prog_name='rooflint')"
+    handler = "signal.SIG_IGN" if background else "signal.default_int_handler"
+    code = (f"import signal; signal.signal(signal.SIGINT, {handler}); " + faster
+            + "from rooflint.commands.cli import app; app(prog_name='rooflint')")
     return subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
@@ -53,14 +61,19 @@ def finish(process: subprocess.Popen) -> Outcome:
     return Outcome(process.returncode, stdout, stderr)
 
 
-def interrupt_once(process: subprocess.Popen, *ready: Path, sig: int = signal.SIGINT
-                   ) -> Outcome:
+def signal_when_ready(process: subprocess.Popen, *ready: Path, sig: int) -> None:
     """``sig`` to the process group once every file in ``ready`` exists."""
     deadline = time.monotonic() + 60
     while not all(p.exists() for p in ready):
         assert process.poll() is None and time.monotonic() < deadline, finish(process)
         time.sleep(0.05)
     os.killpg(process.pid, sig)
+
+
+def interrupt_once(process: subprocess.Popen, *ready: Path, sig: int = signal.SIGINT
+                   ) -> Outcome:
+    """``sig`` to the process group once every file in ``ready`` exists; how it ended."""
+    signal_when_ready(process, *ready, sig=sig)
     return finish(process)
 
 
@@ -162,6 +175,24 @@ def test_an_interrupted_pass_two_exits_130_and_keeps_pass_ones_json(fake_ncu, tm
     assert len(variants) == 5
     assert all(v["message"] == "no counters: pass 2 was interrupted" for v in variants)
     assert waiting_program_is_gone(state)                 # the program under ncu, killed
+
+
+def test_a_background_profile_is_not_the_terminals_to_interrupt(fake_ncu, tmp_path):
+    """`rooflint profile ... &` from a script starts with SIGINT ignored: a Ctrl-C at the
+    terminal is not its to take, and it profiles on; SIGTERM still stops it as it stops
+    a profile in the foreground."""
+    env, state = fake_ncu
+    out = tmp_path / "profile.json"
+    in_pass_two = tmp_path / "in-pass-2"
+    running = start("profile", "--coverage", "0.99", "--json", str(out), "--",
+                    *program(tmp_path, later=f"pathlib.Path({str(in_pass_two)!r}).touch(); "
+                                             f"time.sleep(60)"), env=env, background=True)
+    signal_when_ready(running, in_pass_two, sig=signal.SIGINT)
+    time.sleep(1)
+    assert running.poll() is None, finish(running)
+    outcome = interrupt_once(running, sig=signal.SIGTERM)
+    assert outcome.code == 130 and "pass 2 was interrupted" in said(outcome)[-1], outcome
+    assert waiting_program_is_gone(state)
 
 
 def test_pass_two_interrupted_while_it_waits_to_attach_keeps_pass_ones_json(fake_ncu,

@@ -90,8 +90,8 @@ def test_links_and_spellings_of_an_input_are_the_input(files, tmp_path, spelling
     ("--markdown", "# My project\n\nThe README the summary must not replace.\n",
      "a rooflint gate summary"),
     ("--markdown", RESULT.read_text(), "a rooflint gate summary"),
-    ("--junit", "<html><body>a report</body></html>\n", "JUnit XML"),
-    ("--junit", RESULT.read_text(), "JUnit XML"),
+    ("--junit", "<html><body>a report</body></html>\n", "a rooflint JUnit report"),
+    ("--junit", RESULT.read_text(), "a rooflint JUnit report"),
 ])
 def test_a_report_replaces_only_a_report_of_its_kind(files, tmp_path, option, content, kind):
     target = tmp_path / "existing"
@@ -218,7 +218,7 @@ def test_the_null_device_still_takes_a_result():
 # --- the property: any committed example, given as both input and output, stays intact ---
 
 EXAMPLES = sorted(p for p in (REPO / "examples").rglob("*")
-                  if p.suffix in {".json", ".svg", ".png", ".txt", ".md", ".yml"}) + \
+                  if p.suffix in {".json", ".svg", ".png", ".txt", ".md", ".yml", ".html"}) + \
     [REPO / "specs" / "h200.yaml", REPO / "kernels" / "stream" / "kernel.yaml"]
 runner = cli_runner()
 
@@ -232,10 +232,11 @@ def kind_of(path: Path) -> str | None:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: str(p.relative_to(REPO)))
 def test_no_command_writes_over_a_committed_example_it_is_given(tmp_path, example):
-    """Every command that reads a file, given it as its output too, leaves it byte for
-    byte; run, profile and calibrate (which read no such file) refuse an output that is
-    not of their kind before looking for a GPU. In-process, so that ~60 files x 10
-    commands stay within seconds."""
+    """Every command that reads a file, given it as its output too (a report, a table
+    exported, a summary appended to), leaves it byte for byte; run, profile and
+    calibrate (which read no such file) refuse an output that is not of their kind
+    before looking for a GPU. In-process, so that ~60 files x 20 commands stay within
+    seconds."""
     f = str(tmp_path / example.name)
     shutil.copy(example, f)
     base, result = str(tmp_path / "base.json"), str(tmp_path / "result.json")
@@ -249,6 +250,13 @@ def test_no_command_writes_over_a_committed_example_it_is_given(tmp_path, exampl
         (["gate", "--update", "--baseline", f, "--current", f], {}),
         (["gate", "--baseline", f, "--current", result, "--markdown", f], {}),
         (["gate", "--baseline", f, "--current", result, "--junit", f], {}),
+        (["show", f, "--csv", f], {}),
+        (["show", f, "--markdown", f], {}),
+        (["show", f, "--html", f], {}),
+        (["report", f, "-o", f], {}),
+        (["report", result, f, "-o", f], {}),
+        (["run", "stream", "--csv", f], {}),           # no example is a table of rooflint's
+        (["profile", "--markdown", f, "--", "true"], {}),
     ]
     schema = kind_of(example)
     if schema != "rooflint.result/1":
@@ -262,6 +270,47 @@ def test_no_command_writes_over_a_committed_example_it_is_given(tmp_path, exampl
         assert outcome.exit_code == 2, (args, outcome.output)
         assert "rooflint: " in outcome.output and f in outcome.output, (args, outcome.output)
         assert_intact(before)
+
+
+KEY = "0" * 64                      # a name the reference cache gives an entry
+
+
+def laid_out_as_an_entry(directory: Path, example: Path) -> Path:
+    """``directory`` holding ``example`` as an entry holds its first output, beside an
+    entry.json: what the cache writes, so that only where it lies can protect it."""
+    directory.mkdir(parents=True)
+    shutil.copy(example, directory / "0.npy")
+    (directory / "entry.json").write_text('{"outputs": []}')
+    return directory
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: str(p.relative_to(REPO)))
+def test_cache_clear_removes_no_committed_example_it_finds(tmp_path, example):
+    """A user's files where the reference cache keeps its entries: in a directory named
+    as an entry (without entry.json), in one named as a writer's temporary directory,
+    behind a link named as an entry, and behind ``references`` itself being a link
+    (issue 45: `cache clear` emptied the folder it led to). `cache clear` leaves every
+    one byte for byte: it removes only what it wrote, and nothing through a link."""
+    cache, elsewhere = tmp_path / "cache", tmp_path / "mine"
+    references = cache / "references"
+    (references / KEY).mkdir(parents=True)
+    shutil.copy(example, references / KEY / example.name)
+    (references / f".{KEY}.abc.tmp").mkdir()
+    shutil.copy(example, references / f".{KEY}.abc.tmp" / example.name)
+    (references / ("1" * 64)).symlink_to(laid_out_as_an_entry(elsewhere / "linked", example))
+    linked_cache = tmp_path / "linked-cache"
+    linked_cache.mkdir()
+    (linked_cache / "references").symlink_to(elsewhere)
+    laid_out_as_an_entry(elsewhere / ("2" * 64), example)
+    before = snapshot(tmp_path)
+    outcome = runner.invoke(app, ["cache", "clear"], env={"ROOFLINT_CACHE_DIR": str(cache)})
+    assert outcome.exit_code == 0 and "outputs of 0 references" in outcome.output, \
+        outcome.output
+    outcome = runner.invoke(app, ["cache", "clear"],
+                            env={"ROOFLINT_CACHE_DIR": str(linked_cache)})
+    assert outcome.exit_code == 2 and "removes nothing through a link" in outcome.output, \
+        outcome.output
+    assert_intact(before)
 
 
 # --- 2. thresholds say what they mean ------------------------------------------------------

@@ -88,9 +88,12 @@ def guard_gate_files(baseline: Path, current: Path | None, update: bool, markdow
         written = [outputs.Output("--baseline", baseline, outputs.BASELINE)]
     else:
         read.append(outputs.Named("--baseline", baseline))
-        written = [outputs.Output(option, path, kind) for option, path, kind in (
-            ("--markdown", markdown, outputs.GATE_SUMMARY), ("--junit", junit, outputs.JUNIT),
-            ("GITHUB_STEP_SUMMARY", step_summary, None)) if path]
+        written = [outputs.Output(option, path, kind, appended)
+                   for option, path, kind, appended in (
+                       ("--markdown", markdown, outputs.GATE_SUMMARY, False),
+                       ("--junit", junit, outputs.JUNIT, False),
+                       ("GITHUB_STEP_SUMMARY", step_summary, outputs.STEP_SUMMARY, True))
+                   if path]
     guard_outputs(written, read, writable=current is None)
 
 

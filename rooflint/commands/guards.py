@@ -38,5 +38,5 @@ def guard_outputs(asked: Sequence[outputs.Output], inputs: Sequence[outputs.Name
     replaced output can be written, too (jsonfile.require_writable)."""
     outputs.refuse_overwrites(asked, inputs)
     for output in asked if writable else ():
-        if output.kind is not None:
+        if not output.appended:
             require_writable(output.path)

@@ -17,6 +17,13 @@ whole, as listed, is a miss and is removed. The cache is bounded (DEFAULT_LIMIT,
 (a read counts as a use) go first until it fits, and outputs larger than the bound are
 not kept at all. A cache that cannot be written (a full disk, a read-only directory)
 costs the run its caching, nothing else.
+
+Nothing is removed that the cache did not write (issue 45: `cache clear` emptied a user's
+folder that ``references`` linked to): only a directory named as the cache names them,
+holding only the files it writes (an entry also its ``entry.json``), and never through a
+symbolic link, neither the directory being one nor an entry. A ``references`` that is a
+link is not used at all (entries written through it could never be evicted); the cache
+is moved with ``$ROOFLINT_CACHE_DIR``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -43,6 +51,7 @@ ENTRY_FILE = "entry.json"
 STALE_WRITE_S = 24 * 3600       # a temporary directory this old was left by a killed writer
 _KEY = re.compile(r"[0-9a-f]{64}")
 _TEMPORARY = re.compile(r"\.[0-9a-f]{64}\..*\.tmp")
+_OUTPUT_FILE = re.compile(r"[0-9]+\.npy")     # as _write_entry names an output's file
 
 
 @dataclass(frozen=True)
@@ -64,14 +73,18 @@ class ReferenceCache:
         return cls(references_directory(), size_limit())
 
     def read(self, key: str) -> dict[str, np.ndarray] | None:
-        """The outputs kept under ``key``, or None: never written, or not readable whole
-        as its ``entry.json`` lists them (then removed, so that a new write replaces it)."""
+        """The outputs kept under ``key``, or None: never written, not readable whole as
+        its ``entry.json`` lists them (then removed, so that a new write replaces it), or
+        in a directory that is a link (not used: see the module docstring)."""
+        if _linked(self.directory):
+            return None
         entry = self.directory / key
         try:
             listed = json.loads((entry / ENTRY_FILE).read_text())["outputs"]
             outputs = {item["name"]: _load(entry / item["file"], item) for item in listed}
         except (OSError, EOFError, ValueError, KeyError, TypeError):
-            shutil.rmtree(entry, ignore_errors=True)    # none there, or not whole
+            if _written_by_cache(entry, listed=False):      # not whole: its listing lost
+                shutil.rmtree(entry, ignore_errors=True)
             return None
         _touch(entry)
         return outputs
@@ -80,7 +93,7 @@ class ReferenceCache:
         """Keep ``outputs`` under ``key`` unless they alone exceed the bound, then evict
         down to it. Never raises for the cache's sake: a write that fails is dropped."""
         arrays = {name: np.asarray(value) for name, value in outputs.items()}
-        if sum(a.nbytes for a in arrays.values()) > self.limit:
+        if sum(a.nbytes for a in arrays.values()) > self.limit or _linked(self.directory):
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -123,7 +136,12 @@ def references_directory() -> Path:
 
 def clear(directory: Path) -> Cleared:
     """Every entry of the cache in ``directory`` removed, and every temporary directory of
-    its writers (`rooflint cache clear`); RooflintError if one cannot be."""
+    its writers (`rooflint cache clear`); RooflintError if one cannot be, or if
+    ``directory`` is a link (whatever it leads to was not written by the cache)."""
+    if _linked(directory):
+        raise RooflintError(f"{directory} is a symbolic link to {os.readlink(directory)}: "
+                            f"rooflint removes nothing through a link; remove the link, or "
+                            f"set ROOFLINT_CACHE_DIR to move the cache")
     try:
         entries = _own(directory, _KEY)
         size = sum(_size(path) for path in entries)
@@ -142,13 +160,39 @@ def _remove(directory: Path) -> None:
 
 
 def _own(directory: Path, name: re.Pattern) -> list[Path]:
-    """The directories in ``directory`` whose names are of the cache's making (nothing
-    else that may have been put there is ever removed)."""
+    """The directories in ``directory`` that the cache wrote: named as ``name`` (an entry's
+    key, or a writer's temporary name) and holding what _written_by_cache says (nothing
+    else that may have been put there is ever removed); none through a link."""
+    if _linked(directory):
+        return []
     try:
         return [Path(item.path) for item in os.scandir(directory)
-                if item.is_dir(follow_symlinks=False) and name.fullmatch(item.name)]
+                if name.fullmatch(item.name) and
+                _written_by_cache(Path(item.path), listed=name == _KEY)]
     except (FileNotFoundError, NotADirectoryError):
         return []
+
+
+def _written_by_cache(directory: Path, listed: bool) -> bool:
+    """Whether ``directory`` is one the cache wrote: a directory, not a link, holding
+    regular files only, each named as the cache names its files; with ``listed``, an
+    entry's ``entry.json`` among them (a temporary one may not have it yet)."""
+    try:
+        if not stat.S_ISDIR(os.lstat(directory).st_mode):
+            return False
+        files = list(os.scandir(directory))
+    except OSError:
+        return False
+    names = {item.name for item in files}
+    return (all(item.is_file(follow_symlinks=False) and
+                (item.name == ENTRY_FILE or _OUTPUT_FILE.fullmatch(item.name))
+                for item in files)
+            and (ENTRY_FILE in names or not listed))
+
+
+def _linked(directory: Path) -> bool:
+    """Whether the cache's directory is a symbolic link: nothing is removed through one."""
+    return os.path.islink(directory)
 
 
 def size_limit() -> int:

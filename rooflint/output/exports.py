@@ -114,11 +114,10 @@ def table(results: Sequence[RunResult]) -> tuple[list[str], list[list[Cell]]]:
 
 
 class Exporter(Protocol):
-    """A format of the table: the same header and rows, laid out. ``starts`` is how its
-    files begin (the output guard replaces only a file that does)."""
+    """A format of the table: the same header and rows, laid out (output/outputs.py tells
+    a file of it, to replace only a table of rooflint's, by parsing it back)."""
 
     name: str
-    starts: bytes
 
     def render(self, header: list[str], rows: list[list[Cell]]) -> str: ...
 
@@ -133,7 +132,6 @@ class Csv:
     Unicode line break would otherwise start a new row, and a new cell, inside a name."""
 
     name = "a rooflint CSV table"
-    starts = ",".join(FIRST).encode()
 
     def render(self, header: list[str], rows: list[list[Cell]]) -> str:
         lines = [header, *([_inert(cell) for cell in row] for row in rows)]
@@ -170,7 +168,6 @@ class Markdown:
     document made printable, its pipes escaped, so no cell breaks the table."""
 
     name = "a rooflint Markdown table"
-    starts = ("| " + " | ".join(FIRST)).encode()
 
     def render(self, header: list[str], rows: list[list[Cell]]) -> str:
         lines = [_row(header), "|" + "---|" * len(header)]

@@ -47,7 +47,8 @@ def render_gate(console: Console, report: Report) -> None:
     console.print(f"{verdict}: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
 
 
-# How a gate summary starts: `--markdown` replaces an existing file only if it starts so.
+# How a gate summary starts: `--markdown` replaces an existing file only if it is one
+# (output/outputs.py parses it: this heading, then the table gate_markdown writes).
 GATE_HEADING = "### rooflint gate:"
 
 

@@ -10,13 +10,19 @@ they asked for (issue 22):
   holds for a file appended to ($GITHUB_STEP_SUMMARY) as for one replaced;
 - an existing file is replaced only if it is empty or already a document of the kind
   written (``--update`` replaces a baseline, never a result or notes; ``-o`` a picture of
-  its own format; ``--markdown`` an earlier gate summary, never a README).
+  its own format; ``--markdown`` an earlier gate summary, never a README), and appended
+  to ($GITHUB_STEP_SUMMARY) only if it is empty or a Markdown summary. A kind is told by
+  parsing the whole file, not its first bytes: a user's notes.csv whose header began
+  ``family,variant`` was replaced by ``show --csv`` (issue 45). Every kind is told here.
 
 :func:`jsonfile.require_writable` is the other half, that a path can be written at all.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
 from dataclasses import dataclass
 from itertools import combinations
@@ -27,9 +33,10 @@ from rooflint.formats import baseline as baselines, results
 
 from rooflint.analysis import calibration as calibrations
 from rooflint.common.errors import RooflintError
-from rooflint.formats.jsonfile import read_versioned
+from rooflint.formats.gate_outcomes import Report
+from rooflint.formats.jsonfile import read_limited, read_versioned
 from rooflint.output import exports
-from rooflint.output.gate_report import GATE_HEADING
+from rooflint.output.gate_report import GATE_HEADING, gate_junit, gate_markdown
 
 HEAD_BYTES = 4096   # what is read of an existing file to tell its kind by its start
 
@@ -61,7 +68,8 @@ class Named:
 class Output(Named):
     """A path a command writes, and what it writes there."""
 
-    kind: Kind | None               # None: appended to (the step summary), never replaced
+    kind: Kind
+    appended: bool = False          # added at its end (the step summary), never replaced
 
 
 def refuse_overwrites(outputs: Sequence[Output], inputs: Sequence[Named] = ()) -> None:
@@ -75,8 +83,7 @@ def refuse_overwrites(outputs: Sequence[Output], inputs: Sequence[Named] = ()) -
             raise RooflintError(f"{output.option} {output.path}: an option, not a file name; "
                                 f"{output.option} is missing its value (give a file whose "
                                 f"name starts with - by its full path)")
-        if output.kind:
-            output.kind.check_name(output.path)
+        output.kind.check_name(output.path)
     for a, b in combinations(outputs, 2):
         if _same_path(a.path, b.path):
             raise RooflintError(f"{a.option} {a.path} and {b.option} {b.path} are one file; "
@@ -84,15 +91,17 @@ def refuse_overwrites(outputs: Sequence[Output], inputs: Sequence[Named] = ()) -
     for output in outputs:
         for source in inputs:
             if _same_file(output.path, source.path):
-                verb = "append to" if output.kind is None else "write over"
+                verb = "append to" if output.appended else "write over"
                 raise RooflintError(f"{output.option} {output.path} is {source.option} "
                                     f"{source.path}: rooflint does not {verb} a file it "
                                     f"reads; give {output.option} another path")
     for output in outputs:
-        if output.kind and _nonempty_file(output.path) and not output.kind.holds(output.path):
+        if _nonempty_file(output.path) and not output.kind.holds(output.path):
+            verb, remedy = (("append to", "choose another path") if output.appended else
+                            ("replace", "remove it or choose another path"))
             raise RooflintError(f"{output.option} {output.path} exists and is not "
-                                f"{output.kind.name}, so rooflint will not replace it: "
-                                f"remove it or choose another path")
+                                f"{output.kind.name}, so rooflint will not {verb} it: "
+                                f"{remedy}")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -143,15 +152,126 @@ def _starts_with(*signatures: bytes, containing: bytes = b"") -> Callable[[Path]
     return holds
 
 
+def _text(path: Path) -> str | None:
+    """All of ``path`` as UTF-8 text; None if it cannot be read whole (past the size of
+    any document rooflint reads) or is not UTF-8, as no text rooflint writes is."""
+    try:
+        return read_limited(path, "file").decode("utf-8")
+    except (RooflintError, UnicodeDecodeError):
+        return None
+
+
+def _parsed(recognises: Callable[[str], bool]) -> Callable[[Path], bool]:
+    """Whether a file, read whole, is a document that ``recognises`` tells from its text."""
+    def holds(path: Path) -> bool:
+        text = _text(path)
+        return text is not None and recognises(text)
+    return holds
+
+
+def _json_document(text: str) -> dict | list | None:
+    """The JSON object or array ``text`` is; None if it is none."""
+    try:
+        found = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return found if isinstance(found, (dict, list)) else None
+
+
+def _json_object_with(key: str) -> Callable[[str], bool]:
+    """Whether a text is a JSON object with ``key`` (explain's and compare's --json)."""
+    def recognises(text: str) -> bool:
+        found = _json_document(text)
+        return isinstance(found, dict) and key in found
+    return recognises
+
+
+def _rooflint_header(names: list[str]) -> bool:
+    """Whether ``names`` is a header rooflint's tables have: exports.COLUMNS in their
+    order, any of them left out (those no row has a value in), the first two never."""
+    order = [column.name for column in exports.COLUMNS]
+    places = [order.index(name) for name in names if name in order]
+    return (len(places) == len(names) and places == sorted(set(places))
+            and tuple(names[:2]) == exports.FIRST)
+
+
+def _laid_out_as(format: str, header: list[str], text: str) -> bool:
+    """Whether ``text`` begins with ``header`` exactly as the exporter of ``format`` lays
+    a table's header (and the Markdown rule under it) out."""
+    return text.startswith(exports.EXPORTERS[format].render(header, []))
+
+
+def _csv_table(text: str) -> bool:
+    """Whether ``text`` is a CSV table of rooflint's: its header row one of rooflint's,
+    and every row, read as RFC 4180 reads it, as wide."""
+    try:
+        header, *rows = csv.reader(io.StringIO(text, newline=""), strict=True)
+    except (csv.Error, ValueError):       # not CSV; no header row at all
+        return False
+    return (_rooflint_header(header) and _laid_out_as("csv", header, text)
+            and all(len(row) == len(header) for row in rows))
+
+
+def _markdown_cells(line: str) -> list[str] | None:
+    """The cells of a Markdown table's row as rooflint writes one (``| a | b |``, a pipe
+    in a cell escaped ``\\|``, so `` | `` only ever parts two cells), or None."""
+    if not (line.startswith("| ") and line.endswith(" |")) or len(line) < 4:
+        return None
+    return line[2:-2].split(" | ")
+
+
+def _markdown_rows(lines: list[str], width: int) -> bool:
+    """Whether every one of ``lines`` is a Markdown table's row of ``width`` cells."""
+    return all(len(_markdown_cells(line) or ()) == width for line in lines)
+
+
+def _markdown_table(text: str) -> bool:
+    """Whether ``text`` is a Markdown table of rooflint's (--markdown of run, profile and
+    show): its header one of rooflint's, laid out as rooflint does with its rule under
+    it, then rows as wide, each on its line, and nothing else."""
+    lines = text.split("\n")
+    header = _markdown_cells(lines[0])
+    return (header is not None and _rooflint_header(header) and lines[-1] == ""
+            and _laid_out_as("markdown", header, text)
+            and _markdown_rows(lines[2:-1], len(header)))
+
+
+def _gate_summary(text: str) -> bool:
+    """Whether ``text`` is a summary `gate --markdown` wrote: its heading, the note on
+    the GPUs it may have, then the table (header and rule as the gate writes them) and
+    rows as wide, and nothing else."""
+    heading, *lines = text.split("\n")
+    note = lines[1][2:] if len(lines) > 2 and lines[1].startswith("> ") else None
+    expected = gate_markdown(Report([], gpu_note=note)).split("\n")[1:-1]
+    table = lines[len(expected):-1]
+    width = len(_markdown_cells(expected[-2]) or ())
+    return (heading.startswith(GATE_HEADING) and lines[:len(expected)] == expected
+            and lines[-1:] == [""] and _markdown_rows(table, width))
+
+
+def _junit(text: str) -> bool:
+    """Whether ``text`` is JUnit XML that `gate --junit` wrote: its test suite, named as
+    the gate names it, of test cases only (another tool's JUnit report is not replaced)."""
+    import xml.etree.ElementTree as ET     # start-up time: as gate_report.gate_junit
+    written = ET.fromstring(gate_junit(Report([])).encode("utf-8"))
+    try:
+        root = ET.fromstring(text.encode("utf-8"))
+    except ET.ParseError:
+        return False
+    return ((root.tag, root.get("name")) == (written.tag, written.get("name"))
+            and all(case.tag == "testcase" for case in root))
+
+
 RESULT = Kind("a rooflint result", _document(results.SCHEMA))
 BASELINE = Kind("a rooflint baseline", _document(baselines.SCHEMA))
 CALIBRATION = Kind("a rooflint calibration", _document(calibrations.SCHEMA))
-GATE_SUMMARY = Kind("a rooflint gate summary", _starts_with(GATE_HEADING.encode()))
-JUNIT = Kind("JUnit XML", _starts_with(b"<", containing=b"<testsuite"))
-EXPLANATION = Kind("a rooflint explanation", _starts_with(b"{", containing=b'"verdict"'))
-COMPARISON = Kind("a rooflint comparison", _starts_with(b"{", containing=b'"comparisons"'))
-# --csv and --markdown: tables that begin as every such table of rooflint's does.
-TABLES = {format: Kind(exporter.name, _starts_with(exporter.starts))
+GATE_SUMMARY = Kind("a rooflint gate summary", _parsed(_gate_summary))
+JUNIT = Kind("a rooflint JUnit report", _parsed(_junit))
+EXPLANATION = Kind("a rooflint explanation", _parsed(_json_object_with("verdict")))
+COMPARISON = Kind("a rooflint comparison", _parsed(_json_object_with("comparisons")))
+# --csv and --markdown: tables of rooflint's, each told by its format's recogniser.
+_TABLE_RECOGNISERS = {"csv": _csv_table, "markdown": _markdown_table}
+TABLES = {format: Kind(exporter.name, _parsed(_TABLE_RECOGNISERS[format]))
           for format, exporter in exports.EXPORTERS.items()}
 # What Nsight Compute's logs and PyTorch's profiler trace begin with.
 PROFILE_LOG = Kind("a log of rooflint profile", _starts_with(b"==", b'"ID"', b"{"))
@@ -173,10 +293,26 @@ def _picture_format(path: Path) -> str:
 PICTURE = Kind("a picture in the format its extension names", _picture, _picture_format)
 
 
-def _report(path: Path) -> bool:
-    """Whether a file is a report `rooflint report` wrote (by how its page starts)."""
+def _report(text: str) -> bool:
+    """Whether ``text`` is a page `rooflint report` wrote: an HTML document whose head
+    names rooflint as its generator."""
     from rooflint.output.html_page import DOCTYPE, GENERATOR    # matplotlib: only for reports
-    return _starts_with(DOCTYPE.encode(), containing=GENERATOR.encode())(path)
+    head, ended, _ = text.partition("</head>")
+    return text.startswith(DOCTYPE) and bool(ended) and GENERATOR in head
 
 
-REPORT = Kind("a rooflint report", _report)
+REPORT = Kind("a rooflint report", _parsed(_report))
+
+
+def _markdown_summary(path: Path) -> bool:
+    """Whether the gate's summary may be added at the end of a file ($GITHUB_STEP_SUMMARY):
+    text, as the runner's file and whatever earlier steps appended to it are, that is no
+    JSON document and none of the other kinds of text rooflint writes (a result, a table,
+    a report, JUnit XML or an SVG with a summary after it is no longer read)."""
+    text = _text(path)
+    others = (JUNIT.holds, REPORT.holds, TABLES["csv"].holds, _PICTURE_STARTS["svg"])
+    return (text is not None and "\0" not in text and _json_document(text) is None
+            and not any(holds(path) for holds in others))
+
+
+STEP_SUMMARY = Kind("a Markdown summary", _markdown_summary)
