@@ -18,7 +18,7 @@ from edges import cli_runner
 import rooflint
 from rooflint.commands.cli import app
 from rooflint.common.errors import RooflintError
-from rooflint.output.plot_labels import LEADER_FROM
+from rooflint.output.plot_labels import LEADER_FROM, MAX_LABELS
 from rooflint.output.plotting import figure, save
 from rooflint.formats.results import read_result
 
@@ -122,6 +122,17 @@ def test_labels_overlap_no_label_marker_or_text(layout, result, earlier, everyth
                if not (ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and
                        ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1)]
     assert outside == []
+
+
+def test_past_the_label_cap_the_first_dots_are_labelled_and_the_rest_counted(result):
+    """A result of many variants at one point (the campaign's replicated variant) draws in
+    bounded time: MAX_LABELS labels, the results' first, and a line counting the rest."""
+    family = result.families[0]
+    many = [replace(family.variants[0], name=f"v{i}") for i in range(MAX_LABELS + 40)]
+    fig = figure([replace(result, families=[replace(family, variants=many)])])
+    ax, _ = drawn(fig)
+    assert sorted(labels(ax)) == sorted(f"label-v{i}" for i in range(MAX_LABELS))
+    assert any(t.get_text() == "40 more dots, not labelled" for t in ax.texts)
 
 
 def test_a_label_moved_away_from_its_dot_has_a_leader(everything):

@@ -445,11 +445,13 @@ def test_gate_escapes_names_on_screen_and_in_its_reports(evil, tmp_path):
 
 
 def test_run_errors_escape_a_manifest_name(tmp_path):
-    """A mistake in a variant whose name carries EVIL, refused before the GPU."""
+    """A variant whose name carries EVIL (and a misspelt key): the name is refused first,
+    before the GPU, and shown escaped."""
     variant = '"v1\\e]0;title\\a\\e[2J"'                          # YAML's spelling of EVIL
     directory = family(tmp_path, variant=variant, launches="lanuches")
     outcome = rooflint("run", str(directory))
-    assert_one_line_error(outcome, 2, "'variants.v1\\x1b]0;title\\x07\\x1b[2J.lanuches'")
+    assert_one_line_error(outcome, 2, "'variants.v1\\x1b]0;title\\x07\\x1b[2J' is",
+                          "a name is one word")
     assert_shown_escaped(outcome)
 
 

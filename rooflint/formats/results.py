@@ -172,7 +172,15 @@ def _ok_but_not(v: VariantResult) -> str | None:
             f"or infinite)")
 
 
-Variant = Annotated[VariantResult, Sense(_ok_but_not)]
+def _placed_but_not_judged(v: VariantResult) -> str | None:
+    """A point and its verdict are made together (analysis.observation): a point without
+    one is no document rooflint wrote, and every reader of a point reads its verdict."""
+    if (v.point is None) != (v.verdict is None):
+        return "has a point but no verdict" if v.verdict is None else "has a verdict but no point"
+    return None
+
+
+Variant = Annotated[VariantResult, Sense(lambda v: _ok_but_not(v) or _placed_but_not_judged(v))]
 
 
 def _at_least_one(what: str) -> Sense:

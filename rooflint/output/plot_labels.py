@@ -29,6 +29,10 @@ LINE_SAMPLE = 2.0                # spacing (points) of the samples taken along l
 AMBIGUITY_MARGIN = 6             # a label must be this much nearer its own dot than another
 AMBIGUITY_COST = 3.0             # ... or pay this per point it falls short
 CENTRE_COST = 0.05               # among spots as near, the one centred nearest the dot wins
+# Labels placed at most: each search costs time growing with the labels already near it
+# (1,000 dots in one cluster took 147 s), and a picture reads no more names than this. The
+# dots come in their results' order (a profile's by GPU time), so the first are labelled.
+MAX_LABELS = 200
 
 
 @dataclass
@@ -80,8 +84,11 @@ def _scene(ax, renderer: RendererBase, dots: np.ndarray, pad: float, step: float
                     closed_only=False):
                 points.append(_samples(polyline, step))
     area = np.array(ax.bbox.extents)
-    return Scene(area, np.array(boxes).reshape(-1, 4), np.vstack(points or [np.empty((0, 2))]),
-                 np.empty((0, 4)), dots)
+    # a box drawn many times (variants at one point) is one obstacle: each label's search
+    # costs time in proportion to the boxes near it
+    return Scene(area, np.unique(np.array(boxes).reshape(-1, 4), axis=0),
+                 np.unique(np.vstack(points or [np.empty((0, 2))]), axis=0), np.empty((0, 4)),
+                 np.unique(dots, axis=0))
 
 
 def _samples(polyline: np.ndarray, step: float) -> np.ndarray:
@@ -93,19 +100,23 @@ def _samples(polyline: np.ndarray, step: float) -> np.ndarray:
     return np.vstack(pieces)
 
 
-def label_points(fig: Figure, ax, placed: list[Placed]) -> None:
-    """Label every dot, the most crowded first (top to bottom among equals), so that dots
-    in a cluster get the spots nearest them before lone dots, which have room anywhere."""
+def label_points(fig: Figure, ax, placed: list[Placed]) -> int:
+    """Label the first MAX_LABELS dots, the most crowded first (top to bottom among
+    equals), so that dots in a cluster get the spots nearest them before lone dots, which
+    have room anywhere. Returns how many dots were left unlabelled."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     pixels = renderer.points_to_pixels(1.0)
     dots = ax.transData.transform([p.xy for p in placed])
     scene = _scene(ax, renderer, dots, CLEARANCE * pixels, LINE_SAMPLE * pixels)
-    reach = SEARCH_RADIUS * pixels
-    crowding = [sum(np.hypot(*(dot - other)) < reach for other in dots) for dot in dots]
-    order = sorted(range(len(placed)), key=lambda i: (-crowding[i], -dots[i][1], placed[i].key))
+    labelled = dots[:MAX_LABELS]
+    gaps = np.hypot(*(labelled[:, None, :] - labelled[None, :, :]).transpose(2, 0, 1))
+    crowding = (gaps < SEARCH_RADIUS * pixels).sum(axis=1)
+    order = sorted(range(len(labelled)),
+                   key=lambda i: (-crowding[i], -labelled[i][1], placed[i].key))
     for i in order:
         _label_point(ax, renderer, scene, placed[i], dots[i])
+    return len(placed) - len(labelled)
 
 
 def _label_point(ax, renderer: RendererBase, scene: Scene, p: Placed, dot: np.ndarray) -> None:

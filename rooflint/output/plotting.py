@@ -92,7 +92,11 @@ def figure(results: list[RunResult], names: list[str] | None = None, trajectory:
                     fontsize=7, color="#666666", va="top")
     renderer = fig.canvas.get_renderer()
     _fit_title(ax, renderer, _titles(placed, results[0].gpu.name))
-    label_points(fig, ax, placed)
+    unlabelled = label_points(fig, ax, placed)
+    if unlabelled:
+        ax.annotate(f"{unlabelled:,} more dots, not labelled", (1, 0), xycoords="axes fraction",
+                    xytext=(0, -36), textcoords="offset points", fontsize=7, color="#666666",
+                    ha="right", va="top")
     return fig
 
 
