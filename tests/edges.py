@@ -40,13 +40,38 @@ def rooflint(*args: str, cwd: Path | None = None, env: dict[str, str] | None = N
     return Outcome(done.returncode, done.stdout, done.stderr)
 
 
+class _Apart:
+    """A result of an older click, whose ``output`` is standard output alone once standard
+    error is kept apart: ``output`` is both, as on click 8.2 and newer."""
+
+    def __init__(self, result) -> None:
+        self._result = result
+
+    def __getattr__(self, name: str):
+        return getattr(self._result, name)
+
+    @property
+    def output(self) -> str:
+        return self._result.stdout + self._result.stderr
+
+
+class _RunnerApart(CliRunner):
+    """typer's in-process runner on a click older than 8.2, with standard error apart."""
+
+    def __init__(self) -> None:
+        super().__init__(mix_stderr=False)
+
+    def invoke(self, *args, **kwargs):
+        return _Apart(super().invoke(*args, **kwargs))
+
+
 def cli_runner() -> CliRunner:
-    """typer's in-process runner with standard error apart from standard output, on every
-    click the floor allows: click 8.2 and newer always keep them apart (and took the option
-    away); older ones mix them unless told."""
+    """typer's in-process runner as click 8.2 and newer make it on every click the floor
+    allows: ``stderr`` apart, ``output`` both streams (older clicks mix the two unless
+    told, and then leave standard error out of ``output``)."""
     import inspect
     if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters:
-        return CliRunner(mix_stderr=False)
+        return _RunnerApart()
     return CliRunner()
 
 

@@ -159,7 +159,8 @@ def test_a_wrong_baseline_entry_is_named(tmp_path, edit, fragment):
     assert_intact(before)
 
 
-@pytest.mark.parametrize("content", [b"", b"\xff\xfe binary", b"[[[[" * 100_000, b"[]"])
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe binary", b"[[[[" * 100_000, b"[]"],
+                         ids=["empty", "binary", "deep", "list"])
 def test_an_unreadable_document_is_one_line(tmp_path, content):
     bad = tmp_path / "result.json"
     bad.write_bytes(content)

@@ -71,7 +71,7 @@ def test_manifest_mistakes_are_one_line_before_the_gpu(tmp_path, change, fragmen
     ("", ["'(top level)' must be a mapping"]),
     ("[" * 3000 + "]" * 3000, ["nested too deeply"]),
     ("name: toy\n" + "# padding\n" * 120_000, ["too large for a rooflint YAML file"]),
-])
+], ids=["billion-laughs", "list", "empty", "deep", "large"])
 def test_hostile_yaml_costs_nothing(tmp_path, text, fragments):
     directory = family(tmp_path, text)
     outcome = rooflint("run", str(directory), timeout=20)

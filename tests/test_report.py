@@ -167,7 +167,9 @@ def without_drawing(page: str) -> str:
     def said(svg: re.Match) -> str:
         ids = re.findall(r'id="((?:variant|roof)[^"]*)"', svg.group())
         texts = re.findall(r"<text\b[^>]*>(.*?)</text>", svg.group(), re.S)
-        return "\n".join(ids + texts)
+        # a text's characters, without the spans matplotlib lays them out in (one per
+        # character in 3.7, one per run of a font later)
+        return "\n".join(ids + [re.sub(r"<[^>]*>|\s+", "", text) for text in texts])
     return re.sub(r"<svg.*?</svg>", said, page, flags=re.S)
 
 

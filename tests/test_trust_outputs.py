@@ -92,7 +92,7 @@ def test_links_and_spellings_of_an_input_are_the_input(files, tmp_path, spelling
     ("--markdown", RESULT.read_text(), "a rooflint gate summary"),
     ("--junit", "<html><body>a report</body></html>\n", "a rooflint JUnit report"),
     ("--junit", RESULT.read_text(), "a rooflint JUnit report"),
-])
+], ids=["markdown-readme", "markdown-result", "junit-html", "junit-result"])
 def test_a_report_replaces_only_a_report_of_its_kind(files, tmp_path, option, content, kind):
     target = tmp_path / "existing"
     target.write_text(content)

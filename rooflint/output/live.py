@@ -55,13 +55,22 @@ class Listener:
     warn: Callable[[str], None] = _silent
 
 
+class _Progress(Progress):
+    """A progress display that, disabled, does nothing as it stops: rich before 15 prints
+    an empty line there on a console that is not interactive, even a disabled display."""
+
+    def stop(self) -> None:
+        if not self.disable:
+            super().stop()
+
+
 def progress_bar(console: Console, *columns: ProgressColumn) -> Progress:
     """A progress display on ``console`` that leaves nothing behind, drawn only where it
-    can be redrawn in place (an interactive terminal): elsewhere rich draws nothing while
-    it runs, yet prints an empty line as it stops, a lone newline on the piped standard
-    output of a command that had nothing else to say."""
-    return Progress(*columns, console=console, transient=True,
-                    disable=not console.is_interactive)
+    can be redrawn in place (an interactive terminal): elsewhere it draws nothing, and
+    leaves no lone newline on the piped standard output of a command that had nothing else
+    to say."""
+    return _Progress(*columns, console=console, transient=True,
+                     disable=not console.is_interactive)
 
 
 class RunDisplay:
