@@ -169,7 +169,7 @@ def test_gate_prints_and_writes_a_variant_named_like_markup(hostile, tmp_path):
     assert 'name="tiled[/]"' in junit.read_text()
 
 
-class RecordingProgress(report.Progress):
+class RecordingProgress(report.QuietProgress):
     """rich's Progress, keeping every description it was asked to show."""
 
     shown: list[str] = []
@@ -187,7 +187,7 @@ class RecordingProgress(report.Progress):
 @pytest.fixture
 def recording(monkeypatch):
     monkeypatch.setattr(RecordingProgress, "shown", [])
-    monkeypatch.setattr(report, "Progress", RecordingProgress)
+    monkeypatch.setattr(report, "QuietProgress", RecordingProgress)
     return RecordingProgress.shown
 
 

@@ -55,7 +55,7 @@ class Listener:
     warn: Callable[[str], None] = _silent
 
 
-class _Progress(Progress):
+class QuietProgress(Progress):
     """A progress display that, disabled, does nothing as it stops: rich before 15 prints
     an empty line there on a console that is not interactive, even a disabled display."""
 
@@ -69,7 +69,7 @@ def progress_bar(console: Console, *columns: ProgressColumn) -> Progress:
     can be redrawn in place (an interactive terminal): elsewhere it draws nothing, and
     leaves no lone newline on the piped standard output of a command that had nothing else
     to say."""
-    return _Progress(*columns, console=console, transient=True,
+    return QuietProgress(*columns, console=console, transient=True,
                      disable=not console.is_interactive)
 
 
