@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
+
+# pytest-xdist's workers start with COLUMNS=80 set, and a rich console made while COLUMNS is
+# set keeps that width for good: the command line's consoles (made when its modules are
+# first imported) would then ignore the width a test gives (env={"COLUMNS": "200"}).
+os.environ.pop("COLUMNS", None)
 
 from fake_ncu import stand_in
 from rooflint.formats.gpus import load_specs
