@@ -306,11 +306,12 @@ def test_a_failed_write_keeps_the_old_picture_and_leaves_no_partial_file(result,
 # --- bad output paths --------------------------------------------------------------------
 
 def read_only_directory(tmp_path: Path) -> Path:
-    """A directory this process cannot write: a chmod 0o555 one, or, as root (who writes
-    there anyway), /sys, which the kernel refuses to anyone."""
+    """A directory this process cannot write, holding the picture rooflint drew there
+    yesterday: a chmod 0o555 one, or, as root (who writes there anyway), /sys, which the
+    kernel refuses to anyone."""
     locked = tmp_path / "locked"
     locked.mkdir()
-    (locked / "roofline.svg").write_text("<svg>yesterday</svg>")
+    save(figure([read_result(EXAMPLE)], ["tiled"]), locked / "roofline.svg")
     locked.chmod(0o555)
     return locked if not os.access(locked, os.W_OK) else Path("/sys")
 

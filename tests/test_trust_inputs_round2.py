@@ -248,3 +248,47 @@ def test_profile_logs_folder_is_made_once_ncu_is_found(ncu_of_no_kernels, tmp_pa
     logs = tmp_path / "new" / "logs"
     rooflint("profile", "--logs", str(logs), "--", "true", env=ncu_of_no_kernels)
     assert logs.is_dir() and {p.name for p in logs.iterdir()} <= set(LOGS)
+
+
+# --- a variant the family does not have, said before the GPU is looked for ---------------
+
+STREAM_VARIANTS = ", ".join(variant.name for variant in load_manifest("stream").variants)
+
+
+@pytest.mark.parametrize("args", [
+    ("compare", "stream:nosuch", "stream:copy_scalar"),
+    ("compare", "stream:copy_scalar", "stream:nosuch"),
+    ("compare", "stream:nosuch", "--rev", "HEAD"),
+    ("run", "stream", "nosuch"),
+])
+def test_a_variant_the_family_lacks_is_named_before_the_gpu(args):
+    """The campaign's case (`compare stream:nosuch stream:copy_scalar` had answered "CuPy
+    is not installed"), either side, against a revision, and `run`'s alike."""
+    outcome = rooflint(*args)
+    assert_one_line_error(outcome, 2, f"stream: no variant nosuch (variants: "
+                                      f"{STREAM_VARIANTS})")
+
+
+# --- the -I refusal says where a path leads only when that is not where it is written ----
+
+@pytest.mark.parametrize("written, leads_to", [
+    ("/usr/local/include", None),
+    ("../outside", "../outside is {outside}"),
+    ("linked", "linked is {outside}"),
+])
+def test_the_include_refusal_says_where_a_path_leads_only_elsewhere(tmp_path, no_toolkit,
+                                                                   written, leads_to):
+    """The GPU machine's refusal of ``-I/usr/local/include`` ended "; /usr/local/include is
+    /usr/local/include": said only for a path that ``..`` or a link takes elsewhere (the
+    family is toy/, beside outside/)."""
+    cuda = nvidia_toolkit(tmp_path / "opt")
+    no_toolkit.setattr(toolkit, "USUAL_ROOT", cuda)
+    outside = (tmp_path / "parent" / "outside").resolve()
+    outside.mkdir(parents=True)
+    directory = with_options(tmp_path / "parent", written)
+    (directory / "linked").symlink_to(outside)
+    with pytest.raises(RooflintError) as refused:
+        load_manifest(directory)
+    listed = f"or the CUDA toolkit's include directory ({(cuda / 'include').resolve()})"
+    expected = listed + (f"; {leads_to.format(outside=outside)}" if leads_to else "")
+    assert str(refused.value).endswith(expected), str(refused.value)

@@ -122,13 +122,13 @@ def test_reports_of_their_kind_and_empty_files_are_replaced(files, tmp_path):
 
 
 @pytest.mark.parametrize("args, kind", [
-    (["plot", "r.json", "-o", "picture.png"], "a picture in the format its extension"),
-    (["plot", "r.json", "-o", "picture.svg"], "a picture in the format its extension"),
+    (["plot", "r.json", "-o", "picture.png"], "a picture rooflint drew"),
+    (["plot", "r.json", "-o", "picture.svg"], "a picture rooflint drew"),
     (["calibrate", "--json", "r.json"], "a rooflint calibration"),
     (["calibrate", "--json", "picture.png"], "a rooflint calibration"),
     (["run", "stream", "--json", "notes.txt"], "a rooflint result"),
     (["run", "stream", "--json", "b.json"], "a rooflint result"),
-    (["run", "stream", "--svg", "picture.png"], "a picture in the format its extension"),
+    (["run", "stream", "--svg", "picture.png"], "a picture rooflint drew"),
     (["profile", "--json", "b.json", "--", "true"], "a rooflint result"),
 ])
 def test_an_output_of_another_kind_is_refused_before_any_gpu_work(files, tmp_path, args,

@@ -1,7 +1,8 @@
 """Issue 45, data loss: an output is never appended to or replaced unless it is rooflint's
 own document of that kind, told by parsing the whole file rather than its first bytes
-($GITHUB_STEP_SUMMARY included), and the reference cache removes only entries it wrote,
-never through a link.
+($GITHUB_STEP_SUMMARY included; a picture by the mark rooflint leaves in its metadata,
+profile's --logs by the formats their writers write), and the reference cache removes
+only entries it wrote, never through a link.
 
 The campaign's exact cases first, each as a user typed it, with the promise of
 tests/edges.py (one line naming the file, exit 2, every file there before intact); then
@@ -10,16 +11,26 @@ the other side of each rule: what rooflint wrote itself is still replaced or app
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
+import zlib
 from pathlib import Path
 
+import matplotlib
 import pytest
 
-from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
+from edges import (NO_GPU, REPO, Outcome, assert_intact, assert_one_line_error, cli_runner,
+                   rooflint, snapshot)
+from rooflint.commands.cli import app
 from rooflint.formats.reference_cache import ENTRY_FILE, ReferenceCache
+from rooflint.output.picture_marks import DRAWN_BY, PNG_SIGNATURE
+from test_trust_inputs_round2 import NO_NCU
 from test_trust_outputs import BASELINE, NO_STEP_SUMMARY, RESULT, gate
+
+matplotlib.use("Agg")
+from matplotlib import pyplot  # noqa: E402
 
 KEY = "ab" * 32                     # a name the reference cache gives an entry
 
@@ -62,6 +73,7 @@ def test_the_step_summary_is_never_appended_to_a_result(files):
                   "gate.xml"]),
     ("roofline.svg", ["plot", "result.json", "-o", "roofline.svg"]),
     ("picture.png", b"\x89PNG\r\n\x1a\n\x00\x00binary"),
+    ("diagram.svg", b'<svg xmlns="http://www.w3.org/2000/svg"><text>mine</text></svg>\n'),
 ])
 def test_the_step_summary_is_appended_to_no_other_kind(files, name, written):
     """Whatever rooflint's parsing says is another kind: JSON, a table, a page, JUnit XML,
@@ -164,9 +176,11 @@ def test_rooflints_tables_are_replaced_with_any_name_in_them(files):
     ("--markdown", "### rooflint gate: PASS\n\nWhy the last regression was accepted.\n"),
     ("--junit", '<?xml version="1.0"?>\n<testsuites><testsuite name="pytest" tests="1">'
                 '<testcase name="test_x"/></testsuite></testsuites>\n'),
+    ("--junit", '<?xml version="1.0" encoding="x-mine"?>\n<testsuite/>\n'),
 ])
 def test_the_gate_replaces_only_its_own_reports(files, option, content):
-    """Notes that begin with the gate's heading; pytest's JUnit report."""
+    """Notes that begin with the gate's heading; pytest's JUnit report; XML in an encoding
+    the parser does not know (it had ended in an internal error)."""
     (files / "existing").write_text(content)
     before = snapshot(files)
     outcome = gate("--baseline", "b.json", "--current", "cur.json", option, "existing",
@@ -184,6 +198,170 @@ def test_a_gate_summary_with_its_gpu_note_is_replaced(files):
                        "warn", "--markdown", "g.md", cwd=files)
         assert outcome.code in (0, 1) and not outcome.stderr.strip(), (run, outcome.stderr)
     assert "\n> " in (files / "g.md").read_text()
+
+
+# --- pictures: rooflint's own, told by the mark it leaves in each -------------------------
+
+runner = cli_runner()
+FORMATS = ["png", "svg", "pdf"]
+
+
+def invoked(*args: str, env: dict[str, str] | None = None) -> Outcome:
+    """``rooflint ARGS`` in-process (matplotlib imported once for every case), with no
+    GPU, as edges.rooflint would give it."""
+    done = runner.invoke(app, list(args), env={**NO_GPU, **NO_STEP_SUMMARY, **(env or {})})
+    return Outcome(done.exit_code, done.stdout, done.stderr)
+
+
+def users_diagram(format: str) -> bytes:
+    """A picture a user drew with matplotlib, as rooflint draws its own but unmarked (the
+    maker it names is matplotlib)."""
+    fig, ax = pyplot.subplots()
+    ax.plot([1, 2], [3, 4])
+    picture = io.BytesIO()
+    fig.savefig(picture, format=format)
+    pyplot.close(fig)
+    return picture.getvalue()
+
+
+def rooflints_picture(format: str) -> bytes:
+    """The picture `plot result.json -o roofline.FORMAT` draws (in the current directory)."""
+    assert invoked("plot", "result.json", "-o", f"roofline.{format}").code == 0
+    return Path(f"roofline.{format}").read_bytes()
+
+
+@pytest.mark.parametrize("format", FORMATS)
+@pytest.mark.parametrize("command, option", [(["plot", "result.json", "-o"], "--output"),
+                                             (["run", "stream", "--svg"], "--svg")],
+                         ids=["plot", "run"])
+def test_a_users_own_picture_is_never_replaced(files, monkeypatch, command, option, format):
+    """The campaign's case, `rooflint plot r.json -o diagram.png` over the user's own
+    diagram, in each format, and `run --svg`'s the same (said before the GPU is looked
+    for: there is none here)."""
+    monkeypatch.chdir(files)
+    Path(f"diagram.{format}").write_bytes(users_diagram(format))
+    before = snapshot(files)
+    outcome = invoked(*command, f"diagram.{format}")
+    assert_one_line_error(outcome, 2, f"{option} diagram.{format} exists and is not a "
+                                      f"picture rooflint drew", "will not replace it")
+    assert_intact(before)
+
+
+def with_text_chunk(png: bytes, keyword: bytes, text: bytes) -> bytes:
+    """``png`` with a tEXt chunk ``keyword``: ``text`` after its header chunk (IHDR)."""
+    body = keyword + b"\0" + text
+    chunk = (len(body).to_bytes(4, "big") + b"tEXt" + body
+             + zlib.crc32(b"tEXt" + body).to_bytes(4, "big"))
+    after_header = len(PNG_SIGNATURE) + 25
+    return png[:after_header] + chunk + png[after_header:]
+
+
+def with_broken_mark_crc(png: bytes) -> bytes:
+    """``png`` with the CRC of its Software chunk (the mark, left intact) wrong."""
+    crc = png.index(b"tEXtSoftware\0" + MARK) + len(b"tEXtSoftware\0" + MARK)
+    return png[:crc] + bytes([png[crc] ^ 1]) + png[crc + 1:]
+
+
+MARK = DRAWN_BY.encode()
+# Pictures that are not rooflint's: rooflint's own with its maker rewritten by another
+# tool, or with the mark elsewhere than its format keeps the maker, or in a file that is
+# no longer one whole picture; each: format, how it is made from rooflint's own picture.
+NEAR_MISSES = {
+    "svg-other-creator": ("svg", lambda svg: svg.replace(b"<dc:title>" + MARK,
+                                                         b"<dc:title>Inkscape")),
+    "svg-mark-as-text": ("svg", lambda svg: b'<svg xmlns="http://www.w3.org/2000/svg"><title>'
+                                            + MARK + b"</title><text>" + MARK + b"</text></svg>"),
+    "svg-note-after": ("svg", lambda svg: svg + b"<!-- mine -->\n<p>my notes</p>\n"),
+    "svg-unknown-encoding": ("svg", lambda svg: svg.replace(b'encoding="utf-8"',
+                                                            b'encoding="x-mine"', 1)),
+    "png-mark-as-comment": ("png", lambda png: with_text_chunk(users_diagram("png"),
+                                                                b"Comment", MARK)),
+    "png-after-its-end": ("png", lambda png: png + b"PK\x03\x04 an archive appended"),
+    "png-broken-crc": ("png", lambda png: with_broken_mark_crc(png)),
+    "pdf-other-creator": ("pdf", lambda pdf: pdf.replace(b"/Creator (" + MARK,
+                                                         b"/Creator (inkscap")),
+    "pdf-update-appended": ("pdf", lambda pdf: pdf + b"% edited\n%%EOF\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(NEAR_MISSES))
+def test_a_picture_is_rooflints_only_by_its_mark_read_as_its_format(files, monkeypatch,
+                                                                     case):
+    """The mark is read where the format keeps its maker (the SVG's metadata, parsed;
+    the PNG's Software text, its chunks walked and their CRCs checked; the PDF's Info
+    dictionary, through its cross-reference table), not found anywhere in the bytes."""
+    monkeypatch.chdir(files)
+    format, edit = NEAR_MISSES[case]
+    target = Path(f"mine.{format}")
+    target.write_bytes(edit(rooflints_picture(format)))
+    before = snapshot(files)
+    outcome = invoked("plot", "result.json", "-o", str(target))
+    assert_one_line_error(outcome, 2, f"--output {target} exists and is not a picture "
+                                      f"rooflint drew")
+    assert_intact(before)
+
+
+@pytest.mark.parametrize("format", FORMATS)
+def test_rooflints_own_pictures_and_empty_files_are_replaced(files, monkeypatch, format):
+    """The other side: an empty file (mktemp) is drawn into, then drawn over, the mark in
+    it each time; `run --svg` takes a picture `plot` drew (refused there only for want of a
+    GPU)."""
+    monkeypatch.chdir(files)
+    Path(f"p.{format}").touch()
+    for run in ("into the empty file", "over the first picture"):
+        outcome = invoked("plot", "result.json", "-o", f"p.{format}")
+        assert outcome.code == 0, (run, outcome.stderr)
+    assert MARK in Path(f"p.{format}").read_bytes()
+    outcome = invoked("run", "stream", "--svg", f"p.{format}")
+    assert outcome.code == 2 and "picture" not in outcome.stderr, outcome.stderr
+
+
+# --- profile's --logs: its own earlier logs, as their writers write them ------------------
+
+NCU_LOGS = REPO / "tests" / "fixtures" / "ncu"
+TRACES = REPO / "tests" / "fixtures" / "trace"
+
+
+def profile_with_logs(logs: Path) -> Outcome:
+    """`rooflint profile --logs LOGS -- true` with no ncu: past the guard on its outputs,
+    the first thing wrong is that Nsight Compute is missing."""
+    return invoked("profile", "--logs", str(logs), "--", "true", env=NO_NCU)
+
+
+@pytest.mark.parametrize("log, content", [
+    ("pass1-durations.csv", (NCU_LOGS / "h200-transformer-block-pass1.csv").read_bytes()),
+    ("pass2-counters.csv", (NCU_LOGS / "h100-train-step-pass2.csv").read_bytes()),
+    ("pass2-counters.csv", b"==PROF== Finding attachable processes on host 127.0.0.1.\n"
+                           b"==ERROR== No attachable process found.\n"),
+    ("pass1-durations.csv", b"==WARNING== No kernels were profiled.\n"),
+    ("pass1-trace.json", (TRACES / "h200-step-trace.json").read_bytes()),
+    ("pass1-trace.json", b'{\n  "schemaVersion": 1,\n  "traceEvents": [\n{"name": "a\tb"}],'
+                         b'\n  "traceName": "x"\n}\n'),
+    ("pass1-trace.json", b'{"traceEvents": [], "deviceProperties": []}'),
+], ids=["ncu-pass1", "ncu-pass2-attached", "ncu-attach-refused", "ncu-no-kernels",
+        "torch-trace", "torch-trace-unescaped", "cupti-trace"])
+def test_profile_replaces_its_own_earlier_logs(tmp_path, log, content):
+    """Nsight Compute's logs (a table after its messages, or its messages alone), PyTorch's
+    profiler's trace (its names not always escaped) and the CUPTI recorder's."""
+    (tmp_path / log).write_bytes(content)
+    assert_one_line_error(profile_with_logs(tmp_path), 2, "needs Nsight Compute")
+
+
+@pytest.mark.parametrize("log, content, kind", [
+    ("pass1-durations.csv", "==PROF== my notes\nkernel,ms\ngemm,1.5\n", "a log"),
+    ("pass2-counters.csv", '"ID","note"\n"1","mine","and more"\n', "a log"),
+    ("pass2-counters.csv", '{"traceEvents": []}\n', "a log"),
+    ("pass1-trace.json", '{"my": "settings"}\n', "a trace"),
+    ("pass1-trace.json", '==PROF== a log under the trace\'s name\n', "a trace"),
+])
+def test_profile_logs_replace_no_file_of_the_users(tmp_path, log, content, kind):
+    """A user's file under a log's name that begins as the log does (the old check read
+    only that): Nsight Compute's messages, its table's first column, a JSON object."""
+    (tmp_path / log).write_text(content)
+    before = snapshot(tmp_path)
+    assert_one_line_error(profile_with_logs(tmp_path), 2, f"--logs {tmp_path / log} exists "
+                                                          f"and is not {kind} of rooflint profile")
+    assert_intact(before)
 
 
 # --- the reference cache ------------------------------------------------------------------

@@ -18,16 +18,16 @@ def check_outputs(json_path: Optional[Path], picture: Optional[Path] = None,
                   logs: Optional[Path] = None, model: Optional[Path] = None,
                   tables: Sequence[outputs.Output] = ()) -> None:
     """`run`'s and `profile`'s outputs, checked before minutes of measuring, not after:
-    --json replaces only a rooflint result, --svg only a picture of its format, profile's
-    --logs only its own earlier logs, the --csv and --markdown ``tables`` only tables of
-    their own format, none of them is --model, and all can be written (see
-    rooflint.outputs)."""
+    --json replaces only a rooflint result, --svg only a picture rooflint drew, profile's
+    --logs only its own earlier logs (pass 1's trace, Nsight Compute's logs), the --csv
+    and --markdown ``tables`` only tables of their own format, none of them is --model,
+    and all can be written (see rooflint.outputs)."""
     # here, not at the top: plot's guard needs no part of the measure layer
-    from rooflint.measure.program import LOGS
+    from rooflint.measure.program import LOGS, TRACE_LOG
     asked = ([outputs.Output("--json", json_path, outputs.RESULT)] if json_path else []) + \
         ([outputs.Output("--svg", picture, outputs.PICTURE)] if picture else []) + \
-        [outputs.Output("--logs", logs / name, outputs.PROFILE_LOG) for name in LOGS
-         if logs] + list(tables)
+        [outputs.Output("--logs", logs / name, outputs.PASS_ONE_TRACE if name == TRACE_LOG
+                        else outputs.NCU_LOG) for name in LOGS if logs] + list(tables)
     guard_outputs(asked, [outputs.Named("--model", model)] if model else [])
 
 

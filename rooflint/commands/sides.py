@@ -22,7 +22,7 @@ from rooflint.formats.baseline import Baseline
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import load_specs
 from rooflint.formats.family_job import resolve
-from rooflint.formats.manifest import load_manifest
+from rooflint.formats.manifest import load_manifest, select_variants
 from rooflint.formats.jobs import TimingJob
 from rooflint.measure import build, ncu
 from rooflint.measure.runner import Progress, WorkerPool
@@ -154,6 +154,8 @@ def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, count
     with tempfile.TemporaryDirectory(prefix="rooflint-rev-") as old:
         path_a = _family_at_revision(target_a, rev, Path(old)) if rev else target_a
         manifests = [load_family(str(path_a)), load_family(target_b)]
+        for manifest, variant in zip(manifests, (variant_a, variant_b)):
+            select_variants(manifest, [variant])    # an unknown name, before the GPU starts
         labels = [f"{variant_a}@{rev}" if rev else a, b or a]
         options = RunOptions(targets=[], variants=[], sizes={}, gpu=gpu, counters=counters)
         pool = WorkerPool()

@@ -73,11 +73,17 @@ def option_in_family(place: Place, option: compile_options.Option) -> compile_op
     if not any(path.resolve().is_relative_to(root) for root in (directory.resolve(), *toolkit)):
         raise place.invalid(f"is {' '.join(option.items)!r}: {option.spelling} takes a {kind} "
                             f"inside the family's directory ({directory}) or the CUDA "
-                            f"toolkit's include directory ({_listed(toolkit)}); "
-                            f"{option.value} is {path.resolve()}")
+                            f"toolkit's include directory ({_listed(toolkit)})"
+                            f"{_leads_to(option.value, path.resolve())}")
     if not (path.is_dir() if kind == "directory" else path.is_file()):
         raise place.invalid(f"is {' '.join(option.items)!r}: {path} is not a {kind}")
     return replace(option, value=str(path))
+
+
+def _leads_to(written: str, resolved: Path) -> str:
+    """``; WRITTEN is RESOLVED`` where a relative path, ``..`` or a link makes the path
+    another than the one written (what was compared); nothing where it is that path."""
+    return "" if Path(written) == resolved else f"; {written} is {resolved}"
 
 
 def _listed(toolkit: list[Path]) -> str:

@@ -22,10 +22,10 @@ from rooflint.formats.results import RunResult
 from rooflint.output import plotting
 from rooflint.output.family_table import family_title, variant_cells
 from rooflint.output.html_page import Html, tag
+from rooflint.output.picture_marks import SVG
 from rooflint.output.plot_marks import Placed, placeable
 from rooflint.output.terminal import ai_text
 
-SVG = "http://www.w3.org/2000/svg"
 XLINK = "http://www.w3.org/1999/xlink"
 # Attributes that point at another element of the SVG: markers, clip paths.
 REFERENCES = (f"{{{XLINK}}}href", "clip-path")

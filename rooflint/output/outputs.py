@@ -9,11 +9,13 @@ they asked for (issue 22):
   as files (a link, a ``./`` spelling or a hard link to the input is the input); that
   holds for a file appended to ($GITHUB_STEP_SUMMARY) as for one replaced;
 - an existing file is replaced only if it is empty or already a document of the kind
-  written (``--update`` replaces a baseline, never a result or notes; ``-o`` a picture of
-  its own format; ``--markdown`` an earlier gate summary, never a README), and appended
-  to ($GITHUB_STEP_SUMMARY) only if it is empty or a Markdown summary. A kind is told by
-  parsing the whole file, not its first bytes: a user's notes.csv whose header began
-  ``family,variant`` was replaced by ``show --csv`` (issue 45). Every kind is told here.
+  written (``--update`` replaces a baseline, never a result or notes; ``-o`` a picture
+  rooflint drew, never a user's diagram; ``--markdown`` an earlier gate summary, never a
+  README), and appended to ($GITHUB_STEP_SUMMARY) only if it is empty or a Markdown
+  summary. A kind is told by parsing the whole file, not its first bytes: a user's
+  notes.csv whose header began ``family,variant`` was replaced by ``show --csv``, and
+  any PNG by ``plot -o`` (issue 45); pass 1's trace alone is told by its two ends
+  (_pass_one_trace says why). Every kind is told here.
 
 :func:`jsonfile.require_writable` is the other half, that a path can be written at all.
 """
@@ -24,10 +26,11 @@ import csv
 import io
 import json
 import os
+import re
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import chain, combinations
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import IO, Callable, Sequence
 
 from rooflint.formats import baseline as baselines, results
 
@@ -35,10 +38,13 @@ from rooflint.analysis import calibration as calibrations
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gate_outcomes import Report
 from rooflint.formats.jsonfile import read_limited, read_versioned
+from rooflint.formats.ncu_log import ID
 from rooflint.output import exports
 from rooflint.output.gate_report import GATE_HEADING, gate_junit, gate_markdown
+from rooflint.output.picture_marks import drawn_by_rooflint, svg_root
 
-HEAD_BYTES = 4096   # what is read of an existing file to tell its kind by its start
+# What is read of each end of pass 1's trace, which is told by its ends (_pass_one_trace).
+END_BYTES = 4096
 
 
 def _any_name(path: Path) -> None:
@@ -122,14 +128,30 @@ def _nonempty_file(path: Path) -> bool:
     return path.is_file() and path.stat().st_size > 0
 
 
-def _head(path: Path) -> bytes:
-    """The first bytes of ``path`` (none if it cannot be read), opened without blocking: a
-    FIFO swapped in for the file since its kind was checked does not hang the command."""
+def _opened(path: Path, mode: str = "rb", **options) -> IO:
+    """``path`` opened to read without blocking: a FIFO swapped in for the file since its
+    kind was checked does not hang the command. OSError where it cannot be."""
+    return open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), mode, **options)
+
+
+def _ends(path: Path) -> tuple[bytes, bytes]:
+    """The first and the last END_BYTES of ``path`` (none if it cannot be read)."""
     try:
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
-            return handle.read(HEAD_BYTES)
+        with _opened(path) as handle:
+            start = handle.read(END_BYTES)
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - END_BYTES))
+            return start, handle.read(END_BYTES)
     except OSError:
-        return b""
+        return b"", b""
+
+
+def _bytes(path: Path) -> bytes | None:
+    """All of ``path``; None if it cannot be read whole (past the size of any document
+    rooflint reads: no picture it draws comes near)."""
+    try:
+        return read_limited(path, "file")
+    except RooflintError:
+        return None
 
 
 def _document(schema: str) -> Callable[[Path], bool]:
@@ -143,21 +165,13 @@ def _document(schema: str) -> Callable[[Path], bool]:
     return holds
 
 
-def _starts_with(*signatures: bytes, containing: bytes = b"") -> Callable[[Path], bool]:
-    """Whether a file starts (after white space) with one of ``signatures`` and holds
-    ``containing`` within its first bytes."""
-    def holds(path: Path) -> bool:
-        start = _head(path)
-        return start.lstrip().startswith(signatures) and containing in start
-    return holds
-
-
 def _text(path: Path) -> str | None:
     """All of ``path`` as UTF-8 text; None if it cannot be read whole (past the size of
     any document rooflint reads) or is not UTF-8, as no text rooflint writes is."""
+    data = _bytes(path)
     try:
-        return read_limited(path, "file").decode("utf-8")
-    except (RooflintError, UnicodeDecodeError):
+        return data.decode("utf-8") if data is not None else None
+    except UnicodeDecodeError:
         return None
 
 
@@ -256,7 +270,7 @@ def _junit(text: str) -> bool:
     written = ET.fromstring(gate_junit(Report([])).encode("utf-8"))
     try:
         root = ET.fromstring(text.encode("utf-8"))
-    except ET.ParseError:
+    except (ET.ParseError, LookupError, ValueError):    # declared encodings: unknown, multi-byte
         return False
     return ((root.tag, root.get("name")) == (written.tag, written.get("name"))
             and all(case.tag == "testcase" for case in root))
@@ -273,16 +287,56 @@ COMPARISON = Kind("a rooflint comparison", _parsed(_json_object_with("comparison
 _TABLE_RECOGNISERS = {"csv": _csv_table, "markdown": _markdown_table}
 TABLES = {format: Kind(exporter.name, _parsed(_TABLE_RECOGNISERS[format]))
           for format, exporter in exports.EXPORTERS.items()}
-# What Nsight Compute's logs and PyTorch's profiler trace begin with.
-PROFILE_LOG = Kind("a log of rooflint profile", _starts_with(b"==", b'"ID"', b"{"))
-_PICTURE_STARTS = {"svg": _starts_with(b"<", containing=b"<svg"),
-                   "png": _starts_with(b"\x89PNG\r\n\x1a\n"),
-                   "pdf": _starts_with(b"%PDF-")}
+
+
+# A line of Nsight Compute's own in its log: ==PROF==, ==WARNING==, ==ERROR== and the like.
+_NCU_MESSAGE = re.compile(r"==[A-Z]+==")
+
+
+def _ncu_log(path: Path) -> bool:
+    """Whether a file is a log Nsight Compute wrote for `rooflint profile` (``--csv --page
+    raw``): its messages, each line ``==PROF== ...`` and the like, then, where it profiled
+    a kernel, its table, whose header begins with the ID column, every row as wide as the
+    header. Read row by row, never whole: pass 1's log of every launch of a long program
+    outgrows what rooflint reads whole, and it only counts the width of each row."""
+    try:
+        with _opened(path, "r", encoding="utf-8", errors="replace", newline="") as handle:
+            line = handle.readline()
+            while _NCU_MESSAGE.match(line):
+                line = handle.readline()
+            if not line:
+                return True
+            rows = csv.reader(chain([line], handle), strict=True)
+            width = len(next(rows))
+            return line.startswith(f'"{ID}",') and all(len(row) == width for row in rows)
+    except (OSError, csv.Error):
+        return False
+
+
+# The first key of the traces profile's pass 1 keeps: PyTorch's profiler's (Kineto's
+# schemaVersion) and that of rooflint's CUPTI recorder (kernel_records: traceEvents).
+_TRACE_START = re.compile(rb'\s*\{\s*"(schemaVersion|traceEvents)"\s*:')
+
+
+def _pass_one_trace(path: Path) -> bool:
+    """Whether a file is a trace profile's pass 1 wrote: a JSON object that opens with the
+    key PyTorch's profiler or rooflint's recorder writes first and ends as an object does.
+    Told by its ends, not parsed: a trace rooflint reads may be 1 GiB, and PyTorch's export
+    leaves some names unescaped, so a trace it wrote need not parse as JSON at all; the
+    file's name (pass1-trace.json, in the folder named for logs) says the rest."""
+    start, end = _ends(path)
+    return _TRACE_START.match(start) is not None and end.rstrip().endswith(b"}")
+
+
+NCU_LOG = Kind("a log of rooflint profile", _ncu_log)
+PASS_ONE_TRACE = Kind("a trace of rooflint profile", _pass_one_trace)
 
 
 def _picture(path: Path) -> bool:
-    """Whether a file is a picture in the format its extension names."""
-    return _PICTURE_STARTS[_picture_format(path)](path)
+    """Whether a file is a picture rooflint drew, in the format its extension names (the
+    mark it leaves, read as that format is read: picture_marks)."""
+    data = _bytes(path)
+    return data is not None and drawn_by_rooflint(data, _picture_format(path))
 
 
 def _picture_format(path: Path) -> str:
@@ -290,7 +344,14 @@ def _picture_format(path: Path) -> str:
     return picture_format(path)
 
 
-PICTURE = Kind("a picture in the format its extension names", _picture, _picture_format)
+PICTURE = Kind("a picture rooflint drew in the format its extension names", _picture,
+               _picture_format)
+
+
+def _svg(path: Path) -> bool:
+    """Whether a file is an SVG document, parsed whole: whoever drew it, not Markdown."""
+    data = _bytes(path)
+    return data is not None and svg_root(data) is not None
 
 
 def _report(text: str) -> bool:
@@ -307,10 +368,10 @@ REPORT = Kind("a rooflint report", _parsed(_report))
 def _markdown_summary(path: Path) -> bool:
     """Whether the gate's summary may be added at the end of a file ($GITHUB_STEP_SUMMARY):
     text, as the runner's file and whatever earlier steps appended to it are, that is no
-    JSON document and none of the other kinds of text rooflint writes (a result, a table,
-    a report, JUnit XML or an SVG with a summary after it is no longer read)."""
+    JSON document, no SVG and none of the other kinds of text rooflint writes (a result, a
+    table, a report, JUnit XML or a picture with a summary after it is no longer read)."""
     text = _text(path)
-    others = (JUNIT.holds, REPORT.holds, TABLES["csv"].holds, _PICTURE_STARTS["svg"])
+    others = (JUNIT.holds, REPORT.holds, TABLES["csv"].holds, _svg)
     return (text is not None and "\0" not in text and _json_document(text) is None
             and not any(holds(path) for holds in others))
 

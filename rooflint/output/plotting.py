@@ -50,6 +50,7 @@ from rooflint.common.printable import printable, printable_fields  # noqa: E402
 from rooflint.formats.jsonfile import require_directory, write_bytes  # noqa: E402
 from rooflint.formats.results import FamilyResult, RunResult  # noqa: E402
 from rooflint.common.units import format_params  # noqa: E402
+from rooflint.output.picture_marks import METADATA  # noqa: E402
 from rooflint.output.plot_labels import label_points  # noqa: E402
 from rooflint.output.plot_marks import (  # noqa: E402
     Placed, draw_legend, draw_points, draw_trajectory, inner_levels, literal, placeable)
@@ -194,13 +195,13 @@ def save(fig: Figure, path: Path) -> None:
 
 
 def rendered(fig: Figure, kind: str) -> bytes:
-    """The figure as a picture of ``kind`` (svg, png, pdf), cropped to what is drawn; the
-    SVG is deterministic (no date, a fixed hash salt) and keeps its text as text, so a file
-    and a report that inlines it draw the same picture."""
-    metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}, "png": {}}[kind]
+    """The figure as a picture of ``kind`` (svg, png, pdf), cropped to what is drawn and
+    marked as rooflint's (picture_marks: only such a picture is ever replaced); the SVG is
+    deterministic (no date, a fixed hash salt) and keeps its text as text, so a file and a
+    report that inlines it draw the same picture."""
     picture = io.BytesIO()
     with plt.rc_context({"svg.hashsalt": "rooflint", "svg.fonttype": "none"}):
-        fig.savefig(picture, format=kind, metadata=metadata, bbox_inches="tight")
+        fig.savefig(picture, format=kind, metadata=METADATA[kind], bbox_inches="tight")
     return picture.getvalue()
 
 
