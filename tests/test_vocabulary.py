@@ -14,6 +14,8 @@ from typing import Callable
 import pytest
 
 from rooflint.analysis.evidence import Bound
+from rooflint.common.errors import RooflintError
+from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.formats import baseline as baselines
 from rooflint.formats.results import RunResult, read_result, write_result
 from rooflint.formats.status import Status
@@ -70,3 +72,22 @@ def test_a_committed_baseline_round_trips(path, tmp_path):
     baselines.write(members, tmp_path / "baseline.json")
     assert (tmp_path / "baseline.json").read_bytes() == path.read_bytes()
     assert baselines.read(tmp_path / "baseline.json") == baseline
+
+
+@pytest.mark.parametrize("field, vocabulary", [("cache", CacheMode), ("counters", CountersMode)])
+def test_a_settings_word_outside_its_vocabulary_is_refused(tmp_path, field, vocabulary):
+    """The words `run --cache` and `--counters` take are the words a result may hold."""
+    data = json.loads((REPO / "examples" / "h200-bundled.json").read_text())
+    assert data["settings"][field] in list(vocabulary)
+    data["settings"][field] = "tepid"
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    with pytest.raises(RooflintError, match=rf"field 'settings.{field}' is 'tepid', expected "
+                                            rf"one of {', '.join(vocabulary)}"):
+        read_result(tmp_path / "r.json")
+
+
+def test_the_command_line_offers_each_vocabulary_whole():
+    from edges import rooflint
+    text = rooflint("run", "--help", env={"COLUMNS": "200"}).stdout
+    for vocabulary in (CacheMode, CountersMode):
+        assert f"<{'|'.join(vocabulary)}>" in text

@@ -23,6 +23,7 @@ from rooflint.commands.completion import CompletingGroup
 from rooflint.commands.streams import (GuardedErrors, GuardedOutput, be_quiet, console,
                                       emit, fail, one_line_errors, say)
 from rooflint.common.errors import RooflintError
+from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.common.version import __version__
 from rooflint.formats.gpus import PRECISIONS
 from rooflint.formats.settings import DEFAULT_COVERAGE
@@ -127,17 +128,6 @@ class CalibrateCommand(Command):
     renamed = {"-o": "--json", "--output": "--json"}
 
 
-class Cache(str, Enum):
-    cold = "cold"
-    warm = "warm"
-
-
-class Counters(str, Enum):
-    auto = "auto"
-    ncu = "ncu"
-    off = "off"
-
-
 @app.command(cls=Command)
 @one_line_errors
 def run(
@@ -150,7 +140,7 @@ def run(
                                    metavar="NAME=VALUE"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} to judge against (default: match the device).",
                                       metavar="GPU"),
-    cache: Cache = typer.Option(Cache.cold, "--cache", help="cold: flush L2 before each timed run; warm: do not."),
+    cache: CacheMode = typer.Option(CacheMode.COLD, "--cache", help="cold: flush L2 before each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "here (- for standard output; the rest goes to stderr).",
                                              metavar="FILE"),
@@ -158,7 +148,7 @@ def run(
                                        metavar="FILE"),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds a variant may take before it is abandoned.",
                                   metavar="SECONDS"),
-    counters: Counters = typer.Option(Counters.auto, "--counters", help="auto: Nsight Compute counters when ncu "
+    counters: CountersMode = typer.Option(CountersMode.AUTO, "--counters", help="auto: Nsight Compute counters when ncu "
                                       "works, else model bytes; ncu: require them; off."),
     timings: bool = typer.Option(False, "--timings", help="Say where the run's seconds went "
                                  "(start-up, inputs, compile, check, timing, counters...)."),
@@ -181,8 +171,8 @@ def run(
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run_command import run_command   # start-up: see the top
-    run_command(target, variants or [], size, gpu, cache.value, json_path, svg, timeout,
-                counters.value, timings, devices, gpm, source, csv, markdown, html,
+    run_command(target, variants or [], size, gpu, cache, json_path, svg, timeout,
+                counters, timings, devices, gpm, source, csv, markdown, html,
                 reference_cache=not no_reference_cache)
 
 
@@ -331,7 +321,7 @@ def gate(
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown summary here.",
                                             metavar="FILE"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here.", metavar="FILE"),
-    counters: Counters = typer.Option(Counters.auto, "--counters", help="Counters for measured runs."),
+    counters: CountersMode = typer.Option(CountersMode.AUTO, "--counters", help="Counters for measured runs."),
     recheck: bool = typer.Option(False, "--recheck", help="Before failing on time, re-measure the suspect "
                                  "variants interleaved with the baseline's code (git revision "
                                  "recorded in the baseline)."),
@@ -339,7 +329,7 @@ def gate(
     """Fail (exit 1) when a kernel got slower, moves more bytes, or turned wrong."""
     from rooflint.commands.gate_command import gate_command   # start-up: see the top
     gate_command(baseline_path, targets or [], current, update, max_slowdown, max_bytes_growth,
-                 max_flops_growth, gpu_mismatch.value, markdown, junit, counters.value, recheck)
+                 max_flops_growth, gpu_mismatch.value, markdown, junit, counters, recheck)
 
 
 @app.command(cls=CalibrateCommand)
@@ -402,14 +392,14 @@ def compare(
     allow_different_gpu: bool = typer.Option(False, "--allow-different-gpu", help="Compare results from different GPUs."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} for measured sides.",
                                       metavar="GPU"),
-    counters: Counters = typer.Option(Counters.auto, "--counters", help="Counters for measured sides."),
+    counters: CountersMode = typer.Option(CountersMode.AUTO, "--counters", help="Counters for measured sides."),
     max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Minimum clear gap of the time "
                                                "decision, as in gate (default: B's manifest "
                                                "threshold, else 5%).", metavar="PERCENT"),
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from rooflint.commands.compare_command import compare_command   # start-up: see the top
-    compare_command(a, b, rev, json_path, allow_different_gpu, gpu, counters.value, max_slowdown)
+    compare_command(a, b, rev, json_path, allow_different_gpu, gpu, counters, max_slowdown)
 
 
 cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,

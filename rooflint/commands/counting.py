@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from rooflint.common.vocabularies import CountersMode
 from rooflint.common.errors import RooflintError
-from rooflint.formats.settings import COUNTERS_OFF, Settings
+from rooflint.formats.settings import Settings
 from rooflint.measure import ncu
 from rooflint.measure.ncu import CountersUnavailable
 
-REQUIRED = "ncu"          # the --counters mode for which no counters is an error
 
 
 def counters_unavailable(mode: str) -> str | None:
     """Why counters cannot be taken at all (no ncu), found before anything starts."""
-    if mode == COUNTERS_OFF:
+    if mode == CountersMode.OFF:
         return None
     try:
         ncu.ncu_path()
@@ -32,7 +32,7 @@ def counters_unavailable(mode: str) -> str | None:
 def without_counters(exc: CountersUnavailable, mode: str) -> str:
     """The reason a command goes on with model bytes (``auto``); with ``--counters ncu``
     the command's error instead."""
-    if mode == REQUIRED:
+    if mode == CountersMode.NCU:
         raise RooflintError(f"--counters ncu: {exc}") from None
     return str(exc)
 
@@ -48,6 +48,6 @@ class CountersSwitch:
 
     def off(self, reason: str) -> None:
         self.on = False
-        self.settings.counters = COUNTERS_OFF
+        self.settings.counters = CountersMode.OFF
         self.settings.counters_unavailable = reason
         self.warn(f"counters unavailable: {reason}; continuing with the manifests' model bytes")

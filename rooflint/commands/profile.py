@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from rooflint.common.vocabularies import CountersMode
 from rooflint.analysis import calibration as calibrations
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.formats import kernel_models
@@ -297,7 +298,7 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
     """What a profile records of how it ran the program: its filters and both passes."""
     stopped = second.stopped
     return Settings(
-        counters="ncu", command=options.command, nvtx=options.nvtx, kernel_filter=options.kernel,
+        counters=CountersMode.NCU, command=options.command, nvtx=options.nvtx, kernel_filter=options.kernel,
         skip=options.skip, model=options.model, coverage=options.coverage, top=options.top,
         pass1_timer=first.timer.value,
         pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 
+from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.analysis import calibration as calibrations
 
 
@@ -43,7 +44,7 @@ from rooflint.commands import streams
 from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.common.phases import Stopwatch
 from rooflint.formats.results import RunResult, write_result
-from rooflint.formats.settings import COUNTERS_OFF, Settings
+from rooflint.formats.settings import Settings
 from rooflint.commands.counting import CountersSwitch, counters_unavailable, without_counters
 from rooflint.formats.status import Status
 from rooflint.output.live import Listener
@@ -56,10 +57,10 @@ class RunOptions:
     variants: list[str]
     sizes: dict[str, Number]
     gpu: str | None = None
-    cache: str = "cold"
+    cache: CacheMode = CacheMode.COLD
     timeout_s: float = 120.0
     json_path: Path | None = None
-    counters: str = "auto"       # auto: ncu when it works; ncu: required; off
+    counters: CountersMode = CountersMode.AUTO
     devices: list[str] | None = None   # CUDA_VISIBLE_DEVICES entries to spread families over
     gpm: bool = False            # sample NVML GPM utilizations (0.2 s a variant) as evidence
     source: bool = False         # a source pass: the source lines behind each move
@@ -180,7 +181,7 @@ def run(options: RunOptions, listener: Listener | None = None,
     manifests = manifests or check_inputs(options)
     specs = load_specs()
     unavailable = counters_unavailable(options.counters)
-    counting = options.counters != COUNTERS_OFF and not unavailable
+    counting = options.counters != CountersMode.OFF and not unavailable
     every_lane = lanes_for(options, manifests, pools or timing_pools(options.devices), counting)
     watch = Stopwatch()
     try:

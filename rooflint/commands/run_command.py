@@ -13,6 +13,7 @@ from typing import Optional
 
 import typer
 
+from rooflint.common.vocabularies import CountersMode
 from rooflint.commands import exporting
 from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import check_outputs
@@ -31,7 +32,7 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
     """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
     tables = exporting.asked(csv, markdown, html)
     to_stdout = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
-    if source and counters == "off":
+    if source and counters == CountersMode.OFF:
         fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
     check_outputs(None if json_path == STDOUT else json_path, picture=svg,
                   tables=exporting.files(tables))

@@ -17,6 +17,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Callable
 
+from rooflint.common.vocabularies import CountersMode
 from rooflint.analysis import calibration as calibrations
 from rooflint.formats.baseline import Baseline
 from rooflint.common.errors import RooflintError
@@ -28,7 +29,7 @@ from rooflint.measure import build, ncu
 from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.common.paths import locate_family
 from rooflint.formats.results import RunResult, VariantResult, read_result
-from rooflint.formats.settings import COUNTERS_OFF, Settings
+from rooflint.formats.settings import Settings
 from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
 from rooflint.commands.counting import CountersSwitch
 from rooflint.commands.run import RunOptions, family_counters, load_family
@@ -173,9 +174,9 @@ def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, count
         finally:
             pool.close()
         settings = Settings(counters=counters, **calibrations.settings(calibration),
-                            ncu_version=ncu.version() if counters != COUNTERS_OFF else None,
+                            ncu_version=ncu.version() if counters != CountersMode.OFF else None,
                             nvcc_version=build.toolkit_version())
-        switch, sides = CountersSwitch(counters != COUNTERS_OFF, settings, lambda said: None), []
+        switch, sides = CountersSwitch(counters != CountersMode.OFF, settings, lambda said: None), []
         for family, measurement, label in zip(families, measurements, labels):
             found = family_counters(family, [measurement], options, switch,
                                     progress_for(family, "counters"))

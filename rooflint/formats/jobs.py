@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rooflint.common.vocabularies import CacheMode, CompilerChoice
 from rooflint.common.sense import Amount, Count, Error
 from rooflint.formats.gpus import DeviceInfo  # noqa: F401 - part of the worker's documents
 from rooflint.formats.status import StatusWord
@@ -75,12 +76,12 @@ class VariantJob:
     reference: str                # function in reference.py giving the expected outputs
     tolerance: float              # bound on ||out - ref|| / ||ref|| per output buffer
     options: list[str]            # compiler options, include directories as absolute -I...
-    compiler: str = "auto"        # auto (NVRTC, nvcc when NVRTC cannot) | nvrtc | nvcc
+    compiler: CompilerChoice = CompilerChoice.AUTO
 
 
 @dataclass
 class TimingJob:
-    cache: str = "cold"           # cold: flush L2 before each sample; warm: do not
+    cache: CacheMode = CacheMode.COLD
     budget_s: float = 1.0         # stop sampling after this much GPU time per variant
     min_samples: int = 10
     max_samples: int = 200

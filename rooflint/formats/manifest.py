@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from rooflint.common.vocabularies import CompilerChoice
 from rooflint.analysis.evidence import Bound
 from rooflint.common.errors import RooflintError
 from rooflint.formats import compile_options, yamlfile
@@ -56,7 +57,6 @@ ROLES = ("in", "out", "inout")
 DTYPES = ("float64", "float32", "float16", "int64", "int32", "int16", "int8",
           "uint32", "uint16", "uint8")
 MOVES = ("up", "right")
-COMPILERS = ("auto", "nvrtc", "nvcc")   # auto: NVRTC, and nvcc for what NVRTC cannot build
 # Inputs are drawn uniformly from a buffer's range; without one, from these (integers stay
 # small, and unsigned ones are not handed a -1 that would wrap to 4294967295).
 DEFAULT_RANGES = {"f": (-1.0, 1.0), "i": (-100.0, 100.0), "u": (0.0, 100.0)}
@@ -215,7 +215,7 @@ def _manifest(values: dict, place: Place, written: Mapping) -> Manifest:
 
 # --- the schema (rooflint.formats.schema) --------------------------------------------
 
-_PRECISION, _COMPILER, _MOVES = choice(PRECISIONS), choice(COMPILERS), choice(MOVES)
+_PRECISION, _COMPILER, _MOVES = choice(PRECISIONS), choice(CompilerChoice), choice(MOVES)
 _BUFFER = Record((
     Field("dtype", choice(DTYPES)),
     Field("shape", expressions),
@@ -261,7 +261,7 @@ MANIFEST_FILE = Document(Record((
     Field("prepare", function_name, default=None),
     Field("gate", GATE, default={}, keeps_null=True),
     Field("options", _compiler_options, default=[], keeps_null=True),
-    Field("compiler", _COMPILER, default="auto", keeps_null=True),
+    Field("compiler", _COMPILER, default=CompilerChoice.AUTO, keeps_null=True),
     # the family-wide defaults, checked where a variant takes them
     *(Field(key, as_written, default=None)
       for key in ("flops", "bytes", "reference", "tolerance", "precision")),

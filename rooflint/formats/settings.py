@@ -12,11 +12,12 @@ with its default.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from rooflint.common.sense import one_of
+from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.formats.trace_events import Unrecorded
 
-COUNTERS_OFF = "off"          # the --counters mode, and what a run fell back to without ncu
 # The share of the GPU time whose kernels a profile's pass 2 profiles, unless --coverage
 # or --top says otherwise (analysis/program_kernels.choose).
 DEFAULT_COVERAGE = 0.90
@@ -24,8 +25,9 @@ DEFAULT_COVERAGE = 0.90
 
 @dataclass
 class Settings:
-    cache: str = "cold"                   # cold: L2 flushed before each sample; warm: not
-    counters: str = COUNTERS_OFF          # auto | ncu | off: off once they were unavailable
+    cache: Annotated[str, one_of(CacheMode)] = CacheMode.COLD
+    # off once they were unavailable
+    counters: Annotated[str, one_of(CountersMode)] = CountersMode.OFF
     counters_unavailable: str | None = None   # why a run went on without counters
     calibration: str | None = None        # when the calibration judged with was made
     l2_bandwidth: float | None = None     # its L2 and L1 bandwidths (B/s): the plot's roofs
@@ -66,7 +68,7 @@ class Settings:
     @property
     def counting(self) -> bool:
         """Whether the result's bytes came from counters (for a result read from a file)."""
-        return self.counters != COUNTERS_OFF
+        return self.counters != CountersMode.OFF
 
     def to_json(self) -> dict[str, Any]:
         return {name: value for name, value in asdict(self).items() if value is not None}

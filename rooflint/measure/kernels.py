@@ -19,6 +19,7 @@ from pathlib import Path
 
 import cupy
 
+from rooflint.common.vocabularies import CompilerChoice
 from rooflint.formats import compile_options
 
 from rooflint.common import paths
@@ -39,9 +40,9 @@ class Kernels:
 def load_kernels(variant: VariantJob, directory: Path, arch: str) -> Kernels:
     """Compile (or load from cache) the variant's source; BuildError says why not."""
     source = Path(variant.source)
-    if variant.compiler == "nvcc":
+    if variant.compiler == CompilerChoice.NVCC:
         loaded = _with_nvcc(variant, source, arch)
-    elif variant.compiler == "nvrtc":
+    elif variant.compiler == CompilerChoice.NVRTC:
         loaded = _with_nvrtc(variant, source, directory, arch)
     else:
         loaded = _nvrtc_else_nvcc(variant, source, directory, arch)
@@ -154,6 +155,6 @@ def _header_hint(log: str, compiler: str) -> str:
     if build.find_nvcc() is None:
         return ("; NVRTC has no host or C++ standard library headers: rooflint builds such "
                 f"sources with nvcc, which was not found ({build.NVCC_HINT})")
-    if compiler == "nvrtc":
+    if compiler == CompilerChoice.NVRTC:
         return "; NVRTC has no host headers: drop 'compiler: nvrtc' to build it with nvcc"
     return ""

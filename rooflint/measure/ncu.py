@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from rooflint.common.vocabularies import CacheMode
 from rooflint.analysis.causes import STALL_REASONS
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.sourcelines import (Instruction, Place, SourceLine, SourceProfile,
@@ -188,7 +189,7 @@ def _variant_ranges(cache: str) -> list[str]:
     """A worker's profiling session: off except around each variant's run, which the
     worker wraps in its NVTX range; caches flushed before each launch for a cold run."""
     return ["--profile-from-start", "off", "--nvtx",
-            "--cache-control", "all" if cache == "cold" else "none"]
+            "--cache-control", "all" if cache == CacheMode.COLD else "none"]
 
 
 # The source pass: one section (per-instruction stall samples and memory counters), the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
+from rooflint.common.vocabularies import CacheMode
 from rooflint.analysis.stats import quartiles, relative_spread
 from rooflint.formats.jobs import Clocks, TimingJob
 
@@ -30,7 +31,7 @@ def time_interleaved(runs: list[tuple[Sampler, Callable[[], None]]], timing: Tim
     still above target at ``max_samples`` is no reason to stop: sampling goes on, up to
     ``NOISY_SAMPLES_FACTOR`` times as many, within the same budget. Every sample is kept,
     so the result says how many were taken and how wide they spread."""
-    cold = timing.cache == "cold"
+    cold = timing.cache == CacheMode.COLD
     batches = [int(min(50, max(1, 0.05 / max(session.warm_up(run, cold), 1e-6))))
                for session, run in runs]
     samples: list[list[float]] = [[] for _ in runs]
