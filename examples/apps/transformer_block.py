@@ -1,4 +1,4 @@
-"""A bf16 transformer block in PyTorch: the program the README profiles with
+"""A bf16 transformer block in PyTorch: the program docs/profiling.md profiles with
 `rooflint profile -- python examples/apps/transformer_block.py`.
 
 Layer norm, the QKV projection, causal scaled-dot-product attention, the output

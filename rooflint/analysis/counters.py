@@ -2,9 +2,9 @@
 
 Pure accounting, with the reasons written down:
 - DRAM writes still sitting dirty in L2 when a kernel ends are not counted by
-  ``dram__bytes_write`` (REFERENCE.md: a 256 MiB copy showed 21 MB missing). They reach
-  DRAM later all the same, so the point counts at least the compulsory writes (the
-  outputs the variant writes) and says how much it added.
+  ``dram__bytes_write`` (docs/architecture.md: a 256 MiB copy showed 21 MB missing).
+  They reach DRAM later all the same, so the point counts at least the compulsory writes
+  (the outputs the variant writes) and says how much it added.
 - Counted FLOPs in the declared precision are shown beside the model's; a large
   difference is redundant work, or tensor operations the manifest did not declare.
 - Fewer DRAM bytes than the compulsory ones means data served from L2 (observed AI

@@ -40,8 +40,7 @@ def find_manifest(target: str | Path) -> Path:
                             + _taken_first(target))
     if path.suffix in SOURCE_SUFFIXES:
         raise RooflintError(f"{target} is a CUDA source; rooflint expects a {MANIFEST_NAME} "
-                            f"that names it (or its directory): see 'Writing a manifest' in "
-                            f"the README")
+                            f"that names it (or its directory): see docs/manifest.md")
     return path
 
 
