@@ -1,0 +1,58 @@
+"""What `run` and `profile` were asked, parsed once from their options: one frozen
+dataclass per command, whose defaults are written here and nowhere else (the command line
+shows them as its options' defaults; the engine's RunOptions takes run's).
+
+Light on purpose: the command line imports it before any command runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rooflint.common.vocabularies import CacheMode, CountersMode
+from rooflint.formats.settings import DEFAULT_COVERAGE
+
+
+@dataclass(frozen=True)
+class Exports:
+    """The tables a command also writes (- for standard output)."""
+
+    csv: Path | None = None
+    markdown: Path | None = None
+    html: Path | None = None
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    target: str | None = None             # a family directory, its kernel.yaml or a bundled name
+    variants: tuple[str, ...] = ()        # none: every variant
+    sizes: tuple[str, ...] = ()           # NAME=VALUE overrides, as typed
+    gpu: str | None = None                # the spec judged against; None: the device's
+    cache: CacheMode = CacheMode.COLD
+    json_path: Path | None = None
+    svg: Path | None = None
+    timeout_s: float = 120.0              # a variant's worker is abandoned after this
+    counters: CountersMode = CountersMode.AUTO
+    timings: bool = False
+    devices: str | None = None            # as typed: all, or indices such as 0,2
+    gpm: bool = False
+    source: bool = False
+    exports: Exports = Exports()
+    reference_cache: bool = True
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    command: tuple[str, ...]              # the program and its arguments
+    top: int | None = None
+    coverage: float = DEFAULT_COVERAGE
+    nvtx: str | None = None
+    kernel: str | None = None
+    skip: int = 0
+    gpu: str | None = None
+    json_path: Path | None = None
+    svg: Path | None = None
+    logs: Path | None = None
+    model: Path | None = None
+    exports: Exports = Exports()
