@@ -18,7 +18,8 @@ from typing import Callable
 
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.observation import Observation, analyse
-from rooflint.formats.gpus import GpuSpec, find_spec, load_specs
+from rooflint.analysis.gpu_spec import GpuSpec
+from rooflint.formats.gpus import find_spec, load_specs
 from rooflint.formats.results import VariantResult, read_result
 
 # A group of replay_passes.GROUPS as the analysis reads it: its fields of Counters, unread.

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from rooflint.analysis.comparison import Comparison
+    from rooflint.judge.comparison import Comparison
     from rooflint.formats.results import RunResult, VariantResult
 
 
@@ -49,5 +49,5 @@ def plot(results: "RunResult | list[RunResult]", ax: "Axes | None" = None,
 
 def compare(a: "VariantResult", b: "VariantResult") -> "Comparison":
     """B against A: speedup with an interval, movement, bytes, FLOPs, prediction."""
-    from rooflint.analysis.comparison import compare as compare_variants
+    from rooflint.judge.comparison import compare as compare_variants
     return compare_variants(a, b)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.ceilings import roofs as roofs_for
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.diagnose import diagnose
 from rooflint.analysis.evidence import LaunchFacts

@@ -4,10 +4,11 @@ import json
 import pytest
 from rich.console import Console
 
-from rooflint.analysis import calibration as cal
+from rooflint.analysis import ceilings
+from rooflint.formats import calibration as cal
 
 from rooflint.common import paths
-from rooflint.commands.explain import explain
+from rooflint.judge.explain import explain
 from rooflint.formats.gpus import find_spec
 from rooflint.formats.jobs import DeviceInfo
 from rooflint.output.roofs import render_calibration
@@ -83,19 +84,19 @@ def test_xdg_cache_home(monkeypatch, tmp_path):
 
 def test_calibrated_roofs_with_datasheet_beside(calibration, specs):
     h200 = find_spec("h200", specs)
-    roofs = cal.roofs(h200, "fp32", calibration)
+    roofs = ceilings.roofs(h200, "fp32", calibration)
     assert roofs.compute == 60.2e12 and roofs.datasheet_compute == pytest.approx(66.9e12, rel=1e-3)
     assert roofs.dram_bandwidth == 4.3e12 and roofs.datasheet_dram_bandwidth == 4.8e12
     assert "calibrated" in roofs.source
-    fp64 = cal.roofs(h200, "fp64", calibration)        # not measured: datasheet compute roof
+    fp64 = ceilings.roofs(h200, "fp64", calibration)        # not measured: datasheet compute roof
     assert fp64.compute == fp64.datasheet_compute and "fp64 datasheet" in fp64.source
-    assert cal.roofs(h200, "fp32", None).source == "datasheet"
+    assert ceilings.roofs(h200, "fp32", None).source == "datasheet"
 
 
 @pytest.mark.parametrize("precision, measured", [("bf16-tensor", 830e12), ("fp8-tensor", 1.45e15),
                                                  ("int8-tensor", 1.2e15)])
 def test_each_tensor_precision_has_its_own_calibrated_roof(calibration, specs, precision, measured):
-    roofs = cal.roofs(find_spec("h200", specs), precision, calibration)
+    roofs = ceilings.roofs(find_spec("h200", specs), precision, calibration)
     assert roofs.compute == measured and f"{precision} calibrated" in roofs.source
     assert roofs.datasheet_compute > measured
 
@@ -139,7 +140,7 @@ def test_a_calibration_from_before_the_l1_step_still_loads(calibration, tmp_path
 def test_fraction_of_the_datasheet_at_the_clock_seen(calibration, specs):
     h200 = find_spec("h200", specs)
     # 60.2 TFLOP/s at 1800 MHz against 66.9 TFLOP/s at 1980 MHz rescaled to 1800 (60.8)
-    assert cal.fraction_of_datasheet_at_clock(h200, "fp32", calibration.compute["fp32"]) == \
+    assert ceilings.fraction_of_datasheet_at_clock(h200, "fp32", calibration.compute["fp32"]) == \
         pytest.approx(60.2 / (66.9 * 1800 / 1980), rel=1e-3)
 
 

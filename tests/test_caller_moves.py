@@ -7,8 +7,8 @@ import itertools
 
 import pytest
 
-from rooflint.analysis import program_kernels
-from rooflint.analysis import upside
+from rooflint.judge import program_kernels
+from rooflint.judge import upside
 from rooflint.commands import profile as app
 from rooflint.analysis import caller_moves as catalog
 from rooflint.analysis.diagnose import Move, Verdict
@@ -177,7 +177,7 @@ def test_a_precision_trade_comes_after_the_moves_that_keep_precision():
 
 def test_every_library_kernel_of_a_recorded_profile_leads_with_a_caller_move(specs):
     from test_profile import FIXTURES, H200_PASS1, H200_PASS2
-    from rooflint.analysis import calibration as calibrations
+    from rooflint.formats import calibration as calibrations
     from rooflint.formats.gpus import find_spec
     from rooflint.formats.settings import Settings
     kernels = program_kernels.kernel_times(H200_PASS1)

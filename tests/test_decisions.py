@@ -19,13 +19,14 @@ from edges import cli_runner
 from rooflint.formats import baseline as baselines
 from rooflint.formats.baseline import Baseline, Entry
 from rooflint.commands.cli import app
-from rooflint.analysis.comparison import compare, decide, describe_movement
-from rooflint.commands.gate import evaluate
+from rooflint.judge.comparison import compare, decide, describe_movement
+from rooflint.judge.gate import evaluate
 from rooflint.measure import sampling
 from rooflint.formats.jobs import TimingJob
 from rooflint.output.family_table import render_family
 from rooflint.output.tables import render_comparison
-from rooflint.formats.results import NOISY_SPREAD, TimeStats, read_result, write_result
+from rooflint.analysis.stats import NOISY_SPREAD, TimeStats
+from rooflint.formats.results import read_result, write_result
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
 runner = cli_runner()

@@ -13,7 +13,7 @@ import pytest
 
 from recorded import counters_of
 
-from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.ceilings import roofs as roofs_for
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.diagnose import diagnose
 from rooflint.analysis.evidence import LaunchFacts

@@ -18,7 +18,7 @@ import pytest
 
 from edges import NO_GPU, REPO, Outcome, assert_intact, assert_one_line_error, rooflint, snapshot
 from rooflint.formats import baseline as baselines, results
-from rooflint.analysis import calibration as calibrations
+from rooflint.formats import calibration as calibrations
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_atomic
 

@@ -12,7 +12,7 @@ from edges import cli_runner
 from rooflint.formats import baseline as baselines
 from rooflint.commands.cli import app
 from rooflint.common.errors import RooflintError
-from rooflint.commands.gate import evaluate
+from rooflint.judge.gate import evaluate
 from rooflint.formats.results import read_result, write_result
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
@@ -73,7 +73,7 @@ def test_noisy_samples_make_a_slowdown_inconclusive_not_a_failure(result):
 def test_a_likely_gain_with_a_wide_interval_is_inconclusive_and_not_rechecked(result):
     """compare would call it inconclusive, so the gate does too (it does not fail), and
     --recheck re-measures only what looks slower."""
-    from rooflint.commands.gate import recheck
+    from rooflint.judge.gate import recheck
     base = changed(result, "tiled", samples_s=[1.00e-3, 1.10e-3, 0.90e-3, 1.05e-3, 0.95e-3] * 3)
     faster = changed(result, "tiled", samples_s=[0.93e-3, 1.02e-3, 0.84e-3, 0.98e-3, 0.88e-3] * 3)
     report = judge(base, faster)
@@ -187,7 +187,7 @@ def test_cli_usage_errors_exit_2(tmp_path):
 
 def test_recheck_keeps_the_interleaved_verdict(result):
     """A slowdown seen against an old baseline that vanishes when both are timed now."""
-    from rooflint.commands.gate import recheck
+    from rooflint.judge.gate import recheck
     slower = changed(result, "tiled", samples_s=lambda s: [x * 1.10 for x in s])
     report = judge(result, slower)
     assert outcome(report, "tiled").outcome == "regressed"
@@ -205,7 +205,7 @@ def test_recheck_keeps_the_interleaved_verdict(result):
 
 
 def test_recheck_does_not_forgive_counter_regressions(result):
-    from rooflint.commands.gate import recheck
+    from rooflint.judge.gate import recheck
     worse = changed(result, "copy_float4", samples_s=lambda s: [x * 1.10 for x in s],
                     dram_bytes=lambda d: {**d, "ncu": d["ncu"] * 1.05})
     report = judge(result, worse)

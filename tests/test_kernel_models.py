@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooflint.analysis import program_kernels
+from rooflint.judge import program_kernels
 from rooflint.commands import profile as app
 from rooflint.formats import kernel_models
 from rooflint.common.errors import RooflintError

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.analysis.program_kernels import kernel_times_from_trace
+from rooflint.judge.program_kernels import kernel_times_from_trace
 from rooflint.common.errors import RooflintError
 from rooflint.commands.profile import device_from_trace
 from rooflint.formats.kernel_records import UnreadableRecords, read_records

@@ -1,12 +1,15 @@
-"""The layers of rooflint, read from its imports (issue 26): no import circle, and the pure
-analysis core imports neither the GPU code (``rooflint.measure``) nor the commands.
+"""The layers of rooflint, read from its imports (issues 26 and 46): no import circle, and
+no layer imports one above it. From the ground up: the pure analysis core, the documents
+built from its types, the decisions over documents (judge), then the GPU code and the
+printers, then the commands.
 
 Every module is parsed with ``ast``, never imported, so this runs on any machine. Every
 import of ``rooflint.*`` counts, at module level or inside a function (a function-level
 import that closes a circle only moves the failure to the call); imports under ``if
 TYPE_CHECKING:`` never run and close no circle, but they are dependencies all the same.
 ``LAYERS`` is the one place that says which module belongs to which layer: DESIGN.md's
-diagram and issue 26's list, as the tree is today.
+diagram and issue 26's list, as the tree is today; ``FORBIDDEN`` says which edges would
+point up.
 """
 
 from __future__ import annotations
@@ -24,31 +27,45 @@ PACKAGE = Path(__file__).resolve().parent.parent / "rooflint"
 # The layers are packages (issue 26): a newcomer reads the architecture from `ls rooflint`.
 LAYERS: dict[str, tuple[str, ...]] = {
     # The pure analysis core: numbers in, verdicts out; caller_moves is the catalog kept as
-    # data beside moves (DESIGN.md); stats, the statistics the worker and documents share.
+    # data beside moves (DESIGN.md); stats, the statistics the worker and documents share;
+    # gpu_spec and ceilings, the datasheet and measured roofs a kernel is judged against.
     "core": ("rooflint.analysis",),
-    # The documents and their schemas; trace_events reads PyTorch's trace,
-    # compile_options is the schema of a manifest's compiler options.
+    # The documents and their schemas, built from the core's types; trace_events reads
+    # PyTorch's trace, compile_options is the schema of a manifest's compiler options,
+    # calibration the measured ceilings and their cache.
     "formats": ("rooflint.formats",),
+    # The decisions over documents: a measurement judged into a result, comparison, gate,
+    # explain, a program's kernels chosen and their upside.
+    "judge": ("rooflint.judge",),
     # The only code that touches a GPU (DESIGN.md).
     "measure": ("rooflint.measure",),
     # What users read: the printers, and the guard on what a command may write.
     "output": ("rooflint.output",),
-    # The commands, what they share to judge a measured family (judge), and the command
-    # line that calls them.
+    # The commands and the command line that calls them.
     "commands": ("rooflint.commands", "rooflint.__main__"),
     # Small modules any layer may use.
     "shared": ("rooflint.common",),
     # The package itself: the notebook API (rooflint.load, plot, compare), above all else.
     "api": ("rooflint",),
 }
-# What each layer may not import, and why.
+# What each layer may not import, and why: every edge that would point up.
 FORBIDDEN = {
-    "core": {"measure": "the core runs with no GPU and no CuPy (DESIGN.md)",
+    "core": {"formats": "documents are built from the core's types, never the other way",
+             "judge": "the decisions over documents are built on the core, never the other way",
+             "output": "the core computes; what users read is printed above it",
+             "measure": "the core runs with no GPU and no CuPy (DESIGN.md)",
              "commands": "the core is what commands call, never the other way"},
-    "output": {"commands": "printers print what commands give them; they never call back up"},
-    "formats": {"measure": "documents are read and written with no GPU: the worker imports "
+    "formats": {"judge": "documents are what the decisions read and fill, never the other way",
+                "output": "documents are what printers print, never the other way",
+                "measure": "documents are read and written with no GPU: the worker imports "
                            "the job and measurement records, never the other way",
                 "commands": "documents are what commands read and write, never the other way"},
+    "judge": {"output": "a decision is made once and printed by whoever shows it",
+              "measure": "decisions are made over documents, with no GPU",
+              "commands": "the decisions are what commands call, never the other way"},
+    "measure": {"output": "printers show what the GPU code measured; it never calls them",
+                "commands": "the GPU code is what commands run, never the other way"},
+    "output": {"commands": "printers print what commands give them; they never call back up"},
 }
 
 
@@ -188,7 +205,7 @@ def test_no_import_circle(graph):
     assert circles(graph) == []
 
 
-def test_the_core_imports_neither_measure_nor_commands(graph):
+def test_no_layer_imports_one_above_it(graph):
     assert forbidden_imports(graph) == []
 
 
@@ -220,9 +237,19 @@ def test_the_circles_issue_26_removed_would_be_found(graph, module, imported):
     assert any({module, imported} <= set(circle) for circle in circles(graph))
 
 
-@pytest.mark.parametrize("imported", ["rooflint.measure.protocol", "rooflint.commands.run"])
-def test_a_core_import_of_measure_or_a_command_would_be_found(graph, imported):
-    graph = {**graph, "rooflint.analysis.roofline": graph["rooflint.analysis.roofline"]
-             + [Import(imported, 1, "function")]}
-    assert any(finding.startswith(f"rooflint/analysis/roofline.py:1 imports {imported} ")
+@pytest.mark.parametrize("module, imported", [
+    ("rooflint.analysis.roofline", "rooflint.measure.protocol"),
+    ("rooflint.analysis.roofline", "rooflint.commands.run"),
+    ("rooflint.analysis.roofline", "rooflint.formats.results"),     # the edge issue 46 removed
+    ("rooflint.analysis.roofline", "rooflint.judge.comparison"),
+    ("rooflint.formats.results", "rooflint.judge.upside"),
+    ("rooflint.formats.results", "rooflint.output.tables"),
+    ("rooflint.judge.gate", "rooflint.output.gate_report"),
+    ("rooflint.judge.measurement", "rooflint.measure.protocol"),
+    ("rooflint.judge.explain", "rooflint.commands.explain_command"),
+])
+def test_an_import_that_points_up_would_be_found(graph, module, imported):
+    graph = {**graph, module: graph[module] + [Import(imported, 1, "function")]}
+    path = module.replace(".", "/") + ".py"
+    assert any(finding.startswith(f"{path}:1 imports {imported} ")
                for finding in forbidden_imports(graph))

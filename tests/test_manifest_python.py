@@ -22,7 +22,7 @@ from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
 from rooflint.formats.jobs import Clocks, FamilyJob, Measurement, OutputCheck, TimingJob
 from rooflint.output.family_table import render_family
-from rooflint.commands.judge import family_result
+from rooflint.judge.measurement import family_result
 from recorded import RECORDED
 
 DEVICE = {"num_sms": 132}

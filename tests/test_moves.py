@@ -14,10 +14,10 @@ import pytest
 
 from rooflint.analysis import causes as registry
 from rooflint.analysis import moves as catalog
-from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.ceilings import roofs as roofs_for
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.diagnose import diagnose
-from rooflint.analysis.calibration import load as load_calibration
+from rooflint.formats.calibration import load as load_calibration
 from rooflint.analysis.evidence import Evidence, LaunchFacts
 from rooflint.formats.gpus import find_spec
 from rooflint.measure import ncu
@@ -257,7 +257,7 @@ def test_every_move_names_the_level_that_binds_and_no_fallback_hides_a_cause():
 def test_profile_ranks_an_l1_bound_kernel_by_its_l1_roof(specs):
     """`rooflint profile` ranks kernels by the time a fix could save, 1 - the fraction of
     the nearest roof: for a naive SGEMM that is L1 (98 %), not DRAM (1 %)."""
-    from rooflint.analysis.upside import best_fraction
+    from rooflint.judge.upside import best_fraction
     h100 = find_spec("h100-sxm", specs)
     point, counters = square_gemm(h100, "fp32", 4096, 4, 0.05, occupancy_pct=90.0, waves=8.0,
                                   registers_per_thread=32, grid_size=16384, l1_pct=98.0)
@@ -275,7 +275,7 @@ def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_pat
 
     from rooflint.output.family_table import render_family
     from rooflint.formats.results import FamilyResult, RunResult, read_result, write_result
-    from rooflint.commands.judge import family_result
+    from rooflint.judge.measurement import family_result
     from rooflint.formats.family_job import resolve
     from rooflint.formats.manifest import load_manifest
     from rooflint.formats.jobs import Clocks, Measurement, TimingJob

@@ -10,7 +10,7 @@ from edges import cli_runner
 
 import rooflint
 from rooflint.commands.cli import app
-from rooflint.analysis.comparison import compare, speedup
+from rooflint.judge.comparison import compare, speedup
 from rooflint.common.errors import RooflintError
 from rooflint.formats.results import read_result, write_result
 from rooflint.commands.sides import gpu_warning, pairs_from_files

@@ -15,11 +15,13 @@ from dataclasses import replace
 
 import pytest
 
-from rooflint.analysis import program_kernels
-from rooflint.analysis import upside
+from rooflint.judge import program_kernels
+from rooflint.judge import upside
 from rooflint.commands import profile as app
-from rooflint.analysis import calibration as calibrations
-from rooflint.formats.results import TimeStats, read_result
+from rooflint.analysis import ceilings
+from rooflint.formats import calibration as calibrations
+from rooflint.analysis.stats import TimeStats
+from rooflint.formats.results import read_result
 from rooflint.formats.settings import Settings
 from rooflint.formats.gpus import find_spec
 from rooflint.measure.ncu import parse_rows
@@ -237,7 +239,7 @@ def test_a_gemm_near_its_compute_roof_is_done_whatever_l2_reads(specs):
     counters = app.counters_by_identity(kernels, H200_PASS2)
     gemm = kernels[0]
     calibration = calibrations.load(FIXTURES / "h200-calibration-2026-11-22.json")
-    l2_roof = calibrations.bandwidth(calibration, "l2")
+    l2_roof = ceilings.bandwidth(calibration, "l2")
     measured = counters[gemm.identity]                  # 96 % of the roof on the H200
     slower = replace(measured, duration_s=measured.duration_s * 96 / 85)
     hot_l2 = replace(slower, l2_bytes=0.95 * l2_roof * slower.duration_s)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.analysis import program_kernels
+from rooflint.judge import program_kernels
 from rooflint.formats.results import read_result, write_result
 from rooflint.formats.trace_events import (SAMPLED_COUNT, SAMPLED_RANGE, Unrecorded, launches,
                                            unrecorded)

@@ -5,7 +5,7 @@ import pytest
 from rooflint.analysis.diagnose import diagnose
 from rooflint.analysis.evidence import LaunchFacts, classify
 from rooflint.formats.gpus import find_spec
-from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.ceilings import roofs as roofs_for
 from rooflint.analysis.roofline import Roofs, place
 
 # A round machine: 100 TFLOP/s, 2 TB/s -> ridge at 50 FLOP/B.

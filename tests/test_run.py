@@ -15,7 +15,7 @@ from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
 from rooflint.formats.jobs import Clocks, DeviceInfo, Measurement, OutputCheck, TimingJob
 from rooflint.formats.results import read_result, write_result, RunResult
-from rooflint.commands.judge import family_result
+from rooflint.judge.measurement import family_result
 
 H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132,
                   l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,

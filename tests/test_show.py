@@ -18,7 +18,7 @@ from rooflint.formats import baseline as baselines
 from rooflint.output import live as report
 from rooflint.commands import run as run_module
 from rooflint.commands.cli import app
-from rooflint.commands.gate import evaluate
+from rooflint.judge.gate import evaluate
 from rooflint.output.live import RunDisplay
 from rooflint.output.gate_report import gate_junit, gate_markdown, render_gate
 from rooflint.output.tables import render_run

@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from rooflint.common.errors import RooflintError
-from rooflint.formats.gpus import PRECISIONS, find_spec, load_spec, match_device, normalize_name
+from rooflint.analysis.gpu_spec import PRECISIONS
+from rooflint.formats.gpus import find_spec, load_spec, match_device, normalize_name
 
 REQUIRED_IDS = {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l4",
                 "a10", "rtx4090", "rtx3090", "t4", "v100-sxm2"}
@@ -210,7 +211,7 @@ def test_explain_judges_against_the_member_of_the_gpu_here(gpus_here):
 def test_a_measured_device_settles_the_family_itself(specs, gpus_here):
     """run, profile, compare and calibrate judge the device they measured: --gpu h100 is
     that device's board, whatever else the machine holds."""
-    from rooflint.commands.judge import device_spec
+    from rooflint.judge.measurement import device_spec
     from rooflint.formats.gpus import DeviceInfo
     device = DeviceInfo(H100_PCIE, 0, "9.0", 114, 50 * 2**20, 80 * 2**30, 1755.0, 1593.0,
                         "570.0", "12.8", "13.0")

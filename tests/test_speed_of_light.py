@@ -9,7 +9,7 @@ import json
 import pytest
 
 from edges import rooflint
-from rooflint.analysis.calibration import roofs as roofs_for
+from rooflint.analysis.ceilings import roofs as roofs_for
 from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.roofline import SPEED_OF_LIGHT_MARGIN, floor
 from rooflint.formats.gpus import find_spec, load_specs
@@ -61,7 +61,7 @@ def test_explain_gives_the_floor_and_marks_a_time_under_it():
 
 # -- above a calibrated roof --------------------------------------------------------------
 
-CALIBRATED = __import__("rooflint.analysis.calibration", fromlist=["load"]).load(
+CALIBRATED = __import__("rooflint.formats.calibration", fromlist=["load"]).load(
     __import__("edges").REPO / "examples" / "h100-calibration.json")      # bf16: 791 TFLOP/s
 BF16_GEMM = 2 * 8192**3                                                  # 1.1 TFLOP
 
@@ -97,7 +97,7 @@ def test_a_datasheet_roof_is_not_called_calibrated():
 def test_the_recorded_steps_gemms_above_the_calibrated_roofs_say_so():
     """The H100 training step's pass 2 (tests/fixtures/ncu), judged against the H100's
     committed calibration: the GEMMs above its bf16 or L2 roof are marked, no other."""
-    from rooflint.analysis.program_kernels import kernel_times
+    from rooflint.judge.program_kernels import kernel_times
     from rooflint.commands import profile as app
     from rooflint.measure.ncu import parse_rows
     from edges import REPO

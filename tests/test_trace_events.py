@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rooflint.analysis import program_kernels
+from rooflint.judge import program_kernels
 from rooflint.commands import profile as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PACKAGE, PROGRAM, _programs_frames
 from rooflint.measure import ncu

@@ -20,7 +20,8 @@ from edges import cli_runner
 
 from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
 from rooflint.formats import baseline as baselines, yamlfile
-from rooflint.analysis import calibration as calibrations, comparison
+from rooflint.formats import calibration as calibrations
+from rooflint.judge import comparison
 from rooflint.commands.cli import app
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import load_spec

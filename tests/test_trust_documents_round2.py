@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from edges import assert_one_line_error, rooflint
-from rooflint.analysis import calibration as calibrations
+from rooflint.formats import calibration as calibrations
 from rooflint.common.errors import RooflintError
 from rooflint.formats import baseline as baselines
 from rooflint.formats.json_schema import schema_of

@@ -176,7 +176,7 @@ def test_a_reader_that_stops_reading_ends_rooflint_quietly():
 def test_a_model_of_zero_compulsory_bytes_is_no_ratio_not_a_division_by_zero():
     """A manifest's byte model can come to 0; the traffic evidence then says it cannot
     judge the traffic (explain refuses --algorithmic-bytes 0 outright)."""
-    from rooflint.analysis.calibration import roofs
+    from rooflint.analysis.ceilings import roofs
     from rooflint.analysis.evidence import LaunchFacts, gather
     from rooflint.formats.gpus import find_spec, load_specs
     from rooflint.analysis.roofline import place

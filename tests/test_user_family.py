@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from edges import REPO
-from rooflint.commands.judge import check_fits
+from rooflint.measure.protocol import check_fits
 from rooflint.commands.run import RunOptions, check_inputs
 from rooflint.formats.family_job import resolve
 from rooflint.formats.jobs import TimingJob

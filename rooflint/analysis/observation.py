@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from rooflint.analysis import calibration as calibrations
+from rooflint.analysis import ceilings
 from rooflint.analysis.counters import implausible, traffic
 from rooflint.analysis.diagnose import Verdict, diagnose
 from rooflint.analysis.evidence import LaunchFacts, l1_fraction
-from rooflint.formats.gpus import GpuSpec
+from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.analysis.counters import Counters
-from rooflint.formats.results import TimeStats
+from rooflint.analysis.stats import TimeStats
 from rooflint.analysis.roofline import Floor, Level, Point, Roofs, floor, levels, place
 from rooflint.common.units import format_bytes, format_rate, format_time
 
@@ -66,7 +66,7 @@ class Analysis:
 
 
 def analyse(o: Observation, spec: GpuSpec, sms: int,
-            calibration: calibrations.Calibration | None) -> Analysis:
+            calibration: ceilings.MeasuredCeilings | None) -> Analysis:
     """Roofs, point and verdict for one observation (no point without a time, or without
     either a model or counters to say how many bytes moved). Counters that cannot be true
     (counters.implausible) are refused, with the reason in the notes, and the kernel
@@ -76,7 +76,7 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
                if o.counters else None)
     if refused:
         o = replace(o, counters=None, point_time_s=None)
-    roofs = calibrations.roofs(spec, o.precision, calibration)
+    roofs = ceilings.roofs(spec, o.precision, calibration)
     time = TimeStats.of(o.samples_s) if o.samples_s else None
     graph_time = TimeStats.of(o.graph_samples_s) if o.graph_samples_s else None
     model = o.model or Model(0.0, 0.0)
@@ -97,14 +97,14 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
         facts = LaunchFacts.of(
             sms, o.precision, grid_blocks=o.grid_blocks, threads_per_block=o.threads_per_block,
             launches=o.launches,
-            tensor_roof=calibrations.tensor_roof(spec, o.precision, calibration),
-            l2_roof=calibrations.bandwidth(calibration, "l2"),
-            fp8_roof=calibrations.fp8_roof(spec, o.precision, calibration),
+            tensor_roof=ceilings.tensor_roof(spec, o.precision, calibration),
+            l2_roof=ceilings.bandwidth(calibration, "l2"),
+            fp8_roof=ceilings.fp8_roof(spec, o.precision, calibration),
             compute_capability=spec.compute_capability)
         verdict = diagnose(point, facts, o.counters, graph_time.median_s if graph_time else None)
         if o.counters:
             hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
-                               o.counters.l1_bytes, calibrations.bandwidth(calibration, "l1"),
+                               o.counters.l1_bytes, ceilings.bandwidth(calibration, "l1"),
                                l1_fraction(o.counters, sms))
     notes = [f"counters refused: {refused}"] if refused else measured.notes if measured else []
     bound = floor(model.flops, model.bytes, roofs, o.cached) if o.model else None

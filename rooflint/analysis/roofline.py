@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from rooflint.formats.gpus import Precision
+from rooflint.analysis.gpu_spec import Precision
 from rooflint.common.sense import Amount, Intensity, Positive, Seconds, one_of
 
 LEVELS = ("dram", "l2", "l1")          # the memory levels of the hierarchical roofline

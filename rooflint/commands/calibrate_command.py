@@ -13,9 +13,9 @@ from typing import Optional
 
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
-from rooflint.analysis import calibration as calibrations
+from rooflint.formats import calibration as calibrations
 from rooflint.commands.exporting import STDOUT, write_json, written_json
-from rooflint.commands.judge import device_spec
+from rooflint.judge.measurement import device_spec
 from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.commands.streams import console, errors
 from rooflint.formats.gpus import load_specs

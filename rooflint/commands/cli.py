@@ -25,7 +25,7 @@ from rooflint.commands.streams import (GuardedErrors, GuardedOutput, be_quiet, c
 from rooflint.common.errors import RooflintError
 from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.common.version import __version__
-from rooflint.formats.gpus import PRECISIONS
+from rooflint.analysis.gpu_spec import PRECISIONS
 from rooflint.formats.settings import DEFAULT_COVERAGE
 
 app = typer.Typer(cls=CompletingGroup, no_args_is_help=True, rich_markup_mode=None,

@@ -13,7 +13,7 @@ from typing import Optional
 
 from rich.progress import TextColumn
 
-from rooflint.analysis.comparison import compare as compare_variants
+from rooflint.judge.comparison import compare as compare_variants
 from rooflint.commands.gate_command import threshold
 from rooflint.commands.sides import Side, gpu_warning, resolve_pairs, split_side, unmatched
 from rooflint.commands.exporting import STDOUT, write_json, written_json

@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from rooflint.analysis import calibration as calibrations
-from rooflint.commands.explain import explain as explain_point
+from rooflint.formats import calibration as calibrations
+from rooflint.judge.explain import explain as explain_point
 from rooflint.commands.exporting import STDOUT, write_json, written_json
 from rooflint.commands.streams import console, fail
 from rooflint.output.outputs import EXPLANATION
 from rooflint.common.units import parse_bytes, parse_count, parse_time
 from rooflint.commands.named_gpu import option_spec
-from rooflint.formats.gpus import PRECISIONS
+from rooflint.analysis.gpu_spec import PRECISIONS
 from rooflint.output.roofs import render_explanation
 
 MOVES_BYTES = "a kernel reads its inputs and writes its outputs"

@@ -14,7 +14,7 @@ from typing import Optional
 
 import typer
 
-from rooflint.commands.gate import evaluate, recheck as gate_recheck
+from rooflint.judge.gate import evaluate, recheck as gate_recheck
 from rooflint.commands.guards import guard_outputs
 from rooflint.commands.run import RunOptions, run as run_families
 from rooflint.commands.sides import remeasure_against

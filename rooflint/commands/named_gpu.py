@@ -10,7 +10,8 @@ several ids.
 from __future__ import annotations
 
 from rooflint.common.errors import RooflintError
-from rooflint.formats.gpus import GpuSpec, find_spec, load_specs
+from rooflint.analysis.gpu_spec import GpuSpec
+from rooflint.formats.gpus import find_spec, load_specs
 from rooflint.measure import nvml
 
 

@@ -5,11 +5,11 @@ operator and function behind each launch, or Nsight Compute's; counters on one l
 each launch shape of the chosen kernels) to a result document in the common schema; only
 profile_program runs anything (measure/program.py). The kernels are found, ranked by
 total GPU time, chosen (those that cover ``coverage`` of it, or the ``top`` N) and met by
-pass 2's launches in analysis/program_kernels.py. Each chosen one becomes an Observation
+pass 2's launches in judge/program_kernels.py. Each chosen one becomes an Observation
 judged by the same engine as a manifest variant, with no algorithmic intensity (nobody counted
 its compulsory bytes), a library kernel leading with its caller's moves
 (caller_moves.py), and gets its share of the program's time and its upside, the time its
-best move could save (analysis/upside.py, which also says when a kernel is done).
+best move could save (judge/upside.py, which also says when a kernel is done).
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Callable
 
 from rooflint.common.vocabularies import CountersMode
-from rooflint.analysis import calibration as calibrations
+from rooflint.formats import calibration as calibrations
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.formats import kernel_models
 from rooflint.analysis.counters import Counters
-from rooflint.commands.judge import device_spec
+from rooflint.judge.measurement import device_spec
 from rooflint.commands.named_gpu import check_gpu_option
-from rooflint.formats.gpus import DeviceInfo, GpuSpec, load_specs
+from rooflint.analysis.gpu_spec import GpuSpec
+from rooflint.formats.gpus import DeviceInfo, load_specs
 from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
 from rooflint.measure import program as passes
 from rooflint.measure.program import Choice, Filters
@@ -36,17 +37,17 @@ from rooflint.formats.jobs import Clocks
 from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
 from rooflint.analysis.observation import Model, Observation, analyse
-from rooflint.analysis.program_kernels import (NO_COUNTERS, Autotuning,
-                                               Identity, KernelTime, autotuners_words, choose,
-                                               mangled_patterns, rows_without_autotuning,
-                                               trace_without_autotuning,
-                                               kernel_times, kernel_times_from_trace,
-                                               launches_by_identity, library, mixed_shapes,
-                                               drifting,
-                                               caller_flags,
-                                               per_launch, selected, unique_names,
-                                               unrecorded_words, why_no_counters)
-from rooflint.analysis.upside import best_fraction, by_upside, upside
+from rooflint.judge.program_kernels import (NO_COUNTERS, Autotuning,
+                                            Identity, KernelTime, autotuners_words, choose,
+                                            mangled_patterns, rows_without_autotuning,
+                                            trace_without_autotuning,
+                                            kernel_times, kernel_times_from_trace,
+                                            launches_by_identity, library, mixed_shapes,
+                                            drifting,
+                                            caller_flags,
+                                            per_launch, selected, unique_names,
+                                            unrecorded_words, why_no_counters)
+from rooflint.judge.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.formats.settings import DEFAULT_COVERAGE, Settings

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rooflint.analysis.comparison import compare as compare_variants
+from rooflint.judge.comparison import compare as compare_variants
 from rooflint.commands.guards import guard_outputs
 from rooflint.commands.sides import Side, gpu_warning, paired, result_sides, unmatched_names
 from rooflint.commands.streams import console, emit

@@ -1,5 +1,5 @@
 """`rooflint run`: manifests -> worker measurements -> points, verdicts, result document
-(each family judged by judge.py, which `compare` and `profile` share).
+(each family judged by judge/measurement.py, which `compare` and `profile` share).
 
 The order is chosen so that mistakes surface before the GPU is touched: every manifest
 is loaded and every ``--size`` checked first, then the workers start, the device is
@@ -20,14 +20,15 @@ from typing import Callable
 
 
 from rooflint.common.vocabularies import CacheMode, CountersMode
-from rooflint.analysis import calibration as calibrations
+from rooflint.formats import calibration as calibrations
 
 
 from rooflint.common import phases
 from rooflint.formats.baseline import git_revision
 from rooflint.common.errors import RooflintError
 from rooflint.formats.expressions import Number, evaluate
-from rooflint.formats.gpus import GpuSpec, load_specs
+from rooflint.analysis.gpu_spec import GpuSpec
+from rooflint.formats.gpus import load_specs
 from rooflint.formats.families import bundled_manifests, shadowed_family
 from rooflint.formats.family_code import check_code
 from rooflint.formats.family_job import ResolvedFamily, check_sizes, resolve
@@ -39,7 +40,8 @@ from rooflint.analysis.counters import Counters
 from rooflint.measure import build, ncu, source_report
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
-from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
+from rooflint.judge.measurement import check_precisions, device_spec, family_result
+from rooflint.measure.protocol import check_fits
 from rooflint.commands import streams
 from rooflint.commands.named_gpu import check_gpu_option
 from rooflint.common.phases import Stopwatch

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from rooflint.common.vocabularies import CountersMode
-from rooflint.analysis import calibration as calibrations
+from rooflint.formats import calibration as calibrations
 from rooflint.formats.baseline import Baseline
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import load_specs
@@ -30,7 +30,8 @@ from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.common.paths import locate_family
 from rooflint.formats.results import RunResult, VariantResult, read_result
 from rooflint.formats.settings import Settings
-from rooflint.commands.judge import check_fits, check_precisions, device_spec, family_result
+from rooflint.judge.measurement import check_precisions, device_spec, family_result
+from rooflint.measure.protocol import check_fits
 from rooflint.commands.counting import CountersSwitch
 from rooflint.commands.run import RunOptions, family_counters, load_family
 

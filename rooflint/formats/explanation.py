@@ -1,6 +1,6 @@
 """The explain document: a point placed under one GPU's roofs, with its verdict.
 
-`rooflint explain` makes it (commands/explain.py); ``--json`` writes it, and the terminal
+`rooflint explain` makes it (judge/explain.py); ``--json`` writes it, and the terminal
 printer (output/roofs.py) shows it, so the record sits below both.
 """
 
@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rooflint.analysis.diagnose import Verdict
+from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.analysis.roofline import Floor, Point, Roofs
-from rooflint.formats.gpus import GpuSpec
 
 
 @dataclass

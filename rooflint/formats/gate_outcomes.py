@@ -1,6 +1,6 @@
 """What `rooflint gate` decides: one outcome per variant and the report they make.
 
-The record is the gate's product: commands/gate.py fills it, and the printers
+The record is the gate's product: judge/gate.py fills it, and the printers
 (output/gate_report.py) write it as a table, Markdown and JUnit XML, so it sits below
 both. FAILING is the one list of the outcomes that fail the gate (exit 1 and a JUnit
 failure alike).
@@ -14,7 +14,7 @@ from rooflint.common.sense import Vocabulary
 
 
 class Outcome(Vocabulary):
-    """The gate's word for one variant (commands/gate.py says when each is given)."""
+    """The gate's word for one variant (judge/gate.py says when each is given)."""
 
     PASS = "pass"
     REGRESSED = "regressed"

@@ -1,8 +1,8 @@
-"""GPU datasheet facts, and matching the live device to them.
+"""GPU spec files, and matching the live device to them.
 
-One YAML file per GPU model in ``specs/``. Peaks are dense (never the sparse 2x
-figure) and each records the SM clock it assumes, because the clock a kernel actually
-runs at is often lower and a peak at the wrong clock misplaces every roof.
+One YAML file per GPU model in ``specs/``, read into the core's GpuSpec
+(analysis/gpu_spec.py, which says what a peak means), and the device record a worker
+reports (DeviceInfo).
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+from rooflint.analysis.gpu_spec import PRECISIONS, GpuSpec, Peak
 from rooflint.common.errors import RooflintError
 from rooflint.common.paths import SPECS_DIR
 from rooflint.common.sense import PLAIN_ID, Amount, Count, Size, one_of
@@ -23,52 +24,10 @@ from rooflint.formats.schema import (
     Document, Field, ListOf, MapOf, Place, Record, Wording, prose, text,
 )
 
-PRECISIONS = (
-    "fp64", "fp64-tensor", "fp32", "fp16",
-    "tf32-tensor", "fp16-tensor", "bf16-tensor", "fp8-tensor", "int8-tensor",
-)
-Precision = Annotated[str, one_of(PRECISIONS)]     # a roof a kernel is judged against
 # The GPU a result was judged against: one rooflint has a spec for (its file's name is its
 # id), as the run that wrote it had; a plain id first, which a path never is.
 KnownSpecId = Annotated[str, PLAIN_ID,
                         one_of(sorted(path.stem for path in SPECS_DIR.glob("*.yaml")))]
-
-
-@dataclass(frozen=True)
-class Peak:
-    """A compute peak in FLOP/s (ops/s for int8) and the SM clock it assumes."""
-
-    flops_per_s: float
-    clock_mhz: float
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    id: str
-    name: str
-    nvml_names: tuple[str, ...]
-    architecture: str
-    compute_capability: str
-    sms: int
-    boost_clock_mhz: float
-    memory_type: str
-    memory_gb: float
-    dram_bandwidth: float  # bytes/s
-    l2_bytes: float
-    peaks: dict[str, Peak]
-    source: str
-    notes: str = ""
-    path: Path | None = field(default=None, compare=False)
-
-    def peak(self, precision: str) -> Peak:
-        if precision not in self.peaks:
-            have = ", ".join(self.peaks)
-            raise RooflintError(f"{self.name} has no {precision} peak in its spec (it has: {have})")
-        return self.peaks[precision]
-
-    def ridge(self, precision: str) -> float:
-        """Machine balance in FLOP/byte: where the DRAM roof meets this compute roof."""
-        return self.peak(precision).flops_per_s / self.dram_bandwidth
 
 
 @dataclass

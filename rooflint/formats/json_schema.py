@@ -29,9 +29,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from rooflint.analysis.calibration import SCHEMA as CALIBRATION_SCHEMA, Calibration
 from rooflint.common.sense import Sense
 from rooflint.formats.baseline import SCHEMA as BASELINE_SCHEMA, Baseline
+from rooflint.formats.calibration import SCHEMA as CALIBRATION_SCHEMA, Calibration
 from rooflint.formats.results import SCHEMA as RESULT_SCHEMA, RunResult
 from rooflint.formats.typed_schema import required
 

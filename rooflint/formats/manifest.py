@@ -43,7 +43,7 @@ from rooflint.formats import compile_options, yamlfile
 from rooflint.formats.expressions import Number
 from rooflint.formats.families import find_manifest
 from rooflint.formats.family_files import option_in_family, source_file
-from rooflint.formats.gpus import PRECISIONS
+from rooflint.analysis.gpu_spec import PRECISIONS
 from rooflint.formats.manifest_fields import (
     GATE, PythonCall, baseline, buffer_range, choice, entry, expressions, function_name,
     launch_arg, one_word_name, non_negative, param_name, param_value, python_function,

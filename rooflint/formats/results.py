@@ -18,21 +18,19 @@ from rooflint.analysis.diagnose import Verdict
 from rooflint.formats.jsonfile import Rows, read_document, write_atomic
 from rooflint.formats.settings import Settings
 from rooflint.analysis.counters import Counters
-from rooflint.formats.gpus import DeviceInfo, KnownSpecId, Precision
+from rooflint.analysis.gpu_spec import Precision
+from rooflint.formats.gpus import DeviceInfo, KnownSpecId
 from rooflint.formats.jobs import Clocks, OutputCheck
 from rooflint.analysis.roofline import Level, Point, Roofs
 from rooflint.common.sense import Amount, Positive, Seconds, Sense, Size, shown
 from rooflint.analysis.sourcelines import SourceProfile
-from rooflint.analysis.stats import quartiles, relative_spread
+from rooflint.analysis.stats import TimeStats
 from rooflint.formats.status import Status, StatusWord
 from rooflint.formats.trace_events import Origin
 from rooflint.formats.typed_schema import ALWAYS_WRITTEN
 from rooflint.common.version import __version__
 
 SCHEMA = "rooflint.result/1"
-# IQR / median above this and the median itself is in doubt (the w4a16 cuBLAS baseline on
-# the H200 read 17.5 us with an IQR of 88 %): flagged wherever such a time is shown.
-NOISY_SPREAD = 0.10
 
 
 @dataclass
@@ -45,54 +43,17 @@ class KernelShare:
     total_s: Seconds            # GPU time of all those launches
     share: Amount               # of the region's GPU time
     best_fraction: Amount | None  # of its nearest roof (DRAM, L2, L1 or compute); None: no counters
-    upside_s: Amount | None     # what its best move could save (application.upside)
+    upside_s: Amount | None     # what its best move could save (judge/upside.py)
     origins: list[Origin] = field(default_factory=list)   # operators and lines that launched it
 
 
 def _upside_without_roof(s: KernelShare) -> str | None:
-    """An upside is measured from the nearest roof (application.upside)."""
+    """An upside is measured from the nearest roof (judge/upside.py)."""
     return ("has an upside_s but no best_fraction it could be measured from"
             if s.upside_s is not None and s.best_fraction is None else None)
 
 
 Share = Annotated[KernelShare, Sense(_upside_without_roof)]
-
-
-@dataclass
-class TimeStats:
-    median_s: Seconds
-    q1_s: Seconds
-    q3_s: Seconds
-    min_s: Seconds
-    n: Size                             # how many samples were taken
-    # Why the samples spread where it is not noise (a profiled kernel whose work changes
-    # along the program's run): such a spread does not make the median uncertain.
-    varies: str = ""
-
-    @property
-    def iqr_s(self) -> float:
-        return self.q3_s - self.q1_s
-
-    @property
-    def spread(self) -> float:
-        """The relative spread (stats.relative_spread) that decides whether the median is
-        trusted."""
-        return relative_spread(self.q1_s, self.median_s, self.q3_s)
-
-    @property
-    def noisy(self) -> bool:
-        return self.spread > NOISY_SPREAD and not self.varies
-
-    @property
-    def noise(self) -> str:
-        """What makes it noisy, in words: the spread against the limit, and the sample count."""
-        return (f"IQR ±{100 * self.spread:.0f}% of the median over {self.n} samples "
-                f"(limit ±{100 * NOISY_SPREAD:.0f}%)")
-
-    @classmethod
-    def of(cls, samples: list[float]) -> "TimeStats":
-        q1, median, q3 = quartiles(samples)
-        return cls(median, q1, q3, float(min(samples)), len(samples))
 
 
 def _out_of_order(t: TimeStats) -> str | None:

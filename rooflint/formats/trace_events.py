@@ -43,7 +43,7 @@ COMPILED_REGION = "Torch-Compiled Region"
 # The ranges the bootstrap opens around an autotuner's benchmarking of candidate kernels
 # (Triton's, TorchInductor's) and a benchmark's cache flushes: this prefix, then whose
 # ("Triton's autotuner"). Their launches are not the program's work
-# (analysis/program_kernels.py leaves them out).
+# (judge/program_kernels.py leaves them out).
 AUTOTUNING_RANGE = "rooflint.autotuning: "
 # The ranges the bootstrap opens around a run of repeated calls (a do_bench call, whole) or
 # around each recorded call of one (a DataLoader epoch's first batches): this prefix, who,

@@ -1,6 +1,6 @@
 """The gate's report in each form it is written: the terminal table, the Markdown summary
 (``--markdown``, $GITHUB_STEP_SUMMARY) and JUnit XML (``--junit``). One row per variant,
-read from the record commands/gate.py fills (formats/gate_outcomes.py).
+read from the record judge/gate.py fills (formats/gate_outcomes.py).
 """
 
 from __future__ import annotations

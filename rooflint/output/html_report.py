@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from rich.text import Text
 
-from rooflint.analysis.comparison import Comparison, describe_movement
+from rooflint.judge.comparison import Comparison, describe_movement
 from rooflint.analysis.diagnose import Move
 from rooflint.analysis.evidence import pct
 from rooflint.common.printable import printable_fields

@@ -34,7 +34,7 @@ from typing import IO, Callable, Sequence
 
 from rooflint.formats import baseline as baselines, results
 
-from rooflint.analysis import calibration as calibrations
+from rooflint.formats import calibration as calibrations
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gate_outcomes import Report
 from rooflint.formats.jsonfile import read_limited, read_versioned

@@ -12,14 +12,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from rooflint.analysis.calibration import Calibration, fraction_of_datasheet_at_clock
+from rooflint.analysis.ceilings import fraction_of_datasheet_at_clock
 from rooflint.analysis.diagnose import Move, Verdict
 from rooflint.analysis.evidence import pct
 from rooflint.analysis.observation import faster_than_possible
 from rooflint.common.printable import printable_fields
 from rooflint.common.units import format_bytes, format_rate, format_time
 from rooflint.formats.explanation import Explanation
-from rooflint.formats.gpus import GpuSpec
+from rooflint.analysis.gpu_spec import GpuSpec
+from rooflint.formats.calibration import Calibration
 from rooflint.output.terminal import BOUND_STYLE, ai_text, labelled, roofs_line
 
 

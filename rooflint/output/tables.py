@@ -16,10 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from rooflint.analysis.comparison import Comparison, Decision, Figures, describe_movement
+from rooflint.judge.comparison import Comparison, Decision, Figures, describe_movement
 from rooflint.analysis.evidence import pct
-from rooflint.analysis.program_kernels import autotuners_words, unrecorded_words
-from rooflint.analysis.upside import is_done
+from rooflint.judge.program_kernels import autotuners_words, unrecorded_words
+from rooflint.judge.upside import is_done
 from rooflint.common.errors import RooflintError
 from rooflint.common.phases import PHASES
 from rooflint.common.printable import printable_fields

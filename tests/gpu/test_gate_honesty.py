@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rooflint.formats import baseline as baselines
-from rooflint.commands.gate import evaluate
+from rooflint.judge.gate import evaluate
 from rooflint.commands.run import RunOptions, run
 
 pytestmark = pytest.mark.gpu

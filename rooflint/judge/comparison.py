@@ -8,7 +8,7 @@ manifest or ``--max-slowdown`` sets another: the gate's ``max_slowdown``, so the
 ``same`` when the estimate is within the gap, ``inconclusive`` when the estimate is past
 it but the interval is not. Noise is not folded into the gap, where it would hide a real
 change: its width is in the interval, and a side whose samples spread more than
-``results.NOISY_SPREAD`` is named in a warning.
+``stats.NOISY_SPREAD`` is named in a warning.
 
 Beside the speed: each side's time, FLOP/s and GB/s; where the time ratio came from (it is
 exactly the bytes ratio times the bandwidth ratio, and the FLOPs ratio times the FLOP/s

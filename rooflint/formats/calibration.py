@@ -1,10 +1,8 @@
-"""Calibrated ceilings: measured roofs for one GPU and driver, kept in the user cache.
+"""Calibrated ceilings: the document that holds the roofs measured for one GPU and driver,
+kept in the user cache.
 
-Measured ceilings beat datasheet ones (the Empirical Roofline Toolkit's lesson): an
-H200's 4.8 TB/s datasheet DRAM bandwidth is not reachable by any kernel, so judging a
-kernel against it understates how close to the real roof it is. ``rooflint calibrate``
-measures them; ``run`` and ``explain`` use them when present and show the datasheet
-figures beside them.
+``rooflint calibrate`` measures them (measure/calibrate.py) and writes them here; ``run``
+and ``explain`` read them back and judge against them (analysis/ceilings.py says how).
 
 Files live in rooflint's cache directory (`rooflint.common.paths.cache_dir`) under
 ``calibration/<spec id>-driver-<version>.json``.
@@ -17,24 +15,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from rooflint.common.paths import cache_dir
+from rooflint.analysis.ceilings import Ceiling, bandwidth
+from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.common.errors import RooflintError
-from rooflint.analysis.evidence import FP8_UPGRADE, TENSOR_UPGRADE
-from rooflint.formats.gpus import GpuSpec
-from rooflint.formats.jsonfile import read_document, write_atomic
+from rooflint.common.paths import cache_dir
+from rooflint.common.sense import SpecId
 from rooflint.formats.gpus import DeviceInfo
-from rooflint.analysis.roofline import Roofs
-from rooflint.common.sense import Amount, Positive, SpecId
+from rooflint.formats.jsonfile import read_document, write_atomic
 
 SCHEMA = "rooflint.calibration/1"
 MEMORY_CEILINGS = ("dram", "l2", "l1", "dram-sweep")   # the steps in bytes/s, not precisions
-
-
-@dataclass
-class Ceiling:
-    value: Positive              # bytes/s for dram, l2 and l1, FLOP/s for a precision
-    method: str
-    sm_clock_mhz: Amount | None  # NVML's reading while it ran
 
 
 @dataclass
@@ -58,9 +48,9 @@ def from_steps(device: DeviceInfo, spec: GpuSpec, steps: list[dict], skipped: di
                ) -> Calibration:
     """Assemble the worker's steps (see measure/calibrate.py) into a calibration.
 
-    A compute ceiling the spec has no peak for is left out, with the reason: roofs() sets a
-    kernel against a precision's peak, so it could never be used (and an fp64 GEMM on a GPU
-    without fp64 tensor cores is no fp64-tensor roof)."""
+    A compute ceiling the spec has no peak for is left out, with the reason: ceilings.roofs
+    sets a kernel against a precision's peak, so it could never be used (and an fp64 GEMM
+    on a GPU without fp64 tensor cores is no fp64-tensor roof)."""
     def ceiling(step: dict) -> Ceiling:
         return Ceiling(step["value"], step["method"], step["sm_clock_mhz"])
     by_name = {s["ceiling"]: s for s in steps}
@@ -76,12 +66,6 @@ def from_steps(device: DeviceInfo, spec: GpuSpec, steps: list[dict], skipped: di
         compute={name: ceiling(by_name[name]) for name in precisions if name in spec.peaks},
         dram_sweep=[ceiling(s) for s in steps if s["ceiling"] == "dram-sweep"],
         skipped={**skipped, **unjudged})
-
-
-def bandwidth(calibration: Calibration | None, level: str) -> float | None:
-    """The calibrated bandwidth of a memory level ("l2", "l1"); None where not measured."""
-    ceiling = getattr(calibration, level) if calibration else None
-    return ceiling.value if ceiling else None
 
 
 def settings(calibration: Calibration | None) -> dict[str, Any]:
@@ -141,39 +125,3 @@ def _load_cached(path: Path) -> Calibration:
             f"{path} holds the calibration of {calibration.spec_id} ({calibration.gpu.name}, "
             f"driver {calibration.gpu.driver}), not the one its name says: {WAY_OUT}")
     return calibration
-
-
-def roofs(spec: GpuSpec, precision: str, calibration: Calibration | None) -> Roofs:
-    """The roofs for a precision: calibrated where measured, datasheet otherwise."""
-    peak = spec.peak(precision).flops_per_s
-    measured = calibration.compute.get(precision) if calibration else None
-    dram = calibration.dram.value if calibration else spec.dram_bandwidth
-    parts = []
-    if calibration:
-        parts.append(f"DRAM calibrated {calibration.created[:10]}")
-        parts.append(f"{precision} {'calibrated' if measured else 'datasheet'}")
-    return Roofs(precision=precision, compute=measured.value if measured else peak,
-                 dram_bandwidth=dram, source=", ".join(parts) or "datasheet",
-                 datasheet_compute=peak, datasheet_dram_bandwidth=spec.dram_bandwidth)
-
-
-def tensor_roof(spec: GpuSpec, precision: str, calibration: Calibration | None) -> float | None:
-    """The tensor-core roof a CUDA-core kernel of this precision could move to, if any."""
-    return _roof_of(spec, TENSOR_UPGRADE.get(precision), calibration)
-
-
-def fp8_roof(spec: GpuSpec, precision: str, calibration: Calibration | None) -> float | None:
-    """The fp8 tensor roof a 16-bit tensor kernel could move to, where the GPU has one."""
-    return _roof_of(spec, FP8_UPGRADE.get(precision), calibration)
-
-
-def _roof_of(spec: GpuSpec, precision: str | None, calibration: Calibration | None) -> float | None:
-    return roofs(spec, precision, calibration).compute if precision in spec.peaks else None
-
-
-def fraction_of_datasheet_at_clock(spec: GpuSpec, precision: str, ceiling: Ceiling) -> float | None:
-    """Measured / datasheet peak rescaled to the SM clock seen (the peak assumes its own)."""
-    peak = spec.peaks.get(precision)
-    if not peak or not ceiling.sm_clock_mhz:
-        return None
-    return ceiling.value / (peak.flops_per_s * ceiling.sm_clock_mhz / peak.clock_mhz)

@@ -1,8 +1,8 @@
-"""Judge a measured family: the device's spec, what must fit before measuring, and each
-variant's measurements and counters made into its result (roofline point, verdict,
-expectations, comparison with the variant it was meant to beat).
+"""Judge a measured family: the device's spec, whether its variants' precisions have roofs
+there, and each variant's measurements and counters made into its result (roofline point,
+verdict, expectations, comparison with the variant it was meant to beat).
 
-`run` (manifests, lanes, workers), `compare` (its measured sides, sides.py) and
+`run` (manifests, lanes, workers), `compare` (its measured sides, commands/sides.py) and
 `profile` (the device behind a program's kernels) all judge through here, so a family
 measured any way reads the same.
 """
@@ -10,28 +10,24 @@ measured any way reads the same.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
-from rooflint.analysis import calibration as calibrations
-from rooflint.analysis.comparison import reconcile
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.evidence import Bound
-from rooflint.common.errors import RooflintError
-from rooflint.formats.gpus import DeviceInfo, GpuSpec, find_spec, match_device
-from rooflint.formats.family_job import ResolvedFamily, VariantModel
-from rooflint.formats.manifest import Manifest
-from rooflint.formats.jobs import Measurement
-from rooflint.measure.protocol import flush_bytes
+from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.analysis.observation import Model, Observation, analyse
+from rooflint.analysis.sourcelines import SourceProfile
+from rooflint.common.errors import RooflintError
 from rooflint.common.paths import portable_path
+from rooflint.formats.calibration import Calibration
+from rooflint.formats.family_job import ResolvedFamily, VariantModel
+from rooflint.formats.gpus import DeviceInfo, find_spec, match_device
+from rooflint.formats.jobs import Measurement
+from rooflint.formats.manifest import Manifest
 from rooflint.formats.results import FamilyResult, VariantResult
 from rooflint.formats.status import Status
-from rooflint.analysis.sourcelines import SourceProfile
-from rooflint.common.units import format_bytes, format_params
+from rooflint.judge.comparison import reconcile
 
 
 def device_spec(device: DeviceInfo, gpu: str | None, specs: list[GpuSpec]) -> GpuSpec:
@@ -44,25 +40,6 @@ def device_spec(device: DeviceInfo, gpu: str | None, specs: list[GpuSpec]) -> Gp
         raise RooflintError(f"no spec matches this GPU ({device.name}); pass --gpu ID "
                             f"(known: {', '.join(s.id for s in specs)}) or add specs/<id>.yaml")
     return spec
-
-
-def check_fits(family: ResolvedFamily, device: DeviceInfo) -> None:
-    """Refuse, before the worker allocates anything, a family that cannot fit in the GPU's
-    memory: its buffers, a pristine copy of each input (a reset is a device copy), the
-    expected outputs in float64 (checks run on the GPU) and the cold-cache flush buffer."""
-    needed = flush_bytes(device.l2_bytes)
-    for b in family.job.buffers:
-        elements = math.prod(b.shape)
-        needed += elements * np.dtype(b.dtype).itemsize
-        needed += elements * np.dtype(b.dtype).itemsize if b.role != "out" else 0
-        needed += elements * 8 if b.role != "in" else 0
-    if needed > device.memory_bytes:
-        sizes = format_params(family.params)
-        raise RooflintError(f"{family.manifest.path}: with {sizes} the family needs "
-                            f"{format_bytes(needed)} of GPU memory (buffers, a pristine copy "
-                            f"of each input, float64 expected outputs), more than the "
-                            f"{format_bytes(device.memory_bytes)} of the {device.name}; "
-                            f"choose smaller --size values")
 
 
 def check_precisions(manifests: list[Manifest], spec: GpuSpec) -> None:
@@ -79,7 +56,7 @@ def check_precisions(manifests: list[Manifest], spec: GpuSpec) -> None:
 
 def family_result(family: ResolvedFamily, measurements: list[Measurement],
                   counters: dict[str, Counters], spec: GpuSpec, device: DeviceInfo,
-                  calibration: calibrations.Calibration | None = None,
+                  calibration: Calibration | None = None,
                   sources: dict[str, SourceProfile] | None = None) -> FamilyResult:
     variants = [variant_result(family, family.models[m.variant], m, counters.get(m.variant),
                                spec, device, calibration)
@@ -102,7 +79,7 @@ def family_result(family: ResolvedFamily, measurements: list[Measurement],
 
 def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
                    counters: Counters | None, spec: GpuSpec, device: DeviceInfo,
-                   calibration: calibrations.Calibration | None) -> VariantResult:
+                   calibration: Calibration | None) -> VariantResult:
     job = next(v for v in family.job.variants if v.name == model.name)
     analysis = analyse(Observation(
         name=model.name, precision=model.precision,

@@ -1,4 +1,4 @@
-"""A profiled program's kernels, from its launches: the pure analysis behind `rooflint profile`.
+"""A profiled program's kernels, from its launches: the decisions behind `rooflint profile`.
 
 Pass 1's launches (PyTorch's profiler trace, or Nsight Compute's rows) are grouped into
 kernels, one per identity (name_key, grid, block), and ranked by total GPU time; the
@@ -6,7 +6,8 @@ chosen ones are those that cover ``coverage`` of it (or the ``top`` N). Pass 2's
 meet them by identity, never by position, since two runs of one program need not launch
 in the same order. Also here: each kernel's short, unique name, the library that wrote it
 (its caller's moves, caller_moves.py, lead its verdict), and the shapes a persistent
-kernel runs at one launch configuration. Numbers and names in, kernels out: nothing here
+kernel runs at one launch configuration. Launches as the trace and Nsight Compute's rows
+record them (formats/trace_events.py, formats/ncu_log.py) in, kernels out: nothing here
 runs a program or a GPU (commands/profile.py does, through measure/program.py).
 """
 
@@ -21,9 +22,9 @@ from typing import Callable, Sequence, TypeVar
 
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.counters import Counters
+from rooflint.analysis.stats import TimeStats
 from rooflint.common.units import counted, format_time
 from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME as NAME, STREAM
-from rooflint.formats.results import TimeStats
 from rooflint.formats.settings import DEFAULT_COVERAGE
 from rooflint.formats.trace_events import (ATEN, Launch, Origin, Unrecorded, origins,
                                            tensor_precisions)

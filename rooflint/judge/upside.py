@@ -10,8 +10,8 @@ kernels by it, and the tables say which are done.
 
 from __future__ import annotations
 
-from rooflint.analysis import calibration as calibrations
 from rooflint.analysis import caller_moves as library_moves
+from rooflint.analysis.ceilings import bandwidth
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.diagnose import Move, Verdict
 from rooflint.analysis.evidence import (AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction,
@@ -25,7 +25,7 @@ def best_fraction(point, counters: Counters | None, calibration, precision: str,
     """evidence.nearest_roof_fraction of a profiled kernel, its L2 roof the calibrated one."""
     if point is None:
         return None
-    facts = LaunchFacts.of(sms, precision, l2_roof=calibrations.bandwidth(calibration, "l2"))
+    facts = LaunchFacts.of(sms, precision, l2_roof=bandwidth(calibration, "l2"))
     return nearest_roof_fraction(point, l2_fraction(point, facts, counters),
                                  l1_fraction(counters, sms))
 

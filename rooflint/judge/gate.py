@@ -5,7 +5,7 @@ against a minimum clear gap), with ``max_slowdown`` (5 % by default) as the gap,
 commands cannot disagree on a pair: ``regressed`` is compare's ``slower`` (even the fast
 end of the interval is past the gap), ``improved`` its ``faster``, ``pass`` its ``same``
 (the estimate within the gap), ``inconclusive`` the estimate past the gap but the interval
-not. A noisy side (results.NOISY_SPREAD) is a warning, never a wider gap. The
+not. A noisy side (stats.NOISY_SPREAD) is a warning, never a wider gap. The
 deterministic signals are tight: measured DRAM bytes and counted FLOPs may grow by at most
 2 %, registers per thread and spill bytes not at all. A wrong result always regresses. A
 variant that leaves its roof (bandwidth-bound becoming chain-bound) is reported even when
@@ -20,12 +20,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+from rooflint.analysis.stats import TimeStats
 from rooflint.formats.baseline import Baseline, Entry
-from rooflint.analysis.comparison import DEFAULT_MAX_SLOWDOWN, Decision, speedup
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gate_outcomes import Outcome, Report, Row
-from rooflint.formats.results import TimeStats
 from rooflint.formats.status import Status
+from rooflint.judge.comparison import DEFAULT_MAX_SLOWDOWN, Decision, speedup
 
 DEFAULTS = {"max_slowdown": DEFAULT_MAX_SLOWDOWN, "max_bytes_growth": 0.02,
             "max_flops_growth": 0.02}

@@ -10,8 +10,9 @@ from rooflint.analysis.diagnose import diagnose
 from rooflint.common.errors import RooflintError
 from rooflint.analysis.evidence import LaunchFacts
 from rooflint.formats.explanation import Explanation
-from rooflint.formats.gpus import GpuSpec
-from rooflint.analysis.calibration import Calibration, roofs as roofs_for, tensor_roof
+from rooflint.analysis.ceilings import roofs as roofs_for, tensor_roof
+from rooflint.analysis.gpu_spec import GpuSpec
+from rooflint.formats.calibration import Calibration
 from rooflint.analysis.roofline import IMPOSSIBLE_ABOVE_DATASHEET, floor, place
 from rooflint.common.units import format_rate, format_time
 
