@@ -231,8 +231,8 @@ def test_a_python_variant_is_reported_like_a_cuda_one(specs):
 
 
 def test_the_readme_python_example_is_the_bundled_one():
-    """The README's Triton example shows softmax_rows' variants as the manifest has them."""
-    text = (REPO / "README.md").read_text()
+    """The manifest guide's Triton example shows softmax_rows' variants as the manifest has them."""
+    text = (REPO / "docs" / "manifest.md").read_text()
     [block] = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "python:" in b]
     shown = yaml.safe_load(block)["variants"]
     bundled = yaml.safe_load((SOFTMAX / "kernel.yaml").read_text())["variants"]

@@ -26,7 +26,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.common.version import __version__
 from rooflint.analysis.gpu_spec import PRECISIONS
-from rooflint.formats.settings import DEFAULT_COVERAGE
+from rooflint.commands.requests import Exports, ProfileRequest, RunRequest
 
 app = typer.Typer(cls=CompletingGroup, no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
@@ -140,15 +140,15 @@ def run(
                                    metavar="NAME=VALUE"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} to judge against (default: match the device).",
                                       metavar="GPU"),
-    cache: CacheMode = typer.Option(CacheMode.COLD, "--cache", help="cold: flush L2 before each timed run; warm: do not."),
+    cache: CacheMode = typer.Option(RunRequest.cache, "--cache", help="cold: flush L2 before each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "here (- for standard output; the rest goes to stderr).",
                                              metavar="FILE"),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run (.svg/.png/.pdf).",
                                        metavar="FILE"),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds a variant may take before it is abandoned.",
+    timeout: float = typer.Option(RunRequest.timeout_s, "--timeout", help="Seconds a variant may take before it is abandoned.",
                                   metavar="SECONDS"),
-    counters: CountersMode = typer.Option(CountersMode.AUTO, "--counters", help="auto: Nsight Compute counters when ncu "
+    counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="auto: Nsight Compute counters when ncu "
                                       "works, else model bytes; ncu: require them; off."),
     timings: bool = typer.Option(False, "--timings", help="Say where the run's seconds went "
                                  "(start-up, inputs, compile, check, timing, counters...)."),
@@ -171,9 +171,11 @@ def run(
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run_command import run_command   # start-up: see the top
-    run_command(target, variants or [], size, gpu, cache, json_path, svg, timeout,
-                counters, timings, devices, gpm, source, csv, markdown, html,
-                reference_cache=not no_reference_cache)
+    run_command(RunRequest(
+        target=target, variants=tuple(variants or ()), sizes=tuple(size), gpu=gpu,
+        cache=cache, json_path=json_path, svg=svg, timeout_s=timeout, counters=counters,
+        timings=timings, devices=devices, gpm=gpm, source=source,
+        exports=Exports(csv, markdown, html), reference_cache=not no_reference_cache))
 
 
 class ProgramCommand(Command):
@@ -222,7 +224,7 @@ def profile(
                                       "GPU time, each with its function's other launch "
                                       "shapes, which ncu profiles with it (default: those "
                                       "covering --coverage).", metavar="N"),
-    coverage: float = typer.Option(DEFAULT_COVERAGE, "--coverage", min=0.01, max=1.0, help="Profile the kernels that "
+    coverage: float = typer.Option(ProfileRequest.coverage, "--coverage", min=0.01, max=1.0, help="Profile the kernels that "
                                    "together take this fraction of the GPU time.",
                                    metavar="FRACTION"),
     nvtx: Optional[str] = typer.Option(None, "--nvtx", help="Only launches inside this NVTX range "
@@ -230,7 +232,7 @@ def profile(
                                        metavar="RANGE"),
     kernel: Optional[str] = typer.Option(None, "--kernel", help="Only kernels whose demangled name "
                                          "matches this regular expression.", metavar="REGEX"),
-    skip: int = typer.Option(0, "--skip", min=0, help="Leave out the first N kernel launches (warm-up).",
+    skip: int = typer.Option(ProfileRequest.skip, "--skip", min=0, help="Leave out the first N kernel launches (warm-up).",
                              metavar="N"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} (default: match the device).",
                                       metavar="GPU"),
@@ -251,8 +253,10 @@ def profile(
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
     from rooflint.commands.profile_command import profile_command   # start-up: see the top
-    profile_command(command, top, coverage, nvtx, kernel, skip, gpu, json_path, svg, logs,
-                    model, csv, markdown, html)
+    profile_command(ProfileRequest(
+        command=tuple(command), top=top, coverage=coverage, nvtx=nvtx, kernel=kernel,
+        skip=skip, gpu=gpu, json_path=json_path, svg=svg, logs=logs, model=model,
+        exports=Exports(csv, markdown, html)))
 
 
 @app.command(cls=Command)
@@ -321,7 +325,7 @@ def gate(
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown summary here.",
                                             metavar="FILE"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here.", metavar="FILE"),
-    counters: CountersMode = typer.Option(CountersMode.AUTO, "--counters", help="Counters for measured runs."),
+    counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="Counters for measured runs."),
     recheck: bool = typer.Option(False, "--recheck", help="Before failing on time, re-measure the suspect "
                                  "variants interleaved with the baseline's code (git revision "
                                  "recorded in the baseline)."),
@@ -392,7 +396,7 @@ def compare(
     allow_different_gpu: bool = typer.Option(False, "--allow-different-gpu", help="Compare results from different GPUs."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} for measured sides.",
                                       metavar="GPU"),
-    counters: CountersMode = typer.Option(CountersMode.AUTO, "--counters", help="Counters for measured sides."),
+    counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="Counters for measured sides."),
     max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Minimum clear gap of the time "
                                                "decision, as in gate (default: B's manifest "
                                                "threshold, else 5%).", metavar="PERCENT"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from rooflint.commands.requests import Exports
 from rooflint.commands.streams import emit
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_text
@@ -38,11 +39,10 @@ class Export:
     path: Path
 
 
-def asked(csv: Optional[Path], markdown: Optional[Path],
-          html: Optional[Path] = None) -> list[Export]:
+def asked(exports: Exports) -> list[Export]:
     return [Export(option, format, path) for option, format, path in
-            (("--csv", "csv", csv), ("--markdown", "markdown", markdown),
-             ("--html", PAGE, html)) if path]
+            (("--csv", "csv", exports.csv), ("--markdown", "markdown", exports.markdown),
+             ("--html", PAGE, exports.html)) if path]
 
 
 def to_stdout(*named: tuple[str, Optional[Path]]) -> bool:

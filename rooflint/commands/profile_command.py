@@ -15,6 +15,7 @@ import signal
 from pathlib import Path
 from typing import Optional
 
+from rooflint.commands.requests import ProfileRequest
 from rooflint.commands import exporting
 from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import check_outputs
@@ -24,17 +25,14 @@ from rooflint.formats.results import RunResult, write_result
 from rooflint.output.tables import render_run
 
 
-def profile_command(command: list[str], top: Optional[int], coverage: float,
-                    nvtx: Optional[str], kernel: Optional[str], skip: int, gpu: Optional[str],
-                    json_path: Optional[Path], svg: Optional[Path], logs: Optional[Path],
-                    model: Optional[Path], csv: Optional[Path] = None,
-                    markdown: Optional[Path] = None, html: Optional[Path] = None) -> None:
-    """Profile ``command`` as `rooflint profile` was asked; exit 2 (130 if interrupted)
+def profile_command(request: ProfileRequest) -> None:
+    """Profile the program as `rooflint profile` was asked; exit 2 (130 if interrupted)
     when pass 2 stopped, after what pass 1 measured is printed and written."""
-    _check_filters(nvtx, kernel)
+    json_path, svg, logs, model = request.json_path, request.svg, request.logs, request.model
+    _check_filters(request.nvtx, request.kernel)
     if logs:
         _check_logs_folder(logs)
-    tables = exporting.asked(csv, markdown, html)
+    tables = exporting.asked(request.exports)
     piped = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
     check_outputs(None if json_path == STDOUT else json_path, picture=svg,
                   logs=logs if logs and logs.is_dir() else None,   # else made once ncu is found
@@ -43,8 +41,10 @@ def profile_command(command: list[str], top: Optional[int], coverage: float,
     terminate = signal.signal(signal.SIGTERM, _interrupt)
     try:
         result, stopped = profile_program(
-            ProfileOptions(command=command, coverage=coverage, top=top, nvtx=nvtx,
-                           kernel=kernel, skip=skip, gpu=gpu, logs=str(logs) if logs else None,
+            ProfileOptions(command=list(request.command), coverage=request.coverage,
+                           top=request.top, nvtx=request.nvtx, kernel=request.kernel,
+                           skip=request.skip, gpu=request.gpu,
+                           logs=str(logs) if logs else None,
                            model=str(model) if model else None), progress)
     finally:
         signal.signal(signal.SIGTERM, terminate)

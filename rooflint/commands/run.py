@@ -40,6 +40,7 @@ from rooflint.analysis.counters import Counters
 from rooflint.measure import build, ncu, source_report
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
+from rooflint.commands.requests import RunRequest
 from rooflint.judge.measurement import check_precisions, device_spec, family_result
 from rooflint.measure.protocol import check_fits
 from rooflint.commands import streams
@@ -59,10 +60,10 @@ class RunOptions:
     variants: list[str]
     sizes: dict[str, Number]
     gpu: str | None = None
-    cache: CacheMode = CacheMode.COLD
-    timeout_s: float = 120.0
+    cache: CacheMode = RunRequest.cache
+    timeout_s: float = RunRequest.timeout_s
     json_path: Path | None = None
-    counters: CountersMode = CountersMode.AUTO
+    counters: CountersMode = RunRequest.counters
     devices: list[str] | None = None   # CUDA_VISIBLE_DEVICES entries to spread families over
     gpm: bool = False            # sample NVML GPM utilizations (0.2 s a variant) as evidence
     source: bool = False         # a source pass: the source lines behind each move

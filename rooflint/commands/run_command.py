@@ -17,33 +17,32 @@ from rooflint.common.vocabularies import CountersMode
 from rooflint.commands import exporting
 from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import check_outputs
+from rooflint.commands.requests import RunRequest
 from rooflint.commands.run import RunOptions, check_inputs, parse_sizes, run as run_families
 from rooflint.commands.streams import console, emit, errors, fail
 from rooflint.formats.status import Status
 from rooflint.measure import runner
 from rooflint.measure.devices import device_indices, parse_devices, visible_devices
 
-def run_command(target: Optional[str], variants: list[str], size: list[str],
-                gpu: Optional[str], cache: str, json_path: Optional[Path],
-                svg: Optional[Path], timeout: float, counters: str, timings: bool,
-                devices: Optional[str], gpm: bool, source: bool, csv: Optional[Path] = None,
-                markdown: Optional[Path] = None, html: Optional[Path] = None,
-                reference_cache: bool = True) -> None:
+def run_command(request: RunRequest) -> None:
     """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
-    tables = exporting.asked(csv, markdown, html)
+    json_path, svg = request.json_path, request.svg
+    tables = exporting.asked(request.exports)
     to_stdout = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
-    if source and counters == CountersMode.OFF:
+    if request.source and request.counters == CountersMode.OFF:
         fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
     check_outputs(None if json_path == STDOUT else json_path, picture=svg,
                   tables=exporting.files(tables))
-    if devices is not None:
-        device_indices(devices)    # nonsense is refused before any GPU is counted
-    chosen = parse_devices(devices, visible_devices()) if devices is not None else None
-    options = RunOptions(targets=[] if target is None else [target], variants=variants,
-                         sizes=parse_sizes(size), gpu=gpu, cache=cache,
-                         timeout_s=timeout, json_path=None if json_path == STDOUT else json_path,
-                         counters=counters, devices=chosen, gpm=gpm, source=source,
-                         reference_cache=reference_cache)
+    if request.devices is not None:
+        device_indices(request.devices)    # nonsense is refused before any GPU is counted
+    chosen = (parse_devices(request.devices, visible_devices())
+              if request.devices is not None else None)
+    options = RunOptions(targets=[] if request.target is None else [request.target],
+                         variants=list(request.variants), sizes=parse_sizes(list(request.sizes)),
+                         gpu=request.gpu, cache=request.cache, timeout_s=request.timeout_s,
+                         json_path=None if json_path == STDOUT else json_path,
+                         counters=request.counters, devices=chosen, gpm=request.gpm,
+                         source=request.source, reference_cache=request.reference_cache)
     manifests = check_inputs(options)   # every input mistake, before any worker starts
     pools = runner.timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
     try:
@@ -59,7 +58,7 @@ def run_command(target: Optional[str], variants: list[str], size: list[str],
     finally:
         for pool in pools:   # already closed by the run, unless it never began
             pool.kill()
-    if timings:
+    if request.timings:
         # here, not at the top: like RunDisplay, loaded once the pools are starting
         from rooflint.output.tables import render_timings
         render_timings(screen, result)

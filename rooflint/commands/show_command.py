@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
+from rooflint.commands.requests import Exports
 from rooflint.commands import exporting
 from rooflint.commands.guards import guard_outputs
 from rooflint.commands.streams import console
@@ -17,7 +18,7 @@ from rooflint.output.tables import only_variants, render_run
 def show_command(result_path: Path, variants: list[str], csv: Optional[Path],
                  markdown: Optional[Path], html: Optional[Path] = None) -> None:
     """Print ``result_path`` (only ``variants``, if given); write its tables and page."""
-    tables = exporting.asked(csv, markdown, html)
+    tables = exporting.asked(Exports(csv, markdown, html))
     piped = exporting.to_stdout(*((t.option, t.path) for t in tables))
     guard_outputs(exporting.files(tables), [Named("RESULT", result_path)])
     result = only_variants(read_result(result_path), variants, result_path)

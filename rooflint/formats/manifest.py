@@ -215,7 +215,7 @@ def _manifest(values: dict, place: Place, written: Mapping) -> Manifest:
 
 # --- the schema (rooflint.formats.schema) --------------------------------------------
 
-_PRECISION, _COMPILER, _MOVES = choice(PRECISIONS), choice(CompilerChoice), choice(MOVES)
+_PRECISION, _COMPILER, _MOVES = choice(PRECISIONS), choice(tuple(CompilerChoice)), choice(MOVES)
 _BUFFER = Record((
     Field("dtype", choice(DTYPES)),
     Field("shape", expressions),

@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
+from rooflint.common.vocabularies import CacheMode
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.evidence import Bound
 from rooflint.analysis.gpu_spec import GpuSpec
@@ -87,7 +88,7 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         model=Model(model.flops, model.bytes, model.written_bytes),
         grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
         launches=model.launches, graph_samples_s=m.graph_samples_s,
-        cached=family.job.timing.cache == "warm"), spec, device.sms, calibration)
+        cached=family.job.timing.cache == CacheMode.WARM), spec, device.sms, calibration)
     return VariantResult(
         name=model.name, description=model.description, status=m.status, message=m.message,
         baseline=model.baseline, source_sha256=_sha256(job.source),
