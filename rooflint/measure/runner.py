@@ -43,6 +43,7 @@ class Worker:
             text=True, bufsize=1, env={**os.environ, **(env or {})})
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr_tail: deque[str] = deque(maxlen=20)
+        self.output_ended = False   # its standard output closed: it exited, or is exiting
         threading.Thread(target=self._pump_stdout, daemon=True).start()
         threading.Thread(target=self._pump_stderr, daemon=True).start()
 
@@ -64,7 +65,17 @@ class Worker:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError from None
-        return json.loads(line) if line is not None else None
+        if line is None:
+            self.output_ended = True
+            return None
+        return json.loads(line)
+
+    def exited(self) -> bool:
+        """Whether it is gone. Its output's end says so before the process can be reaped
+        (poll() may still say running a moment after the worker closed its streams, more so
+        under ncu, which outlives the worker to write its report): a job sent then would
+        meet a broken pipe."""
+        return self.output_ended or self.process.poll() is not None
 
     def send(self, job: FamilyJob) -> None:
         self._write(job.to_json())
@@ -133,7 +144,7 @@ class WorkerPool:
     def spawn(self) -> None:
         """Start a worker process, not waiting for its hello; one that exited after its
         hello is replaced (one that exited before it is left for ``start`` to report)."""
-        if self.worker is None or (self.greeted and self.worker.process.poll() is not None):
+        if self.worker is None or (self.greeted and self.worker.exited()):
             self.worker = Worker(self.prefix, self.args, env=self.env)
             self.greeted = False
 
@@ -281,7 +292,7 @@ class Profiler:
     def _ended(session: _Session) -> bool:
         """Its worker exited after its hello (a fault): the next job needs a new session."""
         worker = session.pool.worker
-        return session.pool.greeted and (worker is None or worker.process.poll() is not None)
+        return session.pool.greeted and (worker is None or worker.exited())
 
     def profile(self, job: FamilyJob, timeout: float, progress: Progress,
                 watch: Stopwatch | None = None) -> int:
