@@ -171,6 +171,9 @@ REFUSED = {
     "unknown spec": at_top("spec_id", "nosuchgpu"),
     "infinite sample": in_tiled("samples_s", 0, value=-INF),
     "NaN intensity": in_tiled("point", "observed_ai", value=NAN),
+    # a point and its verdict are made together (plot had ended in an internal error)
+    "a point without its verdict": in_tiled("verdict", value=None),
+    "a verdict without its point": in_tiled("point", value=None),
 }
 
 

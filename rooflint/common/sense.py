@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Annotated, Any, Callable, Iterable
 
@@ -31,7 +31,9 @@ class Sense:
 
     problem: Callable[[Any], str | None]
     nonfinite: bool = False
-    schema: tuple[tuple[str, Any], ...] = ()
+    # not hashed: a keyword's value may be a mapping (a sense is hashed where the hint it
+    # annotates is a cache's key)
+    schema: tuple[tuple[str, Any], ...] = field(default=(), hash=False)
 
 
 def expect(holds: Callable[[Any], bool], expected: str, nonfinite: bool = False,

@@ -141,7 +141,13 @@ def _placed_but_not_judged(v: VariantResult) -> str | None:
     return None
 
 
-Variant = Annotated[VariantResult, Sense(lambda v: _ok_but_not(v) or _placed_but_not_judged(v))]
+# the same as JSON Schema: both null, or both present
+_JUDGED_WITH_ITS_POINT = (("oneOf", (
+    {"properties": {"point": {"type": "null"}, "verdict": {"type": "null"}}},
+    {"properties": {"point": {"type": "object"}, "verdict": {"type": "object"}}})),)
+
+Variant = Annotated[VariantResult, Sense(lambda v: _ok_but_not(v) or _placed_but_not_judged(v),
+                                         schema=_JUDGED_WITH_ITS_POINT)]
 
 
 def _at_least_one(what: str) -> Sense:
