@@ -27,6 +27,7 @@ from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.common.version import __version__
 from rooflint.analysis.gpu_spec import PRECISIONS
 from rooflint.commands.requests import Exports, ProfileRequest, RunRequest
+from rooflint.formats.thresholds import DEFAULT_MAX_GROWTH, DEFAULT_MAX_SLOWDOWN, as_percent
 
 app = typer.Typer(cls=CompletingGroup, no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
@@ -315,11 +316,11 @@ def gate(
     current: Optional[Path] = typer.Option(None, "--current", help="Judge this result file instead of measuring.",
                                            metavar="FILE"),
     update: bool = typer.Option(False, "--update", help="Write the baseline from this run instead of judging."),
-    max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Time threshold, a percentage: 5% (the default, or the manifest's).",
+    max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help=f"Time threshold, a percentage: {as_percent(DEFAULT_MAX_SLOWDOWN)} (the default, or the manifest's).",
                                                metavar="PERCENT"),
-    max_bytes_growth: Optional[str] = typer.Option(None, "--max-bytes-growth", help="DRAM-bytes threshold, a percentage (default 2%).",
+    max_bytes_growth: Optional[str] = typer.Option(None, "--max-bytes-growth", help=f"DRAM-bytes threshold, a percentage (default {as_percent(DEFAULT_MAX_GROWTH)}).",
                                                    metavar="PERCENT"),
-    max_flops_growth: Optional[str] = typer.Option(None, "--max-flops-growth", help="Counted-FLOPs threshold, a percentage (default 2%).",
+    max_flops_growth: Optional[str] = typer.Option(None, "--max-flops-growth", help=f"Counted-FLOPs threshold, a percentage (default {as_percent(DEFAULT_MAX_GROWTH)}).",
                                                    metavar="PERCENT"),
     gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch.error, "--gpu-mismatch", help="A baseline from another GPU: error or warn."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown summary here.",
@@ -399,7 +400,8 @@ def compare(
     counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="Counters for measured sides."),
     max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Minimum clear gap of the time "
                                                "decision, as in gate (default: B's manifest "
-                                               "threshold, else 5%).", metavar="PERCENT"),
+                                               f"threshold, else {as_percent(DEFAULT_MAX_SLOWDOWN)}).",
+                                               metavar="PERCENT"),
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from rooflint.commands.compare_command import compare_command   # start-up: see the top

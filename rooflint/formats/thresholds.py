@@ -12,6 +12,18 @@ from typing import Any
 
 from rooflint.common.errors import RooflintError
 
+# The gate's thresholds where neither the option nor the manifest sets one; the time one is
+# also compare's minimum clear gap (judge/comparison.py), so the two never disagree.
+DEFAULT_MAX_SLOWDOWN = 0.05
+DEFAULT_MAX_GROWTH = 0.02        # DRAM bytes and counted FLOPs
+DEFAULTS = {"max_slowdown": DEFAULT_MAX_SLOWDOWN, "max_bytes_growth": DEFAULT_MAX_GROWTH,
+            "max_flops_growth": DEFAULT_MAX_GROWTH}
+
+
+def as_percent(fraction: float) -> str:
+    """A threshold as it is written: 0.05 -> ``5%``."""
+    return f"{fraction * 100:g}%"
+
 
 def parse_fraction(value: Any) -> float:
     """A threshold, ``5%``, as the fraction 0.05. It is written with ``%`` and nothing else

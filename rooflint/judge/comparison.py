@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rooflint.formats.thresholds import DEFAULT_MAX_SLOWDOWN
 from rooflint.analysis.evidence import Bound
 from rooflint.common.errors import RooflintError
 from rooflint.common.sense import Vocabulary
@@ -32,7 +33,6 @@ from rooflint.formats.results import VariantResult
 from rooflint.formats.status import Status
 
 MIN_CLEAR_GAP = 0.01    # where a ratio counts as "the same" in words
-DEFAULT_MAX_SLOWDOWN = 0.05  # the minimum clear gap of a time decision, in compare and gate alike
 BOOTSTRAP_ROUNDS = 2000
 CONFIDENCE = 0.95
 ROOF_NAMES = {"dram": "DRAM", "l2": "L2", "compute": "compute"}

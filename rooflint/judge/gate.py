@@ -25,10 +25,9 @@ from rooflint.formats.baseline import Baseline, Entry
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gate_outcomes import Outcome, Report, Row
 from rooflint.formats.status import Status
-from rooflint.judge.comparison import DEFAULT_MAX_SLOWDOWN, Decision, speedup
+from rooflint.formats.thresholds import DEFAULTS
+from rooflint.judge.comparison import Decision, speedup
 
-DEFAULTS = {"max_slowdown": DEFAULT_MAX_SLOWDOWN, "max_bytes_growth": 0.02,
-            "max_flops_growth": 0.02}
 SPILL_SLACK_BYTES = 1024
 # compare's time decision -> the gate's
 OUTCOME_OF = {Decision.SLOWER: Outcome.REGRESSED, Decision.FASTER: Outcome.IMPROVED,
