@@ -26,7 +26,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.common.version import __version__
 from rooflint.analysis.gpu_spec import PRECISIONS
-from rooflint.commands.requests import Exports, ProfileRequest, RunRequest
+from rooflint.commands.requests import Exports, GateRequest, ProfileRequest, RunRequest
 from rooflint.formats.thresholds import DEFAULT_MAX_GROWTH, DEFAULT_MAX_SLOWDOWN, as_percent
 
 app = typer.Typer(cls=CompletingGroup, no_args_is_help=True, rich_markup_mode=None,
@@ -333,8 +333,11 @@ def gate(
 ) -> None:
     """Fail (exit 1) when a kernel got slower, moves more bytes, or turned wrong."""
     from rooflint.commands.gate_command import gate_command   # start-up: see the top
-    gate_command(baseline_path, targets or [], current, update, max_slowdown, max_bytes_growth,
-                 max_flops_growth, gpu_mismatch.value, markdown, junit, counters, recheck)
+    gate_command(GateRequest(
+        baseline_path=baseline_path, targets=tuple(targets or ()), current=current,
+        update=update, max_slowdown=max_slowdown, max_bytes_growth=max_bytes_growth,
+        max_flops_growth=max_flops_growth, gpu_mismatch=gpu_mismatch.value, markdown=markdown,
+        junit=junit, counters=counters, recheck=recheck))
 
 
 @app.command(cls=CalibrateCommand)

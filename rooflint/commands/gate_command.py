@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from rooflint.judge.gate import evaluate, recheck as gate_recheck
+from rooflint.commands.requests import GateRequest
 from rooflint.commands.guards import guard_outputs
 from rooflint.commands.run import RunOptions, run as run_families
 from rooflint.commands.sides import remeasure_against
@@ -31,12 +31,11 @@ from rooflint.output.gate_report import gate_junit, gate_markdown, render_gate
 from rooflint.output.live import RunDisplay
 
 
-def gate_command(baseline_path: Path, targets: list[str], current: Optional[Path],
-                 update: bool, max_slowdown: Optional[str], max_bytes_growth: Optional[str],
-                 max_flops_growth: Optional[str], gpu_mismatch: str, markdown: Optional[Path],
-                 junit: Optional[Path], counters: str, recheck: bool) -> None:
+def gate_command(request: GateRequest) -> None:
     """Gate as `rooflint gate` was asked: exit 1 when the gate fails, 2 when a report
     could not be written."""
+    baseline_path, targets, current = request.baseline_path, list(request.targets), request.current
+    update, markdown, junit = request.update, request.markdown, request.junit
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     summary_path = Path(step_summary) if step_summary else None
     guard_gate_files(baseline_path, current, update, markdown, junit, summary_path)
@@ -47,8 +46,8 @@ def gate_command(baseline_path: Path, targets: list[str], current: Optional[Path
     if update and unjudged:
         fail(f"--update writes the baseline and judges nothing: drop {' and '.join(unjudged)}")
     overrides = {key: threshold(f"--{key.replace('_', '-')}", value) for key, value in (
-        ("max_slowdown", max_slowdown), ("max_bytes_growth", max_bytes_growth),
-        ("max_flops_growth", max_flops_growth)) if value is not None}
+        ("max_slowdown", request.max_slowdown), ("max_bytes_growth", request.max_bytes_growth),
+        ("max_flops_growth", request.max_flops_growth)) if value is not None}
     if current is None and not update and not baseline_path.exists():
         fail(f"no baseline at {baseline_path}; make one with: rooflint gate --update "
              f"--baseline {baseline_path}")
@@ -57,7 +56,7 @@ def gate_command(baseline_path: Path, targets: list[str], current: Optional[Path
     else:
         with RunDisplay(console, tables=False) as display:
             result = run_families(RunOptions(targets=targets, variants=[], sizes={},
-                                             counters=counters), display.listener())
+                                             counters=request.counters), display.listener())
     measured = baselines.from_result(result)
     if update:
         baselines.write(measured, baseline_path)
@@ -66,8 +65,8 @@ def gate_command(baseline_path: Path, targets: list[str], current: Optional[Path
                       markup=False)
         return
     reference = baselines.read(baseline_path)
-    report = evaluate(reference, measured, overrides, gpu_mismatch)
-    if recheck:
+    report = evaluate(reference, measured, overrides, request.gpu_mismatch)
+    if request.recheck:
         report = gate_recheck(report, remeasure_against(reference, result))
     render_gate(console, report)
     written = write_gate_reports(report, markdown, junit, summary_path)

@@ -1,4 +1,4 @@
-"""What `run` and `profile` were asked, parsed once from their options: one frozen
+"""What `run`, `profile` and `gate` were asked, parsed once from their options: one frozen
 dataclass per command, whose defaults are written here and nowhere else (the command line
 shows them as its options' defaults; the engine's RunOptions takes run's).
 
@@ -40,6 +40,22 @@ class RunRequest:
     source: bool = False
     exports: Exports = Exports()
     reference_cache: bool = True
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    baseline_path: Path
+    targets: tuple[str, ...] = ()         # none: the bundled families
+    current: Path | None = None           # a result judged instead of measuring
+    update: bool = False
+    max_slowdown: str | None = None       # thresholds as typed (5%): read by formats.thresholds
+    max_bytes_growth: str | None = None
+    max_flops_growth: str | None = None
+    gpu_mismatch: str = "error"           # a baseline from another GPU: error or warn
+    markdown: Path | None = None
+    junit: Path | None = None
+    counters: CountersMode = CountersMode.AUTO
+    recheck: bool = False
 
 
 @dataclass(frozen=True)
