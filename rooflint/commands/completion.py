@@ -38,8 +38,9 @@ def answer_completion(ctx, args: list[str]) -> None:
     if asked is None:
         return
     option, shell = asked
-    shells = ", ".join(str(known.value) for known in typer.completion.Shells)
-    if shell is not None and shell not in shells.split(", "):
+    known = [str(each.value) for each in typer.completion.Shells]
+    shells = ", ".join(known)
+    if shell is not None and shell not in known:
         fail(f"{option} {shell}: unknown shell; rooflint completes {shells}")
     answer = {SHOW: typer.completion.show_callback, INSTALL: typer.completion.install_callback}
     try:
