@@ -34,7 +34,7 @@ def use_stand_in_pools(monkeypatch, factory: Callable[..., object]) -> None:
     """Timing workers made by ``factory(env=...)``, one for each device and pinned as the
     real ones are (no process is started), wherever a run starts them: in ``run`` itself,
     or early in the CLI."""
-    from rooflint.commands import run as run_module
+    from rooflint.engine import families as run_module
     from rooflint.measure import runner
 
     def timing_pools(devices: list[str] | None) -> list:

@@ -9,7 +9,7 @@ import pytest
 
 from rooflint.judge import program_kernels
 from rooflint.judge import upside
-from rooflint.commands import profile as app
+from rooflint.engine import program as app
 from rooflint.analysis import caller_moves as catalog
 from rooflint.analysis.diagnose import Move, Verdict
 from rooflint.output.terminal import lead_phrase

@@ -110,7 +110,7 @@ def test_plot_draws_svg_to_standard_output(tmp_path):
 @pytest.fixture
 def measured_ceilings(monkeypatch):
     """calibrate's measuring stood in for by the H200 steps of test_calibration.py."""
-    from rooflint.commands import calibrate_command
+    from rooflint.commands import calibrate as calibrate_command
     from test_calibration import H200, SKIPPED, STEPS
     monkeypatch.setattr(calibrate_command, "measure_ceilings",
                         lambda update: (H200, STEPS, SKIPPED))

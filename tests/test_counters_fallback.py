@@ -6,8 +6,8 @@ import pytest
 
 from recorded import use_stand_in_pools
 
-from rooflint.commands import run as run_module
-from rooflint.commands.counting import CountersSwitch
+from rooflint.engine import families as run_module
+from rooflint.engine.counters_switch import CountersSwitch
 from rooflint.common.errors import RooflintError
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest

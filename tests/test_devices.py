@@ -9,7 +9,7 @@ import pytest
 
 from recorded import (COUNTED, RECORDED, RecordedPool, RecordedProfiler,
                       use_stand_in_pools)
-from rooflint.commands import run as run_module
+from rooflint.engine import families as run_module
 from rooflint.common.errors import RooflintError
 from rooflint.measure.devices import parse_devices, visible_devices
 from rooflint.measure.runner import WorkerPool

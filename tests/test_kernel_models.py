@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rooflint.judge import program_kernels
-from rooflint.commands import profile as app
+from rooflint.engine import program as app
 from rooflint.formats import kernel_models
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gpus import find_spec

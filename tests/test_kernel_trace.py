@@ -17,7 +17,7 @@ import pytest
 
 from rooflint.judge.program_kernels import kernel_times_from_trace
 from rooflint.common.errors import RooflintError
-from rooflint.commands.profile import device_from_trace
+from rooflint.engine.program import device_from_trace
 from rooflint.formats.kernel_records import UnreadableRecords, read_records
 from rooflint.formats.trace_events import launches
 from rooflint.measure import kernel_trace, program

@@ -41,6 +41,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "measure": ("rooflint.measure",),
     # What users read: the printers, and the guard on what a command may write.
     "output": ("rooflint.output",),
+    # The work behind the commands, shared by them: families measured, a program profiled,
+    # compare's sides, the counters switch, a GPU named on the command line.
+    "engine": ("rooflint.engine",),
     # The commands and the command line that calls them.
     "commands": ("rooflint.commands", "rooflint.__main__"),
     # Small modules any layer may use.
@@ -54,18 +57,25 @@ FORBIDDEN = {
              "judge": "the decisions over documents are built on the core, never the other way",
              "output": "the core computes; what users read is printed above it",
              "measure": "the core runs with no GPU and no CuPy (DESIGN.md)",
+             "engine": "the core is what the engine calls, never the other way",
              "commands": "the core is what commands call, never the other way"},
     "formats": {"judge": "documents are what the decisions read and fill, never the other way",
                 "output": "documents are what printers print, never the other way",
                 "measure": "documents are read and written with no GPU: the worker imports "
                            "the job and measurement records, never the other way",
+                "engine": "documents are what the engine reads and writes, never the other way",
                 "commands": "documents are what commands read and write, never the other way"},
     "judge": {"output": "a decision is made once and printed by whoever shows it",
               "measure": "decisions are made over documents, with no GPU",
+              "engine": "the decisions are what the engine calls, never the other way",
               "commands": "the decisions are what commands call, never the other way"},
     "measure": {"output": "printers show what the GPU code measured; it never calls them",
+                "engine": "the GPU code is what the engine runs, never the other way",
                 "commands": "the GPU code is what commands run, never the other way"},
-    "output": {"commands": "printers print what commands give them; they never call back up"},
+    "output": {"engine": "printers print what they are given; they never call the work",
+               "commands": "printers print what commands give them; they never call back up"},
+    "engine": {"commands": "the engine works for any command and prints nothing; the "
+                           "commands parse, print and exit"},
 }
 
 
@@ -239,14 +249,14 @@ def test_the_circles_issue_26_removed_would_be_found(graph, module, imported):
 
 @pytest.mark.parametrize("module, imported", [
     ("rooflint.analysis.roofline", "rooflint.measure.protocol"),
-    ("rooflint.analysis.roofline", "rooflint.commands.run"),
+    ("rooflint.analysis.roofline", "rooflint.engine.families"),
     ("rooflint.analysis.roofline", "rooflint.formats.results"),     # the edge issue 46 removed
     ("rooflint.analysis.roofline", "rooflint.judge.comparison"),
     ("rooflint.formats.results", "rooflint.judge.upside"),
     ("rooflint.formats.results", "rooflint.output.tables"),
     ("rooflint.judge.gate", "rooflint.output.gate_report"),
     ("rooflint.judge.measurement", "rooflint.measure.protocol"),
-    ("rooflint.judge.explain", "rooflint.commands.explain_command"),
+    ("rooflint.judge.explain", "rooflint.commands.explain"),
 ])
 def test_an_import_that_points_up_would_be_found(graph, module, imported):
     graph = {**graph, module: graph[module] + [Import(imported, 1, "function")]}

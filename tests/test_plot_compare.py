@@ -13,7 +13,7 @@ from rooflint.commands.cli import app
 from rooflint.judge.comparison import compare, speedup
 from rooflint.common.errors import RooflintError
 from rooflint.formats.results import read_result, write_result
-from rooflint.commands.sides import gpu_warning, pairs_from_files
+from rooflint.engine.compare_sides import gpu_warning, pairs_from_files
 
 RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
 runner = cli_runner()

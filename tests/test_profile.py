@@ -17,7 +17,7 @@ import pytest
 
 from rooflint.judge import program_kernels
 from rooflint.judge import upside
-from rooflint.commands import profile as app
+from rooflint.engine import program as app
 from rooflint.analysis import ceilings
 from rooflint.formats import calibration as calibrations
 from rooflint.analysis.stats import TimeStats

@@ -174,7 +174,7 @@ def test_each_family_is_reported_before_the_next_is_measured(monkeypatch, tmp_pa
     """`run` streams: the listener hears of a family (already in the result file) before
     the next family is sent to the worker."""
     from recorded import RecordedPool
-    from rooflint.commands import run as run_module
+    from rooflint.engine import families as run_module
     pool = RecordedPool()
     use_stand_in_pools(monkeypatch, lambda env=None: pool)
     path = tmp_path / "result.json"
@@ -207,7 +207,7 @@ def test_an_interrupt_kills_a_busy_worker(monkeypatch):
     import signal
     import sys
     from dataclasses import asdict
-    from rooflint.commands import run as run_module
+    from rooflint.engine import families as run_module
     from rooflint.measure.runner import WorkerPool
     pools = []
 

@@ -16,7 +16,7 @@ from edges import REPO, Outcome, assert_intact, assert_one_line_error, rooflint,
 from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
 from rooflint.formats import baseline as baselines
 from rooflint.output import live as report
-from rooflint.commands import run as run_module
+from rooflint.engine import families as run_module
 from rooflint.commands.cli import app
 from rooflint.judge.gate import evaluate
 from rooflint.output.live import RunDisplay

@@ -11,7 +11,7 @@ from pathlib import Path, PurePath
 import pytest
 from rich.console import Console
 
-from rooflint.commands import run as run_module
+from rooflint.engine import families as run_module
 from rooflint.commands.cli import app
 from rooflint.measure import ncu, source_report
 from rooflint.analysis.moves import CATALOG, rule_for

@@ -98,7 +98,7 @@ def test_the_recorded_steps_gemms_above_the_calibrated_roofs_say_so():
     """The H100 training step's pass 2 (tests/fixtures/ncu), judged against the H100's
     committed calibration: the GEMMs above its bf16 or L2 roof are marked, no other."""
     from rooflint.judge.program_kernels import kernel_times
-    from rooflint.commands import profile as app
+    from rooflint.engine import program as app
     from rooflint.measure.ncu import parse_rows
     from edges import REPO
     rows = parse_rows((REPO / "tests" / "fixtures" / "ncu" / "h100-train-step-pass2.csv")

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from rooflint.judge import program_kernels
-from rooflint.commands import profile as app
+from rooflint.engine import program as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PACKAGE, PROGRAM, _programs_frames
 from rooflint.measure import ncu
 from rooflint.measure.program import Choice

@@ -19,7 +19,7 @@ import pytest
 from rich.text import Text
 
 from edges import rooflint
-from rooflint.commands.streams import PrintableConsole
+from rooflint.commands.stdio import PrintableConsole
 from rooflint.common.printable import printable
 from rooflint.formats.results import read_result
 from rooflint.output.exports import export

@@ -13,7 +13,7 @@ import pytest
 
 from edges import REPO
 from rooflint.measure.protocol import check_fits
-from rooflint.commands.run import RunOptions, check_inputs
+from rooflint.engine.families import RunOptions, check_inputs
 from rooflint.formats.family_job import resolve
 from rooflint.formats.jobs import TimingJob
 from rooflint.formats.manifest import load_manifest
@@ -44,7 +44,8 @@ def small():
 
 def test_run_accepts_the_family_before_any_gpu_work():
     """What `rooflint run benchmarks/user_family` checks before it starts a worker."""
-    [manifest] = check_inputs(RunOptions(targets=[str(FAMILY)], variants=[], sizes={}))
+    [manifest] = check_inputs(RunOptions(targets=[str(FAMILY)], variants=[], sizes={}),
+                              lambda line: None)
     assert len(manifest.variants) == 10
 
 

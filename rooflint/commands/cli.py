@@ -1,8 +1,8 @@
 """The `rooflint` command line: each command's options and help, and one call to the
-module that does the command (rooflint/commands/*_command.py). Nothing else.
+module that does the command (rooflint/commands/<command>.py). Nothing else.
 
 Exit codes: 0 ok, 1 a correctness failure, 2 usage or environment error (bad input,
-no GPU). Errors are one line on stderr, never a traceback (rooflint.commands.streams).
+no GPU). Errors are one line on stderr, never a traceback (rooflint.commands.stdio).
 
 Each command imports its module inside its function, not at the top: so `rooflint --help`,
 `specs` and `explain` start without CuPy, matplotlib, the live display or the worker.
@@ -20,7 +20,7 @@ import typer
 from typer.core import TyperCommand
 
 from rooflint.commands.completion import CompletingGroup
-from rooflint.commands.streams import (GuardedErrors, GuardedOutput, be_quiet, console,
+from rooflint.commands.stdio import (GuardedErrors, GuardedOutput, be_quiet, console,
                                       emit, fail, one_line_errors, say)
 from rooflint.common.errors import RooflintError
 from rooflint.common.vocabularies import CacheMode, CountersMode
@@ -171,7 +171,7 @@ def run(
                                             "(`rooflint cache clear` removes them)."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
-    from rooflint.commands.run_command import run_command   # start-up: see the top
+    from rooflint.commands.run import run_command   # start-up: see the top
     run_command(RunRequest(
         target=target, variants=tuple(variants or ()), sizes=tuple(size), gpu=gpu,
         cache=cache, json_path=json_path, svg=svg, timeout_s=timeout, counters=counters,
@@ -253,7 +253,7 @@ def profile(
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
-    from rooflint.commands.profile_command import profile_command   # start-up: see the top
+    from rooflint.commands.profile import profile_command   # start-up: see the top
     profile_command(ProfileRequest(
         command=tuple(command), top=top, coverage=coverage, nvtx=nvtx, kernel=kernel,
         skip=skip, gpu=gpu, json_path=json_path, svg=svg, logs=logs, model=model,
@@ -272,7 +272,7 @@ def show(
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
-    from rooflint.commands.show_command import show_command    # start-up: see the top
+    from rooflint.commands.show import show_command    # start-up: see the top
     show_command(result_path, variants or [], csv, markdown, html)
 
 
@@ -297,7 +297,7 @@ def explain(
                                    "calibration of this GPU is cached."),
 ) -> None:
     """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
-    from rooflint.commands.explain_command import explain_command   # start-up: see the top
+    from rooflint.commands.explain import explain_command   # start-up: see the top
     explain_command(time, flops, bytes_, gpu, algorithmic_bytes, precision, json_path, datasheet)
 
 
@@ -332,7 +332,7 @@ def gate(
                                  "recorded in the baseline)."),
 ) -> None:
     """Fail (exit 1) when a kernel got slower, moves more bytes, or turned wrong."""
-    from rooflint.commands.gate_command import gate_command   # start-up: see the top
+    from rooflint.commands.gate import gate_command   # start-up: see the top
     gate_command(GateRequest(
         baseline_path=baseline_path, targets=tuple(targets or ()), current=current,
         update=update, max_slowdown=max_slowdown, max_bytes_growth=max_bytes_growth,
@@ -350,7 +350,7 @@ def calibrate(
                                              "standard output; the table goes to stderr)."),
 ) -> None:
     """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and explain."""
-    from rooflint.commands.calibrate_command import calibrate_command   # start-up: see the top
+    from rooflint.commands.calibrate import calibrate_command   # start-up: see the top
     calibrate_command(gpu, json_path)
 
 
@@ -368,7 +368,7 @@ def plot(
     trajectory: bool = typer.Option(False, "--trajectory", help="Arrows from each variant to the next, in order."),
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
-    from rooflint.commands.plot_command import plot_command   # matplotlib: only when drawing
+    from rooflint.commands.plot import plot_command   # matplotlib: only when drawing
     plot_command(results, output, variant, trajectory)
 
 
@@ -381,7 +381,7 @@ def report(
                                 help="HTML file to write (- for standard output).", metavar="FILE"),
 ) -> None:
     """Write one self-contained HTML page of results: roofline, tables, verdicts, moves (no GPU needed)."""
-    from rooflint.commands.report_command import report_command   # start-up: see the top
+    from rooflint.commands.report import report_command   # start-up: see the top
     report_command(results, output)
 
 
@@ -407,7 +407,7 @@ def compare(
                                                metavar="PERCENT"),
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
-    from rooflint.commands.compare_command import compare_command   # start-up: see the top
+    from rooflint.commands.compare import compare_command   # start-up: see the top
     compare_command(a, b, rev, json_path, allow_different_gpu, gpu, counters, max_slowdown)
 
 
@@ -435,7 +435,7 @@ def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU: its id, 
                                               "(h100: the board in this machine).",
                                               metavar="GPU")) -> None:
     """List the GPU datasheet specs, or show one with its ridge points."""
-    from rooflint.commands.named_gpu import named_spec    # start-up: see the top
+    from rooflint.engine.named_gpu import named_spec    # start-up: see the top
     from rooflint.formats.gpus import load_specs
     from rooflint.output.roofs import render_spec, render_specs
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import typer.completion
 from typer.core import TyperGroup
 
-from rooflint.commands.streams import fail
+from rooflint.commands.stdio import fail
 
 SHOW, INSTALL = "--show-completion", "--install-completion"
 

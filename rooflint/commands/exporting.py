@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from rooflint.commands.requests import Exports
-from rooflint.commands.streams import emit
+from rooflint.commands.stdio import emit
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import RunResult

@@ -1,435 +1,117 @@
-"""`rooflint profile`: a whole program's kernels, ranked by what fixing them could save.
+"""`rooflint profile` as the command line runs it: its options checked, the program
+profiled with SIGTERM taken as Ctrl-C, then the result printed, written and drawn, and
+what a stopped pass 2 leaves said.
 
-From the two passes' logs (every launch's duration: PyTorch's profiler trace, with the
-operator and function behind each launch, or Nsight Compute's; counters on one launch of
-each launch shape of the chosen kernels) to a result document in the common schema; only
-profile_program runs anything (measure/program.py). The kernels are found, ranked by
-total GPU time, chosen (those that cover ``coverage`` of it, or the ``top`` N) and met by
-pass 2's launches in judge/program_kernels.py. Each chosen one becomes an Observation
-judged by the same engine as a manifest variant, with no algorithmic intensity (nobody counted
-its compulsory bytes), a library kernel leading with its caller's moves
-(caller_moves.py), and gets its share of the program's time and its upside, the time its
-best move could save (judge/upside.py, which also says when a kernel is done).
+Apart from engine/program.py, which profiles a program for any caller: this is only what the
+`profile` command adds around it.
 """
 
 from __future__ import annotations
 
-import shutil
-from collections import Counter as Tally
-from dataclasses import dataclass, replace
+import json
+import os
+import re
+import signal
 from pathlib import Path
-from typing import Callable
+from typing import Optional
 
-from rooflint.common.vocabularies import CountersMode
-from rooflint.formats import calibration as calibrations
-from rooflint.analysis import caller_moves as library_moves
-from rooflint.formats import kernel_models
-from rooflint.analysis.counters import Counters
-from rooflint.judge.measurement import device_spec
-from rooflint.commands.named_gpu import check_gpu_option
-from rooflint.analysis.gpu_spec import GpuSpec
-from rooflint.formats.gpus import DeviceInfo, load_specs
-from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
-from rooflint.measure import program as passes
-from rooflint.measure.program import Choice, Filters
-from rooflint.measure.ncu import parse_rows, summarize, version as ncu_version
-from rooflint.formats.jobs import Clocks
-from rooflint.common.errors import RooflintError
-from rooflint.formats.kernel_models import KernelModel, model_for
-from rooflint.analysis.observation import Model, Observation, analyse
-from rooflint.judge.program_kernels import (NO_COUNTERS, Autotuning,
-                                            Identity, KernelTime, autotuners_words, choose,
-                                            mangled_patterns, rows_without_autotuning,
-                                            trace_without_autotuning,
-                                            kernel_times, kernel_times_from_trace,
-                                            launches_by_identity, library, mixed_shapes,
-                                            drifting,
-                                            caller_flags,
-                                            per_launch, selected, unique_names,
-                                            unrecorded_words, why_no_counters)
-from rooflint.judge.upside import best_fraction, by_upside, upside
-from rooflint.common.paths import portable_path
-from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
-from rooflint.formats.settings import DEFAULT_COVERAGE, Settings
-from rooflint.formats.status import Status
-from rooflint.formats.trace_events import Unrecorded, unrecorded
-from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
-from rooflint.formats.trace_events import union_unless_any
-from rooflint.common.units import counted, format_bytes, format_time
-
-ORIGINS_KEPT = 3                 # a kernel's most frequent origins a result keeps
-# What pass 2 costs a profiled launch (8 replay passes: the training step's pass 2, its 46
-# launches and the program's own run under ncu, took 14.8 s on an H100).
-PASS2_S_PER_LAUNCH = 0.3
+from rooflint.commands.requests import ProfileRequest
+from rooflint.commands import exporting
+from rooflint.commands.exporting import STDOUT
+from rooflint.commands.guards import check_outputs
+from rooflint.engine.program import ProfileOptions, profile_program
+from rooflint.commands.stdio import console, emit, errors, fail, progress
+from rooflint.formats.results import RunResult, write_result
+from rooflint.output.tables import render_run
 
 
-def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
-                         timed: list[KernelTime] | None = None) -> dict[Identity, Counters]:
-    """Each chosen kernel's counters from its launches among pass 2's rows
-    (launches_by_identity: by identity, wherever they sit in pass 2's launch order),
-    averaged per launch, so two profiles that caught different numbers of its launches
-    still compare (in `compare` and `gate`)."""
-    return {key: per_launch(summarize(mine), len(mine))
-            for key, mine in launches_by_identity(chosen, rows, timed).items()}
-
-
-def device_from(rows: list[dict], driver: str) -> DeviceInfo:
-    """The GPU the program ran on, from the device attributes ncu prints with each launch."""
-    row = rows[0]
-
-    def attribute(name: str, default: float = 0.0) -> float:
-        value = row.get(f"device__attribute_{name}", default)
-        return float(value) if isinstance(value, (int, float)) else default
-    clock = attribute("clock_rate")
-    return DeviceInfo(
-        name=str(row.get("device__attribute_display_name", "unknown GPU")),
-        index=int(attribute("device_index")),
-        compute_capability=f"{int(attribute('compute_capability_major'))}."
-                           f"{int(attribute('compute_capability_minor'))}",
-        sms=int(attribute("multiprocessor_count")), l2_bytes=int(attribute("l2_cache_size")),
-        memory_bytes=int(attribute("total_memory")),
-        max_sm_clock_mhz=clock / 1e3 if clock else None,
-        max_mem_clock_mhz=attribute("memory_clock_rate") / 1e3 or None,
-        driver=driver, cuda_runtime="", cupy="")
-
-
-def dominant_precision(counters: Counters | None, spec: GpuSpec) -> str:
-    """The precision most of the counted FLOPs ran in, if this GPU has a roof for it."""
-    if counters and counters.flops:
-        main = max(counters.flops, key=counters.flops.get)
-        if main in spec.peaks:
-            return main
-    return "fp32"
-
-
-def kernel_result(time: KernelTime, name: str, counters: Counters | None, region_s: float,
-                  spec: GpuSpec, device: DeviceInfo,
-                  calibration: calibrations.Calibration | None,
-                  model: Model | None = None, missing: str = "") -> VariantResult:
-    """One kernel judged as any variant is, with its share and upside; with the user's
-    ``model`` of it (see kernel_models), its algorithmic intensity too; without counters,
-    ``missing`` says why. A library kernel's verdict leads with its caller's moves
-    (caller_moves.py); its upside stays the kernel-level arithmetic."""
-    precision = dominant_precision(counters, spec)
-    analysis = analyse(Observation(
-        name=name, precision=precision, samples_s=time.durations_s, counters=counters,
-        model=model, grid_blocks=counters.grid_size if counters else 0,
-        threads_per_block=0, launches=1,
-        point_time_s=counters.duration_s if counters else None, cached=True), spec, device.sms,
-        calibration)
-    best = best_fraction(analysis.point, analysis.counters, calibration, precision, device.sms)
-    owner = library(time.kernel, time.origins[0].operator if time.origins else None)
-    mix = mixed_shapes(time)
-    drift = None if mix else drifting(time)
-    stats, notes = ((mix[0], [*analysis.notes, mix[1]]) if mix else
-                    (drift, [*analysis.notes, drift.varies]) if drift else
-                    (analysis.time, analysis.notes))
-    share = KernelShare(
-        kernel=time.kernel, library=owner, launches=time.launches,
-        total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,
-        best_fraction=best, upside_s=upside(time.total_s, analysis.verdict, best),
-        origins=time.origins[:ORIGINS_KEPT])
-    return VariantResult(
-        name=name, description=time.kernel, status=Status.OK,
-        message=("" if analysis.counters else
-                 f"counters refused: {analysis.refused}" if analysis.refused else missing),
-        baseline=False, source_sha256=None, precision=precision, tolerance=0.0, checks=[],
-        samples_s=time.durations_s, time=stats, clocks=Clocks(), gpm={},
-        graph_time=None, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
-        counters=analysis.counters, notes=notes, roofs=analysis.roofs, point=analysis.point,
-        verdict=analysis.verdict and library_moves.with_caller_moves(
-            analysis.verdict, owner, caller_flags(time)),
-        expect={}, expectation_mismatch=None, versus=None,
-        speed_vs_baseline=None, share=share, levels=analysis.levels)
-
-
-def profile_result(program: str, directory: str, kernels: list[KernelTime],
-                   chosen: list[KernelTime], counters: dict[Identity, Counters],
-                   spec: GpuSpec,
-                   device: DeviceInfo, calibration: calibrations.Calibration | None,
-                   settings: Settings, models: list[KernelModel] | None = None,
-                   missing: dict[Identity, str] | None = None) -> RunResult:
-    """The result document of a profile: one family (the program), one variant per chosen
-    kernel (those without counters with the reason in ``missing``); the rest of the GPU
-    time is summarised in the settings."""
-    region = sum(k.total_s for k in kernels)
-    names = unique_names(chosen)
-    variants = [kernel_result(k, names[k.identity], counters.get(k.identity), region, spec,
-                              device, calibration,
-                              model_for((k.kernel, names[k.identity]), models or []),
-                              (missing or {}).get(k.identity, NO_COUNTERS))
-                for k in chosen]
-    rest = kernels[len(chosen):]
-    settings = replace(settings, mode="profile", gpu_time_s=region, kernels=len(kernels),
-                       other_kernels=len(rest),
-                       other_share=sum(k.total_s for k in rest) / region if region else 0.0,
-                       **calibrations.settings(calibration))
-    result = RunResult(gpu=device, spec_id=spec.id, settings=settings)
-    result.families.append(FamilyResult(name=program, directory=directory, params={},
-                                        baseline=None, variants=by_upside(variants)))
-    return result
-
-
-@dataclass
-class ProfileOptions:
-    command: list[str]
-    coverage: float = DEFAULT_COVERAGE
-    top: int | None = None
-    nvtx: str | None = None
-    kernel: str | None = None
-    skip: int = 0
-    gpu: str | None = None
-    logs: str | None = None          # keep Nsight Compute's CSV logs in this directory
-    model: str | None = None         # a kernel_models file: kernels' FLOPs and bytes
-
-
-def profile_program(options: ProfileOptions, say: Callable[[str], None]
-                    ) -> tuple[RunResult, Stopped | None]:
-    """Both passes over the program (the only part that runs anything), then the analysis.
-    ``say`` hears what is about to happen, before the longer second pass, and how long a
-    long pass has run. A pass 2 that failed or was interrupted leaves a result of pass 1's
-    kernel times, each chosen kernel's row saying why it has no counters, and what stopped
-    it (else None)."""
-    models = kernel_models.load(Path(options.model)) if options.model else []  # mistakes first
-    check_program(options.command)
-    check_gpu_option(options.gpu)
-    ncu_executable()                        # no ncu: say so before any program runs
-    filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
-    logs = logs_folder(Path(options.logs)) if options.logs else None
-    say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
-
-    timed: dict[int, PassOne] = {}                             # parsed once per pass
-
-    def kernels_of(first: Pass) -> PassOne:
-        if id(first) not in timed:
-            timed[id(first)] = timed_kernels(first, filters)
-        return timed[id(first)]
-
-    planned: list[Choice] = []                                   # the last is pass 2's
-
-    def plan(first: Pass) -> Choice:
-        """The kernels pass 2 profiles, said before it starts."""
-        one = kernels_of(first)
-        chosen = choose(one.kernels, options.coverage, options.top)
-        choice = pass2_choice(chosen, one.every)
-        planned.append(choice)
-        say(plan_words(first, one.kernels, chosen, choice))
-        if one.tuning.launches:
-            say(autotuning_words(one.tuning))
-        if one.unrecorded:
-            say(unrecorded_words(one.unrecorded))
-        held = held_memory_words(first.trace)
-        if held:
-            say(held)
-        return choice
-
-    first, second = passes.two_passes(options.command, filters, logs, plan, say)
-    one = kernels_of(first)
-    kernels, tuning = one.kernels, one.tuning
-    chosen = choose(kernels, options.coverage, options.top)
-    profiled = parse_rows(second.log)
-    counters = counters_by_identity(chosen, profiled, kernels)
-    stopped = second.stopped
-    choice = planned[-1]
-    missing = {k.identity: f"no counters: {stopped.why}" if stopped
-               else why_no_counters(k, profiled) for k in chosen if k.identity not in counters}
-    device = device_of(first, profiled, passes.driver_version())
-    specs = load_specs()
-    spec = device_spec(device, options.gpu, specs)
-    calibration = calibrations.find(spec.id, device.driver)
-    settings = replace(passes_settings(options, first, second, len(profiled), choice,
-                                       passes.selection(choice.patterns)),
-                       autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
-                       autotuners=list(tuning.tuners) or None,
-                       unrecorded=one.unrecorded or None)
-    return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
-                          chosen, counters, spec, device, calibration, settings, models,
-                          missing), stopped
-
-
-def plan_words(first: Pass, kernels: list[KernelTime], chosen: list[KernelTime],
-               choice: Choice) -> str:
-    """What pass 1 found and what pass 2 will profile, said before pass 2 starts."""
-    covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
-    return (f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
-            f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
-            f"({covered:.0%} of GPU time; every launch shape of their functions, as Nsight "
-            f"Compute selects by name), the first launch of each, tensor FLOPs in "
-            f"{precisions_words(choice.tensor_precisions)}: about "
-            f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
-
-
-def autotuning_words(tuning: Autotuning) -> str:
-    """What was left out as benchmarking, said with pass 1's findings."""
-    return (f"left out: {counted(tuning.launches, 'launch', 'launches')} "
-            f"({format_time(tuning.gpu_s)} of GPU time) of {autotuners_words(tuning.tuners)}"
-            f": timing candidate kernels or clearing caches between timed runs, not the "
-            f"program's work")
-
-
-# Nsight Compute saves the device memory a program holds before a profiled launch's first
-# replay pass and restores it before each other; a copy that no longer fits beside the
-# program's own goes to host memory. Measured on an H100 (80 GB), 40 launches of a CuPy
-# probe under the whole list: 12.5 s holding 0.25 GB, 14.7 s holding 16 GB, not done in
-# 400 s holding 48 GB.
-REPLAY_ROOM_SHARE = 0.4
-
-
-def held_memory_words(trace: dict | None) -> str | None:
-    """A warning, said before pass 2, when pass 1's program held more than
-    REPLAY_ROOM_SHARE of its GPU's memory; None otherwise, or where the trace does not say."""
-    held = peak_reserved_bytes(trace) if trace else None
-    if not held:
-        return None
+def profile_command(request: ProfileRequest) -> None:
+    """Profile the program as `rooflint profile` was asked; exit 2 (130 if interrupted)
+    when pass 2 stopped, after what pass 1 measured is printed and written."""
+    json_path, svg, logs, model = request.json_path, request.svg, request.logs, request.model
+    _check_filters(request.nvtx, request.kernel)
+    if logs:
+        _check_logs_folder(logs)
+    tables = exporting.asked(request.exports)
+    piped = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
+    check_outputs(None if json_path == STDOUT else json_path, picture=svg,
+                  logs=logs if logs and logs.is_dir() else None,   # else made once ncu is found
+                  model=model, tables=exporting.files(tables))
+    screen = errors if piped else console
+    terminate = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        total = device_from_trace(trace, "").memory_bytes
-    except RooflintError:
-        return None
-    if not total or held <= REPLAY_ROOM_SHARE * total:
-        return None
-    return (f"the program held {format_bytes(held)} of its GPU's {format_bytes(total)}: "
-            f"Nsight Compute saves and restores a program's device memory around every "
-            f"profiled launch, and a copy that does not fit beside it goes through host "
-            f"memory, so pass 2 may take many times its estimate (profile a smaller batch or "
-            f"model, or fewer kernels with --top N)")
-
-
-def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled: int,
-                    choice: Choice, selection: list[str]) -> Settings:
-    """What a profile records of how it ran the program: its filters and both passes."""
-    stopped = second.stopped
-    return Settings(
-        counters=CountersMode.NCU, command=options.command, nvtx=options.nvtx, kernel_filter=options.kernel,
-        skip=options.skip, model=options.model, coverage=options.coverage, top=options.top,
-        pass1_timer=first.timer.value,
-        pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,
-        pass2_profiled_launches=profiled, pass2_kernels=choice.patterns,
-        pass2_selection=selection,
-        pass2_tensor_precisions=_sorted_or_none(choice.tensor_precisions),
-        pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None,
-        ncu_version=ncu_version())
-
-
-def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime]) -> Choice:
-    """Pass 2's patterns (on mangled names: the chosen kernels among all of pass 1's,
-    ``timed``), and the tensor precisions the chosen kernels' operators name (all of them
-    when one kernel's operators are unknown)."""
-    return Choice(mangled_patterns(chosen, timed),
-                  union_unless_any(k.tensor_precisions for k in chosen))
-
-
-def precisions_words(precisions: frozenset[str] | None) -> str:
-    """``bf16-tensor and tf32-tensor (what its operators' inputs name)``."""
-    if precisions is None:
-        return "every precision"
-    if not precisions:
-        return "no precision (no operator of theirs had a tensor-core dtype)"
-    return f"{' and '.join(sorted(precisions))} (what their operators' inputs name)"
-
-
-def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:
-    return None if values is None else sorted(values)
-
-
-def device_of(first: Pass, profiled: list[dict], driver: str) -> DeviceInfo:
-    """The GPU the program ran on: from the attributes ncu prints with each launch of
-    pass 2, or of pass 1 when pass 2 stopped before any; from the device properties in
-    pass 1's trace (PyTorch's profiler's, or CUPTI's records) when ncu printed none."""
-    rows = profiled or ([] if first.timer.traced else parse_rows(first.log))
-    return device_from(rows, driver) if rows else device_from_trace(first.trace or {}, driver)
-
-
-def device_from_trace(trace: dict, driver: str) -> DeviceInfo:
-    """The GPU the trace's kernels ran on, from its ``deviceProperties`` (which name no L2
-    size and no clocks)."""
-    devices = {d.get("id"): d for d in trace.get("deviceProperties") or []
-               if isinstance(d, dict)}
-    used = Tally(e.get("args", {}).get("device") for e in trace.get("traceEvents", [])
-                 if isinstance(e, dict) and e.get("cat") == "kernel")
-    ran_on = next((devices[i] for i, _ in used.most_common() if i in devices), None)
-    if ran_on is None:
-        raise RooflintError("the GPU is unknown: pass 2 stopped before Nsight Compute named "
-                            "it, and pass 1's trace names none")
-
-    def number(key: str) -> int:
-        value = ran_on.get(key)
-        return int(value) if isinstance(value, (int, float)) else 0
-    return DeviceInfo(
-        name=str(ran_on.get("name", "unknown GPU")), index=number("id"),
-        compute_capability=f"{number('computeMajor')}.{number('computeMinor')}",
-        sms=number("numSms"), l2_bytes=0, memory_bytes=number("totalGlobalMem"),
-        max_sm_clock_mhz=None, max_mem_clock_mhz=None, driver=driver, cuda_runtime="",
-        cupy="")
-
-
-def logs_folder(logs: Path) -> Path:
-    """--logs' folder, made with its parents where it does not exist yet (as ncu -o
-    does), once every check has passed: a refused profile leaves nothing behind."""
+        result, stopped = profile_program(
+            ProfileOptions(command=list(request.command), coverage=request.coverage,
+                           top=request.top, nvtx=request.nvtx, kernel=request.kernel,
+                           skip=request.skip, gpu=request.gpu,
+                           logs=str(logs) if logs else None,
+                           model=str(model) if model else None), progress)
+    finally:
+        signal.signal(signal.SIGTERM, terminate)
     try:
-        logs.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RooflintError(f"--logs {logs}: cannot make the directory "
-                            f"({exc.strerror or exc})") from None
-    return logs
+        render_run(screen, result)
+    finally:   # minutes of profiling: kept when nobody reads the table (`| head`)
+        _write_outputs(result, json_path, tables, svg, stopped is None, screen)
+    if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
+        kept = ("the result document keeps" if json_path == STDOUT else
+                f"{json_path} keeps" if json_path else "the table shows")
+        fail(f"{stopped.why}; {kept} pass 1's kernel times, without counters"
+             + (f" (no roofline to draw in {svg})" if svg else ""),
+             130 if stopped.interrupted else 2)
 
 
-def check_program(command: list[str]) -> None:
-    """The program to profile exists and can be run (said before ncu is looked for): a
-    path that is an executable file, or a name found on PATH, as ncu will look for it."""
-    program = command[0]
-    if shutil.which(program):
+def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[exporting.Export],
+                   svg: Optional[Path], drawn: bool, screen) -> None:
+    """The result document, the tables and the roofline picture (``drawn``: there are
+    counters to draw), each said as it is written."""
+    if json_path == STDOUT:
+        emit(json.dumps(result.to_json(), indent=1))
+    elif json_path:
+        write_result(result, json_path)
+        screen.print(f"result written to {json_path}", markup=False)
+    named = json_path if json_path and json_path != STDOUT else "rooflint profile"
+    for said in exporting.write(tables, [result], str(named)):
+        screen.print(said, markup=False)
+    if svg and drawn:
+        from rooflint.output import plotting    # matplotlib, only for --svg
+        plotting.save(plotting.figure([result]), svg)
+        screen.print(f"roofline drawn to {svg}", markup=False)
+
+
+def _check_logs_folder(logs: Path) -> None:
+    """--logs' folder is one, or can be made, said before ncu is looked for but made only
+    once every check has passed (profile.logs_folder): a refused profile leaves nothing
+    behind. Where it does not exist, its nearest existing parent must be a directory
+    rooflint may write in."""
+    if logs.exists():
+        if not logs.is_dir():
+            fail(f"--logs {logs}: not a directory")
         return
-    if "/" not in program:
-        raise RooflintError(f"profile: no program {program!r} on PATH")
-    path = Path(program)
-    if not path.exists():
-        raise RooflintError(f"profile: {program}: no such file")
-    if not path.is_file():
-        kind = "a directory" if path.is_dir() else "not a regular file"
-        raise RooflintError(f"profile: {program} is {kind}, not a program")
-    raise RooflintError(f"profile: {program} is not executable; chmod +x it, or name its "
-                        f"interpreter first (rooflint profile -- python {program})")
+    parent = next(p for p in logs.absolute().parents if p.exists())
+    if not parent.is_dir():
+        fail(f"--logs {logs}: cannot make the directory ({parent} is not a directory)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        fail(f"--logs {logs}: cannot make the directory ({parent} may not be written in)")
 
 
-@dataclass
-class PassOne:
-    """What pass 1 found: its kernels (those that pass --nvtx, --kernel and --skip), the
-    autotuners' launches left out of them, the repeated calls the trace did not record,
-    and every kernel it saw, filters or not: pass 2 runs the whole program, so its patterns
-    tell the chosen kernels apart from all of these (with --kernel "Gelu", the chosen GELU
-    kernel's pattern had been the bare name of PyTorch's element-wise kernel, which every
-    element-wise kernel of the program matches, each then profiled at every shape)."""
-
-    kernels: list[KernelTime]
-    tuning: Autotuning
-    unrecorded: list[Unrecorded]
-    every: list[KernelTime]
-
-
-def timed_kernels(first: Pass, filters: Filters) -> PassOne:
-    """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
-    program_kernels.without_autotuning); the profiler's trace is filtered here as ncu
-    filtered its own launches (which leaves it no kernel but those)."""
-    if first.timer.traced:
-        launches = trace_launches(first.trace or {})
-        found = selected(launches, filters.nvtx, filters.kernel, filters.skip)
-        if not found:
-            raise RooflintError(f"no kernel launch that {first.timer.words} recorded passed "
-                                f"--nvtx, --kernel and --skip")
-        kept, tuning = trace_without_autotuning(found)
-        kernels = kernel_times_from_trace(kept)
-        every = kernels if len(found) == len(launches) else \
-            kernel_times_from_trace(trace_without_autotuning(launches)[0])
-        return PassOne(kernels, tuning, unrecorded(first.trace or {}), every)
-    rows, tuning = rows_without_autotuning(parse_rows(first.log))
-    kernels = kernel_times(rows)
-    return PassOne(kernels, tuning, [], kernels)
+def _check_filters(nvtx: Optional[str], kernel: Optional[str]) -> None:
+    """--nvtx and --kernel, before ncu is looked for: an empty one would quietly profile
+    every launch of the program, which is what leaving it out says."""
+    if nvtx == "":
+        fail("--nvtx '': name the NVTX range whose launches to profile (the name the program "
+             "pushes), or leave --nvtx out")
+    if kernel == "":
+        fail("--kernel '': an empty pattern matches every kernel; give a regular expression "
+             "on kernel names, or leave --kernel out")
+    if kernel:
+        try:
+            re.compile(kernel)
+        except re.error as exc:
+            fail(f"--kernel {kernel!r} is not a regular expression: {exc}")
 
 
-def program_name(command: list[str]) -> str:
-    """What to call the program: its script (``transformer_block.py``), the module it runs
-    (``python -m examples.regression.main``), else its executable."""
-    script = next((a for a in command if a.endswith((".py", ".sh"))), None)
-    if script is None and Path(command[0]).name.startswith("python") and "-m" in command[1:-1]:
-        return command[command.index("-m", 1) + 1]
-    return Path(script or command[0]).name
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM while a program is profiled (``timeout``, a batch scheduler's limit) is
+    handled as Ctrl-C is: pass 1's times are kept, and pass 2's early-started program, in
+    a session of its own that the signal does not reach, is stopped, not left waiting."""
+    raise KeyboardInterrupt

@@ -1,6 +1,7 @@
 """What `run`, `profile` and `gate` were asked, parsed once from their options: one frozen
-dataclass per command, whose defaults are written here and nowhere else (the command line
-shows them as its options' defaults; the engine's RunOptions takes run's).
+dataclass per command, whose defaults are written here and nowhere else (or in
+formats/settings.py where the engine shares them; the command line shows them as its
+options' defaults).
 
 Light on purpose: the command line imports it before any command runs.
 """
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooflint.common.vocabularies import CacheMode, CountersMode
-from rooflint.formats.settings import DEFAULT_COVERAGE
+from rooflint.formats.settings import (DEFAULT_CACHE, DEFAULT_COUNTERS, DEFAULT_COVERAGE,
+                                       DEFAULT_TIMEOUT_S)
 
 
 @dataclass(frozen=True)
@@ -29,11 +31,11 @@ class RunRequest:
     variants: tuple[str, ...] = ()        # none: every variant
     sizes: tuple[str, ...] = ()           # NAME=VALUE overrides, as typed
     gpu: str | None = None                # the spec judged against; None: the device's
-    cache: CacheMode = CacheMode.COLD
+    cache: CacheMode = DEFAULT_CACHE
     json_path: Path | None = None
     svg: Path | None = None
-    timeout_s: float = 120.0              # a variant's worker is abandoned after this
-    counters: CountersMode = CountersMode.AUTO
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    counters: CountersMode = DEFAULT_COUNTERS
     timings: bool = False
     devices: str | None = None            # as typed: all, or indices such as 0,2
     gpm: bool = False
@@ -54,7 +56,7 @@ class GateRequest:
     gpu_mismatch: str = "error"           # a baseline from another GPU: error or warn
     markdown: Path | None = None
     junit: Path | None = None
-    counters: CountersMode = CountersMode.AUTO
+    counters: CountersMode = DEFAULT_COUNTERS
     recheck: bool = False
 
 

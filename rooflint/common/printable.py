@@ -13,7 +13,7 @@ the two Unicode non-characters XML forbids are escaped the same way.
 :func:`printable` is for a line (a message, a name in a cell); :func:`printable_lines`, the
 same escaping with the line breaks and tabs that lay a text out kept, is for what is
 written on standard output or error as a whole (a table, a CSV, a page): the one escaping
-every text rooflint shows passes through (commands/streams.py).
+every text rooflint shows passes through (commands/stdio.py).
 """
 
 from __future__ import annotations

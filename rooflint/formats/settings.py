@@ -21,6 +21,9 @@ from rooflint.formats.trace_events import Unrecorded
 # The share of the GPU time whose kernels a profile's pass 2 profiles, unless --coverage
 # or --top says otherwise (analysis/program_kernels.choose).
 DEFAULT_COVERAGE = 0.90
+DEFAULT_CACHE = CacheMode.COLD         # run's --cache
+DEFAULT_COUNTERS = CountersMode.AUTO   # --counters of run, gate and compare
+DEFAULT_TIMEOUT_S = 120.0              # a variant's worker is abandoned after this
 
 
 @dataclass

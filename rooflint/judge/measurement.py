@@ -2,7 +2,7 @@
 there, and each variant's measurements and counters made into its result (roofline point,
 verdict, expectations, comparison with the variant it was meant to beat).
 
-`run` (manifests, lanes, workers), `compare` (its measured sides, commands/sides.py) and
+`run` (manifests, lanes, workers), `compare` (its measured sides, engine/compare_sides.py) and
 `profile` (the device behind a program's kernels) all judge through here, so a family
 measured any way reads the same.
 """

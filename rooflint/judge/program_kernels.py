@@ -8,7 +8,7 @@ in the same order. Also here: each kernel's short, unique name, the library that
 (its caller's moves, caller_moves.py, lead its verdict), and the shapes a persistent
 kernel runs at one launch configuration. Launches as the trace and Nsight Compute's rows
 record them (formats/trace_events.py, formats/ncu_log.py) in, kernels out: nothing here
-runs a program or a GPU (commands/profile.py does, through measure/program.py).
+runs a program or a GPU (engine/program.py does, through measure/program.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A profiled kernel's upside is the time its best move could save, by the same ari
 that ranks the moves (moves.gain): total time x (1 - 1 / the move's estimated speed-up),
 the nearest roof's distance where the move has no estimate. A kernel whose best move could
 save no more than 1 - NEAR_ROOF of its time, or one at AT_ROOF of its nearest roof with no
-evidence of waste, is done. `rooflint profile` (commands/profile.py) ranks a program's
+evidence of waste, is done. `rooflint profile` (engine/program.py) ranks a program's
 kernels by it, and the tables say which are done.
 """
 

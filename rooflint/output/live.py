@@ -4,7 +4,7 @@ A run reports each step through a Listener (started, a phase's progress, a famil
 a family finished, a warning); RunDisplay is the listener that draws progress lines with
 rich and, for `run`, prints the header and each family's table (tables.py) as soon as it
 is complete. The Listener is declared here, beside the display that implements it, so that
-commands/run.py calls down into the printers and they never call back up.
+engine/families.py calls down into the printers and they never call back up.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooflint.commands.run import RunOptions, run
+from rooflint.engine.families import RunOptions, run
 from rooflint.common.phases import REFERENCE_CACHE_HIT, REFERENCE_CACHE_MISS
 from rooflint.formats.reference_cache import ENTRY_FILE, references_directory
 from rooflint.output.live import Listener

@@ -14,7 +14,7 @@ import pytest
 
 from rooflint.formats import baseline as baselines
 from rooflint.judge.gate import evaluate
-from rooflint.commands.run import RunOptions, run
+from rooflint.engine.families import RunOptions, run
 
 pytestmark = pytest.mark.gpu
 FAMILY = str(Path(__file__).parent.parent / "fixtures" / "gate")

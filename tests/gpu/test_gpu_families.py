@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from rooflint.formats.results import read_result
-from rooflint.commands.run import RunOptions, run
+from rooflint.engine.families import RunOptions, run
 from rooflint.output.live import Listener
 
 pytestmark = pytest.mark.gpu

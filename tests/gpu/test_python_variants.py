@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from rooflint.commands.run import RunOptions, run
+from rooflint.engine.families import RunOptions, run
 from rooflint.output.live import Listener
 
 pytestmark = pytest.mark.gpu

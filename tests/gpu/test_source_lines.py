@@ -8,7 +8,7 @@ import pytest
 
 from rooflint.analysis.moves import rule_for
 from rooflint.analysis.sourcelines import MEASURES, SourceProfile, supporting
-from rooflint.commands.run import RunOptions, run
+from rooflint.engine.families import RunOptions, run
 from rooflint.measure import ncu, source_report
 from rooflint.output.live import Listener
 

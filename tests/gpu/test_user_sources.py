@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.commands.run import RunOptions, run
+from rooflint.engine.families import RunOptions, run
 from rooflint.output.live import Listener
 
 pytestmark = pytest.mark.gpu

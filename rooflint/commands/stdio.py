@@ -8,7 +8,7 @@ name's or a path's escape sequence never drives the terminal, whichever call sit
 it; and the streams themselves write what their encoding cannot spell as an escape, so no
 text fails to print. Files keep the user's text as written.
 
-Apart from cli.py so that each command's module (run_command, gate_command, ...) prints
+Apart from cli.py so that each command's module (commands/run.py, commands/gate.py, ...) prints
 and fails the same way without importing the typer app that calls it.
 Exit codes: 0 ok, 1 a correctness failure, 2 usage or environment error (bad input,
 no GPU), 130 interrupted, 141 a reader that stopped reading.

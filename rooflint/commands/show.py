@@ -9,7 +9,7 @@ from typing import Optional
 from rooflint.commands.requests import Exports
 from rooflint.commands import exporting
 from rooflint.commands.guards import guard_outputs
-from rooflint.commands.streams import console
+from rooflint.commands.stdio import console
 from rooflint.formats.results import read_result
 from rooflint.output.outputs import Named
 from rooflint.output.tables import only_variants, render_run

@@ -2,7 +2,7 @@
 read, two of them compared as `rooflint compare A.json B.json` compares them, and the page
 (output/html_report.py) written to its file or to standard output.
 
-Apart from the page's module because the comparison's pairing (sides.py) is a command's,
+Apart from the page's module because the comparison's pairing (engine/compare_sides.py) is a command's,
 and output/ never calls up into the commands.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rooflint.judge.comparison import compare as compare_variants
 from rooflint.commands.guards import guard_outputs
-from rooflint.commands.sides import Side, gpu_warning, paired, result_sides, unmatched_names
-from rooflint.commands.streams import console, emit
+from rooflint.engine.compare_sides import Side, gpu_warning, paired, result_sides, unmatched_names
+from rooflint.commands.stdio import console, emit
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import read_result

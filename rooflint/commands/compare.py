@@ -1,7 +1,7 @@
 """`rooflint compare` as the command line runs it: the two sides read or measured (a
 spinner while they are), each pair compared, then printed as text or JSON.
 
-Apart from sides.py, which finds and measures the sides for any caller: this is only what
+Apart from engine/compare_sides.py, which finds and measures the sides for any caller: this is only what
 the `compare` command adds around them.
 """
 
@@ -14,14 +14,14 @@ from typing import Optional
 from rich.progress import TextColumn
 
 from rooflint.judge.comparison import compare as compare_variants
-from rooflint.commands.gate_command import threshold
-from rooflint.commands.sides import Side, gpu_warning, resolve_pairs, split_side, unmatched
+from rooflint.commands.gate import threshold
+from rooflint.engine.compare_sides import Side, gpu_warning, resolve_pairs, split_side, unmatched
 from rooflint.commands.exporting import STDOUT, write_json, written_json
-from rooflint.commands.streams import console, errors
+from rooflint.commands.stdio import console, errors, progress
 from rooflint.output.live import progress_bar
 from rooflint.output.outputs import COMPARISON
 from rooflint.common.printable import printable
-from rooflint.commands.named_gpu import check_gpu_option
+from rooflint.engine.named_gpu import check_gpu_option
 from rooflint.output.tables import render_comparison
 from rooflint.output.terminal import shortened_names
 
@@ -39,7 +39,7 @@ def compare_command(a: str, b: Optional[str], rev: Optional[str], json_path: Opt
     with progress_bar(screen, TextColumn("{task.description}")) as bar:
         bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
         pairs = resolve_pairs(a, b, rev, gpu, counters,
-                              lambda family, phase: (lambda event, variant: None))
+                              lambda family, phase: (lambda event, variant: None), progress)
     warning = gpu_warning(pairs, allow_different_gpu)
     comparisons = [compare_variants(x.variant, y.variant, x.label, y.label, gap)
                    for x, y in pairs]

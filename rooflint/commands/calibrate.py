@@ -16,8 +16,8 @@ from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rooflint.formats import calibration as calibrations
 from rooflint.commands.exporting import STDOUT, write_json, written_json
 from rooflint.judge.measurement import device_spec
-from rooflint.commands.named_gpu import check_gpu_option
-from rooflint.commands.streams import console, errors
+from rooflint.engine.named_gpu import check_gpu_option
+from rooflint.commands.stdio import console, errors
 from rooflint.formats.gpus import load_specs
 from rooflint.measure.runner import calibrate as measure_ceilings
 from rooflint.output.live import progress_bar

@@ -14,10 +14,10 @@ from typing import Optional
 from rooflint.formats import calibration as calibrations
 from rooflint.judge.explain import explain as explain_point
 from rooflint.commands.exporting import STDOUT, write_json, written_json
-from rooflint.commands.streams import console, fail
+from rooflint.commands.stdio import console, fail
 from rooflint.output.outputs import EXPLANATION
 from rooflint.common.units import parse_bytes, parse_count, parse_time
-from rooflint.commands.named_gpu import option_spec
+from rooflint.engine.named_gpu import option_spec
 from rooflint.analysis.gpu_spec import PRECISIONS
 from rooflint.output.roofs import render_explanation
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rooflint.commands.exporting import STDOUT
 from rooflint.commands.guards import guard_outputs
-from rooflint.commands.streams import console, emit
+from rooflint.commands.stdio import console, emit
 from rooflint.formats.results import read_result
 from rooflint.output import plotting
 from rooflint.output.outputs import PICTURE, Named, Output

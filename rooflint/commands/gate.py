@@ -16,9 +16,9 @@ import typer
 from rooflint.judge.gate import evaluate, recheck as gate_recheck
 from rooflint.commands.requests import GateRequest
 from rooflint.commands.guards import guard_outputs
-from rooflint.commands.run import RunOptions, run as run_families
-from rooflint.commands.sides import remeasure_against
-from rooflint.commands.streams import console, fail, say
+from rooflint.engine.families import RunOptions, check_inputs, run as run_families
+from rooflint.engine.compare_sides import remeasure_against
+from rooflint.commands.stdio import console, fail, progress, say
 from rooflint.common.errors import RooflintError
 from rooflint.common.printable import printable
 from rooflint.formats import baseline as baselines
@@ -54,9 +54,10 @@ def gate_command(request: GateRequest) -> None:
     if current:
         result = read_result(current)
     else:
+        options = RunOptions(targets=targets, variants=[], sizes={}, counters=request.counters)
+        manifests = check_inputs(options, progress)
         with RunDisplay(console, tables=False) as display:
-            result = run_families(RunOptions(targets=targets, variants=[], sizes={},
-                                             counters=request.counters), display.listener())
+            result = run_families(options, display.listener(), manifests=manifests)
     measured = baselines.from_result(result)
     if update:
         baselines.write(measured, baseline_path)

@@ -32,8 +32,8 @@ from rooflint.formats.results import RunResult, VariantResult, read_result
 from rooflint.formats.settings import Settings
 from rooflint.judge.measurement import check_precisions, device_spec, family_result
 from rooflint.measure.protocol import check_fits
-from rooflint.commands.counting import CountersSwitch
-from rooflint.commands.run import RunOptions, family_counters, load_family
+from rooflint.engine.counters_switch import CountersSwitch
+from rooflint.engine.families import RunOptions, family_counters, load_family
 
 
 @dataclass
@@ -149,13 +149,14 @@ def commit_of(rev: str, repository: Path) -> str:
 
 
 def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, counters: str,
-                  progress_for: Callable[[object, str], Progress]) -> list[tuple[Side, Side]]:
+                  progress_for: Callable[[object, str], Progress],
+                  note: Callable[[str], None]) -> list[tuple[Side, Side]]:
     """Measure two TARGET:VARIANT sides now, interleaved (or A at ``rev`` against A)."""
     (target_a, variant_a), (target_b, variant_b) = split_side(a), split_side(b or a)
     check_variants_named(a, b, rev)
     with tempfile.TemporaryDirectory(prefix="rooflint-rev-") as old:
         path_a = _family_at_revision(target_a, rev, Path(old)) if rev else target_a
-        manifests = [load_family(str(path_a)), load_family(target_b)]
+        manifests = [load_family(str(path_a), note), load_family(target_b, note)]
         for manifest, variant in zip(manifests, (variant_a, variant_b)):
             select_variants(manifest, [variant])    # an unknown name, before the GPU starts
         labels = [f"{variant_a}@{rev}" if rev else a, b or a]
@@ -214,11 +215,12 @@ def _variants_of(target: str) -> str:
 
 
 def resolve_pairs(a: str, b: str | None, rev: str | None, gpu: str | None, counters: str,
-                  progress_for: Callable[[object, str], Progress]) -> list[tuple[Side, Side]]:
+                  progress_for: Callable[[object, str], Progress],
+                  note: Callable[[str], None]) -> list[tuple[Side, Side]]:
     if rev:
         if b is not None:
             raise RooflintError("--rev compares one TARGET:VARIANT with itself at REV; give one side")
-        return measured_pair(a, None, rev, gpu, counters, progress_for)
+        return measured_pair(a, None, rev, gpu, counters, progress_for, note)
     if b is None:
         raise RooflintError("compare needs two sides (or one side and --rev REV)")
     if _is_file(split_side(a)[0]) and _is_file(split_side(b)[0]):
@@ -226,7 +228,7 @@ def resolve_pairs(a: str, b: str | None, rev: str | None, gpu: str | None, count
     if _is_file(split_side(a)[0]) or _is_file(split_side(b)[0]):
         raise RooflintError("compare a result file with a result file, or two targets measured "
                             "now; mixing the two would time them at different moments")
-    return measured_pair(a, b, None, gpu, counters, progress_for)
+    return measured_pair(a, b, None, gpu, counters, progress_for, note)
 
 
 def remeasure_against(baseline: Baseline, result: RunResult
@@ -241,6 +243,7 @@ def remeasure_against(baseline: Baseline, result: RunResult
 
     def remeasure(family: str, variant: str) -> tuple[list[float], list[float]]:
         [(then, now)] = measured_pair(f"{directories[family]}:{variant}", None, revision, None,
-                                      "off", lambda f, phase: (lambda event, name: None))
+                                      "off", lambda f, phase: (lambda event, name: None),
+                                      lambda line: None)
         return then.variant.samples_s, now.variant.samples_s
     return remeasure
