@@ -14,21 +14,21 @@ from typing import Optional
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
 from rooflint.formats import calibration as calibrations
-from rooflint.commands.exporting import STDOUT, write_json, written_json
+from rooflint.commands.writing import write_json
 from rooflint.judge.measurement import device_spec
 from rooflint.engine.named_gpu import check_gpu_option
 from rooflint.commands.stdio import console, errors
 from rooflint.formats.gpus import load_specs
 from rooflint.measure.runner import calibrate as measure_ceilings
 from rooflint.output.live import progress_bar
-from rooflint.output.outputs import CALIBRATION
+from rooflint.output.outputs import CALIBRATION, STDOUT, guard_json
 from rooflint.output.roofs import render_calibration
 
 
 def calibrate_command(gpu: Optional[str], json_path: Optional[Path]) -> None:
     """Calibrate as `rooflint calibrate` was asked: measure, save, print."""
     check_gpu_option(gpu)     # a typo is said now, not after the measuring
-    written_json(json_path, CALIBRATION)
+    guard_json(json_path, CALIBRATION)
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
     with progress_bar(screen, TextColumn("{task.description}"), BarColumn(),
                       TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()) as bar:

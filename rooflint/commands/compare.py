@@ -14,13 +14,13 @@ from typing import Optional
 from rich.progress import TextColumn
 
 from rooflint.judge.comparison import compare as compare_variants
-from rooflint.commands.gate import threshold
 from rooflint.engine.compare_sides import Side, gpu_warning, resolve_pairs, split_side, unmatched
-from rooflint.commands.exporting import STDOUT, write_json, written_json
+from rooflint.commands.writing import write_json
 from rooflint.commands.stdio import console, errors, progress
 from rooflint.output.live import progress_bar
-from rooflint.output.outputs import COMPARISON
+from rooflint.output.outputs import COMPARISON, STDOUT, guard_json
 from rooflint.common.printable import printable
+from rooflint.formats.thresholds import threshold_option
 from rooflint.engine.named_gpu import check_gpu_option
 from rooflint.output.tables import render_comparison
 from rooflint.output.terminal import shortened_names
@@ -31,8 +31,8 @@ def compare_command(a: str, b: Optional[str], rev: Optional[str], json_path: Opt
                     max_slowdown: Optional[str]) -> None:
     """Compare A with B as `rooflint compare` was asked, and print the comparisons (and
     write them as JSON to ``json_path``; ``-``: print that instead)."""
-    written_json(json_path, COMPARISON)
-    gap = threshold("--max-slowdown", max_slowdown) if max_slowdown is not None else None
+    guard_json(json_path, COMPARISON)
+    gap = threshold_option("--max-slowdown", max_slowdown) if max_slowdown is not None else None
     check_gpu_option(gpu)     # an unknown id is an error, whatever the sides are
 
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone

@@ -13,9 +13,9 @@ from typing import Optional
 
 from rooflint.formats import calibration as calibrations
 from rooflint.judge.explain import explain as explain_point
-from rooflint.commands.exporting import STDOUT, write_json, written_json
+from rooflint.commands.writing import write_json
 from rooflint.commands.stdio import console, fail
-from rooflint.output.outputs import EXPLANATION
+from rooflint.output.outputs import EXPLANATION, STDOUT, guard_json
 from rooflint.common.units import parse_bytes, parse_count, parse_time
 from rooflint.engine.named_gpu import option_spec
 from rooflint.analysis.gpu_spec import PRECISIONS
@@ -29,7 +29,7 @@ def explain_command(time: str, flops: str, bytes_: str, gpu: str,
                     json_path: Optional[Path], datasheet: bool) -> None:
     """Explain the point as `rooflint explain` was asked, and print the verdict (and
     write it as JSON to ``json_path``; ``-``: print that instead)."""
-    written_json(json_path, EXPLANATION)
+    guard_json(json_path, EXPLANATION)
     if precision not in PRECISIONS:
         fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
     spec = option_spec(gpu)

@@ -15,7 +15,6 @@ import typer
 
 from rooflint.judge.gate import evaluate, recheck as gate_recheck
 from rooflint.commands.requests import GateRequest
-from rooflint.commands.guards import guard_outputs
 from rooflint.engine.families import RunOptions, check_inputs, run as run_families
 from rooflint.engine.compare_sides import remeasure_against
 from rooflint.commands.stdio import console, fail, progress, say
@@ -25,7 +24,7 @@ from rooflint.formats import baseline as baselines
 from rooflint.formats.gate_outcomes import Report
 from rooflint.formats.jsonfile import append_text, write_text
 from rooflint.formats.results import read_result
-from rooflint.formats.thresholds import parse_fraction
+from rooflint.formats.thresholds import threshold_option
 from rooflint.output import outputs
 from rooflint.output.gate_report import gate_junit, gate_markdown, render_gate
 from rooflint.output.live import RunDisplay
@@ -45,7 +44,7 @@ def gate_command(request: GateRequest) -> None:
     unjudged = [option for option, path in (("--markdown", markdown), ("--junit", junit)) if path]
     if update and unjudged:
         fail(f"--update writes the baseline and judges nothing: drop {' and '.join(unjudged)}")
-    overrides = {key: threshold(f"--{key.replace('_', '-')}", value) for key, value in (
+    overrides = {key: threshold_option(f"--{key.replace('_', '-')}", value) for key, value in (
         ("max_slowdown", request.max_slowdown), ("max_bytes_growth", request.max_bytes_growth),
         ("max_flops_growth", request.max_flops_growth)) if value is not None}
     if current is None and not update and not baseline_path.exists():
@@ -94,16 +93,7 @@ def guard_gate_files(baseline: Path, current: Path | None, update: bool, markdow
                        ("--junit", junit, outputs.JUNIT, False),
                        ("GITHUB_STEP_SUMMARY", step_summary, outputs.STEP_SUMMARY, True))
                    if path]
-    guard_outputs(written, read, writable=current is None)
-
-
-def threshold(option: str, value: str) -> float:
-    """A gate threshold typed on the command line (``--max-slowdown 5%``) as a fraction;
-    an error names the option."""
-    try:
-        return parse_fraction(value)
-    except RooflintError as exc:
-        raise RooflintError(f"{option} {exc}") from None
+    outputs.guard_outputs(written, read, writable=current is None)
 
 
 def write_gate_reports(report: Report, markdown: Path | None, junit: Path | None,

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rooflint.commands.exporting import STDOUT
-from rooflint.commands.guards import guard_outputs
 from rooflint.commands.stdio import console, emit
 from rooflint.formats.results import read_result
 from rooflint.output import plotting
-from rooflint.output.outputs import PICTURE, Named, Output
+from rooflint.output.outputs import PICTURE, STDOUT, Named, Output, guard_outputs
 from rooflint.output.tables import check_held
 
 

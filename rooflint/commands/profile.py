@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Optional
 
 from rooflint.commands.requests import ProfileRequest
-from rooflint.commands import exporting
-from rooflint.commands.exporting import STDOUT
-from rooflint.commands.guards import check_outputs
+from rooflint.commands import writing
 from rooflint.engine.program import ProfileOptions, profile_program
 from rooflint.commands.stdio import console, emit, errors, fail, progress
 from rooflint.formats.results import RunResult, write_result
+from rooflint.output.exports import Export
+from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
 from rooflint.output.tables import render_run
 
 
@@ -32,11 +32,11 @@ def profile_command(request: ProfileRequest) -> None:
     _check_filters(request.nvtx, request.kernel)
     if logs:
         _check_logs_folder(logs)
-    tables = exporting.asked(request.exports)
-    piped = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
+    tables = writing.asked(request.exports)
+    piped = writing.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
     check_outputs(None if json_path == STDOUT else json_path, picture=svg,
                   logs=logs if logs and logs.is_dir() else None,   # else made once ncu is found
-                  model=model, tables=exporting.files(tables))
+                  model=model, tables=export_outputs(tables))
     screen = errors if piped else console
     terminate = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -60,7 +60,7 @@ def profile_command(request: ProfileRequest) -> None:
              130 if stopped.interrupted else 2)
 
 
-def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[exporting.Export],
+def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Export],
                    svg: Optional[Path], drawn: bool, screen) -> None:
     """The result document, the tables and the roofline picture (``drawn``: there are
     counters to draw), each said as it is written."""
@@ -70,7 +70,7 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[ex
         write_result(result, json_path)
         screen.print(f"result written to {json_path}", markup=False)
     named = json_path if json_path and json_path != STDOUT else "rooflint profile"
-    for said in exporting.write(tables, [result], str(named)):
+    for said in writing.write(tables, [result], str(named)):
         screen.print(said, markup=False)
     if svg and drawn:
         from rooflint.output import plotting    # matplotlib, only for --svg

@@ -11,22 +11,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from rooflint.judge.comparison import compare as compare_variants
-from rooflint.commands.guards import guard_outputs
 from rooflint.engine.compare_sides import Side, gpu_warning, paired, result_sides, unmatched_names
 from rooflint.commands.stdio import console, emit
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import read_result
 from rooflint.output.html_report import ComparedPair, ComparisonView, Document, report_html
-from rooflint.output.outputs import REPORT, Named, Output
-
-STANDARD_OUTPUT = "-"
+from rooflint.output.outputs import REPORT, STDOUT, Named, Output, guard_outputs
 
 
 def report_command(paths: list[Path], output: Path) -> None:
     """Write the HTML report of the result documents at ``paths`` to ``output`` (``-``:
     standard output). The output is checked first, so a bad path costs no reading."""
-    to_stdout = str(output) == STANDARD_OUTPUT
+    to_stdout = output == STDOUT
     guard_outputs([] if to_stdout else [Output("--output", output, REPORT)],
                   [Named("RESULT", p) for p in paths])
     documents = [Document(str(p), read_result(p)) for p in paths]

@@ -14,25 +14,24 @@ from typing import Optional
 import typer
 
 from rooflint.common.vocabularies import CountersMode
-from rooflint.commands import exporting
-from rooflint.commands.exporting import STDOUT
-from rooflint.commands.guards import check_outputs
+from rooflint.commands import writing
 from rooflint.commands.requests import RunRequest
 from rooflint.engine.families import RunOptions, check_inputs, parse_sizes, run as run_families
 from rooflint.commands.stdio import console, emit, errors, fail, progress
 from rooflint.formats.status import Status
 from rooflint.measure import runner
 from rooflint.measure.devices import device_indices, parse_devices, visible_devices
+from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
 
 def run_command(request: RunRequest) -> None:
     """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
     json_path, svg = request.json_path, request.svg
-    tables = exporting.asked(request.exports)
-    to_stdout = exporting.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
+    tables = writing.asked(request.exports)
+    to_stdout = writing.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
     if request.source and request.counters == CountersMode.OFF:
         fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
     check_outputs(None if json_path == STDOUT else json_path, picture=svg,
-                  tables=exporting.files(tables))
+                  tables=export_outputs(tables))
     if request.devices is not None:
         device_indices(request.devices)    # nonsense is refused before any GPU is counted
     chosen = (parse_devices(request.devices, visible_devices())
@@ -66,7 +65,7 @@ def run_command(request: RunRequest) -> None:
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
         screen.print(f"result written to {json_path}", markup=False)
-    for said in exporting.write(tables, [result], str(options.json_path or "rooflint run")):
+    for said in writing.write(tables, [result], str(options.json_path or "rooflint run")):
         screen.print(said, markup=False)
     if svg:
         from rooflint.output import plotting    # matplotlib, only for --svg

@@ -55,3 +55,12 @@ def _as_percentage(number: float, text: str) -> str:
     """What a bare number most likely meant: 0.05 was a fraction (as rooflint once read
     it), so 5%; 5 was 5%."""
     return f"{number * 100:g}%" if 0 < number < 1 else f"{text}%"
+
+
+def threshold_option(option: str, value: str) -> float:
+    """A threshold typed on the command line (``--max-slowdown 5%``) as a fraction, read
+    as the manifest's are; an error names the option (gate's and compare's alike)."""
+    try:
+        return parse_fraction(value)
+    except RooflintError as exc:
+        raise RooflintError(f"{option} {exc}") from None

@@ -5,12 +5,17 @@ The columns are declared once (COLUMNS: name and how the value is read from a va
 and every format is an Exporter that only lays out the same header and rows, so CSV and
 Markdown never disagree on what a row says. Numbers are plain (seconds, bytes/s, FLOP/s,
 fractions of 1) in CSV, for a program to read; Markdown shows them as the terminal does.
+
+An Export is one of these asked of a command (``--csv``, ``--markdown``), or ``--html``,
+the page `rooflint report` writes of the same results: what each holds is said here, and
+where it goes (a file, or standard output) is the command's (commands/writing.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from rooflint.common.printable import printable
@@ -185,3 +190,30 @@ EXPORTERS: dict[str, Exporter] = {"csv": Csv(), "markdown": Markdown()}
 def export(results: Sequence[RunResult], format: str) -> str:
     """The results' table in ``format`` (a key of EXPORTERS)."""
     return EXPORTERS[format].render(*table(results))
+
+
+PAGE = "html"        # the export that is the report's page, not a table
+
+
+@dataclass(frozen=True)
+class Export:
+    """A document asked of a command beside its result, and where it goes (``-``: standard
+    output)."""
+
+    option: str           # --csv
+    format: str           # a key of EXPORTERS, or PAGE
+    path: Path
+
+
+def rendered(wanted: Export, results: Sequence[RunResult], name: str) -> str:
+    """The text ``wanted`` holds: the results' table, or their page headed by ``name``
+    (the result document's path, or what made the result)."""
+    return _page(results, name) if wanted.format == PAGE else export(results, wanted.format)
+
+
+def _page(results: Sequence[RunResult], name: str) -> str:
+    """The report's page. Its module is imported here, not at the top: it draws with
+    matplotlib, whose import is most of the time a profile takes to start (about 0.3 s
+    warm, seconds on a fresh machine), and only --html needs it."""
+    from rooflint.output.html_report import Document, report_html
+    return report_html([Document(name, r) for r in results])

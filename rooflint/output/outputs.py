@@ -17,7 +17,9 @@ they asked for (issue 22):
   any PNG by ``plot -o`` (issue 45); pass 1's trace alone is told by its two ends
   (_pass_one_trace says why). Every kind is told here.
 
-:func:`jsonfile.require_writable` is the other half, that a path can be written at all.
+:func:`jsonfile.require_writable` is the other half, that a path can be written at all;
+guard_outputs runs both. Every command runs it first, before its reading or its minutes of
+measuring, so no work ends in a file that cannot be written.
 """
 
 from __future__ import annotations
@@ -30,14 +32,14 @@ import re
 from dataclasses import dataclass
 from itertools import chain, combinations
 from pathlib import Path
-from typing import IO, Callable, Sequence
+from typing import IO, Callable, Optional, Sequence
 
 from rooflint.formats import baseline as baselines, results
 
 from rooflint.formats import calibration as calibrations
 from rooflint.common.errors import RooflintError
 from rooflint.formats.gate_outcomes import Report
-from rooflint.formats.jsonfile import read_limited, read_versioned
+from rooflint.formats.jsonfile import read_limited, read_versioned, require_writable
 from rooflint.formats.ncu_log import ID
 from rooflint.output import exports
 from rooflint.output.gate_report import GATE_HEADING, gate_junit, gate_markdown
@@ -45,6 +47,8 @@ from rooflint.output.picture_marks import drawn_by_rooflint, svg_root
 
 # What is read of each end of pass 1's trace, which is told by its ends (_pass_one_trace).
 END_BYTES = 4096
+
+STDOUT = Path("-")      # an output's path that names standard output, not a file
 
 
 def _any_name(path: Path) -> None:
@@ -82,7 +86,7 @@ def refuse_overwrites(outputs: Sequence[Output], inputs: Sequence[Named] = ()) -
     """RooflintError, one line naming the options, for an output that would replace or
     append to something the user did not ask to replace (see the module docstring)."""
     for output in outputs:
-        if str(output.path) == "-":
+        if output.path == STDOUT:
             raise RooflintError(f"{output.option} -: this writes a file, not standard "
                                 f"output; name the file")
         if str(output.path).startswith("-"):
@@ -377,3 +381,48 @@ def _markdown_summary(path: Path) -> bool:
 
 
 STEP_SUMMARY = Kind("a Markdown summary", _markdown_summary)
+
+
+# What --csv, --markdown and --html write: tables of rooflint's, or the report's page.
+EXPORT_KINDS = {**TABLES, exports.PAGE: REPORT}
+
+
+def guard_outputs(asked: Sequence[Output], inputs: Sequence[Named] = (),
+                  writable: bool = True) -> None:
+    """The guard every command runs first: nothing the user named is overwritten unless it
+    is the output asked for, of its kind (refuse_overwrites); with ``writable``, each
+    replaced output can be written, too (jsonfile.require_writable)."""
+    refuse_overwrites(asked, inputs)
+    for output in asked if writable else ():
+        if not output.appended:
+            require_writable(output.path)
+
+
+def check_outputs(json_path: Optional[Path], picture: Optional[Path] = None,
+                  logs: Optional[Path] = None, model: Optional[Path] = None,
+                  tables: Sequence[Output] = ()) -> None:
+    """`run`'s and `profile`'s outputs, checked before minutes of measuring, not after:
+    --json replaces only a rooflint result, --svg only a picture rooflint drew, profile's
+    --logs only its own earlier logs (pass 1's trace, Nsight Compute's logs), the --csv
+    and --markdown ``tables`` only tables of their own format, none of them is --model,
+    and all can be written."""
+    # here, not at the top: the logs' names are the profiler's, and no other guard needs them
+    from rooflint.measure.program import LOGS, TRACE_LOG
+    asked = ([Output("--json", json_path, RESULT)] if json_path else []) + \
+        ([Output("--svg", picture, PICTURE)] if picture else []) + \
+        [Output("--logs", logs / name, PASS_ONE_TRACE if name == TRACE_LOG else NCU_LOG)
+         for name in LOGS if logs] + list(tables)
+    guard_outputs(asked, [Named("--model", model)] if model else [])
+
+
+def guard_json(path: Optional[Path], kind: Kind) -> None:
+    """The guard for the --json of explain, compare and calibrate: a file replaced only if
+    it is one of theirs (``-`` is standard output)."""
+    if path and path != STDOUT:
+        guard_outputs([Output("--json", path, kind)])
+
+
+def export_outputs(wanted: Sequence[exports.Export]) -> list[Output]:
+    """The exports written to files (not ``-``), for the guard."""
+    return [Output(e.option, e.path, EXPORT_KINDS[e.format]) for e in wanted
+            if e.path != STDOUT]

@@ -1,0 +1,64 @@
+"""Writing what a command was asked to write beside its work: each document to its file, or
+to standard output for ``-``.
+
+run, profile and show take the same three export options (``--csv``, ``--markdown``,
+``--html``), with the same meaning: a file path, or ``-`` for standard output, where the
+terminal's tables then give way (to standard error for run and profile, whose display goes
+on; not at all for show, whose table it is). What each export holds is
+output/exports.py's; whether a file may be replaced, output/outputs.py's. At most one
+output can be ``-``: two documents on one stream could not be told apart.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional, Sequence
+
+from rooflint.commands.requests import Exports
+from rooflint.commands.stdio import emit
+from rooflint.common.errors import RooflintError
+from rooflint.formats.jsonfile import write_text
+from rooflint.formats.results import RunResult
+from rooflint.output.exports import PAGE, Export, rendered
+from rooflint.output.outputs import STDOUT
+
+
+def asked(exports: Exports) -> list[Export]:
+    """The exports a request names, each with the option that named it."""
+    return [Export(option, format, path) for option, format, path in
+            (("--csv", "csv", exports.csv), ("--markdown", "markdown", exports.markdown),
+             ("--html", PAGE, exports.html)) if path]
+
+
+def to_stdout(*named: tuple[str, Optional[Path]]) -> bool:
+    """Whether one of the outputs ``(option, path)`` is ``-``; RooflintError if several."""
+    dashes = [option for option, path in named if path == STDOUT]
+    if len(dashes) > 1:
+        raise RooflintError(f"{' and '.join(dashes)} each name - (standard output), where "
+                            f"only one output can go; give the others a file")
+    return bool(dashes)
+
+
+def write_json(document: dict, path: Path) -> None:
+    """A JSON document to ``path``, or printed for ``-``."""
+    text = json.dumps(document, indent=1)
+    if path == STDOUT:
+        emit(text)
+    else:
+        write_text(text + "\n", path)
+
+
+def write(wanted: Sequence[Export], results: Sequence[RunResult], name: str) -> list[str]:
+    """Each export written (``-``: printed); what was written where, to say so. ``name``
+    heads the page: the result document's path, or what made the result."""
+    said = []
+    for e in wanted:
+        text = rendered(e, results, name)
+        if e.path == STDOUT:
+            emit(text.rstrip("\n"))
+        else:
+            write_text(text, e.path)
+            said.append(f"{'report' if e.format == PAGE else e.format + ' table'} written "
+                        f"to {e.path}")
+    return said
