@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from rooflint.judge import program_kernels
+from rooflint.judge import kernel_libraries, kernel_times
 from rooflint.judge import upside
 from rooflint.engine import program as app
 from rooflint.analysis import caller_moves as catalog
@@ -20,9 +20,9 @@ FLAGS = ("launch_overhead", "grid_under_one_wave", "bandwidth_bound", "compute_b
 
 
 def test_every_library_rooflint_names_is_in_the_catalog():
-    named = {words for _, words in (*program_kernels.LIBRARIES,
-                                    *program_kernels.PYTORCH_KERNELS,
-                                    *program_kernels.OPERATOR_LIBRARIES)}
+    named = {words for _, words in (*kernel_libraries.LIBRARIES,
+                                    *kernel_libraries.PYTORCH_KERNELS,
+                                    *kernel_libraries.OPERATOR_LIBRARIES)}
     assert named | {catalog.OPERATOR} == set(catalog.EVERY_LIBRARY)
 
 
@@ -38,8 +38,8 @@ def test_every_library_kernel_gets_a_caller_move_whatever_its_evidence(library):
 
 def test_a_kernel_the_user_wrote_gets_no_caller_move():
     assert catalog.caller_moves(None, {"launch_overhead": ""}) == []
-    assert program_kernels.library("softmax_rows") is None                 # a user's own Triton kernel
-    assert program_kernels.library("my_kernel<float>(float*)") is None
+    assert kernel_libraries.library("softmax_rows") is None                 # a user's own Triton kernel
+    assert kernel_libraries.library("my_kernel<float>(float*)") is None
 
 
 @pytest.mark.parametrize("kernel, library", [
@@ -71,7 +71,7 @@ def test_a_kernel_the_user_wrote_gets_no_caller_move():
      "segment_k_off_kernel__5x_cublas", catalog.GEMM),        # cuBLAS, called by XLA
 ])
 def test_library_kernels_are_named_by_who_wrote_them(kernel, library):
-    assert program_kernels.library(kernel) == library
+    assert kernel_libraries.library(kernel) == library
 
 
 ADAM = ("void at::native::multi_tensor_apply_kernel<at::native::FusedOptimizerTensorListMetadata"
@@ -124,7 +124,7 @@ FOREACH = ("void at::native::multi_tensor_apply_kernel<at::native::TensorListMet
 ])
 def test_the_launching_operator_names_who_wrote_a_kernel_its_name_does_not(kernel, operator,
                                                                             library):
-    assert program_kernels.library(kernel, operator) == library
+    assert kernel_libraries.library(kernel, operator) == library
 
 
 @pytest.mark.parametrize("library", catalog.XLA)
@@ -180,7 +180,7 @@ def test_every_library_kernel_of_a_recorded_profile_leads_with_a_caller_move(spe
     from rooflint.formats import calibration as calibrations
     from rooflint.formats.gpus import find_spec
     from rooflint.formats.settings import Settings
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     result = app.profile_result(
         "transformer_block.py", ".", kernels, kernels,
         app.counters_by_identity(kernels, H200_PASS2), find_spec("h200", specs),
@@ -196,7 +196,7 @@ def test_a_reduction_under_one_wave_is_not_promised_a_fuller_gpu_from_a_larger_b
     (6 blocks) sum over the batch: a larger batch does not add blocks."""
     found = [m.id for m in catalog.caller_moves(library, {"grid_under_one_wave": ""})]
     assert found[0] == "split_reduction" and "larger_batch" not in found
-    assert program_kernels.library(
+    assert kernel_libraries.library(
         "void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<float, "
         "float, 32u, 32u, 64u, false, true>(long, long, float const*, float const*, float "
         "const*, float const*, float*, float*)") == catalog.NORM_GRADIENT
@@ -215,14 +215,14 @@ def test_a_template_max_autotune_chose_is_not_told_to_use_max_autotune():
     """A small MLP under torch.compile(mode="max-autotune-no-cudagraphs") (H100): its GEMM
     template, triton_tem_fused_addmm_gelu_t_0, was told to "tune Inductor's kernels with
     torch.compile(mode="max-autotune")", the mode that had chosen it."""
-    template = program_kernels.KernelTime("triton_tem_fused_addmm_gelu_t_0", "(1024, 1, 1)",
+    template = kernel_times.KernelTime("triton_tem_fused_addmm_gelu_t_0", "(1024, 1, 1)",
                                           [60e-6])
-    pointwise = program_kernels.KernelTime("triton_poi_fused_gelu_1", "(8192, 1, 1)", [25e-6])
+    pointwise = kernel_times.KernelTime("triton_poi_fused_gelu_1", "(8192, 1, 1)", [25e-6])
     chosen = [m.id for m in catalog.caller_moves(catalog.INDUCTOR,
-                                                 program_kernels.caller_flags(template))]
+                                                 kernel_libraries.caller_flags(template))]
     assert chosen == ["shape_for_template"]
     assert "autotune_compile" in [m.id for m in catalog.caller_moves(
-        catalog.INDUCTOR, program_kernels.caller_flags(pointwise))]
+        catalog.INDUCTOR, kernel_libraries.caller_flags(pointwise))]
 
 
 @pytest.mark.parametrize("move", catalog.CALLER_MOVES, ids=lambda m: m.id)

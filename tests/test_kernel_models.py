@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rooflint.judge import program_kernels
+from rooflint.judge import kernel_times
 from rooflint.engine import program as app
 from rooflint.formats import kernel_models
 from rooflint.common.errors import RooflintError
@@ -21,7 +21,7 @@ EXAMPLE = REPO / "examples" / "apps" / "transformer_block.models.yaml"
 
 @pytest.fixture
 def modelled(specs):
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)
     result = app.profile_result("transformer_block.py", "/work", kernels, kernels, counters,
                                 find_spec("h200", specs), app.device_from(H200_PASS1, "x"),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.judge.program_kernels import kernel_times_from_trace
+from rooflint.judge.kernel_times import kernel_times_from_trace
 from rooflint.common.errors import RooflintError
 from rooflint.engine.program import device_from_trace
 from rooflint.formats.kernel_records import UnreadableRecords, read_records

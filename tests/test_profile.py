@@ -15,9 +15,11 @@ from dataclasses import replace
 
 import pytest
 
-from rooflint.judge import program_kernels
+from rooflint.judge import (kernel_choice, kernel_libraries, kernel_names, kernel_times,
+                            launch_matching, pass2_patterns, time_spread)
 from rooflint.judge import upside
 from rooflint.engine import program as app
+from rooflint.output import profile_words
 from rooflint.analysis import ceilings
 from rooflint.formats import calibration as calibrations
 from rooflint.analysis.stats import TimeStats
@@ -36,7 +38,7 @@ H100_PASS1 = parse_rows((NCU / "h100-transformer-block-pass1.csv").read_text())
 
 
 def test_every_launch_of_the_region_is_counted():
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     assert sum(len(k.durations_s) for k in kernels) == len(H200_PASS1) == 200   # 10 per step
     assert [len(k.durations_s) for k in kernels] == [80, 20, 20, 40, 40]
     totals = [k.total_s for k in kernels]
@@ -45,27 +47,27 @@ def test_every_launch_of_the_region_is_counted():
 
 
 def test_template_instances_stay_apart_and_get_short_names():
-    names = set(program_kernels.unique_names(program_kernels.kernel_times(H100_PASS1)).values())
+    names = set(kernel_names.unique_names(kernel_times.kernel_times(H100_PASS1)).values())
     assert {"vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
             "vectorized_elementwise_kernel<CUDAFunctor_add>",
             "vectorized_layer_norm_kernel"} <= names
 
 
 def test_a_kernel_at_two_grids_gets_two_names():
-    kernels = [program_kernels.KernelTime("void k<float>(int)", "(4, 1, 1)", [1e-6]),
-               program_kernels.KernelTime("void k<float>(int)", "(16, 2, 1)", [1e-6])]
-    assert set(program_kernels.unique_names(kernels).values()) == {"k@4", "k@32"}
+    kernels = [kernel_times.KernelTime("void k<float>(int)", "(4, 1, 1)", [1e-6]),
+               kernel_times.KernelTime("void k<float>(int)", "(16, 2, 1)", [1e-6])]
+    assert set(kernel_names.unique_names(kernels).values()) == {"k@4", "k@32"}
 
 
 def test_a_kernel_at_one_grid_with_several_block_sizes_is_named_by_its_block():
     """llm.c's softmax_forward sweeps block sizes at one grid: its kernels had read
     ``softmax_forward_kernel7@8192``, ``#2``, ``#3``."""
-    kernels = [program_kernels.KernelTime("void k<float>(int)", "(8192, 1, 1)", [1e-6],
+    kernels = [kernel_times.KernelTime("void k<float>(int)", "(8192, 1, 1)", [1e-6],
                                           block=f"({threads}, 1, 1)")
                for threads in (128, 256, 512)]
-    kernels.append(program_kernels.KernelTime("void k<float>(int)", "(64, 1, 1)", [1e-6],
+    kernels.append(kernel_times.KernelTime("void k<float>(int)", "(64, 1, 1)", [1e-6],
                                               block="(256, 1, 1)"))
-    assert set(program_kernels.unique_names(kernels).values()) == {
+    assert set(kernel_names.unique_names(kernels).values()) == {
         "k@8192x128", "k@8192x256", "k@8192x512", "k@64"}
 
 
@@ -76,19 +78,19 @@ def test_a_kernel_at_one_grid_with_several_block_sizes_is_named_by_its_block():
     (0.99, 2, 2),        # --top wins
 ])
 def test_choose_covers_the_asked_share(coverage, top, chosen):
-    kernels = program_kernels.kernel_times(H200_PASS1)
-    picked = program_kernels.choose(kernels, coverage, top)
+    kernels = kernel_times.kernel_times(H200_PASS1)
+    picked = kernel_choice.choose(kernels, coverage, top)
     assert len(picked) == chosen
     assert picked == kernels[:chosen]
 
 
 def _families(kernels):
-    return [program_kernels.name_key(k.kernel) for k in kernels]
+    return [kernel_names.name_key(k.kernel) for k in kernels]
 
 
-def _random_program(rng: random.Random) -> list[program_kernels.KernelTime]:
+def _random_program(rng: random.Random) -> list[kernel_times.KernelTime]:
     """Kernels of a few functions, each at one to six launch shapes, the most time first."""
-    kernels = [program_kernels.KernelTime(f"void f{function}<float>(int)", f"({grid}, 1, 1)",
+    kernels = [kernel_times.KernelTime(f"void f{function}<float>(int)", f"({grid}, 1, 1)",
                                           [rng.uniform(1e-6, 1e-3)] * rng.randint(1, 20))
                for function in range(rng.randint(1, 12)) for grid in range(rng.randint(1, 6))]
     return sorted(kernels, key=lambda k: k.total_s, reverse=True)
@@ -102,16 +104,16 @@ def test_the_choice_takes_whole_functions_until_they_cover_the_share(seed):
     rng = random.Random(seed)
     kernels = _random_program(rng)
     coverage = rng.choice([0.5, 0.8, 0.9, 0.99, 1.0])
-    picked = program_kernels.choose(kernels, coverage)
+    picked = kernel_choice.choose(kernels, coverage)
     families = set(_families(picked))
-    assert picked == [k for k in kernels if program_kernels.name_key(k.kernel) in families]
+    assert picked == [k for k in kernels if kernel_names.name_key(k.kernel) in families]
     total = sum(k.total_s for k in kernels)
     assert sum(k.total_s for k in picked) >= coverage * total * (1 - 1e-12)
     # in the order of their kernels' time, and the last one was still needed
     order = list(dict.fromkeys(_families(kernels)))
     assert order[:len(families)] == [f for f in order if f in families]
     last = order[len(families) - 1]
-    without_last = sum(k.total_s for k in picked if program_kernels.name_key(k.kernel) != last)
+    without_last = sum(k.total_s for k in picked if kernel_names.name_key(k.kernel) != last)
     assert without_last < coverage * total
 
 
@@ -120,7 +122,7 @@ def test_top_n_takes_the_n_first_kernels_and_their_siblings(seed):
     rng = random.Random(seed)
     kernels = _random_program(rng)
     top = rng.randint(1, len(kernels))
-    picked = program_kernels.choose(kernels, 0.9, top)
+    picked = kernel_choice.choose(kernels, 0.9, top)
     assert picked[:top] == kernels[:top]
     assert set(_families(picked)) == set(_families(kernels[:top]))
 
@@ -132,8 +134,8 @@ def test_on_a_training_step_every_profiled_launch_shape_is_a_chosen_kernel():
     from rooflint.formats.trace_events import launches
     trace = json.loads((Path(__file__).parent / "fixtures" / "trace"
                         / "h100-step-trace.json").read_text())
-    kernels = program_kernels.kernel_times_from_trace(launches(trace))
-    picked = program_kernels.choose(kernels)
+    kernels = kernel_times.kernel_times_from_trace(launches(trace))
+    picked = kernel_choice.choose(kernels)
     assert (len(picked), len(set(_families(picked)))) == (34, 18)
     copies = [k for k in picked if "direct_copy_kernel_cuda" in k.kernel]
     assert len(copies) == 6
@@ -141,7 +143,7 @@ def test_on_a_training_step_every_profiled_launch_shape_is_a_chosen_kernel():
 
 
 def test_pass_two_rows_are_matched_by_identity():
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)
     assert len(counters) == 5
     gemm = counters[kernels[0].identity]
@@ -152,7 +154,7 @@ def test_pass_two_rows_are_matched_by_identity():
 def test_a_pass_two_in_another_launch_order_finds_the_same_counters():
     """Two runs of one program need not launch in the same order (the GPT-2 step's did
     not): every chosen kernel still gets its own counters, none another's."""
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     in_order = app.counters_by_identity(kernels, H200_PASS2)
     shuffled = list(H200_PASS2)
     random.Random(7).shuffle(shuffled)
@@ -175,10 +177,10 @@ def test_lambdas_nsight_compute_spells_with_placeholders_are_matched():
     const&``), Nsight Compute as the template's placeholders (``const T1 &``)."""
     unmatched = json.loads((Path(__file__).parent / "fixtures" / "trace"
                             / "h100-liger-rms-norm-unmatched.json").read_text())
-    seen = {program_kernels.identity(row) for row in LIGER_PASS2}
+    seen = {kernel_times.identity(row) for row in LIGER_PASS2}
     assert len(unmatched) == 12
     for kernel in unmatched:
-        assert (program_kernels.name_key(kernel["kernel"]), kernel["grid"],
+        assert (kernel_names.name_key(kernel["kernel"]), kernel["grid"],
                 kernel["block"]) in seen, kernel["kernel"][:120]
 
 
@@ -198,31 +200,36 @@ def test_lambdas_nsight_compute_spells_with_placeholders_are_matched():
      "void k<f(T1)::[lambda() (instance 1)]::operator()() const::[lambda() (instance 2)]>(T1)"),
 ])
 def test_an_enclosing_functions_parameters_do_not_tell_kernels_apart(runtime, ncu):
-    assert program_kernels.name_key(runtime) == program_kernels.name_key(ncu)
+    assert kernel_names.name_key(runtime) == kernel_names.name_key(ncu)
 
 
 def test_lambdas_of_different_instances_stay_apart():
-    assert program_kernels.name_key("void k<f(int)::{lambda()#1}>(int)") != \
-        program_kernels.name_key("void k<f(int)::{lambda()#2}>(int)")
+    assert kernel_names.name_key("void k<f(int)::{lambda()#1}>(int)") != \
+        kernel_names.name_key("void k<f(int)::{lambda()#2}>(int)")
 
 
 def test_a_kernel_pass_two_missed_says_why():
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     gemm, other = kernels[0], kernels[1]
     without_gemm = [r for r in H200_PASS2 if r["Kernel Name"] != gemm.kernel]
-    assert program_kernels.why_no_counters(gemm, without_gemm) == program_kernels.NO_COUNTERS
+    assert why_no_counters(gemm, without_gemm) == profile_words.NO_COUNTERS
     reshaped = [{**r, "Grid Size": "(7, 7, 7)"} if r["Kernel Name"] == other.kernel else r
                 for r in H200_PASS2]
     assert other.identity not in app.counters_by_identity(kernels, reshaped)
-    assert "only at other launch shapes (grid (7, 7, 7)" in program_kernels.why_no_counters(other, reshaped)
+    assert "only at other launch shapes (grid (7, 7, 7)" in why_no_counters(other, reshaped)
     twin = [{**r, "Grid Size": gemm.grid, "Block Size": gemm.block} if r["Kernel Name"] ==
             other.kernel else r for r in without_gemm]
-    assert "pass 2 profiled only" in program_kernels.why_no_counters(gemm, twin)   # at its shape
+    assert "pass 2 profiled only" in why_no_counters(gemm, twin)   # at its shape
+
+
+def why_no_counters(k: kernel_times.KernelTime, rows: list[dict]) -> str:
+    """The message a chosen kernel without counters gets: what pass 2 saw of it, in words."""
+    return profile_words.missed_words(k, launch_matching.missed(k, rows))
 
 
 @pytest.fixture(scope="module")
 def h200_result(specs):
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)
     spec = find_spec("h200", specs)
     device = app.device_from(H200_PASS1, "580.159.04")
@@ -235,7 +242,7 @@ def test_a_gemm_near_its_compute_roof_is_done_whatever_l2_reads(specs):
     """The GPT-2 step's cuBLAS GEMMs at 83-90 % of the bf16 roof were called bandwidth-bound
     at L2 with up to 977 us of upside: a kernel within reach of its compute roof is
     compute-bound and done, whichever memory level is also near its own."""
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     counters = app.counters_by_identity(kernels, H200_PASS2)
     gemm = kernels[0]
     calibration = calibrations.load(FIXTURES / "h200-calibration-2026-11-22.json")
@@ -299,7 +306,7 @@ def test_upside_is_what_the_best_move_could_save_by_the_move_rankings_arithmetic
 
 
 def test_a_kernel_without_counters_has_no_verdict_but_keeps_its_time(specs):
-    kernels = program_kernels.kernel_times(H200_PASS1)
+    kernels = kernel_times.kernel_times(H200_PASS1)
     result = app.profile_result("p", "/", kernels, kernels[:2], {}, find_spec("h200", specs),
                                 app.device_from(H200_PASS1, "x"), None, Settings())
     [v, _] = result.families[0].variants
@@ -319,7 +326,7 @@ def test_a_kernel_without_counters_has_no_verdict_but_keeps_its_time(specs):
     ("my_own_kernel", None),
 ])
 def test_library_kernels_are_named_plainly(kernel, words):
-    found = program_kernels.library(kernel)
+    found = kernel_libraries.library(kernel)
     assert (found is None) if words is None else words in found
 
 
@@ -391,13 +398,14 @@ def traced_on_h100(held: float | None) -> dict:
 def test_a_program_holding_most_of_its_gpu_is_told_pass_2_may_crawl(held, warned):
     """Measured on an H100: 40 profiled launches took 14.7 s with 16 GB held and had not
     ended after 400 s with 48 GB (Nsight Compute's save and restore no longer fits)."""
-    words = app.held_memory_words(traced_on_h100(held))
-    assert (words is not None) == warned
+    memory = app.memory_held_past_replay_room(traced_on_h100(held))
+    assert (memory is not None) == warned
     if warned:
+        words = profile_words.held_memory_words(*memory)
         assert "48.0 GB" in words or "44.7 GiB" in words, words
         assert "--top" in words
-    assert app.held_memory_words(None) is None
-    assert app.held_memory_words({"traceEvents": []}) is None     # no GPU named: no warning
+    assert app.memory_held_past_replay_room(None) is None
+    assert app.memory_held_past_replay_room({"traceEvents": []}) is None     # no GPU named: no warning
 
 
 # -- bad input -------------------------------------------------------------------------------
@@ -457,9 +465,9 @@ MANGLED = {
 
 def _pass2_expression(chosen_names: list[str]) -> str:
     from rooflint.measure import program as passes
-    timed = [program_kernels.KernelTime(name, "(1, 1, 1)", [1e-6]) for name in MANGLED.values()]
+    timed = [kernel_times.KernelTime(name, "(1, 1, 1)", [1e-6]) for name in MANGLED.values()]
     chosen = [k for k in timed if k.kernel in chosen_names]
-    args = passes.selection(program_kernels.mangled_patterns(chosen, timed))
+    args = passes.selection(pass2_patterns.mangled_patterns(chosen, timed))
     assert args[args.index("--kernel-name-base") + 1] == "mangled"
     assert args[args.index("--print-kernel-base") + 1] == "demangled"
     return args[args.index("-k") + 1].removeprefix("regex:")
@@ -492,26 +500,26 @@ def test_each_kernel_of_a_real_training_step_is_selected_by_its_own_pattern(mang
     """The 51 kernels of examples/apps/train_step.py as the H100 ran them (ncu's mangled
     names, demangled as PyTorch's profiler names them: c++filt): chosen alone, each is
     matched by pass 2's expression, and no kernel of another function is."""
-    timed = [program_kernels.KernelTime(name, "(1, 1, 1)", [1e-6]) for name in REAL_NAMES.values()]
+    timed = [kernel_times.KernelTime(name, "(1, 1, 1)", [1e-6]) for name in REAL_NAMES.values()]
     mine = REAL_NAMES[mangled]
     chosen = [k for k in timed if k.kernel == mine]
     from rooflint.measure import program as passes
-    args = passes.selection(program_kernels.mangled_patterns(chosen, timed))
+    args = passes.selection(pass2_patterns.mangled_patterns(chosen, timed))
     expression = args[args.index("-k") + 1].removeprefix("regex:")
     selected = [d for m, d in REAL_NAMES.items() if re.search(expression, m)]
     assert mine in selected
-    assert {program_kernels.function_name(d) for d in selected} == \
-        {program_kernels.function_name(mine)}
+    assert {kernel_names.function_name(d) for d in selected} == \
+        {kernel_names.function_name(mine)}
 
 
 def test_template_words_are_the_names_a_mangled_name_spells():
     name = MANGLED["_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_10NormTwoOpsIfffLb1EEEjfLi4ELi4EEEEEvT1_"]
-    assert program_kernels.template_words(name) == ["ReduceOp", "NormTwoOps"]
+    assert pass2_patterns.template_words(name) == ["ReduceOp", "NormTwoOps"]
     lambda_kernel = ("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl("
                      "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::"
                      "{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, float, std::array<char*, 2ul>)")
-    assert program_kernels.template_words(lambda_kernel) == ["GeluCUDAKernelImpl", "array"]
-    assert program_kernels.function_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward"
+    assert pass2_patterns.template_words(lambda_kernel) == ["GeluCUDAKernelImpl", "array"]
+    assert kernel_names.function_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward"
                                          "<8, float>(float*, int)") == "cunn_SoftMaxForward"
 
 
@@ -605,14 +613,14 @@ def test_a_persistent_gemm_running_several_shapes_is_not_called_noisy():
     variants = {v.name: v for v in read_result(
         REPO / "examples" / "profile" / "h200-profile-train-eager.json").families[0].variants}
     gemm = variants["nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT"]
-    stats, note = program_kernels.mixed_shapes(program_kernels.KernelTime(gemm.share.kernel, "", gemm.samples_s))
+    stats, note = app.explained_spread(kernel_times.KernelTime(gemm.share.kernel, "", gemm.samples_s))
     assert not stats.noisy and stats.n == 20 and len(gemm.samples_s) == 40
     assert stats.median_s == pytest.approx(9.9e-6, rel=0.03)
     assert note.startswith("2 shapes at one launch configuration") and "20 of 40" in note
     assert gemm.time == stats and note in gemm.notes       # as the committed profile says
     copy = next(v for name, v in variants.items() if name.startswith("unrolled_elementwise")
                 and v.time.noisy)
-    assert program_kernels.mixed_shapes(program_kernels.KernelTime(copy.share.kernel, "", copy.samples_s)) is None
+    assert time_spread.mixed_shapes(kernel_times.KernelTime(copy.share.kernel, "", copy.samples_s)) is None
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -624,12 +632,12 @@ def test_shapes_are_told_from_noise_over_random_launch_times(seed):
     jitter = lambda t, n: [t * (1 + rng.uniform(-0.02, 0.02)) for _ in range(n)]
     base = rng.uniform(2e-6, 1e-3)
     shapes = jitter(base, rng.randint(2, 30)) + jitter(base * rng.uniform(1.3, 5), rng.randint(2, 30))
-    mixed = program_kernels.mixed_shapes(program_kernels.KernelTime("k", "", shapes))
+    mixed = time_spread.mixed_shapes(kernel_times.KernelTime("k", "", shapes))
     assert (mixed is not None) == TimeStats.of(shapes).noisy
-    assert mixed is None or mixed[1].startswith("2 shapes")
+    assert mixed is None or profile_words.shapes_note(mixed).startswith("2 shapes")
     one = jitter(base, 40)
-    assert program_kernels.mixed_shapes(program_kernels.KernelTime("k", "", one)) is None
-    assert program_kernels.mixed_shapes(program_kernels.KernelTime("k", "", one + [base * 3])) is None
+    assert time_spread.mixed_shapes(kernel_times.KernelTime("k", "", one)) is None
+    assert time_spread.mixed_shapes(kernel_times.KernelTime("k", "", one + [base * 3])) is None
 
 
 def test_half_precision_fmas_on_the_tensor_pipe_are_not_uncounted_tensor_work():
@@ -699,18 +707,18 @@ def test_a_kernel_whose_work_changes_along_the_run_is_not_called_noisy():
     kernel = next(v for v in recorded["families"][0]["variants"]
                   if v["name"] == "softmax_kernel@132")
     samples = kernel["samples_s"]
-    stats = program_kernels.drifting(program_kernels.KernelTime("softmax_kernel", "(132, 1, 1)",
-                                                                samples))
-    assert stats is not None and not stats.noisy and stats.spread > 0.15
+    stats, _ = app.explained_spread(kernel_times.KernelTime("softmax_kernel", "(132, 1, 1)",
+                                                             samples))
+    assert not stats.noisy and stats.spread > 0.15
     assert "not noise" in stats.varies and stats.median_s == TimeStats.of(samples).median_s
     shuffled = random.Random(0).sample(samples, len(samples))
-    assert program_kernels.drifting(program_kernels.KernelTime("k", "", shuffled)) is None
+    assert time_spread.drifting(kernel_times.KernelTime("k", "", shuffled)) is None
 
 
 def test_independent_noise_stays_noise():
     rng = random.Random(1)
     samples = [rng.gauss(100e-6, 15e-6) for _ in range(500)]
     assert TimeStats.of(samples).noisy
-    assert program_kernels.drifting(program_kernels.KernelTime("k", "", samples)) is None
+    assert time_spread.drifting(kernel_times.KernelTime("k", "", samples)) is None
     steady = [100e-6] * 50                                        # no spread: nothing to say
-    assert program_kernels.drifting(program_kernels.KernelTime("k", "", steady)) is None
+    assert time_spread.drifting(kernel_times.KernelTime("k", "", steady)) is None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rooflint.judge import program_kernels
+from rooflint.judge import autotuning, kernel_times
 from rooflint.formats.results import read_result, write_result
 from rooflint.formats.trace_events import (SAMPLED_COUNT, SAMPLED_RANGE, Unrecorded, launches,
                                            unrecorded)
@@ -187,7 +187,7 @@ def test_a_recorded_launch_counts_for_the_calls_its_run_left_unrecorded():
     found = launches(trace)
     assert [x.weight for x in found] == [1.0, 1.0, 500.0, 500.0]
     assert all(not x.ranges for x in found)         # the run's ranges are not NVTX ranges
-    kernel, = program_kernels.kernel_times_from_trace(found)
+    kernel, = kernel_times.kernel_times_from_trace(found)
     assert kernel.launches == 1002 and len(kernel.durations_s) == 4
     assert kernel.total_s == pytest.approx(2 * 10e-6 + 1000 * 4e-6)
     assert unrecorded(trace) == [Unrecorded("Triton's do_bench", 998, 2)]
@@ -218,8 +218,8 @@ def test_a_recorded_programs_runs_count_for_all_their_calls():
     launches between fetches, all recorded."""
     assert unrecorded(RECORDED) == [Unrecorded("Triton's do_bench", 437, 100),
                                     Unrecorded("PyTorch's DataLoader", 74, 3)]
-    kept, tuning = program_kernels.trace_without_autotuning(launches(RECORDED))
-    found = program_kernels.kernel_times_from_trace(kept)
+    kept, tuning = autotuning.trace_without_autotuning(launches(RECORDED))
+    found = kernel_times.kernel_times_from_trace(kept)
     products = [k for k in found if k.kernel.startswith("sm80_xmma_gemm")]
     assert [(len(k.durations_s), k.launches) for k in products] == [(100, 482)] * 2
     add, = [k for k in found if k.kernel == "add_kernel"]

@@ -97,7 +97,7 @@ def test_a_datasheet_roof_is_not_called_calibrated():
 def test_the_recorded_steps_gemms_above_the_calibrated_roofs_say_so():
     """The H100 training step's pass 2 (tests/fixtures/ncu), judged against the H100's
     committed calibration: the GEMMs above its bf16 or L2 roof are marked, no other."""
-    from rooflint.judge.program_kernels import kernel_times
+    from rooflint.judge.kernel_times import kernel_times
     from rooflint.engine import program as app
     from rooflint.measure.ncu import parse_rows
     from edges import REPO

@@ -18,7 +18,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rooflint.judge import program_kernels
+from rooflint.judge import (autotuning, kernel_choice, kernel_libraries, kernel_names,
+                            kernel_times, launch_matching)
 from rooflint.engine import program as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PACKAGE, PROGRAM, _programs_frames
 from rooflint.measure import ncu
@@ -52,11 +53,11 @@ def lined():
     return launches(LINES_TRACE)
 
 
-def ncu_identities() -> set[program_kernels.Identity]:
+def ncu_identities() -> set[kernel_times.Identity]:
     text = NCU_SHAPES.read_text().splitlines()
     header = next(i for i, line in enumerate(text) if line.startswith('"ID"'))
     rows = list(csv.DictReader(io.StringIO("\n".join(text[header:]))))[1:]     # units row
-    return {program_kernels.identity(row) for row in rows}
+    return {kernel_times.identity(row) for row in rows}
 
 
 def test_every_kernel_of_the_step_is_a_launch_in_launch_order(step):
@@ -303,15 +304,15 @@ def test_optimizer_kernels_sit_in_the_optimizers_range(lined):
     adam = [x for x in lined if "FusedAdam" in x.name]
     assert adam and all("Optimizer.step#AdamW.step" in x.ranges for x in adam)
     assert {x.line for x in adam} == {"step.py:20 in step"}
-    assert program_kernels.selected(lined, "Optimizer.step#AdamW.step", None, 0) == \
+    assert kernel_times.selected(lined, "Optimizer.step#AdamW.step", None, 0) == \
         [x for x in lined if "Optimizer.step#AdamW.step" in x.ranges]
 
 
 def test_filters_apply_as_ncu_applies_them(step):
-    gelu = program_kernels.selected(step, None, "Gelu", 0)
+    gelu = kernel_times.selected(step, None, "Gelu", 0)
     assert gelu and all("Gelu" in x.name for x in gelu)
-    assert program_kernels.selected(step, None, "Gelu", 1) == gelu[1:]
-    assert program_kernels.selected(step, "no such range", None, 0) == []
+    assert kernel_times.selected(step, None, "Gelu", 1) == gelu[1:]
+    assert kernel_times.selected(step, "no such range", None, 0) == []
 
 
 def test_pass_twos_patterns_under_kernel_tell_the_chosen_from_every_kernel_pass_one_saw():
@@ -327,7 +328,7 @@ def test_pass_twos_patterns_under_kernel_tell_the_chosen_from_every_kernel_pass_
     assert [k.kernel.split("<8, at::native::")[1][:18] for k in one.kernels] == \
         ["GeluCUDAKernelImpl"]
     assert len(one.every) > 40 and one.kernels[0] in one.every
-    chosen = program_kernels.choose(one.kernels)
+    chosen = kernel_choice.choose(one.kernels)
     narrow = app.pass2_choice(chosen, one.every).patterns
     assert narrow == ["29vectorized_elementwise_kernel.*18GeluCUDAKernelImpl"]
     assert app.pass2_choice(chosen, one.kernels).patterns == ["29vectorized_elementwise_kernel"]
@@ -336,7 +337,7 @@ def test_pass_twos_patterns_under_kernel_tell_the_chosen_from_every_kernel_pass_
 
 
 def test_kernels_from_the_trace_carry_their_origins(step):
-    kernels = program_kernels.kernel_times_from_trace(step)
+    kernels = kernel_times.kernel_times_from_trace(step)
     assert sum(len(k.durations_s) for k in kernels) == len(step)
     assert [k.total_s for k in kernels] == sorted((k.total_s for k in kernels), reverse=True)
     for k in kernels:
@@ -361,12 +362,12 @@ def test_the_traces_kernels_meet_nsight_computes_names(step):
     every kernel of the traced step has the identity ncu gave it in another run of the
     same program, or failing that, exactly one by its function's name and launch shape."""
     ncu = ncu_identities()
-    kernels = program_kernels.kernel_times_from_trace(step)
+    kernels = kernel_times.kernel_times_from_trace(step)
     exact = [k for k in kernels if k.identity in ncu]
     assert len(exact) >= len(kernels) - 2
-    loose = {program_kernels._loosely(key): key for key in ncu}
+    loose = {launch_matching._loosely(key): key for key in ncu}
     for k in kernels:
-        assert k.identity in ncu or program_kernels._loosely(k.identity) in loose, k.kernel
+        assert k.identity in ncu or launch_matching._loosely(k.identity) in loose, k.kernel
 
 
 def test_name_keys_ignore_what_demanglers_disagree_on():
@@ -374,10 +375,10 @@ def test_name_keys_ignore_what_demanglers_disagree_on():
                   "<float, float, 32u, 32u, 256u, false, true, false>(long, long, float const*)")
     ncu_name = ("void at::<unnamed>::GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, "
                 "256, 0, 1, 0>(long, long, const T1 *)")
-    assert program_kernels.name_key(torch_name) == program_kernels.name_key(ncu_name)
-    assert program_kernels.name_key("void k<(at::NormType)1, float>(float*)") == program_kernels.name_key("void k<1, float>(T1 *)")
-    assert program_kernels.name_key("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
-    assert program_kernels.name_key("void k<4>(int)") != program_kernels.name_key("void k<8>(int)")
+    assert kernel_names.name_key(torch_name) == kernel_names.name_key(ncu_name)
+    assert kernel_names.name_key("void k<(at::NormType)1, float>(float*)") == kernel_names.name_key("void k<1, float>(T1 *)")
+    assert kernel_names.name_key("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
+    assert kernel_names.name_key("void k<4>(int)") != kernel_names.name_key("void k<8>(int)")
 
 
 def test_origins_are_counted_and_ranked(step):
@@ -419,8 +420,8 @@ def test_each_launch_carries_its_aten_operators_input_dtypes(lined):
 def test_the_steps_kernels_need_the_bf16_tensor_flops_only(lined):
     """Its GEMMs and attention run under bf16 autocast; its fp32 operators (layer norms,
     the loss, the optimizer) reach no tensor core, so TF32's FLOPs are not read."""
-    kernels = program_kernels.kernel_times_from_trace(lined)
-    choice = app.pass2_choice(program_kernels.choose(kernels, 0.9, None), kernels)
+    kernels = kernel_times.kernel_times_from_trace(lined)
+    choice = app.pass2_choice(kernel_choice.choose(kernels, 0.9, None), kernels)
     assert choice.tensor_precisions == {"bf16-tensor"}
     read = set(choice.metrics)
     assert {ncu.TENSOR_FLOPS["bf16-tensor"], ncu.HMMA, ncu.GMMA} <= read
@@ -534,10 +535,10 @@ def test_the_steps_widening_copies_are_gradients_in_backward_and_no_kernel_upcas
     upcast; a forward widening (nanoGPT's logits cast for the loss) is."""
     widening = [x for x in lined if x.widens]
     assert len(widening) == 40 and {x.backward_of for x in widening} == {"ToCopyBackward0"}
-    assert not any(k.upcasts for k in program_kernels.kernel_times_from_trace(lined))
+    assert not any(k.upcasts for k in kernel_times.kernel_times_from_trace(lined))
     forward = kernel_launch("aten::copy_", ["float", "c10::BFloat16"])
-    kernel = program_kernels.kernel_times_from_trace([forward, forward])[0]
-    assert kernel.upcasts and program_kernels.caller_flags(kernel)
+    kernel = kernel_times.kernel_times_from_trace([forward, forward])[0]
+    assert kernel.upcasts and kernel_libraries.caller_flags(kernel)
 
 
 def test_the_bootstrap_and_the_reader_name_the_peak_memory_alike():
@@ -560,12 +561,12 @@ def test_xla_autotuning_is_left_out_and_the_jax_programs_steps_are_what_is_chose
     and the kernels chosen for pass 2 were those trials; left out, every chosen kernel ran
     once or twice a step."""
     every = launches(JAX_TRACE)
-    kept, tuning = program_kernels.trace_without_autotuning(every)
+    kept, tuning = autotuning.trace_without_autotuning(every)
     assert (len(every), tuning.launches, len(kept)) == (2986, 1996, 990)
     assert 0.5 < tuning.gpu_s < 0.7
-    assert not any(program_kernels.AUTOTUNER_KERNEL.search(x.name) for x in kept)
-    before = program_kernels.choose(program_kernels.kernel_times_from_trace(every))
-    after = program_kernels.choose(program_kernels.kernel_times_from_trace(kept))
+    assert not any(autotuning.AUTOTUNER_KERNEL.search(x.name) for x in kept)
+    before = kernel_choice.choose(kernel_times.kernel_times_from_trace(every))
+    after = kernel_choice.choose(kernel_times.kernel_times_from_trace(kept))
     assert min(len(k.durations_s) for k in before) < 30
     assert {len(k.durations_s) for k in after} <= {30, 60, 64}
 
@@ -580,7 +581,7 @@ def test_a_trial_is_the_launch_a_redzone_check_follows_on_its_own_stream():
     order = [_launch("loop_fusion"), _launch("gemm_fusion_dot", "7"),
              _launch("other_stream_kernel", "9"), _launch(redzone, "7"), _launch(redzone, "7"),
              _launch("loop_fusion")]
-    made = program_kernels.autotuning([(x.name, x.stream) for x in order])
+    made = autotuning.autotuning([(x.name, x.stream) for x in order])
     assert made == [False, True, False, True, True, False]
 
 
@@ -620,7 +621,7 @@ def test_an_autotuners_trials_are_left_out_and_its_pick_is_kept():
     the launches after it, at the config it picked, are the program's."""
     every = launches(_tuned_trace())
     assert [x.autotuner for x in every] == ["Triton's autotuner"] * 4 + [None] * 3
-    kept, tuning = program_kernels.trace_without_autotuning(every)
+    kept, tuning = autotuning.trace_without_autotuning(every)
     assert [(x.name, x.grid) for x in kept] == [("copy_kernel", "(8, 1, 1)"),
                                                 ("matmul_kernel", "(64, 1, 1)"),
                                                 ("matmul_kernel", "(64, 1, 1)")]
@@ -636,13 +637,13 @@ def test_a_triton_programs_autotuning_is_left_out_and_its_kernels_have_their_lin
     launched 20 times from the program's matmul(), plus one untuned check, and PyTorch's
     GELU."""
     every = launches(TUNED_TRACE)
-    kept, tuning = program_kernels.trace_without_autotuning(every)
+    kept, tuning = autotuning.trace_without_autotuning(every)
     assert (tuning.launches, tuning.tuners) == (144, ("Triton's autotuner",))
     matmuls = [x for x in kept if x.name == "matmul_kernel"]
     assert Counter(x.grid for x in matmuls) == {"(512, 1, 1)": 21, "(128, 1, 1)": 20}
     assert {x.line for x in matmuls} == {"triton_autotune.py:62 in matmul"}
     assert {x.operator for x in matmuls} == {None}
-    chosen = program_kernels.choose(program_kernels.kernel_times_from_trace(kept))
+    chosen = kernel_choice.choose(kernel_times.kernel_times_from_trace(kept))
     assert [k.kernel for k in chosen[:2]] == ["matmul_kernel"] * 2
     assert chosen[0].origins[0].words == "at triton_autotune.py:62 in matmul"
 
@@ -769,5 +770,5 @@ def test_ncu_rows_lose_their_autotuning_as_the_trace_does():
     rows = [{"Kernel Name": n, "Stream": "14", "gpu__time_duration.sum": 1000}
             for n in ("input_reduce_fusion_3", "RedzoneAllocatorKernelImpl(unsigned char *)",
                       "input_reduce_fusion_3")]
-    kept, tuning = program_kernels.rows_without_autotuning(rows)
+    kept, tuning = autotuning.rows_without_autotuning(rows)
     assert kept == rows[2:] and tuning.launches == 2 and tuning.gpu_s == pytest.approx(2e-6)

@@ -4,12 +4,17 @@ From the two passes' logs (every launch's duration: PyTorch's profiler trace, wi
 operator and function behind each launch, or Nsight Compute's; counters on one launch of
 each launch shape of the chosen kernels) to a result document in the common schema; only
 profile_program runs anything (measure/program.py). The kernels are found, ranked by
-total GPU time, chosen (those that cover ``coverage`` of it, or the ``top`` N) and met by
-pass 2's launches in judge/program_kernels.py. Each chosen one becomes an Observation
+total GPU time (judge/kernel_times.py), left out where autotuners made them
+(judge/autotuning.py), chosen (those that cover ``coverage`` of it, or the ``top`` N:
+judge/kernel_choice.py), asked of Nsight Compute by their mangled names
+(judge/pass2_patterns.py) and met by pass 2's launches (judge/launch_matching.py); each is
+named (judge/kernel_names.py), its library told (judge/kernel_libraries.py) and its spread
+of times explained where it is not noise (judge/time_spread.py). Each chosen one becomes an Observation
 judged by the same engine as a manifest variant, with no algorithmic intensity (nobody counted
 its compulsory bytes), a library kernel leading with its caller's moves
 (caller_moves.py), and gets its share of the program's time and its upside, the time its
-best move could save (judge/upside.py, which also says when a kernel is done).
+best move could save (judge/upside.py, which also says when a kernel is done). What the
+profile says as it goes is worded in output/profile_words.py and heard by ``say``.
 """
 
 from __future__ import annotations
@@ -37,16 +42,20 @@ from rooflint.formats.jobs import Clocks
 from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
 from rooflint.analysis.observation import Model, Observation, analyse
-from rooflint.judge.program_kernels import (NO_COUNTERS, Autotuning,
-                                            Identity, KernelTime, autotuners_words, choose,
-                                            mangled_patterns, rows_without_autotuning,
-                                            trace_without_autotuning,
-                                            kernel_times, kernel_times_from_trace,
-                                            launches_by_identity, library, mixed_shapes,
-                                            drifting,
-                                            caller_flags,
-                                            per_launch, selected, unique_names,
-                                            unrecorded_words, why_no_counters)
+from rooflint.analysis.stats import TimeStats
+from rooflint.judge.autotuning import Autotuning, rows_without_autotuning, trace_without_autotuning
+from rooflint.judge.kernel_choice import choose
+from rooflint.judge.kernel_libraries import caller_flags, library
+from rooflint.judge.kernel_names import unique_names
+from rooflint.judge.kernel_times import (Identity, KernelTime, kernel_times,
+                                         kernel_times_from_trace, selected)
+from rooflint.judge.launch_matching import launches_by_identity, missed, per_launch
+from rooflint.judge.pass2_patterns import mangled_patterns
+from rooflint.judge.time_spread import drifting, mixed_shapes
+from rooflint.output.profile_words import (NO_COUNTERS, autotuning_words, drift_note,
+                                           held_memory_words, missed_words, pass1_words,
+                                           plan_words, shapes_note, stopped_words,
+                                           unrecorded_words)
 from rooflint.judge.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
@@ -55,12 +64,8 @@ from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Unrecorded, unrecorded
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import union_unless_any
-from rooflint.common.units import counted, format_bytes, format_time
 
 ORIGINS_KEPT = 3                 # a kernel's most frequent origins a result keeps
-# What pass 2 costs a profiled launch (8 replay passes: the training step's pass 2, its 46
-# launches and the program's own run under ncu, took 14.8 s on an H100).
-PASS2_S_PER_LAUNCH = 0.3
 
 
 def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
@@ -119,10 +124,8 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         calibration)
     best = best_fraction(analysis.point, analysis.counters, calibration, precision, device.sms)
     owner = library(time.kernel, time.origins[0].operator if time.origins else None)
-    mix = mixed_shapes(time)
-    drift = None if mix else drifting(time)
-    stats, notes = ((mix[0], [*analysis.notes, mix[1]]) if mix else
-                    (drift, [*analysis.notes, drift.varies]) if drift else
+    explained = explained_spread(time)
+    stats, notes = ((explained[0], [*analysis.notes, explained[1]]) if explained else
                     (analysis.time, analysis.notes))
     share = KernelShare(
         kernel=time.kernel, library=owner, launches=time.launches,
@@ -141,6 +144,20 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
             analysis.verdict, owner, caller_flags(time)),
         expect={}, expectation_mismatch=None, versus=None,
         speed_vs_baseline=None, share=share, levels=analysis.levels)
+
+
+def explained_spread(time: KernelTime) -> tuple[TimeStats, str] | None:
+    """The time of a kernel whose launch times spread without noise (several shapes at one
+    launch configuration, or work that changes along the run: judge/time_spread.py), and
+    the note saying why; None where its spread, if any, is noise."""
+    shapes = mixed_shapes(time)
+    if shapes:
+        return shapes.time, shapes_note(shapes)
+    drift = drifting(time)
+    if drift:
+        note = drift_note(drift)
+        return replace(drift.stats, varies=note), note
+    return None
 
 
 def profile_result(program: str, directory: str, kernels: list[KernelTime],
@@ -196,7 +213,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     ncu_executable()                        # no ncu: say so before any program runs
     filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
     logs = logs_folder(Path(options.logs)) if options.logs else None
-    say(f"pass 1: timing every kernel launch of {' '.join(options.command)}")
+    say(pass1_words(options.command))
 
     timed: dict[int, PassOne] = {}                             # parsed once per pass
 
@@ -213,14 +230,15 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         chosen = choose(one.kernels, options.coverage, options.top)
         choice = pass2_choice(chosen, one.every)
         planned.append(choice)
-        say(plan_words(first, one.kernels, chosen, choice))
+        say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
+                       choice.tensor_precisions))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))
         if one.unrecorded:
             say(unrecorded_words(one.unrecorded))
-        held = held_memory_words(first.trace)
+        held = memory_held_past_replay_room(first.trace)
         if held:
-            say(held)
+            say(held_memory_words(*held))
         return choice
 
     first, second = passes.two_passes(options.command, filters, logs, plan, say)
@@ -231,8 +249,9 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     counters = counters_by_identity(chosen, profiled, kernels)
     stopped = second.stopped
     choice = planned[-1]
-    missing = {k.identity: f"no counters: {stopped.why}" if stopped
-               else why_no_counters(k, profiled) for k in chosen if k.identity not in counters}
+    missing = {k.identity: stopped_words(stopped.why) if stopped
+               else missed_words(k, missed(k, profiled))
+               for k in chosen if k.identity not in counters}
     device = device_of(first, profiled, passes.driver_version())
     specs = load_specs()
     spec = device_spec(device, options.gpu, specs)
@@ -247,26 +266,6 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                           missing), stopped
 
 
-def plan_words(first: Pass, kernels: list[KernelTime], chosen: list[KernelTime],
-               choice: Choice) -> str:
-    """What pass 1 found and what pass 2 will profile, said before pass 2 starts."""
-    covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
-    return (f"pass 1 ({first.timer.words}): {counted(len(kernels), 'kernel')} in "
-            f"{first.wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
-            f"({covered:.0%} of GPU time; every launch shape of their functions, as Nsight "
-            f"Compute selects by name), the first launch of each, tensor FLOPs in "
-            f"{precisions_words(choice.tensor_precisions)}: about "
-            f"{PASS2_S_PER_LAUNCH * len(chosen):.0f} s and the rest of the program")
-
-
-def autotuning_words(tuning: Autotuning) -> str:
-    """What was left out as benchmarking, said with pass 1's findings."""
-    return (f"left out: {counted(tuning.launches, 'launch', 'launches')} "
-            f"({format_time(tuning.gpu_s)} of GPU time) of {autotuners_words(tuning.tuners)}"
-            f": timing candidate kernels or clearing caches between timed runs, not the "
-            f"program's work")
-
-
 # Nsight Compute saves the device memory a program holds before a profiled launch's first
 # replay pass and restores it before each other; a copy that no longer fits beside the
 # program's own goes to host memory. Measured on an H100 (80 GB), 40 launches of a CuPy
@@ -275,9 +274,10 @@ def autotuning_words(tuning: Autotuning) -> str:
 REPLAY_ROOM_SHARE = 0.4
 
 
-def held_memory_words(trace: dict | None) -> str | None:
-    """A warning, said before pass 2, when pass 1's program held more than
-    REPLAY_ROOM_SHARE of its GPU's memory; None otherwise, or where the trace does not say."""
+def memory_held_past_replay_room(trace: dict | None) -> tuple[int, int] | None:
+    """The device memory pass 1's program held and its GPU's, when it held more than
+    REPLAY_ROOM_SHARE of it (pass 2 is warned of); None otherwise, or where the trace does
+    not say."""
     held = peak_reserved_bytes(trace) if trace else None
     if not held:
         return None
@@ -287,11 +287,7 @@ def held_memory_words(trace: dict | None) -> str | None:
         return None
     if not total or held <= REPLAY_ROOM_SHARE * total:
         return None
-    return (f"the program held {format_bytes(held)} of its GPU's {format_bytes(total)}: "
-            f"Nsight Compute saves and restores a program's device memory around every "
-            f"profiled launch, and a copy that does not fit beside it goes through host "
-            f"memory, so pass 2 may take many times its estimate (profile a smaller batch or "
-            f"model, or fewer kernels with --top N)")
+    return held, total
 
 
 def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled: int,
@@ -316,15 +312,6 @@ def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime]) -> Choice:
     when one kernel's operators are unknown)."""
     return Choice(mangled_patterns(chosen, timed),
                   union_unless_any(k.tensor_precisions for k in chosen))
-
-
-def precisions_words(precisions: frozenset[str] | None) -> str:
-    """``bf16-tensor and tf32-tensor (what its operators' inputs name)``."""
-    if precisions is None:
-        return "every precision"
-    if not precisions:
-        return "no precision (no operator of theirs had a tensor-core dtype)"
-    return f"{' and '.join(sorted(precisions))} (what their operators' inputs name)"
 
 
 def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:
@@ -408,7 +395,7 @@ class PassOne:
 
 def timed_kernels(first: Pass, filters: Filters) -> PassOne:
     """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
-    program_kernels.without_autotuning); the profiler's trace is filtered here as ncu
+    autotuning.without_autotuning); the profiler's trace is filtered here as ncu
     filtered its own launches (which leaves it no kernel but those)."""
     if first.timer.traced:
         launches = trace_launches(first.trace or {})

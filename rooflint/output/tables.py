@@ -18,7 +18,7 @@ from rich.text import Text
 
 from rooflint.judge.comparison import Comparison, Decision, Figures, describe_movement
 from rooflint.analysis.evidence import pct
-from rooflint.judge.program_kernels import autotuners_words, unrecorded_words
+from rooflint.output.profile_words import autotuners_words, unrecorded_words
 from rooflint.judge.upside import is_done
 from rooflint.common.errors import RooflintError
 from rooflint.common.phases import PHASES

@@ -1,0 +1,77 @@
+"""The launches autotuners and benchmarks made, told from a program's own: XLA's by its
+kernels and the redzone checks that follow its trials, Triton's and TorchInductor's by
+the trace's ranges (formats/trace_events.py names them). They are left out of a
+program's kernels: benchmarking, not the program's work."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+from rooflint.formats.ncu_log import DURATION, KERNEL_NAME as NAME, STREAM
+from rooflint.formats.trace_events import Launch
+
+# XLA's autotuner (JAX's and TensorFlow's compiler) times candidate kernels while the program
+# compiles: stream_executor checks each trial's buffers for overruns with its redzone kernel
+# right after it on the same stream, compares the trials' outputs and holds the stream with
+# a delay kernel while it times them. Those launches are compile-time work, not the
+# program's: in a short program they took more GPU time than its steps (a JAX MLP, 2,986
+# launches, 871 of them after the autotuner's last).
+# Its kernels by name, with the namespace (PyTorch's profiler) or without (ncu's CSV).
+AUTOTUNER_KERNEL = re.compile(r"stream_executor::gpu::|RedzoneAllocatorKernel|xla_fp_comparison"
+                              r"|DelayKernel\(.*GpuSemaphoreState|RepeatBufferKernel")
+REDZONE_CHECK = "RedzoneAllocatorKernel"
+# The name a result records for the launches XLA's autotuner made (Settings.autotuners).
+XLA_AUTOTUNER = "XLA's autotuner"
+
+
+def autotuning(names_and_streams: list[tuple[str, str]]) -> list[bool]:
+    """For each launch, in launch order, whether XLA's autotuner made it: one of its own
+    kernels, or a trial, the launch its redzone check follows on the same stream."""
+    made = [bool(AUTOTUNER_KERNEL.search(name)) for name, _ in names_and_streams]
+    following: dict[str, int] = {}            # stream -> the launch before, on it
+    for i, (name, stream) in enumerate(names_and_streams):
+        if REDZONE_CHECK in name and stream in following:
+            made[following[stream]] = True
+        following[stream] = i
+    return made
+
+
+@dataclass(frozen=True)
+class Autotuning:
+    """The launches autotuners made (XLA's, Triton's, TorchInductor's) and a benchmark's
+    cache flushes (Triton's do_bench), left out of a program's kernels: benchmarking, not
+    the program's work."""
+
+    launches: int = 0
+    gpu_s: float = 0.0
+    tuners: tuple[str, ...] = ()               # whose, first seen first: "XLA's autotuner"
+
+
+L = TypeVar("L")
+
+
+def without_autotuning(launches: list[L], name_and_stream: Callable[[L], tuple[str, str]],
+                       seconds: Callable[[L], float],
+                       tuner: Callable[[L], str | None] = lambda x: None
+                       ) -> tuple[list[L], Autotuning]:
+    """``launches`` (a trace's Launches or ncu's rows, in launch order) less those an
+    autotuner made (XLA's by its kernels; another by ``tuner``: the trace's ranges say
+    which launches its benchmarking made), and what those were."""
+    xla = autotuning([name_and_stream(x) for x in launches])
+    made = [XLA_AUTOTUNER if m else tuner(x) for x, m in zip(launches, xla)]
+    tuned = [x for x, m in zip(launches, made) if m]
+    return ([x for x, m in zip(launches, made) if not m],
+            Autotuning(len(tuned), sum(seconds(x) for x in tuned),
+                       tuple(dict.fromkeys(m for m in made if m))))
+
+
+def trace_without_autotuning(launches: list[Launch]) -> tuple[list[Launch], Autotuning]:
+    return without_autotuning(launches, lambda x: (x.name, x.stream), lambda x: x.duration_s,
+                              lambda x: x.autotuner)
+
+
+def rows_without_autotuning(rows: list[dict]) -> tuple[list[dict], Autotuning]:
+    return without_autotuning(rows, lambda r: (str(r[NAME]), str(r.get(STREAM, ""))),
+                              lambda r: float(r[DURATION]) * 1e-9)

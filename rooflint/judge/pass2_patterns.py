@@ -1,0 +1,89 @@
+"""What pass 2 asks Nsight Compute for: one regular expression on the mangled name of each
+chosen kernel, its function's name and the template words that tell it from pass 1's
+other kernels of that function."""
+
+from __future__ import annotations
+
+import re
+
+from rooflint.judge.kernel_names import DEMANGLER_WORDS, function_name, name_key, without_parameters
+from rooflint.judge.kernel_times import KernelTime
+
+# The most template words a pass-2 pattern names: enough to tell PyTorch's functors and
+# their element types apart.
+WORDS_PER_PATTERN = 4
+# Type names a mangled name writes as one letter (float: f), never spelled out.
+_BUILTIN_TYPES = {"float", "double", "int", "long", "short", "char", "bool", "wchar_t",
+                  "char8_t", "char16_t", "char32_t", "__int128", "__float128"}
+# Words of a template argument list that say nothing of the kernel, or that one demangler
+# writes and the other or the mangled name not.
+_NOT_TELLING = DEMANGLER_WORDS | _BUILTIN_TYPES | {"operator", "lambda", "false", "true"}
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def mangled_patterns(chosen: list[KernelTime], timed: list[KernelTime]) -> list[str]:
+    """What pass 2 asks Nsight Compute for: a regular expression on the *mangled* name of
+    each chosen kernel, its function's name and the template words that tell it from
+    pass 1's other kernels of that function (``timed``), in order.
+
+    Mangled names are the one spelling every tool shares: the demangled names of PyTorch's
+    profiler and of ncu differ (``32u`` or ``32``, ``{lambda()#1}`` or ``[lambda() (instance
+    1)]``, ``at::`` kept or dropped), and ncu's regular expressions over its demangled
+    names lost kernels that matched them (cuBLAS GEMMs, H100 and H200) where these, on the
+    same program, lost none. A mangled name spells each name once, after its length
+    (``13reduce_kernel``), so a pattern is the function's and its words' names, each after
+    its length; an ``extern "C"`` kernel (cuBLAS's, cuDNN's, Triton's) is mangled as itself.
+    By function alone, ncu would profile every launch shape of every functor of PyTorch's
+    element-wise kernels (the training step's 67 shapes for 39 chosen kernels)."""
+    by_function: dict[str, set[str]] = {}
+    for k in timed:
+        by_function.setdefault(function_name(k.kernel), set()).add(k.kernel)
+    patterns = set()
+    for k in chosen:
+        function = function_name(k.kernel)
+        if _IDENTIFIER.fullmatch(k.kernel):
+            patterns.add(f"^{re.escape(k.kernel)}$")
+            continue
+        others = [template_words(n) for n in by_function.get(function, ())
+                  if name_key(n) != name_key(k.kernel)]
+        words = _telling_words(template_words(k.kernel), others)
+        patterns.add(".*".join(f"{len(w)}{re.escape(w)}" for w in (function, *words)))
+    return sorted(patterns)
+
+
+def template_words(kernel: str) -> list[str]:
+    """The names among a kernel's own template arguments, in order, once each, as the
+    mangled name spells them: none inside parentheses, brackets or braces (parameter lists,
+    lambdas, casts), no namespaces, no built-in types, no placeholders (ncu's ``T1``)."""
+    head = without_parameters(kernel)
+    opening = re.search(rf"(^|[\s:]){re.escape(function_name(kernel))}<", head)
+    if not opening:
+        return []
+    depth, kept = 0, []
+    for char in head[opening.end():]:
+        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(char, 0)
+        kept.append(char if depth == 0 and char not in ")]}" else " ")
+    words = re.findall(r"(?<!\w)[A-Za-z_]\w*(?:::)?", "".join(kept))
+    return list(dict.fromkeys(w for w in words if not w.endswith("::")
+                              and w not in _NOT_TELLING and not re.fullmatch(r"T\d+", w)))
+
+
+def _telling_words(mine: list[str], others: list[list[str]]) -> list[str]:
+    """Greedily, the word of ``mine`` (after those taken) that the fewest ``others`` still
+    hold in order, while one leaves any out and WORDS_PER_PATTERN are not yet taken."""
+    taken: list[str] = []
+    while len(taken) < WORDS_PER_PATTERN:
+        rivals = [o for o in others if _holds_in_order(o, taken)]
+        later = mine[mine.index(taken[-1]) + 1:] if taken else mine
+        if not rivals or not later:
+            break
+        best = min(later, key=lambda w: sum(_holds_in_order(o, [*taken, w]) for o in rivals))
+        if all(_holds_in_order(o, [*taken, best]) for o in rivals):
+            break
+        taken.append(best)
+    return taken
+
+
+def _holds_in_order(words: list[str], wanted: list[str]) -> bool:
+    remaining = iter(words)
+    return all(w in remaining for w in wanted)

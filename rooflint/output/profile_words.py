@@ -1,0 +1,123 @@
+"""The words `rooflint profile` says of a program's kernels: what pass 1 found and pass 2
+will profile, what was left out as benchmarking or not recorded, a warning on the memory
+the program holds, and the words its result keeps (why a kernel has no counters, why its
+times spread without noise). The decisions behind them are judge/'s (kernel_choice,
+autotuning, launch_matching, time_spread) and engine/program.py's; only the sentences are
+made here."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rooflint.common.units import counted, format_bytes, format_time
+from rooflint.formats.trace_events import Unrecorded
+from rooflint.judge.autotuning import XLA_AUTOTUNER, Autotuning
+from rooflint.judge.kernel_choice import pass2_estimate_s
+from rooflint.judge.kernel_names import short_name
+from rooflint.judge.kernel_times import KernelTime
+from rooflint.judge.launch_matching import Missed
+from rooflint.judge.time_spread import Drift, Shapes
+
+
+def pass1_words(command: Sequence[str]) -> str:
+    """Said as pass 1 starts."""
+    return f"pass 1: timing every kernel launch of {' '.join(command)}"
+
+
+def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: list[KernelTime],
+               precisions: frozenset[str] | None) -> str:
+    """What pass 1 (timed by ``timer``, in ``wall_s``) found and what pass 2 will profile,
+    said before pass 2 starts."""
+    covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
+    return (f"pass 1 ({timer}): {counted(len(kernels), 'kernel')} in "
+            f"{wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
+            f"({covered:.0%} of GPU time; every launch shape of their functions, as Nsight "
+            f"Compute selects by name), the first launch of each, tensor FLOPs in "
+            f"{precisions_words(precisions)}: about "
+            f"{pass2_estimate_s(chosen):.0f} s and the rest of the program")
+
+
+def precisions_words(precisions: frozenset[str] | None) -> str:
+    """``bf16-tensor and tf32-tensor (what its operators' inputs name)``."""
+    if precisions is None:
+        return "every precision"
+    if not precisions:
+        return "no precision (no operator of theirs had a tensor-core dtype)"
+    return f"{' and '.join(sorted(precisions))} (what their operators' inputs name)"
+
+
+def autotuning_words(tuning: Autotuning) -> str:
+    """What was left out as benchmarking, said with pass 1's findings."""
+    return (f"left out: {counted(tuning.launches, 'launch', 'launches')} "
+            f"({format_time(tuning.gpu_s)} of GPU time) of {autotuners_words(tuning.tuners)}"
+            f": timing candidate kernels or clearing caches between timed runs, not the "
+            f"program's work")
+
+
+def autotuners_words(tuners: Sequence[str]) -> str:
+    """``XLA's autotuner``, ``Triton's autotuner and Triton's do_bench flushing L2``; a
+    result written before others were told apart left out XLA's alone."""
+    names = list(tuners or (XLA_AUTOTUNER,))
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def unrecorded_words(unrecorded: Sequence[Unrecorded]) -> str:
+    """What pass 1 left unrecorded of the repeated calls (trace_events.Unrecorded), said as
+    pass 1 ends and under the table."""
+    parts = [f"{counted(u.calls, 'call')} of {u.by} past the first {u.recorded} of each run"
+             for u in unrecorded]
+    return (f"not recorded: {' and '.join(parts)}; their launches and GPU time are "
+            f"counted from the recorded calls")
+
+
+def held_memory_words(held_bytes: int, total_bytes: int) -> str:
+    """The warning, said before pass 2, for a program that held ``held_bytes`` of its
+    GPU's ``total_bytes``: too much for Nsight Compute's replay to fit beside it."""
+    return (f"the program held {format_bytes(held_bytes)} of its GPU's "
+            f"{format_bytes(total_bytes)}: "
+            f"Nsight Compute saves and restores a program's device memory around every "
+            f"profiled launch, and a copy that does not fit beside it goes through host "
+            f"memory, so pass 2 may take many times its estimate (profile a smaller batch or "
+            f"model, or fewer kernels with --top N)")
+
+
+NO_COUNTERS = "no counters: not among pass 2's profiled launches"
+
+
+def stopped_words(why: str) -> str:
+    """A chosen kernel's message when pass 2 stopped (``why``) before its counters."""
+    return f"no counters: {why}"
+
+
+def missed_words(k: KernelTime, missed: Missed) -> str:
+    """A chosen kernel's message when pass 2 ran but has no counters for it, from what it
+    did see (launch_matching.missed)."""
+    if missed.other_shapes:
+        shapes = sorted({f"grid {grid}, block {block}" for grid, block in missed.other_shapes})
+        return (f"no counters: pass 2 saw this kernel only at other launch shapes "
+                f"({'; '.join(shapes[:3])}), not at grid {k.grid}, block {k.block}")
+    if missed.twin:
+        return (f"no counters: at grid {k.grid}, block {k.block} pass 2 profiled only "
+                f"{short_name(missed.twin)}, a name rooflint does not read as this kernel's")
+    return NO_COUNTERS
+
+
+def drift_note(drift: Drift) -> str:
+    """Why a drifting kernel's times spread (time_spread.drifting): its TimeStats.varies,
+    and a note of its result."""
+    return (f"its launch times change in runs ({format_time(drift.stats.min_s)} to "
+            f"{format_time(drift.slowest_s)}, {100 * drift.step:.1f}% from one launch to the "
+            f"next): its work changes from call to call at one launch configuration (tensors "
+            f"of several sizes, a sweep of sizes), not noise; its time is the median launch's, "
+            f"its counters the profiled launch's own")
+
+
+def shapes_note(shapes: Shapes) -> str:
+    """Why a kernel running several shapes at one launch configuration has the time it
+    has (time_spread.mixed_shapes): a note of its result."""
+    medians = ", ".join(format_time(s.median_s) for s in shapes.stats)
+    launches = sum(s.n for s in shapes.stats)
+    return (f"{len(shapes.stats)} shapes at one launch configuration (a persistent kernel; "
+            f"medians {medians}): its times spread by shape, not noise; its time is the most "
+            f"frequent shape's ({shapes.time.n} of {launches} launches), its share counts "
+            f"them all, its counters are the profiled launch's own")
