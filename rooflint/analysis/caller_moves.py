@@ -4,8 +4,8 @@ for the kernels its user did not write.
 Nobody outside NVIDIA can change the registers of cuDNN's attention backward, but the
 program that calls it can choose another attention backend, fuse what surrounds it, keep
 its weights in bf16, replay its step as a CUDA graph. Each move here names the libraries
-it applies to (the plain words program_kernels gives them), the evidence flags that must hold
-(``requires``, from evidence.py) and the text to print. The kernel-level verdict stays
+it applies to (the plain words judge/kernel_libraries.py gives them), the evidence flags
+that must hold (``requires``, from evidence.py) and the text to print. The kernel-level verdict stays
 beside it: the cause says why, the caller's move says what to do.
 
 The first move of a library whose flags hold is its kernel's top move. Every library has
@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 from rooflint.analysis.diagnose import Move, Verdict
 
-# The libraries by the words program_kernels gives them.
+# The libraries by the words judge/kernel_libraries.py gives them.
 GEMM = "cuBLAS GEMM"
 ATTENTION = "attention (cuDNN / flash)"
 NORM = "normalisation (PyTorch)"
@@ -56,7 +56,7 @@ EVERY_LIBRARY = (*CAPTURABLE, *XLA)
 
 
 # Flags of the profiler's trace or the kernel's name, not of the counters
-# (program_kernels.caller_flags).
+# (judge/kernel_libraries.caller_flags).
 FORWARD_UPCAST = "forward_upcast"
 MAX_AUTOTUNED = "max_autotuned"     # a GEMM template Inductor's max-autotune chose
 

@@ -22,6 +22,7 @@ from rooflint.commands.stdio import console, emit, errors, fail, progress
 from rooflint.formats.results import RunResult, write_result
 from rooflint.output.exports import Export
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
+from rooflint.output.profile_words import pass2_stopped_words
 from rooflint.output.tables import render_run
 
 
@@ -53,10 +54,7 @@ def profile_command(request: ProfileRequest) -> None:
     finally:   # minutes of profiling: kept when nobody reads the table (`| head`)
         _write_outputs(result, json_path, tables, svg, stopped is None, screen)
     if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
-        kept = ("the result document keeps" if json_path == STDOUT else
-                f"{json_path} keeps" if json_path else "the table shows")
-        fail(f"{stopped.why}; {kept} pass 1's kernel times, without counters"
-             + (f" (no roofline to draw in {svg})" if svg else ""),
+        fail(pass2_stopped_words(stopped.why, json_path, json_path == STDOUT, svg),
              130 if stopped.interrupted else 2)
 
 

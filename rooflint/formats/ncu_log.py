@@ -1,6 +1,7 @@
 """The columns of Nsight Compute's raw CSV page (``--csv --page raw``) that rooflint reads
 by name, written once for the code that runs ncu (measure/ncu.py, measure/pass_runner.py)
-and the analysis that reads its rows without a GPU (judge/program_kernels.py)."""
+and the decisions that read its rows without a GPU (judge/kernel_times.py, autotuning.py,
+launch_matching.py)."""
 
 ID = "ID"                              # the launch's number in the session
 KERNEL_NAME = "Kernel Name"            # demangled or not, as --kernel-name-base asked

@@ -19,7 +19,7 @@ from rooflint.common.vocabularies import CacheMode, CountersMode
 from rooflint.formats.trace_events import Unrecorded
 
 # The share of the GPU time whose kernels a profile's pass 2 profiles, unless --coverage
-# or --top says otherwise (analysis/program_kernels.choose).
+# or --top says otherwise (judge/kernel_choice.choose).
 DEFAULT_COVERAGE = 0.90
 DEFAULT_CACHE = CacheMode.COLD         # run's --cache
 DEFAULT_COUNTERS = CountersMode.AUTO   # --counters of run, gate and compare

@@ -12,7 +12,7 @@ build against), under Nsight Compute (one metric, ``gpu__time_duration``, no rep
 every launch serialised). Pass 2 runs the program
 again under Nsight Compute and collects rooflint's counter list on the first launch of
 each launch configuration (``--filter-mode per-launch-config``) of the chosen kernels,
-selected by patterns on their mangled names (judge/program_kernels.mangled_patterns),
+selected by patterns on their mangled names (judge/pass2_patterns.mangled_patterns),
 so each is profiled once, wherever it falls in the launch order: two runs of
 one program need not launch in the same order (a GPT-2 training step's did not), and the
 analysis matches pass 2's launches to pass 1's kernels by what they are, not where they

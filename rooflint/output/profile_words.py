@@ -1,12 +1,13 @@
 """The words `rooflint profile` says of a program's kernels: what pass 1 found and pass 2
 will profile, what was left out as benchmarking or not recorded, a warning on the memory
-the program holds, and the words its result keeps (why a kernel has no counters, why its
-times spread without noise). The decisions behind them are judge/'s (kernel_choice,
-autotuning, launch_matching, time_spread) and engine/program.py's; only the sentences are
-made here."""
+the program holds, where a stopped pass 2 leaves pass 1's times, and the words its result
+keeps (why a kernel has no counters, why its times spread without noise). The decisions
+behind them are judge/'s (kernel_choice, autotuning, launch_matching, time_spread) and
+engine/program.py's; only the sentences are made here."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 from rooflint.common.units import counted, format_bytes, format_time
@@ -100,6 +101,17 @@ def missed_words(k: KernelTime, missed: Missed) -> str:
         return (f"no counters: at grid {k.grid}, block {k.block} pass 2 profiled only "
                 f"{short_name(missed.twin)}, a name rooflint does not read as this kernel's")
     return NO_COUNTERS
+
+
+def pass2_stopped_words(why: str, json_path: Path | None, json_to_stdout: bool,
+                        svg: Path | None) -> str:
+    """What a profile whose pass 2 stopped (``why``) says as it exits: where pass 1's
+    kernel times are kept (the document on standard output, ``json_path``, else the
+    table), and that ``svg`` is not drawn."""
+    kept = ("the result document keeps" if json_to_stdout else
+            f"{json_path} keeps" if json_path else "the table shows")
+    return (f"{why}; {kept} pass 1's kernel times, without counters"
+            + (f" (no roofline to draw in {svg})" if svg else ""))
 
 
 def drift_note(drift: Drift) -> str:
