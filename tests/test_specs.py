@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from rooflint.common.errors import RooflintError
-from rooflint.analysis.gpu_spec import PRECISIONS
+from rooflint.common.vocabularies import Precision
 from rooflint.formats.gpus import find_spec, load_spec, match_device, normalize_name
 
 REQUIRED_IDS = {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l4",
@@ -15,7 +15,7 @@ def test_bundled_specs_cover_the_required_gpus(specs):
     assert REQUIRED_IDS <= {s.id for s in specs}
     for s in specs:
         assert s.source.startswith("https://"), s.id
-        assert set(s.peaks) <= set(PRECISIONS)
+        assert set(s.peaks) <= set(Precision)
 
 
 @pytest.mark.parametrize("spec_id, bandwidth, fp32, sms", [

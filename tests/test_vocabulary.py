@@ -16,7 +16,7 @@ import pytest
 
 from rooflint.analysis.evidence import Bound
 from rooflint.common.errors import RooflintError
-from rooflint.common.vocabularies import CacheMode, CountersMode
+from rooflint.common.vocabularies import CacheMode, CountersMode, Precision
 from rooflint.formats import baseline as baselines
 from rooflint.formats.results import RunResult, read_result, write_result
 from rooflint.formats.status import Status
@@ -84,6 +84,34 @@ def test_a_settings_word_outside_its_vocabulary_is_refused(tmp_path, field, voca
     (tmp_path / "r.json").write_text(json.dumps(data))
     with pytest.raises(RooflintError, match=rf"field 'settings.{field}' is 'tepid', expected "
                                             rf"one of {', '.join(vocabulary)}"):
+        read_result(tmp_path / "r.json")
+
+
+def test_every_precision_round_trips(tmp_path):
+    """A variant's precision written as a member is the same document as one holding its
+    plain word, for every precision, and reads back as that word."""
+    precisions = cycle(Precision)
+    members = read_result(REPO / "examples" / "h100-bundled.json")
+    members = replace(members, families=[
+        replace(f, variants=[replace(v, precision=next(precisions)) for v in f.variants])
+        for f in members.families])
+    words = replace(members, families=[
+        replace(f, variants=[replace(v, precision=str(v.precision)) for v in f.variants])
+        for f in members.families])
+    assert {v.precision for f in members.families for v in f.variants} == set(Precision)
+    write_result(members, tmp_path / "members.json")
+    write_result(words, tmp_path / "words.json")
+    assert (tmp_path / "members.json").read_bytes() == (tmp_path / "words.json").read_bytes()
+    assert read_result(tmp_path / "members.json") == members == words
+
+
+def test_a_precision_outside_its_vocabulary_is_refused(tmp_path):
+    data = json.loads((REPO / "examples" / "h200-bundled.json").read_text())
+    assert data["families"][0]["variants"][0]["precision"] in list(Precision)
+    data["families"][0]["variants"][0]["precision"] = "fp31"
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    with pytest.raises(RooflintError, match=rf"field 'families\[0\].variants\[0\].precision' "
+                                            rf"is 'fp31', expected one of {', '.join(Precision)}"):
         read_result(tmp_path / "r.json")
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 from rooflint.common.sense import Amount, Count
 from rooflint.analysis.roofline import IMPOSSIBLE_ABOVE_DATASHEET
 from rooflint.common.units import format_bytes, format_rate
+from rooflint.common.vocabularies import ON_TENSOR_CORES, Precision
 
 FLOP_MISMATCH = 0.25      # counted vs model FLOPs differing by more than this is reported
 CACHE_REUSE = 0.90        # measured DRAM bytes under this fraction of compulsory: L2 reuse
@@ -126,13 +127,13 @@ def traffic(counters: Counters, model_flops: float, model_bytes: float, written_
 def _flop_notes(counters: Counters, model_flops: float, precision: str) -> list[str]:
     counted = counters.counted_flops
     notes = _model_notes(counters, model_flops, precision)
-    tensor = sum(v for k, v in counters.flops.items() if k.endswith("-tensor"))
-    if counted and tensor > UNDECLARED_TENSOR * counted and not precision.endswith("-tensor"):
-        main = max((k for k in counters.flops if k.endswith("-tensor")), key=counters.flops.get)
+    tensor = sum(v for k, v in counters.flops.items() if k in ON_TENSOR_CORES)
+    if counted and tensor > UNDECLARED_TENSOR * counted and precision not in ON_TENSOR_CORES:
+        main = max((k for k in counters.flops if k in ON_TENSOR_CORES), key=counters.flops.get)
         notes.append(f"{tensor / counted:.0%} of counted FLOPs ran on tensor cores ({main}) but "
                      f"the manifest declares {precision}: judge it against the {main} roof")
     elif (not tensor and counters.tensor_pipe_pct > TENSOR_PIPE_BUSY
-          and not precision.endswith("-tensor") and not counters.flops.get("fp16")):
+          and precision not in ON_TENSOR_CORES and not counters.flops.get(Precision.FP16)):
         # (Half-precision FMAs the compiler issues to the tensor pipe, HFMA2.MMA, keep it
         # busy too, 1-15 % in PyTorch's and Triton's bf16 GELU and layer norms on an H200,
         # and count as fp16 FLOPs: no tensor FLOPs went uncounted there.)

@@ -19,6 +19,7 @@ from rooflint.analysis.counters import CACHE_REUSE, Counters
 from rooflint.analysis.roofline import Point
 from rooflint.common.sense import Vocabulary, one_of
 from rooflint.common.units import format_bytes, format_rate, format_time
+from rooflint.common.vocabularies import Precision
 
 
 class Bound(Vocabulary):
@@ -83,9 +84,11 @@ THRESHOLDS = {
 LATENCY_FLAGS = ("memory_latency_stalls", "dependency_stalls", "barrier_stalls")
 
 # CUDA-core precision -> the tensor-core roof a kernel of that type could move to.
-TENSOR_UPGRADE = {"fp32": "tf32-tensor", "fp16": "fp16-tensor", "fp64": "fp64-tensor"}
+TENSOR_UPGRADE = {Precision.FP32: Precision.TF32_TENSOR, Precision.FP16: Precision.FP16_TENSOR,
+                  Precision.FP64: Precision.FP64_TENSOR}
 # 16-bit tensor precision -> fp8 tensor cores (Hopper and newer), where the accuracy allows.
-FP8_UPGRADE = {"fp16-tensor": "fp8-tensor", "bf16-tensor": "fp8-tensor"}
+FP8_UPGRADE = {Precision.FP16_TENSOR: Precision.FP8_TENSOR,
+               Precision.BF16_TENSOR: Precision.FP8_TENSOR}
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,7 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
         e.set("cuda_cores_with_tensor_roof",
               f"{facts.precision} on CUDA cores; the tensor roof is "
               f"{facts.tensor_roof / 1e12:.0f} TFLOP/s")
-        if facts.precision == "fp32":
+        if facts.precision == Precision.FP32:
             e.set("fp32_data", "FP32 data: its tensor cores take TF32 or narrower inputs")
     if facts.threads_per_block > 32:
         e.set("multi_warp_blocks", f"{facts.threads_per_block} threads per block")
@@ -354,7 +357,7 @@ def _shared_memory(e: Evidence, counters: Counters) -> None:
             e.set("shared_memory_bound", f"L1 at {counters.l1_pct:.0f}% of its peak with "
                                          f"{counters.shared_loads:.3g} shared-memory loads: "
                                          f"the shared-memory traffic is the ceiling")
-        fmas = counters.flops.get("fp32", 0.0) / 2 / 32    # thread FLOPs -> warp FMA instructions
+        fmas = counters.flops.get(Precision.FP32, 0.0) / 2 / 32    # thread FLOPs -> warp FMA instructions
         per_load = fmas / counters.shared_loads
         if per_load >= REGISTER_BLOCKED:
             e.set("register_blocked", f"{per_load:.1f} FMA instructions per shared-memory "
@@ -449,7 +452,7 @@ def _issue(e: Evidence, counters: Counters, point: Point) -> None:
     if not busy or not counters.instructions:
         return
     e.values["issue_pct"] = busy
-    fmas = counters.flops.get("fp32", 0.0) / 2 / 32     # thread FLOPs -> warp FMA instructions
+    fmas = counters.flops.get(Precision.FP32, 0.0) / 2 / 32     # thread FLOPs -> warp FMA instructions
     share = fmas / counters.instructions
     if busy >= ISSUE_BUSY and fmas and share < FMA_MINORITY:
         e.values["fma_share_gain"] = FMA_SHARE_GOAL / share

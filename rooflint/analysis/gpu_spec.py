@@ -13,12 +13,9 @@ from typing import Annotated
 
 from rooflint.common.errors import RooflintError
 from rooflint.common.sense import one_of
+from rooflint.common.vocabularies import Precision
 
-PRECISIONS = (
-    "fp64", "fp64-tensor", "fp32", "fp16",
-    "tf32-tensor", "fp16-tensor", "bf16-tensor", "fp8-tensor", "int8-tensor",
-)
-Precision = Annotated[str, one_of(PRECISIONS)]     # a roof a kernel is judged against
+PrecisionWord = Annotated[str, one_of(Precision)]  # a roof a kernel is judged against, in a document
 
 
 @dataclass(frozen=True)

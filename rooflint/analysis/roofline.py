@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from rooflint.analysis.gpu_spec import Precision
+from rooflint.analysis.gpu_spec import PrecisionWord
 from rooflint.common.sense import Amount, Intensity, Positive, Seconds, one_of
 
 LEVELS = ("dram", "l2", "l1")          # the memory levels of the hierarchical roofline
@@ -26,7 +26,7 @@ LEVELS = ("dram", "l2", "l1")          # the memory levels of the hierarchical r
 class Roofs:
     """The ceilings a point is judged against, with where they came from."""
 
-    precision: Precision
+    precision: PrecisionWord
     compute: Positive                # FLOP/s
     dram_bandwidth: Positive         # bytes/s
     source: str                      # "datasheet", or which roofs `rooflint calibrate` measured

@@ -23,9 +23,8 @@ from rooflint.commands.completion import CompletingGroup
 from rooflint.commands.stdio import (GuardedErrors, GuardedOutput, be_quiet, console,
                                       emit, fail, one_line_errors, say)
 from rooflint.common.errors import RooflintError
-from rooflint.common.vocabularies import CacheMode, CountersMode
+from rooflint.common.vocabularies import CacheMode, CountersMode, Precision
 from rooflint.common.version import __version__
-from rooflint.analysis.gpu_spec import PRECISIONS
 from rooflint.commands.requests import Exports, GateRequest, ProfileRequest, RunRequest
 from rooflint.formats.thresholds import DEFAULT_MAX_GROWTH, DEFAULT_MAX_SLOWDOWN, as_percent
 
@@ -288,7 +287,7 @@ def explain(
     gpu: str = typer.Option(..., "--gpu", help=f"{GPU_HELP}.", metavar="GPU"),
     algorithmic_bytes: Optional[str] = typer.Option(None, "--algorithmic-bytes", help="Compulsory bytes (default: --bytes).",
                                                     metavar="BYTES"),
-    precision: str = typer.Option("fp32", "--precision", help=f"Compute roof: {', '.join(PRECISIONS)}.",
+    precision: str = typer.Option(Precision.FP32.value, "--precision", help=f"Compute roof: {', '.join(Precision)}.",
                                   metavar="PRECISION"),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Write it as JSON here (- for standard "

@@ -18,7 +18,7 @@ from rooflint.commands.stdio import console, fail
 from rooflint.output.outputs import EXPLANATION, STDOUT, guard_json
 from rooflint.common.units import parse_bytes, parse_count, parse_time
 from rooflint.engine.named_gpu import option_spec
-from rooflint.analysis.gpu_spec import PRECISIONS
+from rooflint.common.vocabularies import Precision
 from rooflint.output.roofs import render_explanation
 
 MOVES_BYTES = "a kernel reads its inputs and writes its outputs"
@@ -30,8 +30,8 @@ def explain_command(time: str, flops: str, bytes_: str, gpu: str,
     """Explain the point as `rooflint explain` was asked, and print the verdict (and
     write it as JSON to ``json_path``; ``-``: print that instead)."""
     guard_json(json_path, EXPLANATION)
-    if precision not in PRECISIONS:
-        fail(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    if precision not in tuple(Precision):
+        fail(f"unknown precision {precision!r}; use one of {', '.join(Precision)}")
     spec = option_spec(gpu)
     work, moved = parse_count(flops), parse_bytes(bytes_)
     compulsory = parse_bytes(algorithmic_bytes) if algorithmic_bytes else None

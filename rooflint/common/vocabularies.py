@@ -35,3 +35,24 @@ class CompilerChoice(Vocabulary):
     AUTO = "auto"
     NVRTC = "nvrtc"
     NVCC = "nvcc"
+
+
+class Precision(Vocabulary):
+    """The compute roof a kernel is judged against (a manifest's ``precision``, a GPU
+    spec's peaks, the FLOPs Nsight Compute counts): CUDA-core arithmetic, or a tensor-core
+    path, whose word ends in -tensor. Listed in the order a refusal names them."""
+
+    FP64 = "fp64"
+    FP64_TENSOR = "fp64-tensor"
+    FP32 = "fp32"
+    FP16 = "fp16"
+    TF32_TENSOR = "tf32-tensor"
+    FP16_TENSOR = "fp16-tensor"
+    BF16_TENSOR = "bf16-tensor"
+    FP8_TENSOR = "fp8-tensor"
+    INT8_TENSOR = "int8-tensor"
+
+
+# The precisions that run on tensor cores: a word read back from a document is one of
+# them when it equals one (a member is its word).
+ON_TENSOR_CORES = frozenset(p for p in Precision if p.endswith("-tensor"))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from rooflint.common.vocabularies import CountersMode
+from rooflint.common.vocabularies import CountersMode, Precision
 from rooflint.formats import calibration as calibrations
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.formats import kernel_models
@@ -104,7 +104,7 @@ def dominant_precision(counters: Counters | None, spec: GpuSpec) -> str:
         main = max(counters.flops, key=counters.flops.get)
         if main in spec.peaks:
             return main
-    return "fp32"
+    return Precision.FP32
 
 
 def kernel_result(time: KernelTime, name: str, counters: Counters | None, region_s: float,

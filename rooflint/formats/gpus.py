@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from rooflint.analysis.gpu_spec import PRECISIONS, GpuSpec, Peak
+from rooflint.analysis.gpu_spec import GpuSpec, Peak
 from rooflint.common.errors import RooflintError
 from rooflint.common.paths import SPECS_DIR
 from rooflint.common.sense import PLAIN_ID, Amount, Count, Size, one_of
+from rooflint.common.vocabularies import Precision
 from rooflint.formats import yamlfile
 from rooflint.formats.schema import (
     Document, Field, ListOf, MapOf, Place, Record, Wording, prose, text,
@@ -79,8 +80,8 @@ def _spec_id(value: object, place: Place) -> str:
 
 
 def _precision(key: object, place: Place) -> None:
-    if key not in PRECISIONS:
-        raise place.refuse(f"unknown precision '{place.where}' (known: {', '.join(PRECISIONS)})")
+    if key not in tuple(Precision):
+        raise place.refuse(f"unknown precision '{place.where}' (known: {', '.join(Precision)})")
 
 
 def _sources(value: object, place: Place) -> str:
@@ -91,8 +92,8 @@ def _sources(value: object, place: Place) -> str:
 def _with_fp32(values: dict, place: Place, written: Mapping) -> None:
     """Every spec has an FP32 peak: the roof used where no other precision is named
     (explain's default, profile's fallback)."""
-    if "fp32" not in values["peaks"]:
-        raise place.inner("peaks", values).inner("fp32", {}).missing()
+    if Precision.FP32 not in values["peaks"]:
+        raise place.inner("peaks", values).inner(Precision.FP32, {}).missing()
 
 
 def _peak(values: dict, place: Place, written: Mapping) -> Peak:

@@ -36,14 +36,13 @@ from typing import Any
 
 import numpy as np
 
-from rooflint.common.vocabularies import CompilerChoice
+from rooflint.common.vocabularies import CompilerChoice, Precision
 from rooflint.analysis.evidence import Bound
 from rooflint.common.errors import RooflintError
 from rooflint.formats import compile_options, yamlfile
 from rooflint.formats.expressions import Number
 from rooflint.formats.families import find_manifest
 from rooflint.formats.family_files import option_in_family, source_file
-from rooflint.analysis.gpu_spec import PRECISIONS
 from rooflint.formats.manifest_fields import (
     GATE, PythonCall, baseline, buffer_range, choice, entry, expressions, function_name,
     launch_arg, one_word_name, non_negative, param_name, param_value, python_function,
@@ -215,7 +214,7 @@ def _manifest(values: dict, place: Place, written: Mapping) -> Manifest:
 
 # --- the schema (rooflint.formats.schema) --------------------------------------------
 
-_PRECISION, _COMPILER, _MOVES = choice(PRECISIONS), choice(tuple(CompilerChoice)), choice(MOVES)
+_PRECISION, _COMPILER, _MOVES = choice(tuple(Precision)), choice(tuple(CompilerChoice)), choice(MOVES)
 _BUFFER = Record((
     Field("dtype", choice(DTYPES)),
     Field("shape", expressions),

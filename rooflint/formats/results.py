@@ -18,7 +18,7 @@ from rooflint.analysis.diagnose import Verdict
 from rooflint.formats.jsonfile import Rows, read_document, write_atomic
 from rooflint.formats.settings import Settings
 from rooflint.analysis.counters import Counters
-from rooflint.analysis.gpu_spec import Precision
+from rooflint.analysis.gpu_spec import PrecisionWord
 from rooflint.formats.gpus import DeviceInfo, KnownSpecId
 from rooflint.formats.jobs import Clocks, OutputCheck
 from rooflint.analysis.roofline import Level, Point, Roofs
@@ -92,7 +92,7 @@ class VariantResult:
     message: str
     baseline: bool
     source_sha256: str | None
-    precision: Precision
+    precision: PrecisionWord
     tolerance: Amount
     checks: list[OutputCheck]
     samples_s: list[Seconds]

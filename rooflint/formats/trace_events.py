@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from rooflint.common.sense import Size
+from rooflint.common.vocabularies import Precision
 
 FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
 # The ranges the bootstrap opens around each torch function call: this prefix, then the
@@ -68,9 +69,10 @@ ATEN = "aten::"
 TENSOR_CORE_OPERATOR = re.compile(r"mm|matmul|linear|einsum|tensordot|conv|attention|rnn"
                                   r"|lstm|gru")
 TENSOR_PRECISION_OF_DTYPE = {
-    "c10::Half": "fp16-tensor", "c10::BFloat16": "bf16-tensor", "float": "tf32-tensor",
-    "double": "fp64-tensor", "signed char": "int8-tensor", "unsigned char": "int8-tensor",
-    **{f"c10::Float8_{kind}": "fp8-tensor"
+    "c10::Half": Precision.FP16_TENSOR, "c10::BFloat16": Precision.BF16_TENSOR,
+    "float": Precision.TF32_TENSOR, "double": Precision.FP64_TENSOR,
+    "signed char": Precision.INT8_TENSOR, "unsigned char": Precision.INT8_TENSOR,
+    **{f"c10::Float8_{kind}": Precision.FP8_TENSOR
        for kind in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz")},
 }
 

@@ -22,6 +22,7 @@ from rooflint.formats.explanation import Explanation
 from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.formats.calibration import Calibration
 from rooflint.output.terminal import BOUND_STYLE, ai_text, labelled, roofs_line
+from rooflint.common.vocabularies import Precision
 
 
 def render_explanation(console: Console, e: Explanation) -> None:
@@ -81,8 +82,9 @@ def render_specs(console: Console, specs: list[GpuSpec]) -> None:
         def peak(key: str) -> str:
             return f"{s.peaks[key].flops_per_s / 1e12:.4g}" if key in s.peaks else "-"
         table.add_row(Text(s.id), str(s.sms), f"{s.dram_bandwidth / 1e12:.3g}",
-                      f"{s.l2_bytes / 2**20:.0f}", peak("fp64"), peak("fp32"),
-                      peak("tf32-tensor"), peak("fp16-tensor"), peak("fp8-tensor"))
+                      f"{s.l2_bytes / 2**20:.0f}", peak(Precision.FP64),
+                      peak(Precision.FP32), peak(Precision.TF32_TENSOR),
+                      peak(Precision.FP16_TENSOR), peak(Precision.FP8_TENSOR))
     console.print(table)
     console.print("`rooflint specs ID` shows one GPU: its name, clocks, every peak and ridge point.")
 
