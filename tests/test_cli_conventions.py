@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -147,6 +148,39 @@ def test_an_old_spelling_after_a_programs_double_dash_is_the_programs():
     from rooflint.commands.cli import respelled
     assert respelled(["-o", "x", "--", "prog", "-o", "y"], {"-o": "--json"}) == \
         ["--json", "x", "--", "prog", "-o", "y"]
+
+
+# Each command with only what it requires typed, and the request that must reach it.
+BARE_REQUESTS = [
+    ("run", "run_command", (), "RunRequest", {}),
+    ("profile", "profile_command", ("--", "prog"), "ProfileRequest", {"command": ("prog",)}),
+    ("show", "show_command", ("r.json",), "ShowRequest", {"result_path": Path("r.json")}),
+    ("explain", "explain_command", ("--time", "1ms", "--flops", "1G", "--bytes", "1GB",
+                                    "--gpu", "h200"), "ExplainRequest",
+     {"time": "1ms", "flops": "1G", "dram_bytes": "1GB", "gpu": "h200"}),
+    ("gate", "gate_command", ("--baseline", "b.json"), "GateRequest",
+     {"baseline_path": Path("b.json")}),
+    ("calibrate", "calibrate_command", (), "CalibrateRequest", {}),
+    ("plot", "plot_command", ("r.json",), "PlotRequest", {"results": (Path("r.json"),)}),
+    ("compare", "compare_command", ("a.json",), "CompareRequest", {"a": "a.json"}),
+]
+
+
+@pytest.mark.parametrize("command, function, typed, request_class, required", BARE_REQUESTS,
+                         ids=[case[0] for case in BARE_REQUESTS])
+def test_an_option_left_out_is_the_requests_default(monkeypatch, command, function, typed,
+                                                    request_class, required):
+    """The defaults are written once, in commands/requests.py: what the command line
+    hands a command for every option left out is the request's own default."""
+    import importlib
+    from test_cli import invoke
+    from rooflint.commands import requests
+    received = []
+    module = importlib.import_module(f"rooflint.commands.{command}")
+    monkeypatch.setattr(module, function, received.append)
+    outcome = invoke(command, *typed)
+    assert outcome.exit_code == 0, outcome.output
+    assert received == [getattr(requests, request_class)(**required)]
 
 
 def _option_calls() -> list:

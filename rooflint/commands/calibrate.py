@@ -8,12 +8,10 @@ The measuring itself is rooflint.measure.runner's and the record rooflint.analys
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
-
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
 from rooflint.formats import calibration as calibrations
+from rooflint.commands.requests import CalibrateRequest
 from rooflint.commands.writing import write_json
 from rooflint.judge.measurement import device_spec
 from rooflint.engine.named_gpu import check_gpu_option
@@ -25,8 +23,9 @@ from rooflint.output.outputs import CALIBRATION, STDOUT, guard_json
 from rooflint.output.roofs import render_calibration
 
 
-def calibrate_command(gpu: Optional[str], json_path: Optional[Path]) -> None:
+def calibrate_command(request: CalibrateRequest) -> None:
     """Calibrate as `rooflint calibrate` was asked: measure, save, print."""
+    gpu, json_path = request.gpu, request.json_path
     check_gpu_option(gpu)     # a typo is said now, not after the measuring
     guard_json(json_path, CALIBRATION)
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone

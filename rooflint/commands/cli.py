@@ -25,7 +25,9 @@ from rooflint.commands.stdio import (GuardedErrors, GuardedOutput, be_quiet, con
 from rooflint.common.errors import RooflintError
 from rooflint.common.vocabularies import CacheMode, CountersMode, Precision
 from rooflint.common.version import __version__
-from rooflint.commands.requests import Exports, GateRequest, ProfileRequest, RunRequest
+from rooflint.commands.requests import (CalibrateRequest, CompareRequest, ExplainRequest,
+                                        Exports, GateRequest, PlotRequest, ProfileRequest,
+                                        RunRequest, ShowRequest)
 from rooflint.formats.thresholds import DEFAULT_MAX_GROWTH, DEFAULT_MAX_SLOWDOWN, as_percent
 
 app = typer.Typer(cls=CompletingGroup, no_args_is_help=True, rich_markup_mode=None,
@@ -272,7 +274,8 @@ def show(
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
     from rooflint.commands.show import show_command    # start-up: see the top
-    show_command(result_path, variants or [], csv, markdown, html)
+    show_command(ShowRequest(result_path=result_path, variants=tuple(variants or ()),
+                             exports=Exports(csv, markdown, html)))
 
 
 @app.command(cls=JsonFileCommand)
@@ -287,7 +290,7 @@ def explain(
     gpu: str = typer.Option(..., "--gpu", help=f"{GPU_HELP}.", metavar="GPU"),
     algorithmic_bytes: Optional[str] = typer.Option(None, "--algorithmic-bytes", help="Compulsory bytes (default: --bytes).",
                                                     metavar="BYTES"),
-    precision: str = typer.Option(Precision.FP32.value, "--precision", help=f"Compute roof: {', '.join(Precision)}.",
+    precision: str = typer.Option(ExplainRequest.precision, "--precision", help=f"Compute roof: {', '.join(Precision)}.",
                                   metavar="PRECISION"),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Write it as JSON here (- for standard "
@@ -297,7 +300,9 @@ def explain(
 ) -> None:
     """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
     from rooflint.commands.explain import explain_command   # start-up: see the top
-    explain_command(time, flops, bytes_, gpu, algorithmic_bytes, precision, json_path, datasheet)
+    explain_command(ExplainRequest(
+        time=time, flops=flops, dram_bytes=bytes_, gpu=gpu, algorithmic_bytes=algorithmic_bytes,
+        precision=precision, json_path=json_path, datasheet=datasheet))
 
 
 class GpuMismatch(str, Enum):
@@ -321,11 +326,11 @@ def gate(
                                                    metavar="PERCENT"),
     max_flops_growth: Optional[str] = typer.Option(None, "--max-flops-growth", help=f"Counted-FLOPs threshold, a percentage (default {as_percent(DEFAULT_MAX_GROWTH)}).",
                                                    metavar="PERCENT"),
-    gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch.error, "--gpu-mismatch", help="A baseline from another GPU: error or warn."),
+    gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch(GateRequest.gpu_mismatch), "--gpu-mismatch", help="A baseline from another GPU: error or warn."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown summary here.",
                                             metavar="FILE"),
     junit: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here.", metavar="FILE"),
-    counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="Counters for measured runs."),
+    counters: CountersMode = typer.Option(GateRequest.counters, "--counters", help="Counters for measured runs."),
     recheck: bool = typer.Option(False, "--recheck", help="Before failing on time, re-measure the suspect "
                                  "variants interleaved with the baseline's code (git revision "
                                  "recorded in the baseline)."),
@@ -350,7 +355,7 @@ def calibrate(
 ) -> None:
     """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and explain."""
     from rooflint.commands.calibrate import calibrate_command   # start-up: see the top
-    calibrate_command(gpu, json_path)
+    calibrate_command(CalibrateRequest(gpu=gpu, json_path=json_path))
 
 
 @app.command(cls=Command)
@@ -358,7 +363,7 @@ def calibrate(
 def plot(
     results: List[Path] = typer.Argument(..., help="Result files written by `rooflint run --json`.",
                                          metavar="RESULT"),
-    output: Path = typer.Option(Path("roofline.svg"), "--output", "-o",
+    output: Path = typer.Option(PlotRequest.output, "--output", "-o",
                                 help="Picture to write: .svg, .png or .pdf (- for SVG on "
                                 "standard output).", metavar="FILE"),
     variant: List[str] = typer.Option([], "--variant", "-v",
@@ -368,7 +373,8 @@ def plot(
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
     from rooflint.commands.plot import plot_command   # matplotlib: only when drawing
-    plot_command(results, output, variant, trajectory)
+    plot_command(PlotRequest(results=tuple(results), output=output, variants=tuple(variant),
+                             trajectory=trajectory))
 
 
 @app.command(cls=Command)
@@ -399,7 +405,7 @@ def compare(
     allow_different_gpu: bool = typer.Option(False, "--allow-different-gpu", help="Compare results from different GPUs."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} for measured sides.",
                                       metavar="GPU"),
-    counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="Counters for measured sides."),
+    counters: CountersMode = typer.Option(CompareRequest.counters, "--counters", help="Counters for measured sides."),
     max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Minimum clear gap of the time "
                                                "decision, as in gate (default: B's manifest "
                                                f"threshold, else {as_percent(DEFAULT_MAX_SLOWDOWN)}).",
@@ -407,7 +413,9 @@ def compare(
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from rooflint.commands.compare import compare_command   # start-up: see the top
-    compare_command(a, b, rev, json_path, allow_different_gpu, gpu, counters, max_slowdown)
+    compare_command(CompareRequest(
+        a=a, b=b, rev=rev, json_path=json_path, allow_different_gpu=allow_different_gpu, gpu=gpu,
+        counters=counters, max_slowdown=max_slowdown))
 
 
 cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,

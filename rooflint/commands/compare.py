@@ -8,13 +8,13 @@ the `compare` command adds around them.
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
-from typing import Optional
 
 from rich.progress import TextColumn
 
 from rooflint.judge.comparison import compare as compare_variants
-from rooflint.engine.compare_sides import Side, gpu_warning, resolve_pairs, split_side, unmatched
+from rooflint.commands.requests import CompareRequest
+from rooflint.engine.compare_sides import (Measuring, Side, gpu_warning, resolve_pairs,
+                                           split_side, unmatched)
 from rooflint.commands.writing import write_json
 from rooflint.commands.stdio import console, errors, progress
 from rooflint.output.live import progress_bar
@@ -26,21 +26,20 @@ from rooflint.output.tables import render_comparison
 from rooflint.output.terminal import shortened_names
 
 
-def compare_command(a: str, b: Optional[str], rev: Optional[str], json_path: Optional[Path],
-                    allow_different_gpu: bool, gpu: Optional[str], counters: str,
-                    max_slowdown: Optional[str]) -> None:
+def compare_command(request: CompareRequest) -> None:
     """Compare A with B as `rooflint compare` was asked, and print the comparisons (and
-    write them as JSON to ``json_path``; ``-``: print that instead)."""
+    write them as JSON to its --json; ``-``: print that instead)."""
+    a, b, json_path, max_slowdown = request.a, request.b, request.json_path, request.max_slowdown
     guard_json(json_path, COMPARISON)
     gap = threshold_option("--max-slowdown", max_slowdown) if max_slowdown is not None else None
-    check_gpu_option(gpu)     # an unknown id is an error, whatever the sides are
+    check_gpu_option(request.gpu)     # an unknown id is an error, whatever the sides are
 
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
     with progress_bar(screen, TextColumn("{task.description}")) as bar:
         bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
-        pairs = resolve_pairs(a, b, rev, gpu, counters,
-                              lambda family, phase: (lambda event, variant: None), progress)
-    warning = gpu_warning(pairs, allow_different_gpu)
+        pairs = resolve_pairs(a, b, request.rev,
+                              Measuring(request.gpu, request.counters, note=progress))
+    warning = gpu_warning(pairs, request.allow_different_gpu)
     comparisons = [compare_variants(x.variant, y.variant, x.label, y.label, gap)
                    for x, y in pairs]
     vanished, new = unmatched(a, b) if b is not None else ([], [])

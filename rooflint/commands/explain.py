@@ -8,11 +8,9 @@ Apart from explain.py, which judges a point for any caller: this is only what th
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
-
 from rooflint.formats import calibration as calibrations
 from rooflint.judge.explain import explain as explain_point
+from rooflint.commands.requests import ExplainRequest
 from rooflint.commands.writing import write_json
 from rooflint.commands.stdio import console, fail
 from rooflint.output.outputs import EXPLANATION, STDOUT, guard_json
@@ -24,24 +22,24 @@ from rooflint.output.roofs import render_explanation
 MOVES_BYTES = "a kernel reads its inputs and writes its outputs"
 
 
-def explain_command(time: str, flops: str, bytes_: str, gpu: str,
-                    algorithmic_bytes: Optional[str], precision: str,
-                    json_path: Optional[Path], datasheet: bool) -> None:
+def explain_command(request: ExplainRequest) -> None:
     """Explain the point as `rooflint explain` was asked, and print the verdict (and
-    write it as JSON to ``json_path``; ``-``: print that instead)."""
+    write it as JSON to its --json; ``-``: print that instead)."""
+    precision, algorithmic_bytes, json_path = (request.precision, request.algorithmic_bytes,
+                                               request.json_path)
     guard_json(json_path, EXPLANATION)
     if precision not in tuple(Precision):
         fail(f"unknown precision {precision!r}; use one of {', '.join(Precision)}")
-    spec = option_spec(gpu)
-    work, moved = parse_count(flops), parse_bytes(bytes_)
+    spec = option_spec(request.gpu)
+    work, moved = parse_count(request.flops), parse_bytes(request.dram_bytes)
     compulsory = parse_bytes(algorithmic_bytes) if algorithmic_bytes else None
     check_placeable(work, moved)
     if compulsory == 0:
         fail(f"--algorithmic-bytes {algorithmic_bytes}: {MOVES_BYTES}, so its compulsory "
              f"bytes are more than 0; leave the option out to take --bytes")
-    calibration = None if datasheet else calibrations.find(spec.id)
-    explanation = explain_point(spec, parse_time(time), work, moved, compulsory, precision,
-                                calibration)
+    calibration = None if request.datasheet else calibrations.find(spec.id)
+    explanation = explain_point(spec, parse_time(request.time), work, moved, compulsory,
+                                precision, calibration)
     if json_path != STDOUT:
         render_explanation(console, explanation)
     if json_path:

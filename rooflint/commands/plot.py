@@ -4,8 +4,7 @@ documents read, the roofline drawn to its file or, for ``-o -``, as SVG to stand
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from rooflint.commands.requests import PlotRequest
 from rooflint.commands.stdio import console, emit
 from rooflint.formats.results import read_result
 from rooflint.output import plotting
@@ -13,14 +12,15 @@ from rooflint.output.outputs import PICTURE, STDOUT, Named, Output, guard_output
 from rooflint.output.tables import check_held
 
 
-def plot_command(paths: list[Path], output: Path, variants: list[str], trajectory: bool) -> None:
-    """Draw the results at ``paths`` (only ``variants``, in their order, if given) to
-    ``output``. A bad or precious path fails before any file is read."""
+def plot_command(request: PlotRequest) -> None:
+    """Draw the results asked (only the variants asked, in their order, if any) to the
+    output asked. A bad or precious path fails before any file is read."""
+    paths, output, variants = request.results, request.output, list(request.variants)
     guard_outputs([] if output == STDOUT else [Output("--output", output, PICTURE)],
                   [Named("RESULT", p) for p in paths])
     results = [read_result(path) for path in paths]
     check_held(dict(zip(paths, results)), variants)
-    figure = plotting.figure(results, variants or None, trajectory)
+    figure = plotting.figure(results, variants or None, request.trajectory)
     if output == STDOUT:
         emit(plotting.rendered(figure, "svg").decode().rstrip("\n"))
         return

@@ -1,7 +1,12 @@
-"""What `run`, `profile` and `gate` were asked, parsed once from their options: one frozen
-dataclass per command, whose defaults are written here and nowhere else (or in
-formats/settings.py where the engine shares them; the command line shows them as its
-options' defaults).
+"""What each command was asked, parsed once from its options: one frozen dataclass per
+command, whose defaults are written here and nowhere else (or in formats/settings.py where
+the engine shares them; the command line shows them as its options' defaults). A command's
+module takes its request whole, so an option added is one field, not one more parameter
+handed down by position.
+
+Values stay as typed where the command's own check says what is wrong with them (a
+threshold ``5%``, a time ``40us``, a precision): the command, not the parser, words the
+refusal. `report` and `specs` take too little to need one.
 
 Light on purpose: the command line imports it before any command runs.
 """
@@ -11,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooflint.common.vocabularies import CacheMode, CountersMode
+from rooflint.common.vocabularies import CacheMode, CountersMode, Precision
 from rooflint.formats.settings import (DEFAULT_CACHE, DEFAULT_COUNTERS, DEFAULT_COVERAGE,
                                        DEFAULT_TIMEOUT_S)
 
@@ -74,3 +79,48 @@ class ProfileRequest:
     logs: Path | None = None
     model: Path | None = None
     exports: Exports = Exports()
+
+
+@dataclass(frozen=True)
+class ShowRequest:
+    result_path: Path
+    variants: tuple[str, ...] = ()        # none: every variant
+    exports: Exports = Exports()
+
+
+@dataclass(frozen=True)
+class ExplainRequest:
+    time: str                             # as typed: 0.713ms, 40us
+    flops: str                            # as typed: 537e6, 137.4G
+    dram_bytes: str                       # as typed: 128MiB
+    gpu: str
+    algorithmic_bytes: str | None = None  # None: the DRAM bytes
+    precision: str = Precision.FP32.value  # as typed: explain names the precisions it knows
+    json_path: Path | None = None
+    datasheet: bool = False               # the datasheet's roofs even where calibrated
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    gpu: str | None = None
+    json_path: Path | None = None
+
+
+@dataclass(frozen=True)
+class PlotRequest:
+    results: tuple[Path, ...]
+    output: Path = Path("roofline.svg")
+    variants: tuple[str, ...] = ()        # none: every variant, in the results' order
+    trajectory: bool = False
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    a: str                                # result.json, result.json:VARIANT or TARGET:VARIANT
+    b: str | None = None                  # as A; None with rev
+    rev: str | None = None                # A as it was at this git revision, against A now
+    json_path: Path | None = None
+    allow_different_gpu: bool = False
+    gpu: str | None = None                # the spec measured sides are judged against
+    counters: CountersMode = DEFAULT_COUNTERS
+    max_slowdown: str | None = None       # as typed (5%): read by formats.thresholds

@@ -29,7 +29,7 @@ from rooflint.measure import build, ncu
 from rooflint.measure.runner import Progress, WorkerPool
 from rooflint.common.paths import locate_family
 from rooflint.formats.results import RunResult, VariantResult, read_result
-from rooflint.formats.settings import Settings
+from rooflint.formats.settings import DEFAULT_COUNTERS, Settings
 from rooflint.judge.measurement import check_precisions, device_spec, family_result
 from rooflint.measure.protocol import check_fits
 from rooflint.engine.counters_switch import CountersSwitch
@@ -41,6 +41,26 @@ class Side:
     label: str
     result: RunResult
     variant: VariantResult
+
+
+def _no_progress(family: object, phase: str) -> Progress:
+    return lambda event, variant: None
+
+
+def _no_note(line: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Measuring:
+    """How a side measured now is measured, whichever command asks: the spec it is judged
+    against (None: the device's), where its bytes and FLOPs come from, and who hears each
+    family's progress (timing, counters) and the notes its loading has. Silent unless told."""
+
+    gpu: str | None = None
+    counters: CountersMode = DEFAULT_COUNTERS
+    progress_for: Callable[[object, str], Progress] = _no_progress
+    note: Callable[[str], None] = _no_note
 
 
 def split_side(text: str) -> tuple[str, str | None]:
@@ -148,15 +168,16 @@ def commit_of(rev: str, repository: Path) -> str:
         raise RooflintError(f"git revision {rev!r} names no commit in {repository}") from None
 
 
-def measured_pair(a: str, b: str | None, rev: str | None, gpu: str | None, counters: str,
-                  progress_for: Callable[[object, str], Progress],
-                  note: Callable[[str], None]) -> list[tuple[Side, Side]]:
+def measured_pair(a: str, b: str | None, rev: str | None, measuring: Measuring
+                  ) -> list[tuple[Side, Side]]:
     """Measure two TARGET:VARIANT sides now, interleaved (or A at ``rev`` against A)."""
+    gpu, counters, progress_for = measuring.gpu, measuring.counters, measuring.progress_for
     (target_a, variant_a), (target_b, variant_b) = split_side(a), split_side(b or a)
     check_variants_named(a, b, rev)
     with tempfile.TemporaryDirectory(prefix="rooflint-rev-") as old:
         path_a = _family_at_revision(target_a, rev, Path(old)) if rev else target_a
-        manifests = [load_family(str(path_a), note), load_family(target_b, note)]
+        manifests = [load_family(str(path_a), measuring.note),
+                     load_family(target_b, measuring.note)]
         for manifest, variant in zip(manifests, (variant_a, variant_b)):
             select_variants(manifest, [variant])    # an unknown name, before the GPU starts
         labels = [f"{variant_a}@{rev}" if rev else a, b or a]
@@ -214,13 +235,14 @@ def _variants_of(target: str) -> str:
         return ""
 
 
-def resolve_pairs(a: str, b: str | None, rev: str | None, gpu: str | None, counters: str,
-                  progress_for: Callable[[object, str], Progress],
-                  note: Callable[[str], None]) -> list[tuple[Side, Side]]:
+def resolve_pairs(a: str, b: str | None, rev: str | None, measuring: Measuring
+                  ) -> list[tuple[Side, Side]]:
+    """The pairs to compare: A and B read from result files, or measured now as
+    ``measuring`` says (A against itself at ``rev``, with --rev)."""
     if rev:
         if b is not None:
             raise RooflintError("--rev compares one TARGET:VARIANT with itself at REV; give one side")
-        return measured_pair(a, None, rev, gpu, counters, progress_for, note)
+        return measured_pair(a, None, rev, measuring)
     if b is None:
         raise RooflintError("compare needs two sides (or one side and --rev REV)")
     if _is_file(split_side(a)[0]) and _is_file(split_side(b)[0]):
@@ -228,7 +250,7 @@ def resolve_pairs(a: str, b: str | None, rev: str | None, gpu: str | None, count
     if _is_file(split_side(a)[0]) or _is_file(split_side(b)[0]):
         raise RooflintError("compare a result file with a result file, or two targets measured "
                             "now; mixing the two would time them at different moments")
-    return measured_pair(a, b, None, gpu, counters, progress_for, note)
+    return measured_pair(a, b, None, measuring)
 
 
 def remeasure_against(baseline: Baseline, result: RunResult
@@ -242,8 +264,7 @@ def remeasure_against(baseline: Baseline, result: RunResult
     directories = {f.name: locate_family(f.directory) for f in result.families}
 
     def remeasure(family: str, variant: str) -> tuple[list[float], list[float]]:
-        [(then, now)] = measured_pair(f"{directories[family]}:{variant}", None, revision, None,
-                                      "off", lambda f, phase: (lambda event, name: None),
-                                      lambda line: None)
+        [(then, now)] = measured_pair(f"{directories[family]}:{variant}", None, revision,
+                                      Measuring(counters=CountersMode.OFF))
         return then.variant.samples_s, now.variant.samples_s
     return remeasure
