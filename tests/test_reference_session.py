@@ -1,4 +1,4 @@
-"""The worker's side of the reference cache (measure/launch.py), without a GPU: a family
+"""The worker's side of the reference cache (measure/references.py), without a GPU: a family
 session whose CuPy is numpy computes a host reference once, writes it behind the run,
 reads it in the next session without copying an input to the host, and leaves the cache
 alone when told to or when the reference runs on the GPU."""
@@ -123,9 +123,9 @@ def expected(launch, job, reference: str = "tripled"):
     """One session's reference outputs, its phases once its writes are done, and whether it
     copied an input to the host."""
     measuring = session(launch, job)
-    outputs = measuring._expected_on_gpu(reference)
-    measuring.finish_writes()
-    return outputs, set(measuring.watch.seconds), bool(measuring.host.copied)
+    outputs = measuring.references.on_gpu(reference)
+    measuring.references.finish_writes()
+    return outputs, set(measuring.watch.seconds), bool(measuring.buffers.host.copied)
 
 
 def entries() -> list:
@@ -140,7 +140,7 @@ def test_a_host_reference_is_computed_once_then_read(launch, job):
     second, phases, copied = expected(launch, job)
     assert REFERENCE_CACHE_HIT in phases and not copied
     assert not {REFERENCE_CACHE_MISS, REFERENCE_CACHE_WRITE} & phases
-    x = session(launch, job).pristine["x"]
+    x = session(launch, job).buffers.pristine["x"]
     for outputs in (first, second):
         assert outputs["y"].dtype == np.float64
         np.testing.assert_array_equal(outputs["y"], 3 * np.asarray(x))
@@ -174,13 +174,13 @@ def test_a_reference_on_the_gpu_is_not_kept(launch, job):
 def test_a_family_session_keeps_its_host_outputs_between_references(launch, job):
     """tripled, halved, tripled again: the second tripled is neither read nor computed."""
     measuring = session(launch, job)
-    measuring._expected_on_gpu("tripled")
-    measuring._expected_on_gpu("halved")
+    measuring.references.on_gpu("tripled")
+    measuring.references.on_gpu("halved")
     before = dict(measuring.watch.seconds)
-    again = measuring._expected_on_gpu("tripled")
+    again = measuring.references.on_gpu("tripled")
     assert set(measuring.watch.seconds) - set(before) == {"reference"}
     assert measuring.watch.seconds[REFERENCE_CACHE_MISS] == before[REFERENCE_CACHE_MISS]
-    np.testing.assert_array_equal(again["y"], 3 * np.asarray(measuring.pristine["x"]))
+    np.testing.assert_array_equal(again["y"], 3 * np.asarray(measuring.buffers.pristine["x"]))
 
 
 TWO_REFERENCES = MANIFEST + """\
@@ -206,18 +206,20 @@ def test_a_familys_host_references_start_together_and_each_fails_alone(launch, t
                                            "    raise RuntimeError('no such output')\n")
     (tmp_path / "kernel.cu").write_text("")
     job = resolve(load_manifest(tmp_path), {}, {"num_sms": H100.sms}, TimingJob()).job
+    from rooflint.measure.faults import VariantFailed   # on the fixture's numpy CuPy
     measuring = session(launch, job)
-    assert list(measuring.ahead) == ["tripled", "halved", "raises"]
-    assert set(measuring.host.copied) == {"x"}
-    measuring.wait_for_references()
-    x = np.asarray(measuring.pristine["x"])
-    np.testing.assert_array_equal(measuring._expected_on_gpu("halved")["y"], x / 2)
-    np.testing.assert_array_equal(measuring._expected_on_gpu("tripled")["y"], 3 * x)
-    with pytest.raises(launch.VariantFailed, match=r"reference raises\(\) raised RuntimeError"):
-        measuring._expected_on_gpu("raises")
-    measuring.finish_writes()
+    references = measuring.references
+    assert list(references.ahead) == ["tripled", "halved", "raises"]
+    assert set(measuring.buffers.host.copied) == {"x"}
+    references.wait_for_ahead()
+    x = np.asarray(measuring.buffers.pristine["x"])
+    np.testing.assert_array_equal(references.on_gpu("halved")["y"], x / 2)
+    np.testing.assert_array_equal(references.on_gpu("tripled")["y"], 3 * x)
+    with pytest.raises(VariantFailed, match=r"reference raises\(\) raised RuntimeError"):
+        references.on_gpu("raises")
+    references.finish_writes()
     assert len(entries()) == 2
 
 
 def test_one_host_reference_is_not_started_ahead(launch, job):
-    assert session(launch, job).ahead == {}
+    assert session(launch, job).references.ahead == {}

@@ -1,6 +1,6 @@
 """How many timing samples a measurement takes: batches of each side alternating until
 every side has enough with a small spread, or the time budget is spent. Plain Python over
-whatever takes the samples (launch.FamilySession on a GPU; a stand-in in the CPU tests)."""
+whatever takes the samples (event_timing.EventTimer on a GPU; a stand-in in the CPU tests)."""
 
 from __future__ import annotations
 

@@ -104,6 +104,8 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
     """Measure (or profile) each family job read from stdin until stdin closes; without a
     device yet (the profiler), the GPU is opened at the first job."""
     from rooflint.measure import gpu, launch
+    from rooflint.measure.faults import CudaFault
+    from rooflint.measure.inputs import read_only_hint
     from rooflint.formats.jobs import FamilyJob
 
     profiled = 0   # variants profiled so far: NVTX range indices count on across jobs
@@ -125,25 +127,25 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
         job = FamilyJob.from_json(message)
         try:
             session = launch.FamilySession(job, device, nvml)
-        except launch.CudaFault as exc:
+        except CudaFault as exc:
             send(out, "family_error", message=f"CUDA error while preparing inputs: {exc}")
             return FAULT_EXIT
         except Exception as exc:
             send(out, "family_error", message=f"cannot prepare {job.family}: "
                                                f"{type(exc).__name__}: {exc}"
-                                               f"{launch.read_only_hint(exc)}")
+                                               f"{read_only_hint(exc)}")
             continue
         for index, variant in enumerate(job.variants, start=profiled):
             send(out, "start", variant=variant.name)
             try:
                 measurement = (session.profile(variant, index) if job.mode == "profile"
                                else session.measure(variant))
-            except launch.CudaFault as exc:
+            except CudaFault as exc:
                 send(out, "measured", measurement=asdict(Measurement(
                     variant.name, Status.ERROR, f"CUDA fault: {exc}")))
                 return FAULT_EXIT
             send(out, "measured", measurement=asdict(measurement))
-        session.finish_writes()
+        session.references.finish_writes()
         send(out, "done", phases=session.watch.seconds)
         if job.mode == "profile":
             profiled += len(job.variants)
@@ -155,11 +157,12 @@ def serve_jobs(out: IO[str], device: DeviceInfo | None, nvml: Nvml | None) -> in
 def serve_pair(jobs: list, out: IO[str], device: DeviceInfo, nvml: Nvml | None) -> int:
     """Two one-variant jobs (the sides of `rooflint compare`), timed interleaved."""
     from rooflint.measure import launch
+    from rooflint.measure.faults import CudaFault
     send(out, "start", variant=jobs[0].variants[0].name)
     try:
         sessions = [launch.FamilySession(job, device, nvml) for job in jobs]
         measurements = measure_pair(*[(s, j.variants[0]) for s, j in zip(sessions, jobs)])
-    except launch.CudaFault as exc:
+    except CudaFault as exc:
         for job in jobs:
             send(out, "measured", measurement=asdict(Measurement(
                 job.variants[0].name, Status.ERROR, f"CUDA fault: {exc}")))
@@ -171,7 +174,7 @@ def serve_pair(jobs: list, out: IO[str], device: DeviceInfo, nvml: Nvml | None) 
     for measurement in measurements:
         send(out, "measured", measurement=asdict(measurement))
     for session in sessions:
-        session.finish_writes()
+        session.references.finish_writes()
     sessions[1].watch.add(sessions[0].watch.seconds)
     send(out, "done", phases=sessions[1].watch.seconds)
     return 0
@@ -186,8 +189,8 @@ def measure_pair(first: tuple[FamilySession, VariantJob], second: tuple[FamilySe
         return [c if isinstance(c, Measurement) else session.measure(variant)
                 for c, (session, variant) in zip(checked, (first, second))]
     with first[0].watch.phase("timing"):
-        timed = time_interleaved([(first[0], checked[0][0]), (second[0], checked[1][0])],
-                                 first[0].job.timing)
+        timed = time_interleaved([(first[0].timer, checked[0][0]),
+                                  (second[0].timer, checked[1][0])], first[0].job.timing)
     return [session.finish(variant, run, checks, samples, clocks)
             for (session, variant), (run, checks), (samples, clocks)
             in zip((first, second), checked, timed)]
