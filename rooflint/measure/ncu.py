@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooflint.common.vocabularies import CacheMode
+from rooflint.common.vocabularies import CacheMode, Precision
 from rooflint.analysis.causes import STALL_REASONS
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.sourcelines import (Instruction, Place, SourceLine, SourceProfile,
@@ -45,18 +45,18 @@ NVTX_STACK = "Push/Pop_Range"   # in the name of the column holding each launch'
 
 # FLOPs per precision: add + mul + 2 x fma, from SASS thread-instruction counters.
 SASS_FLOPS = {
-    "fp32": ("fadd", "fmul", "ffma"),
-    "fp16": ("hadd", "hmul", "hfma"),
-    "fp64": ("dadd", "dmul", "dfma"),
+    Precision.FP32: ("fadd", "fmul", "ffma"),
+    Precision.FP16: ("hadd", "hmul", "hfma"),
+    Precision.FP64: ("dadd", "dmul", "dfma"),
 }
 # Tensor-pipe operations (already FLOPs: an MMA's multiply and add are two ops).
 TENSOR_FLOPS = {
-    "fp16-tensor": "sm__ops_path_tensor_src_fp16.sum",
-    "bf16-tensor": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
-    "tf32-tensor": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
-    "fp8-tensor": "sm__ops_path_tensor_src_fp8.sum",
-    "int8-tensor": "sm__ops_path_tensor_src_int8.sum",
-    "fp64-tensor": "sm__ops_path_tensor_src_fp64.sum",
+    Precision.FP16_TENSOR: "sm__ops_path_tensor_src_fp16.sum",
+    Precision.BF16_TENSOR: "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    Precision.TF32_TENSOR: "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    Precision.FP8_TENSOR: "sm__ops_path_tensor_src_fp8.sum",
+    Precision.INT8_TENSOR: "sm__ops_path_tensor_src_int8.sum",
+    Precision.FP64_TENSOR: "sm__ops_path_tensor_src_fp64.sum",
 }
 DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 L2_BYTES, L1_BYTES = "lts__t_bytes.sum", "l1tex__t_bytes.sum"
