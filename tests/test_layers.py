@@ -219,6 +219,33 @@ def test_no_layer_imports_one_above_it(graph):
     assert forbidden_imports(graph) == []
 
 
+# What every command shares in commands/: its request, the terminal, the writing of what
+# it was asked for, shell completion. The rest are the commands, one module each, and cli.py.
+SHARED_BY_COMMANDS = {"rooflint.commands.cli", "rooflint.commands.requests",
+                      "rooflint.commands.stdio", "rooflint.commands.writing",
+                      "rooflint.commands.completion"}
+
+
+def command_crossings(graph: dict[str, list[Import]]) -> list[str]:
+    """Every import of one command's module by another's (compare once took gate's
+    threshold reader): what two commands share belongs below them."""
+    commands = {m for m in graph if m.startswith("rooflint.commands.")
+                and m not in SHARED_BY_COMMANDS}
+    return [f"{module}:{i.line} imports {i.module}" for module in sorted(commands)
+            for i in graph[module] if i.module in commands]
+
+
+def test_no_command_imports_another(graph):
+    assert command_crossings(graph) == []
+
+
+def test_a_command_importing_another_would_be_found(graph):
+    graph = {**graph, "rooflint.commands.compare": graph["rooflint.commands.compare"]
+             + [Import("rooflint.commands.gate", 1, "module")]}
+    assert command_crossings(graph) == ["rooflint.commands.compare:1 imports "
+                                        "rooflint.commands.gate"]
+
+
 def test_nothing_imports_the_package_init(graph):
     """The package's __init__ is the notebook API, which imports the layers: a module that
     takes a name from it (results once took __version__) imports upwards."""

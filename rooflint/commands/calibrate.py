@@ -2,8 +2,8 @@
 progress bar, then kept where run and explain find them, printed, and written as JSON when
 asked (``--json FILE``, or ``-`` for standard output, the table then on standard error).
 
-The measuring itself is rooflint.measure.runner's and the record rooflint.analysis
-.calibration's: this is only what the `calibrate` command adds around them.
+The measuring itself is measure/runner.py's and the record formats/calibration.py's:
+this is only what the `calibrate` command adds around them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """`rooflint compare` as the command line runs it: the two sides read or measured (a
 spinner while they are), each pair compared, then printed as text or JSON.
 
-Apart from engine/compare_sides.py, which finds and measures the sides for any caller: this is only what
-the `compare` command adds around them.
+Apart from engine/compare_sides.py, which finds and measures the sides for any caller:
+this is only what the `compare` command adds around them.
 """
 
 from __future__ import annotations

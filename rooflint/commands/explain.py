@@ -2,7 +2,7 @@
 the point judged against the cached calibration or the datasheet, then printed as text
 or JSON.
 
-Apart from explain.py, which judges a point for any caller: this is only what the
+Apart from judge/explain.py, which judges a point for any caller: this is only what the
 `explain` command adds around it.
 """
 

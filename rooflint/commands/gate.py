@@ -2,8 +2,8 @@
 or measured, the baseline written or judged, the verdict printed and its reports written,
 and the exit code.
 
-Apart from gate.py, which is the gate's judgement alone (a baseline and a result in, a
-report out): this is only what the `gate` command adds around it.
+Apart from judge/gate.py, which is the gate's judgement alone (a baseline and a result
+in, a report out): this is only what the `gate` command adds around it.
 """
 
 from __future__ import annotations

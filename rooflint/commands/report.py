@@ -2,8 +2,8 @@
 read, two of them compared as `rooflint compare A.json B.json` compares them, and the page
 (output/html_report.py) written to its file or to standard output.
 
-Apart from the page's module because the comparison's pairing (engine/compare_sides.py) is a command's,
-and output/ never calls up into the commands.
+Apart from the page's module because the comparison's pairing is the engine's
+(engine/compare_sides.py), and output/ never calls the engine.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """`rooflint run` as the command line runs it: its options checked, the lanes run under
 the live display, then the result written, printed and drawn, and the exit code.
 
-Apart from engine/families.py, which runs lanes and workers for run, gate and compare alike: this is
-only what the `run` command adds around them.
+Apart from engine/families.py, which runs lanes and workers for run, gate and compare
+alike: this is only what the `run` command adds around them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from rooflint.formats.status import Status
 from rooflint.measure import runner
 from rooflint.measure.devices import device_indices, parse_devices, visible_devices
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
+
 
 def run_command(request: RunRequest) -> None:
     """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
