@@ -9,12 +9,13 @@ total GPU time (judge/kernel_times.py), left out where autotuners made them
 judge/kernel_choice.py), asked of Nsight Compute by their mangled names
 (judge/pass2_patterns.py) and met by pass 2's launches (judge/launch_matching.py); each is
 named (judge/kernel_names.py), its library told (judge/kernel_libraries.py) and its spread
-of times explained where it is not noise (judge/time_spread.py). Each chosen one becomes an Observation
-judged by the same engine as a manifest variant, with no algorithmic intensity (nobody counted
-its compulsory bytes), a library kernel leading with its caller's moves
-(caller_moves.py), and gets its share of the program's time and its upside, the time its
-best move could save (judge/upside.py, which also says when a kernel is done). What the
-profile says as it goes is worded in output/profile_words.py and heard by ``say``.
+of times explained where it is not noise (judge/time_spread.py). Each chosen one becomes
+an Observation judged by the same engine as a manifest variant, with no algorithmic
+intensity (nobody counted its compulsory bytes), a library kernel leading with its
+caller's moves (caller_moves.py), and gets its share of the program's time and its
+upside, the time its best move could save (judge/upside.py, which also says when a kernel
+is done). What the profile says as it goes is worded in output/profile_words.py and heard
+by ``say``.
 """
 
 from __future__ import annotations
