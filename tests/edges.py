@@ -11,6 +11,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +28,26 @@ class Outcome:
     stderr: str
 
 
+# What a command reads from the environment when it runs, not when rooflint is imported:
+# a test that sets only these can run the command in this process. Others (COLUMNS and
+# NO_COLOR, read as the consoles are made; PYTHONPATH, read as Python starts) need a fresh
+# interpreter, as does a test that needs real streams (an encoding, a closed pipe).
+READ_AT_RUN_TIME = frozenset({"CUDA_VISIBLE_DEVICES", "ROOFLINT_CACHE_DIR",
+                              "GITHUB_STEP_SUMMARY", "ROOFLINT_REFERENCE_CACHE_SIZE"})
+
+
 def rooflint(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-             timeout: float = 120) -> Outcome:
+             timeout: float = 120, process: bool = False) -> Outcome:
+    """``rooflint ARGS`` as a user types it, with no GPU visible unless ``env`` says: in
+    this process (typer's runner, with the command line's own guarded streams), which
+    costs no interpreter start, unless ``process`` or ``env`` asks for a fresh one."""
+    if process or set(env or {}) - READ_AT_RUN_TIME:
+        return rooflint_process(*args, cwd=cwd, env=env, timeout=timeout)
+    return _rooflint_here(list(args), cwd, {**NO_GPU, **(env or {})})
+
+
+def rooflint_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+                     timeout: float = 120) -> Outcome:
     """``python -m rooflint ARGS`` in a subprocess, with no GPU visible unless ``env`` says.
 
     The checkout under test comes first on PYTHONPATH (whatever ``cwd`` is), then any
@@ -38,6 +57,24 @@ def rooflint(*args: str, cwd: Path | None = None, env: dict[str, str] | None = N
     done = subprocess.run([sys.executable, "-m", "rooflint", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=timeout, env=env)
     return Outcome(done.returncode, done.stdout, done.stderr)
+
+
+def _rooflint_here(args: list[str], cwd: Path | None, env: dict[str, str]) -> Outcome:
+    """The command in this process, in ``cwd``. An exception that escaped the command is written
+    to stderr as its traceback, as Python would print it."""
+    from rooflint.commands.cli import app
+    here = Path.cwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        result = cli_runner().invoke(app, args, env=env, prog_name="rooflint")
+    finally:
+        os.chdir(here)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "Traceback (most recent call last):\n" + "".join(
+            traceback.format_exception(result.exception))
+    return Outcome(result.exit_code, result.stdout, stderr)
 
 
 class _Apart:

@@ -20,7 +20,7 @@ import typer
 from typer.core import TyperCommand
 
 from rooflint.commands.completion import CompletingGroup
-from rooflint.commands.stdio import (GuardedErrors, GuardedOutput, be_quiet, console,
+from rooflint.commands.stdio import (GuardedErrors, GuardedOutput, set_quiet, console,
                                       emit, fail, one_line_errors, say)
 from rooflint.common.errors import RooflintError
 from rooflint.common.vocabularies import CacheMode, CountersMode, Precision
@@ -54,8 +54,7 @@ def main(version: bool = typer.Option(False, "--version", callback=_print_versio
         sys.stdout = GuardedOutput(sys.stdout)
     if not isinstance(sys.stderr, GuardedErrors):
         sys.stderr = GuardedErrors(sys.stderr)
-    if quiet:
-        be_quiet()
+    set_quiet(quiet)
 
 
 CSV_HELP = ("Also write a CSV table here, a row per variant or kernel: time, FLOP/s, "

@@ -52,11 +52,13 @@ _messages = PrintableConsole(stderr=True, color_system=None)   # errors and prog
 _quiet = False
 
 
-def be_quiet() -> None:
+def set_quiet(quiet: bool) -> None:
     """``--quiet``: no tables, live display, progress or warnings; errors (one line) and
-    the outputs asked for on standard output (``--json -``, ``--csv -``) still appear."""
+    the outputs asked for on standard output (``--json -``, ``--csv -``) still appear. Set
+    by every invocation, on or off, so a command run in the same process as an earlier one
+    (a test, a notebook) starts as a fresh one would."""
     global _quiet
-    _quiet = console.quiet = errors.quiet = True
+    _quiet = console.quiet = errors.quiet = quiet
 
 SIGPIPE_STATUS = 141    # 128 + SIGPIPE, as a shell reports `yes | head`
 
