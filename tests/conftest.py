@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,13 @@ import pytest
 # set keeps that width for good: the command line's consoles (made when its modules are
 # first imported) would then ignore the width a test gives (env={"COLUMNS": "200"}).
 os.environ.pop("COLUMNS", None)
+
+# The tests are grouped by the package they test (core/, documents/, judge/, ...), and a
+# test may take recorded data from another's module (from test_run import H100): each
+# group's folder is on the path, as pytest puts a test's own folder there.
+TESTS = Path(__file__).resolve().parent
+sys.path[1:1] = [str(folder) for folder in sorted(TESTS.iterdir())
+                 if folder.is_dir() and any(folder.glob("test_*.py"))]
 
 from fake_ncu import stand_in
 from rooflint.formats.gpus import load_specs

@@ -9,7 +9,7 @@ that must hold (``requires``, from evidence.py) and the text to print. The kerne
 beside it: the cause says why, the caller's move says what to do.
 
 The first move of a library whose flags hold is its kernel's top move. Every library has
-a move with no flags, so every library kernel gets one (tests/test_caller_moves.py checks
+a move with no flags, so every library kernel gets one (tests/core/test_caller_moves.py checks
 this over every library and every verdict).
 """
 

@@ -72,7 +72,8 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
         screen.print(said, markup=False)
     if svg and drawn:
         from rooflint.output import plotting    # matplotlib, only for --svg
-        plotting.save(plotting.figure([result]), svg)
+        with plotting.drawn([result]) as figure:
+            plotting.save(figure, svg)
         screen.print(f"roofline drawn to {svg}", markup=False)
 
 

@@ -70,7 +70,8 @@ def run_command(request: RunRequest) -> None:
         screen.print(said, markup=False)
     if svg:
         from rooflint.output import plotting    # matplotlib, only for --svg
-        plotting.save(plotting.figure([result]), svg)
+        with plotting.drawn([result]) as figure:
+            plotting.save(figure, svg)
         screen.print(f"roofline drawn to {svg}", markup=False)
     if any(v.status in (Status.FAIL, Status.ERROR) for f in result.families for v in f.variants):
         raise typer.Exit(1)

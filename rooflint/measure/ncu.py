@@ -76,7 +76,7 @@ TENSOR_PIPE = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 # three stages ncu counts follow the data pipe: each LSU request into L1 becomes one
 # wavefront or more, and the data banks are read and written by wavefronts. On the training
 # step's 46 kernels and the recorded probes (H100, H200) the two read within 3 % of the
-# busiest of all five (tests/test_ncu.py), and reading the other three took a ninth replay
+# busiest of all five (tests/measure/test_ncu.py), and reading the other three took a ninth replay
 # pass of every launch. (ncu's own l1tex__throughput, the maximum over these and the
 # texture path's, takes six passes by itself.)
 L1_STAGES = tuple(f"l1tex__{stage}.avg.pct_of_peak_sustained_active" for stage in (

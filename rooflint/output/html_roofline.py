@@ -13,8 +13,6 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from matplotlib import pyplot
-
 from rooflint.analysis.evidence import pct
 from rooflint.common.errors import RooflintError
 from rooflint.common.units import format_rate
@@ -63,11 +61,8 @@ def _by_gpu(results: Sequence[RunResult]) -> list[list[RunResult]]:
 
 def _figure(results: list[RunResult], prefix: str) -> Html:
     """The figure `rooflint plot` draws of ``results``, as an inline <svg>."""
-    fig = plotting.figure(results)
-    try:
+    with plotting.drawn(results) as fig:
         svg = plotting.rendered(fig, "svg")
-    finally:
-        pyplot.close(fig)
     caption = tag("figcaption", f"{results[0].gpu.name}: " + ", ".join(
         f"run of {r.created}" for r in results), class_="muted")
     return tag("figure", [_inline(svg, prefix), caption], class_="roofline")

@@ -35,6 +35,8 @@ The SVG is byte-for-byte reproducible for the same input (fixed hash salt, no da
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
@@ -185,6 +187,20 @@ def _draw_roofs(ax, placed: list[Placed], result: RunResult, x_low: float, x_hig
         if bandwidth:
             _roof_line(ax, x_low, x_high, bandwidth, top, f"roof-{level}", style, colour,
                        f"{level.upper()} roof (calibrated)")
+
+
+@contextmanager
+def drawn(results: list[RunResult], names: list[str] | None = None,
+          trajectory: bool = False) -> Iterator[Figure]:
+    """A command's figure, closed once the command has written it: pyplot keeps every
+    figure it made until closed, and a process that runs several commands (a notebook, the
+    tests) would keep them all. The notebook API's figure (``rooflint.plot``) is the
+    user's, and stays open."""
+    fig = figure(results, names, trajectory)
+    try:
+        yield fig
+    finally:
+        plt.close(fig)
 
 
 def save(fig: Figure, path: Path) -> None:

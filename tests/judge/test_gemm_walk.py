@@ -17,7 +17,7 @@ from rooflint.analysis.roofline import Roofs, place
 from rooflint.formats.gpus import find_spec
 from rooflint.formats.manifest import load_manifest
 
-WALK = Path(__file__).parent.parent / "examples" / "gemm_walk"
+WALK = Path(__file__).parents[2] / "examples" / "gemm_walk"
 # step -> the move it is told, which the next step is written as
 STEPS = {"blocked_2d": "bank_conflicts_off", "conflict_free": "vectorize_shared_loads",
          "vectorized": "compute_efficiency"}

@@ -24,9 +24,9 @@ from rooflint.formats.results import read_result
 
 from edges import assert_intact, assert_one_line_error, rooflint as run_rooflint, snapshot
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"
-RESULTS = Path(__file__).parent / "fixtures" / "results"
+RESULTS = Path(__file__).parents[1] / "fixtures" / "results"
 RESULT = RESULTS / "h200-bundled.json"
 WALK = ["naive", "coalesced", "tiled", "blocked_1d", "blocked_2d"]
 runner = cli_runner()

@@ -8,7 +8,7 @@ import yaml
 
 from edges import assert_one_line_error, rooflint
 
-CI = Path(__file__).parent.parent / "examples" / "ci"
+CI = Path(__file__).parents[2] / "examples" / "ci"
 
 
 def matrix_models() -> dict[str, list[str]]:

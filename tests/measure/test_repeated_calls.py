@@ -24,8 +24,8 @@ from rooflint.measure.trace_bootstrap import (REPEATED, _QUIET, _Run,
                                               _iterator_recorded_at_first, _unlined)
 from rooflint.output.tables import unrecorded_line
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 class Collection:

@@ -24,7 +24,7 @@ from rooflint.measure import kernel_trace, program
 from rooflint.measure.kernel_trace import KernelTraceUnavailable
 from rooflint.measure.pass_runner import Pass, Timer
 
-RECORDED = Path(__file__).parent / "fixtures" / "kernel-records" / "h200-layernorm-forward.tsv"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "kernel-records" / "h200-layernorm-forward.tsv"
 HEADER = "rooflint-kernel-trace\t1\t4242\n"
 
 

@@ -23,7 +23,7 @@ from rooflint.analysis.roofline import place
 from rooflint.formats.gpus import find_spec
 from rooflint.measure import ncu
 
-FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "ncu"
 LOG = FIXTURES / "h100-gemm-walk-counters.csv"
 KERNELS = ["blocked_2d", "conflict_free", "vectorized", "cublas"]
 DRAFT = FIXTURES / "h100-gemm-walk-draft-counters.csv"

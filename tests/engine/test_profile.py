@@ -30,8 +30,8 @@ from rooflint.measure.ncu import parse_rows
 
 from edges import REPO, assert_one_line_error, rooflint
 
-NCU = Path(__file__).parent / "fixtures" / "ncu"
-FIXTURES = Path(__file__).parent / "fixtures" / "calibration"
+NCU = Path(__file__).parents[1] / "fixtures" / "ncu"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "calibration"
 H200_PASS1 = parse_rows((NCU / "h200-transformer-block-pass1.csv").read_text())
 H200_PASS2 = parse_rows((NCU / "h200-transformer-block-pass2.csv").read_text())
 H100_PASS1 = parse_rows((NCU / "h100-transformer-block-pass1.csv").read_text())
@@ -132,7 +132,7 @@ def test_on_a_training_step_every_profiled_launch_shape_is_a_chosen_kernel():
     run at six shapes each: choosing kernels one by one had pass 2 profile 38 shapes for
     26 kernels (90 % of the GPU time); whole functions give 34 kernels for 34 shapes."""
     from rooflint.formats.trace_events import launches
-    trace = json.loads((Path(__file__).parent / "fixtures" / "trace"
+    trace = json.loads((Path(__file__).parents[1] / "fixtures" / "trace"
                         / "h100-step-trace.json").read_text())
     kernels = kernel_times.kernel_times_from_trace(launches(trace))
     picked = kernel_choice.choose(kernels)
@@ -175,7 +175,7 @@ def test_lambdas_nsight_compute_spells_with_placeholders_are_matched():
     no launch in pass 2 and had no counters (a quarter of its GPU time). PyTorch's
     demangler writes the enclosing function's parameters out (``BinaryFunctor<float, ...>
     const&``), Nsight Compute as the template's placeholders (``const T1 &``)."""
-    unmatched = json.loads((Path(__file__).parent / "fixtures" / "trace"
+    unmatched = json.loads((Path(__file__).parents[1] / "fixtures" / "trace"
                             / "h100-liger-rms-norm-unmatched.json").read_text())
     seen = {kernel_times.identity(row) for row in LIGER_PASS2}
     assert len(unmatched) == 12

@@ -22,7 +22,7 @@ from rooflint.analysis.sourcelines import (INLINED_SHARE, MEASURES, Instruction,
 from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
 from test_cli import runner
 
-PAGE = (Path(__file__).parent / "fixtures" / "ncu" / "h100-source-strided-read.csv").read_text()
+PAGE = (Path(__file__).parents[1] / "fixtures" / "ncu" / "h100-source-strided-read.csv").read_text()
 STRIDED = "if (i < n) out[i] = x[(i % m) * stride + i / m];"
 
 
@@ -213,7 +213,7 @@ def test_a_result_naming_a_move_this_version_lacks_still_shows_its_lines(tmp_pat
     from rooflint.output.family_table import _notes
     from rooflint.analysis.diagnose import Move, Verdict
     profile = profile_of(ncu.source_page_lines(launches(PAGE)[0]))
-    result = read_result(Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json")
+    result = read_result(Path(__file__).parents[1] / "fixtures" / "results" / "h200-bundled.json")
     strided = next(v for f in result.families for v in f.variants if v.name == "strided_read")
     strided.verdict = Verdict("bandwidth", "", moves=[Move("tile_for_l1", "up", "old", "", "")])
     strided.source_lines = profile
@@ -224,7 +224,7 @@ def test_a_result_naming_a_move_this_version_lacks_still_shows_its_lines(tmp_pat
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_committed_source_example_shows_the_strided_reads_load_line(gpu):
     """examples/<gpu>-source-stream.json, as the README quotes it, read back by `show`."""
-    path = Path(__file__).parent.parent / "examples" / f"{gpu}-source-stream.json"
+    path = Path(__file__).parents[2] / "examples" / f"{gpu}-source-stream.json"
     outcome = runner.invoke(app, ["show", str(path), "strided_read"], env={"COLUMNS": "200"})
     assert outcome.exit_code == 0, outcome.output
     assert f"stream.cu:36  100% of excessive L2 sectors  {STRIDED}" in outcome.stdout
@@ -258,7 +258,7 @@ def test_counters_lost_at_the_end_skip_the_source_pass_and_say_so(profilers, mon
 
 # -- inlined header code lands at the user's calling line (issue 24) ----------------------
 
-INLINED = (Path(__file__).parent / "fixtures" / "ncu" / "h100-source-inlined-pipeline.csv").read_text()
+INLINED = (Path(__file__).parents[1] / "fixtures" / "ncu" / "h100-source-inlined-pipeline.csv").read_text()
 # probe-inlined-pipeline.py beside it, H100: a loop of __pipeline_memcpy_async (cp.async)
 # at line 10 of the kernel's file, the prologue's copy at line 7; ncu's page lists the
 # copies' instructions under cuda_pipeline_helpers.h:190, and under line 10 only those

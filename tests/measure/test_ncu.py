@@ -15,7 +15,7 @@ from recorded import counters_of
 
 from rooflint.measure import ncu
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ncu" / "h100-probe-5-variants.csv"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "ncu" / "h100-probe-5-variants.csv"
 NAMES = ["copy", "sgemm", "hgemm", "spill", "two_halves"]
 
 
@@ -94,8 +94,8 @@ def test_multi_launch_variants_sum_and_weight():
 
 # The same program recorded on 2026-11-25 with the list of that day, plus ncu's own
 # l1tex__throughput beside the L1 stages that replaced it.
-FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
-STAGES = {gpu: Path(__file__).parent / "fixtures" / "ncu" / f"{gpu}-probe-l1-stages.csv"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "ncu"
+STAGES = {gpu: Path(__file__).parents[1] / "fixtures" / "ncu" / f"{gpu}-probe-l1-stages.csv"
           for gpu in ("h100", "h200")}
 
 

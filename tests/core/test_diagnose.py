@@ -21,7 +21,7 @@ from rooflint.formats.gpus import find_spec
 from rooflint.measure import ncu
 from rooflint.analysis.roofline import place
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 RESULT = json.loads((FIXTURES / "results" / "h200-stream-gemm_fp32.json").read_text())
 GRIDS = {"naive": 16384, "coalesced": 16384, "tiled": 16384, "blocked_1d": 4096,
          "blocked_2d": 1024, "cublas": 0, "copy_scalar": 524288, "copy_float4": 1056,
@@ -317,7 +317,7 @@ def test_a_fill_at_the_dram_roof_is_not_told_to_register_block_or_approach_compu
     short_scoreboard its top stall and no shared-memory instruction, was told to
     register-block "fewer shared-memory loads per FMA", expecting "up toward the compute
     roof (1000000000.0x away)": it counts no FLOP."""
-    recorded = json.loads((Path(__file__).parent.parent / "examples" / "profile" /
+    recorded = json.loads((Path(__file__).parents[2] / "examples" / "profile" /
                            "h100-profile-nanogpt-graphs.json").read_text())
     fill = next(v for v in recorded["families"][0]["variants"] if "FillFunctor" in v["name"])
     counters = Counters(**fill["counters"])

@@ -9,7 +9,7 @@ import pytest
 from rooflint.formats import compile_options
 from rooflint.measure import build
 
-CUBIN = Path(__file__).parent / "fixtures" / "cubin"
+CUBIN = Path(__file__).parents[1] / "fixtures" / "cubin"
 needs_demangler = pytest.mark.skipif(build._demangler() is None, reason="no c++filt")
 needs_nvcc = pytest.mark.skipif(build.find_nvcc() is None, reason="no nvcc")
 

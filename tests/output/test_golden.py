@@ -3,7 +3,7 @@
 tests/fixtures/golden/ was recorded. A refactor that changes no behaviour (issue 26)
 passes unchanged; a change that means to alter an output records it again, on purpose:
 
-    python tests/test_golden.py --record
+    python tests/output/test_golden.py --record
 
 and the diff of tests/fixtures/golden/ is the change a reviewer reads.
 """
@@ -76,9 +76,9 @@ def outputs(name: str) -> str:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_output_on_the_committed_examples_is_unchanged(name):
     recorded = GOLDEN / f"{name}.txt"
-    assert recorded.exists(), f"no {recorded.name}: python tests/test_golden.py --record"
+    assert recorded.exists(), f"no {recorded.name}: python tests/output/test_golden.py --record"
     assert outputs(name) == recorded.read_text(), \
-        f"{name} changed: if on purpose, python tests/test_golden.py --record"
+        f"{name} changed: if on purpose, python tests/output/test_golden.py --record"
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--record"]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "rooflint"
+PACKAGE = Path(__file__).resolve().parents[2] / "rooflint"
 MODULES = sorted(PACKAGE.rglob("*.py"))
 
 

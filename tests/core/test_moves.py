@@ -24,7 +24,7 @@ from rooflint.measure import ncu
 from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.roofline import place
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 H100_RUN = json.loads((ROOT / "benchmarks" / "results" / "h100" / "all.json").read_text())
 
 

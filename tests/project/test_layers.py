@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "rooflint"
+PACKAGE = Path(__file__).resolve().parents[2] / "rooflint"
 
 # Each layer's modules, by dotted name; a package's name stands for every module in it.
 # The layers are packages (issue 26): a newcomer reads the architecture from `ls rooflint`.

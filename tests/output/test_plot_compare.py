@@ -15,7 +15,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.results import read_result, write_result
 from rooflint.engine.compare_sides import gpu_warning, pairs_from_files
 
-RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
+RESULT = Path(__file__).parents[1] / "fixtures" / "results" / "h200-bundled.json"
 runner = cli_runner()
 
 

@@ -28,7 +28,7 @@ from rooflint.formats.trace_events import (AUTOGRAD_NODE, AUTOTUNING_RANGE, COMP
                                            LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
                                            Origin, launches, origins, tensor_precisions)
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 TRACE = json.loads((FIXTURES / "trace" / "h100-step-trace.json").read_text())
 LINES_TRACE = json.loads((FIXTURES / "trace" / "h200-step-trace.json").read_text())
 COMPILED_TRACE = json.loads((FIXTURES / "trace" / "h100-step-compiled-trace.json").read_text())

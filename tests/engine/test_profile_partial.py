@@ -23,7 +23,7 @@ import pytest
 from edges import NO_GPU, REPO, Outcome, rooflint
 from fake_ncu import waiting_program_is_gone
 
-TRACE = Path(__file__).parent / "fixtures" / "trace" / "h100-step-trace.json"
+TRACE = Path(__file__).parents[1] / "fixtures" / "trace" / "h100-step-trace.json"
 PASS1_ANNOUNCED = "pass 1: timing every kernel launch of"
 
 

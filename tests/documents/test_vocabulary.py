@@ -21,7 +21,7 @@ from rooflint.formats import baseline as baselines
 from rooflint.formats.results import RunResult, read_result, write_result
 from rooflint.formats.status import Status
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = sorted(p for p in REPO.glob("examples/**/*.json")
                  if json.loads(p.read_text()).get("schema") == "rooflint.result/1")
 BASELINES = sorted(REPO.glob("examples/ci/*-baseline.json"))

@@ -116,7 +116,7 @@ def test_counters_replace_model_bytes(specs):
     """The recorded ncu profile of a float4 copy of 2**26 floats on an H100, judged as
     stream's copy."""
     from pathlib import Path
-    log = (Path(__file__).parent / "fixtures" / "ncu" / "h100-probe-5-variants.csv").read_text()
+    log = (Path(__file__).parents[1] / "fixtures" / "ncu" / "h100-probe-5-variants.csv").read_text()
     copy = counters_of(log, ["copy_float4"])
     family = resolve(load_manifest("stream"), {"N": 2**26}, {"num_sms": 132}, TimingJob(),
                      ["copy_float4"])

@@ -215,7 +215,7 @@ def test_a_profiler_that_will_not_start_leaves_the_program_to_run_untraced(
 # A stand-in CuPy whose import loads CUPTI's recorder as the CUDA driver would: where
 # CUDA_INJECTION64_PATH names it when the program initialises CUDA (here: on import), the
 # recorded llm.c records are written into the recorder's folder as its process's file.
-RECORDED = Path(__file__).parent / "fixtures" / "kernel-records" / "h200-layernorm-forward.tsv"
+RECORDED = Path(__file__).parents[1] / "fixtures" / "kernel-records" / "h200-layernorm-forward.tsv"
 STAND_IN_CUPY = f"""\
 import os, shutil
 if os.environ.get("CUDA_INJECTION64_PATH") == "/cache/librooflint_kernel_trace.so":

@@ -28,7 +28,7 @@ from rooflint.output.tables import render_comparison
 from rooflint.analysis.stats import NOISY_SPREAD, TimeStats
 from rooflint.formats.results import read_result, write_result
 
-RESULT = Path(__file__).parent / "fixtures" / "results" / "h200-bundled.json"
+RESULT = Path(__file__).parents[1] / "fixtures" / "results" / "h200-bundled.json"
 runner = cli_runner()
 # compare's decision and the gate outcome it must come to on the same pair and gap
 GATE_OUTCOME = {"slower": "regressed", "faster": "improved", "same": "pass",
