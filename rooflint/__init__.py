@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rooflint.common.version import __version__ as __version__  # re-exported: `rooflint.__version__`
+# re-exported: `rooflint.__version__`
+from rooflint.common.version import __version__ as __version__
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -5,8 +5,8 @@ Nobody outside NVIDIA can change the registers of cuDNN's attention backward, bu
 program that calls it can choose another attention backend, fuse what surrounds it, keep
 its weights in bf16, replay its step as a CUDA graph. Each move here names the libraries
 it applies to (the plain words judge/kernel_libraries.py gives them), the evidence flags
-that must hold (``requires``, from evidence.py) and the text to print. The kernel-level verdict stays
-beside it: the cause says why, the caller's move says what to do.
+that must hold (``requires``, from evidence.py) and the text to print. The kernel-level
+verdict stays beside it: the cause says why, the caller's move says what to do.
 
 The first move of a library whose flags hold is its kernel's top move. Every library has
 a move with no flags, so every library kernel gets one (tests/core/test_caller_moves.py checks
@@ -95,23 +95,24 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "(torch.compile; a fused or chunked cross-entropy that reads the bf16 logits): "
                "autocast runs that operator in fp32, so a wider copy of its input is written "
                "and read once more every step", requires=(FORWARD_UPCAST,)),
-    CallerMove("bf16_weights", "right", (CAST,), "keep the weights in bf16 so autocast stops casting "
-               "them every step (model.to(torch.bfloat16) with fp32 master weights in the "
+    CallerMove("bf16_weights", "right", (CAST,), "keep the weights in bf16 so autocast stops "
+               "casting them every step (model.to(torch.bfloat16) with fp32 master weights in the "
                "optimizer), or torch.compile to fold the casts into their consumers",
                unless=(FORWARD_UPCAST,)),
-    CallerMove("fuse_with_compile", "right", ELEMENT_WISE, "fuse the element-wise chain around it with "
-               "torch.compile: one kernel reads and writes the tensor once instead of once "
+    CallerMove("fuse_with_compile", "right", ELEMENT_WISE, "fuse the element-wise chain around "
+               "it with torch.compile: one kernel reads and writes the tensor once instead of once "
                "per operator"),
     CallerMove("set_to_none", "right", (FILL,), "no fills to overwrite: "
                "optimizer.zero_grad(set_to_none=True), and no torch.zeros you then overwrite"),
     CallerMove("whole_waves_shape", "up", (GEMM, ATTENTION, INDUCTOR, XLA_GEMM), "size the "
-               "batch or sequence so the kernel's tiles fill whole waves: its last wave runs part-empty "
-               "while the other SMs wait", requires=("partial_wave",)),
+               "batch or sequence so the kernel's tiles fill whole waves: its last wave runs "
+               "part-empty while the other SMs wait", requires=("partial_wave",)),
     CallerMove("gemm_shapes", "up", (GEMM,), "shape the GEMM for cuBLAS's tiles: dimensions "
                "(batch x sequence, hidden, vocabulary) padded to multiples of 128, bf16 "
                "operands, and a batch large enough for a whole number of waves"),
-    CallerMove("gemm_fp8", "raise-the-roof", (GEMM,), "fp8 GEMMs (torch._scaled_mm, Transformer Engine) where "
-               "the accuracy allows: twice the bf16 tensor roof", changes_precision=True),
+    CallerMove("gemm_fp8", "raise-the-roof", (GEMM,), "fp8 GEMMs (torch._scaled_mm, "
+               "Transformer Engine) where the accuracy allows: twice the bf16 tensor roof",
+               changes_precision=True),
     CallerMove("attention_backend", "up", (ATTENTION,), "try the other SDPA backends "
                "(torch.nn.attention.sdpa_kernel: FLASH_ATTENTION, CUDNN_ATTENTION, "
                "EFFICIENT_ATTENTION) and a head size that is a multiple of 64"),

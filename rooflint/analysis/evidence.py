@@ -46,7 +46,8 @@ STALL_SHARE = 0.35              # a stall reason with this share of all listed s
 STALL_MINIMUM = 1.0             # ... and at least this many warps stalled per issued instruction
 SPILL_SHARE = 0.01              # local-memory traffic above this share of L1 traffic: spills matter
 PIPE_SATURATED = 90.0           # % busy: a math pipe (tensor, XU) this busy has no room for more
-REGISTER_BLOCKED = 4.0          # FMA instructions per shared-memory load: operands live in registers
+REGISTER_BLOCKED = 4.0          # FMA instructions per shared-memory load: operands live in
+                                # registers
 VECTOR_LOADED = 8.0             # ... under this with a register tile: operands loaded one by one
 BANK_CONFLICT_SHARE = 0.25      # extra wavefronts per shared-memory wavefront: conflicts matter
 COALESCED_SECTORS = 16          # sectors a warp's coalesced request moves at most (16-byte
@@ -357,7 +358,8 @@ def _shared_memory(e: Evidence, counters: Counters) -> None:
             e.set("shared_memory_bound", f"L1 at {counters.l1_pct:.0f}% of its peak with "
                                          f"{counters.shared_loads:.3g} shared-memory loads: "
                                          f"the shared-memory traffic is the ceiling")
-        fmas = counters.flops.get(Precision.FP32, 0.0) / 2 / 32    # thread FLOPs -> warp FMA instructions
+        # thread FLOPs -> warp FMA instructions
+        fmas = counters.flops.get(Precision.FP32, 0.0) / 2 / 32
         per_load = fmas / counters.shared_loads
         if per_load >= REGISTER_BLOCKED:
             e.set("register_blocked", f"{per_load:.1f} FMA instructions per shared-memory "
@@ -367,8 +369,9 @@ def _shared_memory(e: Evidence, counters: Counters) -> None:
             e.values["vector_load_gain"] = 1 / (1 - cut)
             e.set("scalar_shared_loads", f"{per_load:.1f} FMAs per shared-memory load "
                                          f"instruction with a register tile: its operands "
-                                         f"come one 4-byte load each ({counters.shared_loads:.3g} "
-                                         f"loads, {pct(counters.shared_loads / counters.instructions)} "
+                                         f"come one 4-byte load each "
+                                         f"({counters.shared_loads:.3g} loads, "
+                                         f"{pct(counters.shared_loads / counters.instructions)} "
                                          f"of the instructions issued)")
     if counters.shared_wavefronts and counters.bank_conflicts:
         share = counters.bank_conflicts / counters.shared_wavefronts
@@ -452,7 +455,8 @@ def _issue(e: Evidence, counters: Counters, point: Point) -> None:
     if not busy or not counters.instructions:
         return
     e.values["issue_pct"] = busy
-    fmas = counters.flops.get(Precision.FP32, 0.0) / 2 / 32     # thread FLOPs -> warp FMA instructions
+    # thread FLOPs -> warp FMA instructions
+    fmas = counters.flops.get(Precision.FP32, 0.0) / 2 / 32
     share = fmas / counters.instructions
     if busy >= ISSUE_BUSY and fmas and share < FMA_MINORITY:
         e.values["fma_share_gain"] = FMA_SHARE_GOAL / share

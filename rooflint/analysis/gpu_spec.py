@@ -15,7 +15,8 @@ from rooflint.common.errors import RooflintError
 from rooflint.common.sense import one_of
 from rooflint.common.vocabularies import Precision
 
-PrecisionWord = Annotated[str, one_of(Precision)]  # a roof a kernel is judged against, in a document
+# a roof a kernel is judged against, in a document
+PrecisionWord = Annotated[str, one_of(Precision)]
 
 
 @dataclass(frozen=True)

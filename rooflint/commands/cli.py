@@ -132,29 +132,31 @@ class CalibrateCommand(Command):
 @app.command(cls=Command)
 @one_line_errors
 def run(
-    target: Optional[str] = typer.Argument(None, help="Kernel family: a directory with kernel.yaml, "
-                                           "a kernel.yaml, or a bundled name. Default: all bundled.",
-                                           metavar="TARGET"),
+    target: Optional[str] = typer.Argument(None, help="Kernel family: a directory with "
+                                           "kernel.yaml, a kernel.yaml, or a bundled name. "
+                                           "Default: all bundled.", metavar="TARGET"),
     variants: Optional[List[str]] = typer.Argument(None, help="Variants to run (default: all).",
                                                    metavar="VARIANT"),
     size: List[str] = typer.Option([], "--size", help="Override a parameter, e.g. --size N=2048.",
                                    metavar="NAME=VALUE"),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} to judge against (default: match the device).",
-                                      metavar="GPU"),
-    cache: CacheMode = typer.Option(RunRequest.cache, "--cache", help="cold: flush L2 before each timed run; warm: do not."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} to judge against "
+                                      "(default: match the device).", metavar="GPU"),
+    cache: CacheMode = typer.Option(RunRequest.cache, "--cache", help="cold: flush L2 before "
+                                    "each timed run; warm: do not."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
-                                             "here (- for standard output; the rest goes to stderr).",
-                                             metavar="FILE"),
-    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run (.svg/.png/.pdf).",
-                                       metavar="FILE"),
-    timeout: float = typer.Option(RunRequest.timeout_s, "--timeout", help="Seconds a variant may take before it is abandoned.",
-                                  metavar="SECONDS"),
-    counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="auto: Nsight Compute counters when ncu "
-                                      "works, else model bytes; ncu: require them; off."),
+                                             "here (- for standard output; the rest goes to "
+                                             "stderr).", metavar="FILE"),
+    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run "
+                                       "(.svg/.png/.pdf).", metavar="FILE"),
+    timeout: float = typer.Option(RunRequest.timeout_s, "--timeout", help="Seconds a variant "
+                                  "may take before it is abandoned.", metavar="SECONDS"),
+    counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="auto: "
+                                          "Nsight Compute counters when ncu works, else model "
+                                          "bytes; ncu: require them; off."),
     timings: bool = typer.Option(False, "--timings", help="Say where the run's seconds went "
                                  "(start-up, inputs, compile, check, timing, counters...)."),
-    devices: Optional[str] = typer.Option(None, "--devices", help="Spread the families over these GPUs: "
-                                          "all, or indices such as 0,2 (of those "
+    devices: Optional[str] = typer.Option(None, "--devices", help="Spread the families over "
+                                          "these GPUs: all, or indices such as 0,2 (of those "
                                           "CUDA_VISIBLE_DEVICES leaves visible).",
                                           metavar="DEVICES"),
     gpm: bool = typer.Option(False, "--gpm", help="Sample NVML GPM utilizations (SM, DRAM, "
@@ -221,33 +223,33 @@ def profile(
     command: List[str] = typer.Argument(..., help="The program to profile, after --: "
                                         "rooflint profile -- python train.py --steps 20",
                                         metavar="PROGRAM"),
-    top: Optional[int] = typer.Option(None, "--top", min=1, help="Profile the N kernels with the most "
-                                      "GPU time, each with its function's other launch "
+    top: Optional[int] = typer.Option(None, "--top", min=1, help="Profile the N kernels with "
+                                      "the most GPU time, each with its function's other launch "
                                       "shapes, which ncu profiles with it (default: those "
                                       "covering --coverage).", metavar="N"),
-    coverage: float = typer.Option(ProfileRequest.coverage, "--coverage", min=0.01, max=1.0, help="Profile the kernels that "
-                                   "together take this fraction of the GPU time.",
-                                   metavar="FRACTION"),
+    coverage: float = typer.Option(ProfileRequest.coverage, "--coverage", min=0.01, max=1.0,
+                                   help="Profile the kernels that together take this "
+                                   "fraction of the GPU time.", metavar="FRACTION"),
     nvtx: Optional[str] = typer.Option(None, "--nvtx", help="Only launches inside this NVTX range "
                                        "(push/pop name), e.g. to leave out warm-up.",
                                        metavar="RANGE"),
     kernel: Optional[str] = typer.Option(None, "--kernel", help="Only kernels whose demangled name "
                                          "matches this regular expression.", metavar="REGEX"),
-    skip: int = typer.Option(ProfileRequest.skip, "--skip", min=0, help="Leave out the first N kernel launches (warm-up).",
-                             metavar="N"),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} (default: match the device).",
-                                      metavar="GPU"),
+    skip: int = typer.Option(ProfileRequest.skip, "--skip", min=0, help="Leave out the first N "
+                             "kernel launches (warm-up).", metavar="N"),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} (default: match the "
+                                      "device).", metavar="GPU"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "(the schema show, plot, compare and gate read; "
                                              "- for standard output).", metavar="FILE"),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline.",
                                        metavar="FILE"),
-    logs: Optional[Path] = typer.Option(None, "--logs", help="Keep the passes' logs (Nsight Compute's CSV, "
-                                        "pass 1's trace) in this directory, made if "
-                                        "missing.", metavar="DIR"),
-    model: Optional[Path] = typer.Option(None, "--model", help="YAML giving kernels (by name pattern) "
-                                         "their FLOPs and compulsory bytes per launch, so they "
-                                         "get an algorithmic intensity.", metavar="FILE"),
+    logs: Optional[Path] = typer.Option(None, "--logs", help="Keep the passes' logs (Nsight "
+                                        "Compute's CSV, pass 1's trace) in this directory, made "
+                                        "if missing.", metavar="DIR"),
+    model: Optional[Path] = typer.Option(None, "--model", help="YAML giving kernels (by name "
+                                         "pattern) their FLOPs and compulsory bytes per launch, "
+                                         "so they get an algorithmic intensity.", metavar="FILE"),
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
@@ -287,15 +289,17 @@ def explain(
     bytes_: str = typer.Option(..., "--bytes", help="DRAM bytes moved: 128MiB, 201MB, 8GiB.",
                                metavar="BYTES"),
     gpu: str = typer.Option(..., "--gpu", help=f"{GPU_HELP}.", metavar="GPU"),
-    algorithmic_bytes: Optional[str] = typer.Option(None, "--algorithmic-bytes", help="Compulsory bytes (default: --bytes).",
+    algorithmic_bytes: Optional[str] = typer.Option(None, "--algorithmic-bytes",
+                                                    help="Compulsory bytes (default: --bytes).",
                                                     metavar="BYTES"),
-    precision: str = typer.Option(ExplainRequest.precision, "--precision", help=f"Compute roof: {', '.join(Precision)}.",
+    precision: str = typer.Option(ExplainRequest.precision, "--precision",
+                                  help=f"Compute roof: {', '.join(Precision)}.",
                                   metavar="PRECISION"),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Write it as JSON here (- for standard "
                                              "output, in place of the text)."),
-    datasheet: bool = typer.Option(False, "--datasheet", help="Judge against datasheet roofs even when a "
-                                   "calibration of this GPU is cached."),
+    datasheet: bool = typer.Option(False, "--datasheet", help="Judge against datasheet roofs "
+                                   "even when a calibration of this GPU is cached."),
 ) -> None:
     """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
     from rooflint.commands.explain import explain_command   # start-up: see the top
@@ -312,27 +316,39 @@ class GpuMismatch(str, Enum):
 @app.command(cls=Command)
 @one_line_errors
 def gate(
-    baseline_path: Path = typer.Option(..., "--baseline", help="Baseline file (written by --update).",
-                                       metavar="FILE"),
-    targets: Optional[List[str]] = typer.Argument(None, help="Families to measure now (default: all bundled).",
-                                                  metavar="TARGET"),
-    current: Optional[Path] = typer.Option(None, "--current", help="Judge this result file instead of measuring.",
-                                           metavar="FILE"),
-    update: bool = typer.Option(False, "--update", help="Write the baseline from this run instead of judging."),
-    max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help=f"Time threshold, a percentage: {as_percent(DEFAULT_MAX_SLOWDOWN)} (the default, or the manifest's).",
+    baseline_path: Path = typer.Option(..., "--baseline", help="Baseline file (written by "
+                                       "--update).", metavar="FILE"),
+    targets: Optional[List[str]] = typer.Argument(None, help="Families to measure now "
+                                                  "(default: all bundled).", metavar="TARGET"),
+    current: Optional[Path] = typer.Option(None, "--current", help="Judge this result file "
+                                           "instead of measuring.", metavar="FILE"),
+    update: bool = typer.Option(False, "--update", help="Write the baseline from this run "
+                                "instead of judging."),
+    max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown",
+                                               help="Time threshold, a percentage: "
+                                               f"{as_percent(DEFAULT_MAX_SLOWDOWN)} "
+                                               "(the default, or the manifest's).",
                                                metavar="PERCENT"),
-    max_bytes_growth: Optional[str] = typer.Option(None, "--max-bytes-growth", help=f"DRAM-bytes threshold, a percentage (default {as_percent(DEFAULT_MAX_GROWTH)}).",
+    max_bytes_growth: Optional[str] = typer.Option(None, "--max-bytes-growth",
+                                                   help="DRAM-bytes threshold, a percentage "
+                                                   f"(default {as_percent(DEFAULT_MAX_GROWTH)}).",
                                                    metavar="PERCENT"),
-    max_flops_growth: Optional[str] = typer.Option(None, "--max-flops-growth", help=f"Counted-FLOPs threshold, a percentage (default {as_percent(DEFAULT_MAX_GROWTH)}).",
+    max_flops_growth: Optional[str] = typer.Option(None, "--max-flops-growth",
+                                                   help="Counted-FLOPs threshold, a percentage "
+                                                   f"(default {as_percent(DEFAULT_MAX_GROWTH)}).",
                                                    metavar="PERCENT"),
-    gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch(GateRequest.gpu_mismatch), "--gpu-mismatch", help="A baseline from another GPU: error or warn."),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown summary here.",
-                                            metavar="FILE"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here.", metavar="FILE"),
-    counters: CountersMode = typer.Option(GateRequest.counters, "--counters", help="Counters for measured runs."),
-    recheck: bool = typer.Option(False, "--recheck", help="Before failing on time, re-measure the suspect "
-                                 "variants interleaved with the baseline's code (git revision "
-                                 "recorded in the baseline)."),
+    gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch(GateRequest.gpu_mismatch),
+                                             "--gpu-mismatch", help="A baseline from another "
+                                             "GPU: error or warn."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown "
+                                            "summary here.", metavar="FILE"),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here.",
+                                         metavar="FILE"),
+    counters: CountersMode = typer.Option(GateRequest.counters, "--counters", help="Counters "
+                                          "for measured runs."),
+    recheck: bool = typer.Option(False, "--recheck", help="Before failing on time, re-measure "
+                                 "the suspect variants interleaved with the baseline's code (git "
+                                 "revision recorded in the baseline)."),
 ) -> None:
     """Fail (exit 1) when a kernel got slower, moves more bytes, or turned wrong."""
     from rooflint.commands.gate import gate_command   # start-up: see the top
@@ -346,13 +362,14 @@ def gate(
 @app.command(cls=CalibrateCommand)
 @one_line_errors
 def calibrate(
-    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} (default: match the device).",
-                                      metavar="GPU"),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} (default: match the "
+                                      "device).", metavar="GPU"),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Also write the calibration here (- for "
                                              "standard output; the table goes to stderr)."),
 ) -> None:
-    """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and explain."""
+    """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and
+    explain."""
     from rooflint.commands.calibrate import calibrate_command   # start-up: see the top
     calibrate_command(CalibrateRequest(gpu=gpu, json_path=json_path))
 
@@ -368,7 +385,8 @@ def plot(
     variant: List[str] = typer.Option([], "--variant", "-v",
                                       help="Only these variants, in this order (repeatable).",
                                       metavar="VARIANT"),
-    trajectory: bool = typer.Option(False, "--trajectory", help="Arrows from each variant to the next, in order."),
+    trajectory: bool = typer.Option(False, "--trajectory", help="Arrows from each variant to "
+                                    "the next, in order."),
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
     from rooflint.commands.plot import plot_command   # matplotlib: only when drawing
@@ -384,7 +402,8 @@ def report(
     output: Path = typer.Option(Path("report.html"), "--output", "-o",
                                 help="HTML file to write (- for standard output).", metavar="FILE"),
 ) -> None:
-    """Write one self-contained HTML page of results: roofline, tables, verdicts, moves (no GPU needed)."""
+    """Write one self-contained HTML page of results: roofline, tables, verdicts, moves (no
+    GPU needed)."""
     from rooflint.commands.report import report_command   # start-up: see the top
     report_command(results, output)
 
@@ -392,22 +411,25 @@ def report(
 @app.command(cls=JsonFileCommand)
 @one_line_errors
 def compare(
-    a: str = typer.Argument(..., help="A: result.json, result.json:VARIANT, or TARGET:VARIANT to measure.",
-                            metavar="A"),
+    a: str = typer.Argument(..., help="A: result.json, result.json:VARIANT, or TARGET:VARIANT "
+                            "to measure.", metavar="A"),
     b: Optional[str] = typer.Argument(None, help="B, as A; omitted with --rev.", metavar="B"),
-    rev: Optional[str] = typer.Option(None, "--rev", help="Compare A as it was at this git revision "
-                                      "(A must be TARGET:VARIANT) with the working tree.",
+    rev: Optional[str] = typer.Option(None, "--rev", help="Compare A as it was at this git "
+                                      "revision (A must be TARGET:VARIANT) with the working tree.",
                                       metavar="REV"),
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Write it as JSON here (- for standard "
                                              "output, in place of the text)."),
-    allow_different_gpu: bool = typer.Option(False, "--allow-different-gpu", help="Compare results from different GPUs."),
+    allow_different_gpu: bool = typer.Option(False, "--allow-different-gpu", help="Compare "
+                                             "results from different GPUs."),
     gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} for measured sides.",
                                       metavar="GPU"),
-    counters: CountersMode = typer.Option(CompareRequest.counters, "--counters", help="Counters for measured sides."),
-    max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Minimum clear gap of the time "
-                                               "decision, as in gate (default: B's manifest "
-                                               f"threshold, else {as_percent(DEFAULT_MAX_SLOWDOWN)}).",
+    counters: CountersMode = typer.Option(CompareRequest.counters, "--counters", help="Counters "
+                                          "for measured sides."),
+    max_slowdown: Optional[str] = typer.Option(None, "--max-slowdown", help="Minimum clear gap "
+                                               "of the time decision, as in gate (default: B's "
+                                               "manifest threshold, else "
+                                               f"{as_percent(DEFAULT_MAX_SLOWDOWN)}).",
                                                metavar="PERCENT"),
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
@@ -437,8 +459,8 @@ def cache_clear() -> None:
 
 @app.command(cls=Command)
 @one_line_errors
-def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU: its id, device name or family "
-                                              "(h100: the board in this machine).",
+def specs(gpu: Optional[str] = typer.Argument(None, help="Show one GPU: its id, device name "
+                                              "or family (h100: the board in this machine).",
                                               metavar="GPU")) -> None:
     """List the GPU datasheet specs, or show one with its ridge points."""
     from rooflint.engine.named_gpu import named_spec    # start-up: see the top

@@ -36,7 +36,8 @@ def compare_command(request: CompareRequest) -> None:
 
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
     with progress_bar(screen, TextColumn("{task.description}")) as bar:
-        bar.add_task("reading" if split_side(a)[0].endswith(".json") else "measuring both sides, interleaved")
+        bar.add_task("reading" if split_side(a)[0].endswith(".json")
+                     else "measuring both sides, interleaved")
         pairs = resolve_pairs(a, b, request.rev,
                               Measuring(request.gpu, request.counters, note=progress))
     warning = gpu_warning(pairs, request.allow_different_gpu)

@@ -1,10 +1,10 @@
 """Where the seconds of a run go: named phases, timed where they happen and added up.
 
 The worker times its own phases (drawing inputs, compiling, the reference's outputs,
-checking, timing, graph replay, GPM, the profiled runs) and reports them with each family; the parent adds what
-only it sees (start-up, the counter pass's wall time, analysis). `rooflint run --timings`
-prints them, the result document keeps them, and benchmarks/ reads them: a cut in time to
-a verdict is chosen from these numbers, not guessed.
+checking, timing, graph replay, GPM, the profiled runs) and reports them with each family;
+the parent adds what only it sees (start-up, the counter pass's wall time, analysis).
+`rooflint run --timings` prints them, the result document keeps them, and benchmarks/
+reads them: a cut in time to a verdict is chosen from these numbers, not guessed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Iterator
 # reference on the GPU, one computed with the cache bypassed, outputs already at hand).
 REFERENCE_CACHE_HIT = "reference (cache hit)"
 REFERENCE_CACHE_MISS = "reference (cache miss)"
-REFERENCE_CACHE_WRITE = "reference (cache write)"   # what the writes behind the run left to wait for
+# the cache write: what the writes behind the run left to wait for
+REFERENCE_CACHE_WRITE = "reference (cache write)"
 # In the order a run meets them; "counters" is the whole profile pass, whose worker's own
 # phases are kept too, prefixed "counters/"; "source lines" the source pass (run --source).
 PHASES = ("startup", "inputs", "compile", "reference", REFERENCE_CACHE_HIT, REFERENCE_CACHE_MISS,

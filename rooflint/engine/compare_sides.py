@@ -107,7 +107,8 @@ def paired(left: list[Side], right: list[Side], names: tuple[str, str]
     else:
         by_name = {s.variant.name: s for s in right}
         pairs = [(s, by_name[s.variant.name]) for s in left if s.variant.name in by_name]
-    return [(replace(x, label=f"{x.label} ({names[0]})"), replace(y, label=f"{y.label} ({names[1]})"))
+    return [(replace(x, label=f"{x.label} ({names[0]})"),
+             replace(y, label=f"{y.label} ({names[1]})"))
             if x.label == y.label else (x, y) for x, y in pairs]
 
 
@@ -199,7 +200,8 @@ def measured_pair(a: str, b: str | None, rev: str | None, measuring: Measuring
         settings = Settings(counters=counters, **calibrations.settings(calibration),
                             ncu_version=ncu.version() if counters != CountersMode.OFF else None,
                             nvcc_version=build.toolkit_version())
-        switch, sides = CountersSwitch(counters != CountersMode.OFF, settings, lambda said: None), []
+        switch = CountersSwitch(counters != CountersMode.OFF, settings, lambda said: None)
+        sides = []
         for family, measurement, label in zip(families, measurements, labels):
             found = family_counters(family, [measurement], options, switch,
                                     progress_for(family, "counters"))
@@ -241,7 +243,8 @@ def resolve_pairs(a: str, b: str | None, rev: str | None, measuring: Measuring
     ``measuring`` says (A against itself at ``rev``, with --rev)."""
     if rev:
         if b is not None:
-            raise RooflintError("--rev compares one TARGET:VARIANT with itself at REV; give one side")
+            raise RooflintError("--rev compares one TARGET:VARIANT with itself at REV; "
+                                "give one side")
         return measured_pair(a, None, rev, measuring)
     if b is None:
         raise RooflintError("compare needs two sides (or one side and --rev REV)")

@@ -84,9 +84,9 @@ def parse_sizes(items: list[str]) -> dict[str, Number]:
 
 def check_inputs(options: RunOptions, note: Callable[[str], None]) -> list[Manifest]:
     """Every mistake in what `run` was given that needs no GPU to see, said before any
-    worker starts: --timeout, --gpu, the reference cache's bound, the manifests, their
-    sizes and their Python code; ``note`` hears a line worth saying as they load. Only what depends on the device (``num_sms``, its
-    memory) waits for it."""
+    worker starts: --timeout, --gpu, the reference cache's bound, the manifests, their sizes
+    and their Python code; ``note`` hears a line worth saying as they load. Only what
+    depends on the device (``num_sms``, its memory) waits for it."""
     check_timeout(options.timeout_s)
     check_gpu_option(options.gpu)
     if options.reference_cache:

@@ -296,7 +296,8 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
     """What a profile records of how it ran the program: its filters and both passes."""
     stopped = second.stopped
     return Settings(
-        counters=CountersMode.NCU, command=options.command, nvtx=options.nvtx, kernel_filter=options.kernel,
+        counters=CountersMode.NCU, command=options.command, nvtx=options.nvtx,
+        kernel_filter=options.kernel,
         skip=options.skip, model=options.model, coverage=options.coverage, top=options.top,
         pass1_timer=first.timer.value,
         pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,

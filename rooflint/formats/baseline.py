@@ -67,7 +67,8 @@ class Baseline:
     sm_clock_mhz: Amount | None
     git_revision: str | None
     entries: Entries
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema: str = SCHEMA
 
 

@@ -36,7 +36,8 @@ class Calibration:
     compute: dict[str, Ceiling]                       # by precision
     dram_sweep: list[Ceiling] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # step or ceiling -> why not kept
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema: str = SCHEMA
     l1: Ceiling | None = None    # the L1/shared data path (absent from older calibrations)
 

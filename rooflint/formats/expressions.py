@@ -59,7 +59,8 @@ def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
     except SyntaxError as exc:
         hint = ""
         if str(expression).count("(") != str(expression).count(")"):
-            hint = " (in YAML, quote expressions with commas: inside {...} or [...] a comma splits them)"
+            hint = (" (in YAML, quote expressions with commas: inside {...} or [...] a comma "
+                    "splits them)")
         raise RooflintError(f"cannot parse expression {expression!r}: {exc.msg}{hint}") from None
     if _depth(tree.body) > MAX_DEPTH:
         raise _too_deep(text)

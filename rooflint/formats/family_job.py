@@ -66,7 +66,8 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
     """
     unknown = set(overrides) - set(manifest.params)
     if unknown:
-        raise RooflintError(f"{manifest.name}: unknown size parameter(s) {', '.join(sorted(unknown))} "
+        raise RooflintError(f"{manifest.name}: unknown size parameter(s) "
+                            f"{', '.join(sorted(unknown))} "
                             f"(parameters: {', '.join(manifest.params) or 'none'})")
     params = {**manifest.params, **overrides}
     names = {**device, **params}
@@ -84,7 +85,7 @@ def resolve(manifest: Manifest, overrides: dict[str, Number], device: dict[str, 
             module=str(v.python.module) if v.python else None, baseline=v.baseline,
             reference=v.reference, tolerance=v.tolerance, options=v.options,
             compiler=v.compiler))
-        largest = max(launches, key=lambda l: _product(l.grid), default=None)
+        largest = max(launches, key=lambda launch: _product(launch.grid), default=None)
         models[v.name] = VariantModel(
             name=v.name, description=v.description,
             flops=float(at.amount(v.flops, where + "flops")),

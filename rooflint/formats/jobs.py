@@ -109,8 +109,8 @@ class FamilyJob:
     def from_json(cls, data: dict[str, Any]) -> "FamilyJob":
         variants = []
         for v in data["variants"]:
-            launches = [LaunchJob(**{**l, "args": [ArgJob(**a) for a in l["args"]]})
-                        for l in v["launches"]]
+            launches = [LaunchJob(**{**launch, "args": [ArgJob(**a) for a in launch["args"]]})
+                        for launch in v["launches"]]
             variants.append(VariantJob(**{**v, "launches": launches}))
         return cls(**{**data,
                       "buffers": [BufferJob(**b) for b in data["buffers"]],

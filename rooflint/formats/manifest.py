@@ -214,7 +214,9 @@ def _manifest(values: dict, place: Place, written: Mapping) -> Manifest:
 
 # --- the schema (rooflint.formats.schema) --------------------------------------------
 
-_PRECISION, _COMPILER, _MOVES = choice(tuple(Precision)), choice(tuple(CompilerChoice)), choice(MOVES)
+_PRECISION = choice(tuple(Precision))
+_COMPILER = choice(tuple(CompilerChoice))
+_MOVES = choice(MOVES)
 _BUFFER = Record((
     Field("dtype", choice(DTYPES)),
     Field("shape", expressions),

@@ -111,7 +111,8 @@ class VariantResult:
     expectation_mismatch: str | None    # what the measurement contradicts, if anything
     versus: str | None                  # bytes, AI and time against the variant it should beat
     speed_vs_baseline: Positive | None  # baseline time / this time (1.0 = as fast)
-    gate: dict[str, Amount] = field(default_factory=dict)  # the manifest's `rooflint gate` thresholds
+    # the manifest's `rooflint gate` thresholds
+    gate: dict[str, Amount] = field(default_factory=dict)
     share: Share | None = None          # a kernel of a profiled program: its part of the GPU time
     compiler: str = ""                  # what built it ("nvcc 13.0.88"); "" for a Python call
     levels: list[Level] = field(default_factory=list)  # DRAM, L2, L1 (hierarchical roofline)
@@ -164,7 +165,8 @@ class FamilyResult:
     params: dict[str, float]
     baseline: str | None
     variants: Annotated[list[Variant], _at_least_one("variant")]
-    timings: dict[str, Amount] = field(default_factory=dict)  # seconds per phase (rooflint.common.phases)
+    # seconds per phase (rooflint.common.phases)
+    timings: dict[str, Amount] = field(default_factory=dict)
     device: str | None = None           # the CUDA_VISIBLE_DEVICES entry it ran on (--devices)
 
 
@@ -177,7 +179,8 @@ class RunResult:
     families: Annotated[list[FamilyResult], _at_least_one("family")] = field(
         default_factory=list, metadata=ALWAYS_WRITTEN)
     timings: dict[str, Amount] = field(default_factory=dict)  # the families' phases + start-up
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     tool_version: str = __version__
     schema: str = SCHEMA
 

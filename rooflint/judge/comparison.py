@@ -222,7 +222,8 @@ def compare(a: VariantResult, b: VariantResult, a_label: str | None = None,
         result.notes.append(verdict)
     if a.point.bytes_source != b.point.bytes_source:
         result.notes.append(f"bytes come from different sources ({a.point.bytes_source} vs "
-                            f"{b.point.bytes_source}): the horizontal movement is not like for like")
+                            f"{b.point.bytes_source}): the horizontal movement is not "
+                            "like for like")
     return result
 
 

@@ -19,12 +19,12 @@ def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
     that together take ``coverage`` of the time, each with its siblings (the same function
     and template arguments at its other launch shapes: the same name_key).
 
-    Nsight Compute selects launches by name, not by shape (pass2_patterns.mangled_patterns), so a kernel
-    chosen alone still costs a profiled launch for every shape of its function, and its
-    siblings' counters come with it: they are chosen too, and count towards ``coverage``.
-    A profiled launch is the cost (about 0.3 s each, H100): on the training step this took
-    46 kernels (90 % of the GPU time) in 46 launches, where choosing kernels one by one had
-    taken 39 (90 %) in 60."""
+    Nsight Compute selects launches by name, not by shape (pass2_patterns.mangled_patterns),
+    so a kernel chosen alone still costs a profiled launch for every shape of its function,
+    and its siblings' counters come with it: they are chosen too, and count towards
+    ``coverage``. A profiled launch is the cost (about 0.3 s each, H100): on the training
+    step this took 46 kernels (90 % of the GPU time) in 46 launches, where choosing kernels
+    one by one had taken 39 (90 %) in 60."""
     family_s: dict[str, float] = {}
     for k in kernels:
         family_s[name_key(k.kernel)] = family_s.get(name_key(k.kernel), 0.0) + k.total_s

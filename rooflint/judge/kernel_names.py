@@ -77,7 +77,8 @@ def function_name(kernel: str) -> str:
 
 def short_name(kernel: str) -> str:
     """A demangled signature, shortened to what tells it apart: the function's name, and
-    for a template the first named argument (``vectorized_elementwise_kernel<GeluCUDAKernelImpl>``)."""
+    for a template the first named argument
+    (``vectorized_elementwise_kernel<GeluCUDAKernelImpl>``)."""
     head = re.sub(r"<unnamed>::|\(anonymous namespace\)::", "", kernel)
     head = re.sub(r"^(void|auto)\s+", "", head.split("(")[0]).strip()
     base, _, arguments = head.partition("<")

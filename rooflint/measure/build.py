@@ -182,7 +182,7 @@ def shell_safe(command: list[str], source: Path) -> None:
 def compile_message(log: str, source: Path, unit: Path) -> str:
     """nvcc's first error, paths shortened to the file's name; an error in the generated
     wrapper is a template entry that does not instantiate."""
-    errors = [l.strip() for l in log.splitlines() if re.search(r"\berror\b", l)]
+    errors = [line.strip() for line in log.splitlines() if re.search(r"\berror\b", line)]
     first = errors[0] if errors else (log.strip().splitlines() or ["nvcc failed"])[-1]
     if first.startswith(str(unit)):
         detail = first.split("error:", 1)[-1].strip()

@@ -1,17 +1,17 @@
 """Measured ceilings for this GPU: what `rooflint calibrate` runs, inside the worker.
 
-In the spirit of the Empirical Roofline Toolkit: the DRAM roof is the best of a sweep
-over read, write and copy kernels, two vector widths and several grid sizes on a
-working set 16x the L2; the L2 roof is a read sweep over a buffer a quarter of the L2,
-repeated inside the kernel with L1-bypassing loads; the L1 roof (the L1/shared-memory data
-path, 128 bytes a clock per SM on Hopper) is the best of a read sweep over a buffer small
-enough that each SM's share stays in its L1, and a shared-memory read sweep; the FP32 and FP64 roofs are FMA kernels with 16
-independent chains per thread at full occupancy; tensor roofs are cuBLAS GEMMs on random
-data (never zeros, which run faster): fp16, tf32 and fp64 through CuPy, and bf16, fp8 and
-int8 through PyTorch (CuPy has no GEMM of those types), on the same stream and timed the
-same way. Each figure is the best of a few event-timed repetitions, with the SM clock NVML
-saw while it ran. A step this GPU or environment cannot run (no PyTorch, no fp8 tensor
-cores) is reported as skipped with a one-line reason; calibration goes on.
+In the spirit of the Empirical Roofline Toolkit: the DRAM roof is the best of a sweep over
+read, write and copy kernels, two vector widths and several grid sizes on a working set 16x
+the L2; the L2 roof is a read sweep over a buffer a quarter of the L2, repeated inside the
+kernel with L1-bypassing loads; the L1 roof (the L1/shared-memory data path, 128 bytes a
+clock per SM on Hopper) is the best of a read sweep over a buffer small enough that each
+SM's share stays in its L1, and a shared-memory read sweep; the FP32 and FP64 roofs are FMA
+kernels with 16 independent chains per thread at full occupancy; tensor roofs are cuBLAS
+GEMMs on random data (never zeros, which run faster): fp16, tf32 and fp64 through CuPy, and
+bf16, fp8 and int8 through PyTorch (CuPy has no GEMM of those types), on the same stream and
+timed the same way. Each figure is the best of a few event-timed repetitions, with the SM
+clock NVML saw while it ran. A step this GPU or environment cannot run (no PyTorch, no fp8
+tensor cores) is reported as skipped with a one-line reason; calibration goes on.
 
 Runs inside the worker (``python -m rooflint.measure.worker --calibrate``), which has
 already said hello; it reports one ``steps`` message per plan step, then ``done``.
@@ -145,6 +145,12 @@ class Calibrator:
             self.stream.synchronize()
         return min(cupy.cuda.get_elapsed_time(s, e) for s, e in pairs) * 1e-3, clock
 
+    def time_kernel(self, kernel: cupy.RawKernel, grid: tuple[int], args: tuple
+                    ) -> tuple[float, float | None]:
+        """best_time of ``kernel`` launched on ``grid`` blocks of 256 threads with ``args``;
+        the run it times binds them here, not to a sweep's loop variables."""
+        return self.best_time(lambda: kernel(grid, (256,), args))
+
     def memory_sweep(self, elements4: int, reps: int, kinds: tuple[str, ...],
                      blocks_per_sm: tuple[int, ...] = (2, 4, 8, 16, 32)) -> list[Step]:
         """Every kind x vector width x grid size over buffers of ``elements4`` float4s."""
@@ -161,7 +167,7 @@ class Calibrator:
                             "write": (y, np.uint64(n), np.float32(1.5)),
                             "copy": (x, y, np.uint64(n))}[kind]
                     moved = x.nbytes * {"read": reps, "l2_read": reps, "write": 1, "copy": 2}[kind]
-                    seconds, clock = self.best_time(lambda: kernel(grid, (256,), args))
+                    seconds, clock = self.time_kernel(kernel, grid, args)
                     steps.append(Step("", f"{kind} {vector}, {grid[0]} blocks of 256",
                                       moved / seconds, clock))
         return steps
@@ -193,8 +199,7 @@ class Calibrator:
         steps = []
         for blocks_per_sm in (4, 8):
             grid = (self.device.sms * blocks_per_sm,)
-            seconds, clock = self.best_time(
-                lambda: kernel(grid, (256,), (np.int32(reps), self.sink)))
+            seconds, clock = self.time_kernel(kernel, grid, (np.int32(reps), self.sink))
             steps.append(Step("l1", f"shared-memory read float4, {grid[0]} blocks of 256",
                               grid[0] * _SHARED_FLOAT4S * 16 * reps / seconds, clock))
         return steps
@@ -204,7 +209,7 @@ class Calibrator:
         out = cupy.empty(threads, dtype=dtype)
         kernel = self.kernels[f"fma_kernel<{'float' if dtype is np.float32 else 'double'}>"]
         args = (out, np.int32(_FMA_ITERATIONS), dtype(0.999), dtype(0.001))
-        seconds, clock = self.best_time(lambda: kernel((threads // 256,), (256,), args))
+        seconds, clock = self.time_kernel(kernel, (threads // 256,), args)
         flops = 2.0 * 16 * _FMA_ITERATIONS * threads
         return Step(precision, f"FMA kernel, 16 chains x {threads} threads", flops / seconds, clock)
 

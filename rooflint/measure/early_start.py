@@ -1,14 +1,14 @@
 """Pass 2's program started while pass 1 runs, to save its start-up time.
 
-Pass 2's program is started while pass 1 runs, under ``ncu --mode launch`` and for its
-own process only: it gets through its start-up (a PyTorch program's imports and
-set-up before its first CUDA call) and waits at its first CUDA call, before touching the GPU, until pass 1 is done
-and ``ncu --mode attach`` profiles it (program.py's pass 2 by attaching). That is sound
-when the program's kernels all run in that one process, which pass 1 shows (``alone``);
-otherwise (a shell script around the real program, workers that launch kernels) a child
-may have run on the GPU beside pass 1, so the early start is stopped and pass 1 is taken
-again, alone, before an ordinary pass 2. Only the program's own process waits: ncu would
-suspend its children too, and nobody attaches to them (torch.compile's compile workers
+Pass 2's program is started while pass 1 runs, under ``ncu --mode launch`` and for its own
+process only: it gets through its start-up (a PyTorch program's imports and set-up before
+its first CUDA call) and waits at its first CUDA call, before touching the GPU, until pass 1
+is done and ``ncu --mode attach`` profiles it (program.py's pass 2 by attaching). That is
+sound when the program's kernels all run in that one process, which pass 1 shows
+(``alone``); otherwise (a shell script around the real program, workers that launch kernels)
+a child may have run on the GPU beside pass 1, so the early start is stopped and pass 1 is
+taken again, alone, before an ordinary pass 2. Only the program's own process waits: ncu
+would suspend its children too, and nobody attaches to them (torch.compile's compile workers
 then hang the program at exit).
 """
 

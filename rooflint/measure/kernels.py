@@ -69,7 +69,7 @@ def _nvrtc_else_nvcc(variant: VariantJob, source: Path, directory: Path, arch: s
 
 
 def _entries(variant: VariantJob) -> list[str]:
-    return list(dict.fromkeys(l.entry for l in variant.launches))
+    return list(dict.fromkeys(launch.entry for launch in variant.launches))
 
 
 def _with_nvrtc(variant: VariantJob, source: Path, directory: Path, arch: str) -> Kernels:
@@ -138,7 +138,7 @@ def _nvrtc_error(variant: VariantJob, source: Path, log: str) -> BuildError:
     """NVRTC's first error with the user's file name; an entry the source does not define
     is named with the kernels it does."""
     log = re.sub(rf"\S*\.cubin\.cu|\S*/{re.escape(source.name)}", source.name, log)
-    lines = [l.strip() for l in log.splitlines() if "error" in l.lower()]
+    lines = [line.strip() for line in log.splitlines() if "error" in line.lower()]
     first = lines[0] if lines else log.strip().splitlines()[-1]
     missing = [e for e in _entries(variant) if f'"{e.split("<")[0]}" is undefined' in log]
     if missing:

@@ -87,7 +87,8 @@ SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
 BANK_CONFLICTS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
 # Which tensor instructions ran: mma.sync (HMMA) or Hopper's warpgroup MMA (HGMMA and kin).
-HMMA, GMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum"
+HMMA = "sm__inst_executed_pipe_tensor_op_hmma.sum"
+GMMA = "sm__inst_executed_pipe_tensor_op_gmma.sum"
 WAVES, REGISTERS = "launch__waves_per_multiprocessor", "launch__registers_per_thread"
 GRID_SIZE, BLOCK_SIZE = "launch__grid_size", "launch__block_size"
 # Per direction, what Nsight Compute's access-pattern and bank-conflict rules read: shared
@@ -329,8 +330,8 @@ class Counting:
 def failure_reason(text: str, failures: Iterable[str] = ()) -> str:
     """One line saying why ncu produced nothing, with what to do for the known causes;
     ``failures`` are the worker's own reasons for the runs it could not make."""
-    errors = [l.removeprefix("==ERROR==").strip() for l in text.splitlines()
-              if l.startswith("==ERROR==")]
+    errors = [line.removeprefix("==ERROR==").strip() for line in text.splitlines()
+              if line.startswith("==ERROR==")]
     joined = " ".join(errors)
     if "ERR_NVGPUCTRPERM" in joined:
         return ("ERR_NVGPUCTRPERM: this user may not read GPU performance counters (run as "

@@ -51,7 +51,8 @@ class References:
         self.on_host: dict[str, dict[str, np.ndarray]] = {}   # host references' outputs
         self.cache = ReferenceCache.default() if job.reference_cache else None
         self.writes: list[threading.Thread] = []    # to the reference cache, behind the run
-        self.ahead: dict[str, Future] = self._host_references_ahead() if job.mode == "measure" else {}
+        self.ahead: dict[str, Future] = (self._host_references_ahead()
+                                         if job.mode == "measure" else {})
 
     def on_gpu(self, reference: str) -> dict[str, cupy.ndarray]:
         """The reference's outputs on the GPU, in float64. A reference that takes ``xp``

@@ -103,7 +103,7 @@ class Worker:
         return DeviceInfo(**message["device"]) if message["device"] else None
 
     def last_error(self) -> str:
-        lines = [l for l in self.stderr_tail if l.strip()]
+        lines = [line for line in self.stderr_tail if line.strip()]
         return lines[-1] if lines else f"exit code {self.process.poll()}"
 
     def kill(self) -> None:
@@ -357,7 +357,8 @@ def profile(job: FamilyJob, timeout: float, progress: Progress, metrics: list[st
     return profiler.close().get(ticket, {})
 
 
-def calibrate(progress: Callable[[str, int], None]) -> tuple[DeviceInfo, list[dict], dict[str, str]]:
+def calibrate(progress: Callable[[str, int], None]
+              ) -> tuple[DeviceInfo, list[dict], dict[str, str]]:
     """Run ``rooflint.measure.calibrate`` in a worker: the device, its steps, what was skipped."""
     worker = Worker(args=("--calibrate",))
     try:

@@ -49,7 +49,8 @@ class VariantRunners:
         built = self._kernels(variant)
         self.compilers[variant.name] = built.compiler
         kernels = built.kernels
-        launches = [(kernels[l.entry], l, self._arguments(l)) for l in variant.launches]
+        launches = [(kernels[launch.entry], launch, self._arguments(launch))
+                    for launch in variant.launches]
 
         def run() -> None:
             for kernel, launch, args in launches:
@@ -64,8 +65,9 @@ class VariantRunners:
         entry costs only its own row."""
         key = _build_key(variant)
         if key not in self.builds:
-            together = replace(variant, launches=[l for v in self.job.variants if v.source and
-                                                  _build_key(v) == key for l in v.launches])
+            together = replace(variant, launches=[launch for v in self.job.variants
+                                                  if v.source and _build_key(v) == key
+                                                  for launch in v.launches])
             try:
                 self.builds[key] = load_kernels(together, self.directory, self.arch)
             except BuildError:

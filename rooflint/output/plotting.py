@@ -168,7 +168,8 @@ def _draw_roofs(ax, placed: list[Placed], result: RunResult, x_low: float, x_hig
     for p in placed:
         roofs.setdefault(p.variant.roofs.precision, p.variant.roofs)
     for precision, r in roofs.items():
-        calibrated = r.compute != r.datasheet_compute or r.dram_bandwidth != r.datasheet_dram_bandwidth
+        calibrated = (r.compute != r.datasheet_compute
+                      or r.dram_bandwidth != r.datasheet_dram_bandwidth)
         if calibrated:
             ridge = _roof_line(ax, x_low, x_high, r.dram_bandwidth, r.compute, f"roof-{precision}",
                                "-", "#333333", f"{precision} roof ({r.source})")

@@ -32,8 +32,9 @@ def render_explanation(console: Console, e: Explanation) -> None:
     console.print(f"  achieved {format_rate(p.achieved_flops, 'FLOP/s')} "
                   f"({pct(p.compute_fraction)} of compute), "
                   f"{format_rate(p.achieved_bandwidth, 'B/s')} ({pct(p.dram_fraction)} of DRAM)")
+    side = "left" if p.limiting_roof == "dram" else "right"
     console.print(f"  AI observed {ai_text(p.observed_ai)} FLOP/B, algorithmic "
-                  f"{ai_text(p.algorithmic_ai)} FLOP/B; {'left' if p.limiting_roof == 'dram' else 'right'} "
+                  f"{ai_text(p.algorithmic_ai)} FLOP/B; {side} "
                   f"of the ridge; at {pct(p.roof_fraction)} of the applicable roof")
     if e.floor:
         console.print(f"  floor {format_time(e.floor.time_s)}: "
@@ -73,20 +74,26 @@ def gain_words(move: Move) -> str:
 
 
 def render_specs(console: Console, specs: list[GpuSpec]) -> None:
-    table = Table(title="GPU specs: datasheet, dense peaks in TFLOP/s (* tensor cores)", title_justify="left", pad_edge=False,
-                  box=box.SIMPLE_HEAD)
+    table = Table(title="GPU specs: datasheet, dense peaks in TFLOP/s (* tensor cores)",
+                  title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
     for column in ("id", "SMs", "TB/s", "L2 MiB", "FP64", "FP32", "TF32*", "FP16*", "FP8*"):
         table.add_column(column, justify="left" if column == "id" else "right",
                          min_width=13 if column == "id" else None)
     for s in specs:
-        def peak(key: str) -> str:
-            return f"{s.peaks[key].flops_per_s / 1e12:.4g}" if key in s.peaks else "-"
         table.add_row(Text(s.id), str(s.sms), f"{s.dram_bandwidth / 1e12:.3g}",
-                      f"{s.l2_bytes / 2**20:.0f}", peak(Precision.FP64),
-                      peak(Precision.FP32), peak(Precision.TF32_TENSOR),
-                      peak(Precision.FP16_TENSOR), peak(Precision.FP8_TENSOR))
+                      f"{s.l2_bytes / 2**20:.0f}", _peak(s, Precision.FP64),
+                      _peak(s, Precision.FP32), _peak(s, Precision.TF32_TENSOR),
+                      _peak(s, Precision.FP16_TENSOR), _peak(s, Precision.FP8_TENSOR))
     console.print(table)
-    console.print("`rooflint specs ID` shows one GPU: its name, clocks, every peak and ridge point.")
+    console.print("`rooflint specs ID` shows one GPU: its name, clocks, every peak and ridge "
+                  "point.")
+
+
+def _peak(spec: GpuSpec, precision: str) -> str:
+    """A dense peak in TFLOP/s for the specs table, "-" where the GPU has none."""
+    if precision not in spec.peaks:
+        return "-"
+    return f"{spec.peaks[precision].flops_per_s / 1e12:.4g}"
 
 
 def render_spec(console: Console, s: GpuSpec) -> None:

@@ -48,7 +48,9 @@ def ai_text(value: float) -> str:
 def roofs_line(roofs: Roofs) -> str:
     def beside(value: float, datasheet: float, unit: str) -> str:
         shown = format_rate(value, unit)
-        return shown if value == datasheet else f"{shown} (datasheet {format_rate(datasheet, unit)})"
+        if value == datasheet:
+            return shown
+        return f"{shown} (datasheet {format_rate(datasheet, unit)})"
     return (f"roofs ({roofs.source}): DRAM "
             f"{beside(roofs.dram_bandwidth, roofs.datasheet_dram_bandwidth, 'B/s')}, "
             f"{roofs.precision} {beside(roofs.compute, roofs.datasheet_compute, 'FLOP/s')}, "
