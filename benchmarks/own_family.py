@@ -118,7 +118,8 @@ def commit() -> str:
 def markdown(report: dict) -> str:
     yes = {True: "yes", False: "NO"}
     lines = [f"{report['gpu']}; family {report['family']}; commit {report['commit']}", "",
-             "| figure | measured | must | goal | must met | goal met |", "|---|---|---|---|---|---|"]
+             "| figure | measured | must | goal | must met | goal met |",
+             "|---|---|---|---|---|---|"]
     lines += [f"| {name} | {f['value']}x | {f['must']}x | {f['goal']}x | {yes[f['must_met']]} "
               f"| {yes[f['goal_met']]} |" for name, f in report["figures"].items()]
     lines += ["", "| run | seconds | seconds per phase |", "|---|---|---|"]

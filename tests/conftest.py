@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_ncu import stand_in
+
+from rooflint.formats.gpus import load_specs
 
 # pytest-xdist's workers start with COLUMNS=80 set, and a rich console made while COLUMNS is
 # set keeps that width for good: the command line's consoles (made when its modules are
@@ -20,9 +23,6 @@ os.environ.pop("COLUMNS", None)
 TESTS = Path(__file__).resolve().parent
 sys.path[1:1] = [str(folder) for folder in sorted(TESTS.iterdir())
                  if folder.is_dir() and any(folder.glob("test_*.py"))]
-
-from fake_ncu import stand_in
-from rooflint.formats.gpus import load_specs
 
 
 @functools.cache

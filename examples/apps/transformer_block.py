@@ -62,7 +62,8 @@ def main() -> None:
         torch.cuda.synchronize()
         elapsed = time.perf_counter() - began
         torch.cuda.nvtx.range_pop()
-    print(f"{'compiled' if args.compile else 'eager'}: {1e3 * elapsed / args.steps:.3f} ms per step")
+    print(f"{'compiled' if args.compile else 'eager'}: "
+          f"{1e3 * elapsed / args.steps:.3f} ms per step")
 
 
 if __name__ == "__main__":

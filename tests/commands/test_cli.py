@@ -80,7 +80,8 @@ def test_explain_algorithmic_bytes_gives_the_horizontal_gap():
 
 
 def test_explain_text_output():
-    result = invoke("explain", "--gpu", "h200", "--time", "2.1ms", "--flops", "0", "--bytes", "8GiB")
+    result = invoke("explain", "--gpu", "h200", "--time", "2.1ms", "--flops", "0",
+                    "--bytes", "8GiB")
     assert result.exit_code == 0 and "bandwidth-bound" in result.output
 
 

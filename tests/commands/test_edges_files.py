@@ -23,11 +23,13 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_atomic
 
 RESULT = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"
-BASELINE = REPO / "tests" / "fixtures" / "baselines" / "h200-bundled-baseline.json"  # made from RESULT
+# made from RESULT
+BASELINE = REPO / "tests" / "fixtures" / "baselines" / "h200-bundled-baseline.json"
 CALIBRATION = REPO / "examples" / "h200-calibration.json"
 READERS = {results.SCHEMA: results.read_result, baselines.SCHEMA: baselines.read,
            calibrations.SCHEMA: calibrations.load}
-NOT_DOCUMENTS = {"h100-gate-honesty.json", "h200-gate-honesty.json"}       # figures the README quotes, no schema
+# figures the README quotes, no schema
+NOT_DOCUMENTS = {"h100-gate-honesty.json", "h200-gate-honesty.json"}
 NO_STEP_SUMMARY = {"GITHUB_STEP_SUMMARY": ""}   # a gate test run in CI leaves CI's summary alone
 COMMITTED = sorted(p for p in [*REPO.glob("examples/**/*.json"),
                                 *REPO.glob("tests/fixtures/**/*.json")]

@@ -31,8 +31,10 @@ MANIFEST_MISTAKES = [
     (("tolerance: 1e-6", "tolerance: tight"), ["'tolerance' is 'tight'", "number"]),
     (("role: in}", "role: in, range: 5}"), ["'buffers.x.range' is 5", "[low, high]"]),
     (("role: in}", "role: in, range: [1, -1]}"), ["'buffers.x.range'", "low < high"]),
-    (("tolerance: 1e-6", "tolerance: 1e-6\ntolerance: 1e-3"), ["line 8", "duplicate key 'tolerance'"]),
-    (("tolerance: 1e-6", "tolerence: 1e-6"), ["unknown key 'tolerence'", "did you mean 'tolerance'"]),
+    (("tolerance: 1e-6", "tolerance: 1e-6\ntolerance: 1e-3"),
+     ["line 8", "duplicate key 'tolerance'"]),
+    (("tolerance: 1e-6", "tolerence: 1e-6"),
+     ["unknown key 'tolerence'", "did you mean 'tolerance'"]),
     (("    launches:", "    lanuches:"), ["'variants.v1.lanuches'", "'variants.v1.launches'"]),
     (("shared_mem: 0", "shared_memory: 0"), ["'variants.v1.launches[0].shared_memory'",
                                               "did you mean 'variants.v1.launches[0].shared_mem'"]),
@@ -202,7 +204,8 @@ def test_gate_thresholds_must_be_fractions(tmp_path, option, value):
 
 @pytest.mark.parametrize("args, fragments", [
     (("--time", "1us", "--bytes", "1GiB"), ["--bytes", "224x the h200 datasheet DRAM"]),
-    (("--time", "1ms", "--flops", "1e15", "--bytes", "1MB"), ["--flops", "fastest peak (fp8-tensor)"]),
+    (("--time", "1ms", "--flops", "1e15", "--bytes", "1MB"),
+     ["--flops", "fastest peak (fp8-tensor)"]),
     (("--bytes", "1e400"), ["byte count '1e400' is not a finite number"]),
     (("--flops", "1e999"), ["count '1e999' is not a finite number"]),
     (("--time", "0"), ["must be greater than zero"]),

@@ -20,7 +20,8 @@ from rooflint.formats.expressions import MAX_DEPTH, MAX_LENGTH, evaluate
 from rooflint.common.paths import locate_family, portable_path
 
 CI = REPO / "examples" / "ci"
-RESULTS = sorted(p for p in [*REPO.glob("examples/**/*.json"), *REPO.glob("tests/fixtures/**/*.json")]
+RESULTS = sorted(p for p in [*REPO.glob("examples/**/*.json"),
+                             *REPO.glob("tests/fixtures/**/*.json")]
                  if '"rooflint.result/' in p.read_text())
 
 

@@ -103,7 +103,8 @@ def test_uncoalesced_stores_are_found_by_hardware_counters_as_ncus_rule_finds_th
     draft = ncu.counters_by_index(DRAFT.read_text())
     measured = ncu.counters_by_index(LOG.read_text())
     assert draft[0].global_store_requests == 0                  # not read that day: no cause
-    assert "uncoalesced_access" not in walk_verdicts(specs, DRAFT, DRAFT_KERNELS)["blocked_2d"].evidence
+    draft_verdicts = walk_verdicts(specs, DRAFT, DRAFT_KERNELS)
+    assert "uncoalesced_access" not in draft_verdicts["blocked_2d"].evidence
     per_request = [c.global_store_sectors / c.global_store_requests for c in measured.values()]
     assert per_request == [32, 4, 16, 4]
 
@@ -165,7 +166,8 @@ def test_a_partial_wave_is_priced_at_whole_waves_over_the_waves_run(specs):
     """The conflict-free tile at N = 2560 would run 400 blocks as 1.52 waves of 264: the
     last wave half full, so sizing the grid to two whole waves gains 2 / 1.52."""
     v = with_changes(specs, 2, waves=400 / 264, grid_size=400)
-    assert "partial_wave" in v.evidence and "400 blocks are 1.52 waves of 264" in v.evidence["partial_wave"]
+    assert "partial_wave" in v.evidence
+    assert "400 blocks are 1.52 waves of 264" in v.evidence["partial_wave"]
     move = next(m for m in v.moves if m.id == "whole_waves")
     assert move.gain == pytest.approx(2 / (400 / 264))
 

@@ -38,7 +38,7 @@ def test_every_library_kernel_gets_a_caller_move_whatever_its_evidence(library):
 
 def test_a_kernel_the_user_wrote_gets_no_caller_move():
     assert catalog.caller_moves(None, {"launch_overhead": ""}) == []
-    assert kernel_libraries.library("softmax_rows") is None                 # a user's own Triton kernel
+    assert kernel_libraries.library("softmax_rows") is None        # a user's own Triton kernel
     assert kernel_libraries.library("my_kernel<float>(float*)") is None
 
 

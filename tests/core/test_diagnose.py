@@ -308,7 +308,8 @@ def test_the_compilers_half_precision_moves_are_not_held_against_the_model():
     online = _recorded("decode_attention", "v1_online_naive")
     fp32 = online.counters.flops["fp32"]
     notes = traffic(online.counters, fp32 / 8, 1e9, 1e6, "fp32").notes
-    assert any(n.startswith("counted fp32 FLOPs are 8.00x the model's (redundant work") for n in notes)
+    assert any(n.startswith("counted fp32 FLOPs are 8.00x the model's (redundant work")
+               for n in notes)
     assert not any("FLOPs are" in n for n in traffic(online.counters, fp32, 1e9, 1e6, "fp32").notes)
 
 

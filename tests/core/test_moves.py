@@ -199,8 +199,9 @@ def evidence_space():
                     continue                       # a memory level binds only when it is the bound
                 if {"l1_bound", "l2_bound"} <= flags:
                     continue                       # one level binds: the highest against its roof
-                if "shared_memory_bound" in flags and not {"l1_bound", "shared_memory_tiles"} <= flags:
-                    continue                       # L1-bound with shared-memory tiles, by definition
+                if ("shared_memory_bound" in flags
+                        and not {"l1_bound", "shared_memory_tiles"} <= flags):
+                    continue                       # L1-bound with shared-memory tiles, by def.
                 if "left_of_ridge" not in flags:
                     flags.add("right_of_ridge")
                 yield bound, flags

@@ -72,7 +72,8 @@ def test_a_measure_the_kernel_has_none_of_falls_back_to_stall_samples():
 
 
 def test_every_move_names_a_measure_the_source_pass_reads():
-    assert {rule.lines for rule in CATALOG} <= set(MEASURES) == {m.name for m in ncu.SOURCE_MEASURES}
+    assert ({rule.lines for rule in CATALOG} <= set(MEASURES)
+            == {m.name for m in ncu.SOURCE_MEASURES})
     assert rule_for("cut_redundant_traffic").lines == "excessive_sectors"
     assert rule_for("bank_conflicts_off").lines == "bank_conflicts"
 
@@ -88,7 +89,9 @@ def test_a_report_is_read_launch_by_launch_into_its_variants(monkeypatch, tmp_pa
 
     def imported(report, *page):
         asked.append(page)
-        return raw if page[1] == "raw" else launches(PAGE)[int(page[page.index("--launch-skip") + 1])]
+        if page[1] == "raw":
+            return raw
+        return launches(PAGE)[int(page[page.index("--launch-skip") + 1])]
     monkeypatch.setattr(ncu, "_imported", imported)
     by_index = ncu.read_source_csv(tmp_path / "ncu-0.ncu-rep")
     assert by_index[0].totals["excessive_sectors"] == 14680064
@@ -103,7 +106,8 @@ class SourceProfiler(RecordedProfiler):
     def close(self) -> dict:
         self.log.append(("close", ""))
         lines = profile_of(ncu.source_page_lines(launches(PAGE)[0]))
-        return {ticket: {v.name: lines for v in job.variants} for ticket, job in enumerate(self.jobs)}
+        return {ticket: {v.name: lines for v in job.variants}
+                for ticket, job in enumerate(self.jobs)}
 
 
 @pytest.fixture
@@ -111,7 +115,8 @@ def profilers(monkeypatch):
     made = {}
 
     def profiler(cache, collection, env=None, preload=()):
-        kind = SourceProfiler if isinstance(collection, source_report.SourceCounting) else RecordedProfiler
+        counting_source = isinstance(collection, source_report.SourceCounting)
+        kind = SourceProfiler if counting_source else RecordedProfiler
         made[kind] = kind()
         return made[kind]
     monkeypatch.setattr(run_module, "Profiler", profiler)
@@ -170,7 +175,8 @@ def test_the_source_pass_profiles_into_a_report_with_the_sources_clocks_untouche
     assert "--clock-control none" in joined and "--cache-control all" in joined
     assert "--section SourceCounters --import-source yes" in joined
     assert command[-2:] == ["-o", str(tmp_path / "ncu-0")] and "--nvtx" in command
-    assert source_report.SourceCounting().read(tmp_path / "ncu-0") == ({}, "")   # ncu wrote no report
+    # ncu wrote no report
+    assert source_report.SourceCounting().read(tmp_path / "ncu-0") == ({}, "")
 
 
 def test_a_report_ncu_cannot_read_is_a_one_line_reason(monkeypatch, tmp_path):
@@ -258,7 +264,8 @@ def test_counters_lost_at_the_end_skip_the_source_pass_and_say_so(profilers, mon
 
 # -- inlined header code lands at the user's calling line (issue 24) ----------------------
 
-INLINED = (Path(__file__).parents[1] / "fixtures" / "ncu" / "h100-source-inlined-pipeline.csv").read_text()
+INLINED = (Path(__file__).parents[1] / "fixtures" / "ncu"
+           / "h100-source-inlined-pipeline.csv").read_text()
 # probe-inlined-pipeline.py beside it, H100: a loop of __pipeline_memcpy_async (cp.async)
 # at line 10 of the kernel's file, the prologue's copy at line 7; ncu's page lists the
 # copies' instructions under cuda_pipeline_helpers.h:190, and under line 10 only those

@@ -20,7 +20,8 @@ def test_bytes(text, count):
     assert parse_bytes(text) == pytest.approx(count)
 
 
-@pytest.mark.parametrize("text, count", [("537e6", 537e6), ("137.4e9", 137.4e9), ("2G", 2e9), ("0", 0)])
+@pytest.mark.parametrize("text, count", [("537e6", 537e6), ("137.4e9", 137.4e9), ("2G", 2e9),
+                                         ("0", 0)])
 def test_counts(text, count):
     assert parse_count(text) == pytest.approx(count)
 

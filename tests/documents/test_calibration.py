@@ -17,9 +17,12 @@ H200 = DeviceInfo(name="NVIDIA H200", index=0, compute_capability="9.0", sms=132
                   l2_bytes=62914560, memory_bytes=150109880320, max_sm_clock_mhz=1980,
                   max_mem_clock_mhz=3201, driver="580.159.04", cuda_runtime="13020", cupy="14.2.0")
 STEPS = [
-    {"ceiling": "dram", "method": "read float4, 1056 blocks of 256", "value": 4.3e12, "sm_clock_mhz": 1980.0},
-    {"ceiling": "dram-sweep", "method": "read float4, 1056 blocks of 256", "value": 4.3e12, "sm_clock_mhz": 1980.0},
-    {"ceiling": "dram-sweep", "method": "copy float, 264 blocks of 256", "value": 3.1e12, "sm_clock_mhz": 1980.0},
+    {"ceiling": "dram", "method": "read float4, 1056 blocks of 256", "value": 4.3e12,
+     "sm_clock_mhz": 1980.0},
+    {"ceiling": "dram-sweep", "method": "read float4, 1056 blocks of 256", "value": 4.3e12,
+     "sm_clock_mhz": 1980.0},
+    {"ceiling": "dram-sweep", "method": "copy float, 264 blocks of 256", "value": 3.1e12,
+     "sm_clock_mhz": 1980.0},
     {"ceiling": "l2", "method": "read float4", "value": 11e12, "sm_clock_mhz": 1980.0},
     {"ceiling": "fp32", "method": "FMA kernel", "value": 60.2e12, "sm_clock_mhz": 1800.0},
     {"ceiling": "fp16-tensor", "method": "cuBLAS", "value": 790e12, "sm_clock_mhz": 1755.0},
@@ -112,7 +115,8 @@ def test_a_bf16_gemm_is_judged_against_the_bf16_roof(calibration, specs):
     assert judged.verdict.bound == "compute"
 
 
-def test_the_calibration_table_shows_the_tensor_roofs_and_what_was_not_calibrated(calibration, specs):
+def test_the_calibration_table_shows_the_tensor_roofs_and_what_was_not_calibrated(calibration,
+                                                                                 specs):
     console = Console(file=io.StringIO(), width=140)
     render_calibration(console, calibration, find_spec("h200", specs))
     lines = [line.strip() for line in console.file.getvalue().splitlines()]

@@ -14,7 +14,8 @@ from rooflint.formats.json_schema import DOCUMENTS, path_of, schema_of, text_of
 
 jsonschema = pytest.importorskip("jsonschema")
 KINDS = {version: name for name, (_, version) in DOCUMENTS.items()}
-COMMITTED = sorted(p for p in [*REPO.glob("examples/**/*.json"), *REPO.glob("tests/fixtures/**/*.json"),
+COMMITTED = sorted(p for p in [*REPO.glob("examples/**/*.json"),
+                               *REPO.glob("tests/fixtures/**/*.json"),
                                *REPO.glob("benchmarks/results/**/*.json")]
                    if "trace" not in p.relative_to(REPO).parts)
 

@@ -54,13 +54,18 @@ def test_the_first_matching_pattern_wins_and_short_names_match(tmp_path):
 
 
 @pytest.mark.parametrize("text, fragments", [
-    ("kernels:\n  - {match: x, flop: 1, bytes: 2}\n", ["kernels[0].flop", "did you mean 'kernels[0].flops'"]),
+    ("kernels:\n  - {match: x, flop: 1, bytes: 2}\n",
+     ["kernels[0].flop", "did you mean 'kernels[0].flops'"]),
     ("kernels:\n  - {match: x, flops: 1}\n", ["'kernels[0].bytes' is missing"]),
-    ("kernels:\n  - {match: 'gemm(', flops: 1, bytes: 2}\n", ["kernels[0].match", "not a regular expression"]),
-    ("values: {B: 8}\nkernels:\n  - {match: x, flops: 2 * B * C, bytes: 2}\n", ["kernels[0].flops", "C"]),
-    ("values: {2B: 8}\nkernels:\n  - {match: x, flops: 1, bytes: 2}\n", ["values.2B", "identifier"]),
+    ("kernels:\n  - {match: 'gemm(', flops: 1, bytes: 2}\n",
+     ["kernels[0].match", "not a regular expression"]),
+    ("values: {B: 8}\nkernels:\n  - {match: x, flops: 2 * B * C, bytes: 2}\n",
+     ["kernels[0].flops", "C"]),
+    ("values: {2B: 8}\nkernels:\n  - {match: x, flops: 1, bytes: 2}\n",
+     ["values.2B", "identifier"]),
     ("kernels:\n  - {match: x, flops: 1, bytes: 0}\n", ["kernels[0]", "bytes must be positive"]),
-    ("kernel:\n  - {match: x, flops: 1, bytes: 2}\n", ["unknown key 'kernel'", "did you mean 'kernels'"]),
+    ("kernel:\n  - {match: x, flops: 1, bytes: 2}\n",
+     ["unknown key 'kernel'", "did you mean 'kernels'"]),
     ("kernels: []\n", ["'kernels' must be a list"]),
     ("values: {B: 8}\n", ["'kernels' must be a list"]),
     ("- 1\n", ["expected a mapping"]),

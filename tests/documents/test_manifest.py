@@ -85,7 +85,8 @@ variants:
   v1:
     source: toy.cu
     launches:
-      - {entry: "k<4>", grid: "cdiv(N, 256)", block: 256, shared_mem: 1024, args: [x, y, {i32: HALF}]}
+      - {entry: "k<4>", grid: "cdiv(N, 256)", block: 256, shared_mem: 1024,
+         args: [x, y, {i32: HALF}]}
     expect: {bound: bandwidth, faster_than: v0}
 """
 
@@ -135,7 +136,8 @@ def test_malformed_yaml(tmp_path):
 
 def test_bad_launch_geometry_is_caught_at_resolve(tmp_path):
     directory = write(tmp_path, GOOD.replace('"cdiv(N, 256)"', "N/3"))
-    with pytest.raises(RooflintError, match=r"launches\[0\].grid. is .N/3. = 341.333; expected a whole number"):
+    with pytest.raises(RooflintError,
+                       match=r"launches\[0\].grid. is .N/3. = 341.333; expected a whole number"):
         resolve(load_manifest(directory), {}, DEVICE, TimingJob())
 
 

@@ -6,7 +6,6 @@ hits and misses."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import replace

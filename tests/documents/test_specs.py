@@ -103,7 +103,8 @@ def test_a_family_of_one_id_and_an_exact_id_need_no_gpu(specs):
 
 
 def test_a_name_that_only_starts_an_id_is_not_a_family(specs):
-    with pytest.raises(RooflintError, match="unknown GPU 'h10'; did you mean h100-pcie or h100-sxm"):
+    with pytest.raises(RooflintError,
+                       match="unknown GPU 'h10'; did you mean h100-pcie or h100-sxm"):
         find_spec("h10", specs, present=no_gpu_asked)
 
 
@@ -140,7 +141,8 @@ def test_a_valid_spec_loads(tmp_path):
 
 @pytest.mark.parametrize("change, field", [
     (("sms: 10\n", ""), "sms"),
-    (("  fp32: {tflops: 1, clock_mhz: 1000}\n", "  fp64: {tflops: 1, clock_mhz: 1000}\n"), "peaks.fp32"),
+    (("  fp32: {tflops: 1, clock_mhz: 1000}\n", "  fp64: {tflops: 1, clock_mhz: 1000}\n"),
+     "peaks.fp32"),
     (("bandwidth_gbs: 100", "bandwidth_gbs: fast"), "memory.bandwidth_gbs"),
     (("tflops: 1,", "tflop: 1,"), "peaks.fp32.tflops"),
     (("  fp32:", "  fp33:"), "peaks.fp33"),

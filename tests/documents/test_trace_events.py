@@ -376,7 +376,8 @@ def test_name_keys_ignore_what_demanglers_disagree_on():
     ncu_name = ("void at::<unnamed>::GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, "
                 "256, 0, 1, 0>(long, long, const T1 *)")
     assert kernel_names.name_key(torch_name) == kernel_names.name_key(ncu_name)
-    assert kernel_names.name_key("void k<(at::NormType)1, float>(float*)") == kernel_names.name_key("void k<1, float>(T1 *)")
+    assert (kernel_names.name_key("void k<(at::NormType)1, float>(float*)")
+            == kernel_names.name_key("void k<1, float>(T1 *)"))
     assert kernel_names.name_key("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
     assert kernel_names.name_key("void k<4>(int)") != kernel_names.name_key("void k<8>(int)")
 

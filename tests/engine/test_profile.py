@@ -405,7 +405,8 @@ def test_a_program_holding_most_of_its_gpu_is_told_pass_2_may_crawl(held, warned
         assert "48.0 GB" in words or "44.7 GiB" in words, words
         assert "--top" in words
     assert app.memory_held_past_replay_room(None) is None
-    assert app.memory_held_past_replay_room({"traceEvents": []}) is None     # no GPU named: no warning
+    # no GPU named: no warning
+    assert app.memory_held_past_replay_room({"traceEvents": []}) is None
 
 
 # -- bad input -------------------------------------------------------------------------------
@@ -446,19 +447,25 @@ def test_a_profile_plot_sizes_dots_by_time_share(h200_result):
 MANGLED = {
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_":
         "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)",
-    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIN3c108BFloat16EEESt5arrayIPcLm3EEEEviT0_T1_":
-        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
-        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)",
+        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, "
+        "std::array<char*, 3ul>)",
+    "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIN3c108BFloat16EE"
+    "ESt5arrayIPcLm3EEEEviT0_T1_":
+        "void at::native::vectorized_elementwise_kernel<4, "
+        "at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul> >(int, "
+        "at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)",
     "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_":
         "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
         "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
     "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_10NormTwoOpsIfffLb1EEEjfLi4ELi4EEEEEvT1_":
-        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::NormTwoOps<float, "
-        "float, float, true>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, "
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+        "at::native::NormTwoOps<float, float, float, true>, unsigned int, float, 4, 4> "
+        ">(at::native::ReduceOp<float, "
         "at::native::NormTwoOps<float, float, float, true>, unsigned int, float, 4, 4>)",
-    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT": "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
-    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT_v2": "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT_v2",
+    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT":
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+    "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT_v2":
+        "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT_v2",
     "_Z33my_vectorized_elementwise_kernel2v": "void my_vectorized_elementwise_kernel2()",
 }
 
@@ -513,11 +520,14 @@ def test_each_kernel_of_a_real_training_step_is_selected_by_its_own_pattern(mang
 
 
 def test_template_words_are_the_names_a_mangled_name_spells():
-    name = MANGLED["_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_10NormTwoOpsIfffLb1EEEjfLi4ELi4EEEEEvT1_"]
+    name = MANGLED["_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_10NormTwoOps"
+                   "IfffLb1EEEjfLi4ELi4EEEEEvT1_"]
     assert pass2_patterns.template_words(name) == ["ReduceOp", "NormTwoOps"]
-    lambda_kernel = ("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl("
-                     "at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::"
-                     "{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, float, std::array<char*, 2ul>)")
+    lambda_kernel = ("void at::native::vectorized_elementwise_kernel<8, "
+                     "at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+                     "at::native::GeluType)::{lambda()#2}::operator()() const::"
+                     "{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, float, "
+                     "std::array<char*, 2ul>)")
     assert pass2_patterns.template_words(lambda_kernel) == ["GeluCUDAKernelImpl", "array"]
     assert kernel_names.function_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward"
                                          "<8, float>(float*, int)") == "cunn_SoftMaxForward"
@@ -599,7 +609,8 @@ def test_names_that_shorten_alike_are_told_apart_in_the_width_of_one(names):
 def test_three_names_parting_at_two_places_are_each_told_from_the_nearest():
     """Each shows where it parts from the name nearest it (the longest common start)."""
     from rooflint.output.terminal import shortened_names
-    names = ["k" * 20 + "ab" + "m" * 30 + "cd" + "t" * 20, "k" * 20 + "ab" + "m" * 30 + "ce" + "t" * 20,
+    names = ["k" * 20 + "ab" + "m" * 30 + "cd" + "t" * 20,
+             "k" * 20 + "ab" + "m" * 30 + "ce" + "t" * 20,
              "k" * 20 + "ac" + "m" * 30 + "cd" + "t" * 20]
     shown = shortened_names(names)
     assert len(set(shown.values())) == 3
@@ -613,14 +624,16 @@ def test_a_persistent_gemm_running_several_shapes_is_not_called_noisy():
     variants = {v.name: v for v in read_result(
         REPO / "examples" / "profile" / "h200-profile-train-eager.json").families[0].variants}
     gemm = variants["nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT"]
-    stats, note = app.explained_spread(kernel_times.KernelTime(gemm.share.kernel, "", gemm.samples_s))
+    stats, note = app.explained_spread(kernel_times.KernelTime(gemm.share.kernel, "",
+                                                               gemm.samples_s))
     assert not stats.noisy and stats.n == 20 and len(gemm.samples_s) == 40
     assert stats.median_s == pytest.approx(9.9e-6, rel=0.03)
     assert note.startswith("2 shapes at one launch configuration") and "20 of 40" in note
     assert gemm.time == stats and note in gemm.notes       # as the committed profile says
     copy = next(v for name, v in variants.items() if name.startswith("unrolled_elementwise")
                 and v.time.noisy)
-    assert time_spread.mixed_shapes(kernel_times.KernelTime(copy.share.kernel, "", copy.samples_s)) is None
+    copy_times = kernel_times.KernelTime(copy.share.kernel, "", copy.samples_s)
+    assert time_spread.mixed_shapes(copy_times) is None
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -629,9 +642,12 @@ def test_shapes_are_told_from_noise_over_random_launch_times(seed):
     few launches of a second shape leave the quartiles alone: nothing to explain); one
     shape with a few percent of jitter, or with one slow outlier, is not."""
     rng = random.Random(seed)
-    jitter = lambda t, n: [t * (1 + rng.uniform(-0.02, 0.02)) for _ in range(n)]
+
+    def jitter(t: float, n: int) -> list[float]:
+        return [t * (1 + rng.uniform(-0.02, 0.02)) for _ in range(n)]
     base = rng.uniform(2e-6, 1e-3)
-    shapes = jitter(base, rng.randint(2, 30)) + jitter(base * rng.uniform(1.3, 5), rng.randint(2, 30))
+    shapes = (jitter(base, rng.randint(2, 30))
+              + jitter(base * rng.uniform(1.3, 5), rng.randint(2, 30)))
     mixed = time_spread.mixed_shapes(kernel_times.KernelTime("k", "", shapes))
     assert (mixed is not None) == TimeStats.of(shapes).noisy
     assert mixed is None or profile_words.shapes_note(mixed).startswith("2 shapes")

@@ -94,7 +94,8 @@ def test_failed_variants_get_no_speed_figure(specs):
     family = resolve(load_manifest("gemm_fp32"), {}, {"num_sms": 132}, TimingJob(),
                      ["naive", "tiled"])
     result = family_result(family, [
-        measured("naive", 0, status="fail", message="C: relative error 3.1e-01 > tolerance 1.0e-05"),
+        measured("naive", 0, status="fail",
+                 message="C: relative error 3.1e-01 > tolerance 1.0e-05"),
         measured("tiled", 0, status="error", message="compile error: sgemm.cu(40): error: ...")],
         {}, find_spec("h200", specs), H200)
     for v in result.variants:
@@ -152,7 +153,8 @@ def test_int8_against_v3_reports_a_byte_cut_that_did_not_pay(specs):
         find_spec("h200", specs), H200)
     int8 = by_name(result)["int8_kv"]
     # (134.5 + 2.6) MB against (68.3 + 2.6) MB: 0.52x the bytes, 1.93x the intensity
-    assert int8.versus.startswith("vs v3_vectorized: DRAM bytes 0.52x, observed AI 1.93x, time 0.93x")
+    assert int8.versus.startswith("vs v3_vectorized: DRAM bytes 0.52x, observed AI 1.93x, "
+                                  "time 0.93x")
     assert "the byte cut did not set the time: 1.93x fewer DRAM bytes, 1.07x less time; " \
            "v3_vectorized was chain-bound (DRAM at 1% of its roof), so bytes were not its limit" \
            in int8.versus

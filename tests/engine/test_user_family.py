@@ -60,9 +60,10 @@ def test_the_family_is_of_the_issues_size_and_fits_an_h100():
 def test_every_reference_writes_what_its_variant_writes(small):
     family, _, outputs = small
     shapes = {b.name: b.shape for b in family.job.buffers}
+    roles = {b.name: b.role for b in family.job.buffers}
     for variant in family.job.variants:
         written = {a.buffer for launch in variant.launches for a in launch.args
-                   if a.buffer and next(b for b in family.job.buffers if b.name == a.buffer).role == "out"}
+                   if a.buffer and roles[a.buffer] == "out"}
         assert set(outputs[variant.name]) == written, variant.name
         for name, array in outputs[variant.name].items():
             assert np.asarray(array).size == math.prod(shapes[name]), (variant.name, name)
@@ -97,7 +98,8 @@ def own_family():
     """benchmarks/own_family.py as a module (its neighbours on the path, as when it runs)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
-        spec = importlib.util.spec_from_file_location("own_family", REPO / "benchmarks" / "own_family.py")
+        spec = importlib.util.spec_from_file_location("own_family",
+                                                      REPO / "benchmarks" / "own_family.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module

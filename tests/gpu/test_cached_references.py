@@ -40,7 +40,8 @@ extern "C" __global__ void double_it(const float* x, float* y, long long n) {
 
 # The reference imports its factor from a file beside it (the worker runs with the
 # current directory first on sys.path, so the test runs from the family's directory).
-REFERENCE = "from factor import FACTOR\n\n\ndef scaled(bufs, params):\n    return {'y': FACTOR * bufs['x']}\n"
+REFERENCE = ("from factor import FACTOR\n\n\n"
+             "def scaled(bufs, params):\n    return {'y': FACTOR * bufs['x']}\n")
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """compare and gate decide time alike; compare says where a speedup came from; noisy
 medians are flagged wherever they are shown; sampling goes on while the spread is wide.
 
-All on the recorded H200 results (tests/fixtures/results/h200-bundled.json, the run of 2026-11-21) or on synthetic samples
-whose only purpose is to cover many pairs and gaps.
+All on the recorded H200 results (tests/fixtures/results/h200-bundled.json, the run of
+2026-11-21) or on synthetic samples whose only purpose is to cover many pairs and gaps.
 """
 
 import copy
@@ -94,7 +94,8 @@ def test_a_copy_has_no_flop_rate_but_its_bandwidth(result):
 
 
 def test_compare_json_carries_figures_attribution_and_warnings(result):
-    outcome = runner.invoke(app, ["compare", f"{RESULT}:tiled", f"{RESULT}:blocked_2d", "--json", "-"])
+    outcome = runner.invoke(app, ["compare", f"{RESULT}:tiled", f"{RESULT}:blocked_2d",
+                                  "--json", "-"])
     assert outcome.exit_code == 0, outcome.output
     [c] = json.loads(outcome.output)["comparisons"]
     assert set(c["figures"]) == {"tiled", "blocked_2d"}
@@ -165,16 +166,19 @@ def test_a_noisy_baseline_made_30_percent_slower_is_slower_in_compare_and_regres
     assert base.time.noisy and base.time.spread > 0.85
     slower = slowed(result, "cublas_fp16", 1.3)
     c = compare(base, variant(slower, "cublas_fp16"))
-    assert c.speedup.decision == "slower" and c.sentence.startswith("cublas_fp16 is 1.30x slower")
-    assert [w.split(" is noisy")[0] for w in c.warnings] == ["side A, cublas_fp16,", "side B, cublas_fp16,"]
-    row = next(r for r in evaluate(baselines.from_result(result), baselines.from_result(slower)).rows
-               if r.variant == "cublas_fp16")
+    assert c.speedup.decision == "slower"
+    assert c.sentence.startswith("cublas_fp16 is 1.30x slower")
+    assert [w.split(" is noisy")[0] for w in c.warnings] == ["side A, cublas_fp16,",
+                                                             "side B, cublas_fp16,"]
+    gated = evaluate(baselines.from_result(result), baselines.from_result(slower))
+    row = next(r for r in gated.rows if r.variant == "cublas_fp16")
     assert row.outcome == "regressed" and row.reasons[0].startswith("time +30.0%")
     assert row.warnings[0].startswith("noisy baseline: IQR ±88% of the median over 200 samples")
 
     path = tmp_path / "slower.json"
     write_result(slower, path)
-    shown = runner.invoke(app, ["compare", f"{RESULT}:cublas_fp16", f"{path}:cublas_fp16", "--json", "-"])
+    shown = runner.invoke(app, ["compare", f"{RESULT}:cublas_fp16", f"{path}:cublas_fp16",
+                                "--json", "-"])
     assert json.loads(shown.output)["comparisons"][0]["speedup"]["decision"] == "slower"
     base_file = tmp_path / "baseline.json"
     assert runner.invoke(app, ["gate", "--baseline", str(base_file), "--current", str(RESULT),

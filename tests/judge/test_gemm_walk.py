@@ -1,6 +1,6 @@
 """The GEMM walk past register blocking (examples/gemm_walk, issue 24) as committed from an
-H100 and an H200: each step's top move is specific, with its gain, and the next step, written as that
-move, is faster; re-derived from the recorded counters by this code."""
+H100 and an H200: each step's top move is specific, with its gain, and the next step,
+written as that move, is faster; re-derived from the recorded counters by this code."""
 
 from __future__ import annotations
 

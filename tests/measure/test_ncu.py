@@ -103,11 +103,12 @@ STAGES = {gpu: Path(__file__).parents[1] / "fixtures" / "ncu" / f"{gpu}-probe-l1
 def test_every_metric_asked_for_is_in_the_recorded_csv(gpu):
     """The recordings hold what rooflint asks for: these every metric of the time they
     were taken, the GEMM walk's (issue 24) the access-pattern metrics added since."""
-    header = next(l for l in STAGES[gpu].read_text().splitlines() if l.startswith('"ID"'))
+    header = next(line for line in STAGES[gpu].read_text().splitlines()
+                  if line.startswith('"ID"'))
     then = [m for m in ncu.METRICS if m not in ncu.ACCESS_PATTERN_METRICS]
     assert all(f'"{metric}"' in header for metric in then)
     walk = (FIXTURES / "h100-gemm-walk-counters.csv").read_text()
-    header = next(l for l in walk.splitlines() if l.startswith('"ID"'))
+    header = next(line for line in walk.splitlines() if line.startswith('"ID"'))
     assert all(f'"{metric}"' in header for metric in ncu.BASE_METRICS)
 
 

@@ -114,7 +114,8 @@ def test_phases_of_each_job_go_to_its_own_stopwatch(stand_in):
 
 def test_the_worker_runs_as_a_profiler_importing_ahead_what_it_will_need(stand_in):
     from pathlib import Path
-    profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)), preload=("torch", "triton"))
+    profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)),
+                               preload=("torch", "triton"))
     profiler.start()
     argv = Path(stand_in[0] + ".argv")
     profiler.profile(job("copy_scalar"), 30, quiet)

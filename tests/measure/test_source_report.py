@@ -309,7 +309,8 @@ def test_a_launch_whose_samples_sit_in_inlined_header_code_is_read_from_its_page
     """ncu_report places instructions without their inline chain; a launch with more than
     INLINED_SHARE of its samples in another file is read from its CSV page, which has the
     chains, so the header's samples count at the line that called it."""
-    page = (Path(__file__).parents[1] / "fixtures" / "ncu" / "h100-source-inlined-pipeline.csv").read_text()
+    page = (Path(__file__).parents[1] / "fixtures" / "ncu"
+            / "h100-source-inlined-pipeline.csv").read_text()
     plain = launch(0, STRIDE_32)
     inlined = launch(1, STRIDE_32)
     header = ("/usr/include/cuda_pipeline_helpers.h", 190)

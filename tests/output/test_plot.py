@@ -54,7 +54,8 @@ def close_figures():
 
 @pytest.fixture(scope="module")
 def everything():
-    """Every variant of the recorded H200 run (tests/fixtures/results/h200-bundled.json), drawn once for the tests that only look."""
+    """Every variant of the recorded H200 run (tests/fixtures/results/h200-bundled.json),
+    drawn once for the tests that only look."""
     fig = figure([read_result(EXAMPLE)])
     yield fig
     plt.close(fig)
@@ -140,7 +141,8 @@ def test_a_label_moved_away_from_its_dot_has_a_leader(everything):
     to its dot by a leader line (``leader-KEY``), and no label near its dot has one."""
     ax, renderer = drawn(everything)
     leaders = {t.arrow_patch.get_gid() for t in ax.texts
-               if t.arrow_patch is not None and (t.arrow_patch.get_gid() or "").startswith("leader-")}
+               if t.arrow_patch is not None
+               and (t.arrow_patch.get_gid() or "").startswith("leader-")}
     pixels = renderer.points_to_pixels(1.0)
     dots = {line.get_gid(): ax.transData.transform(line.get_xydata()[0]) for line in ax.get_lines()
             if (line.get_gid() or "").startswith("variant-")}

@@ -199,7 +199,8 @@ def test_run_prints_each_table_as_its_family_finishes(monkeypatch, recording):
     seen = {}
 
     def look(family, variant):
-        seen[family, variant] = (console.file.getvalue(), [t.description for t in display.bar.tasks])
+        seen[family, variant] = (console.file.getvalue(),
+                                 [t.description for t in display.bar.tasks])
     pool = RecordedPool(look)
     use_stand_in_pools(monkeypatch, lambda env=None: pool)
     with display:

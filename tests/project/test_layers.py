@@ -266,7 +266,7 @@ def test_the_walk_sees_imports_at_every_level(graph):
 
 @pytest.mark.parametrize("module, imported", [
     ("rooflint.measure.calibrate", "rooflint.measure.worker"),   # `send`, imported from worker
-    ("rooflint.formats.results", "rooflint"),                             # `__version__`, from __init__
+    ("rooflint.formats.results", "rooflint"),                    # `__version__`, from __init__
 ], ids=["calibrate-worker", "results-init"])
 def test_the_circles_issue_26_removed_would_be_found(graph, module, imported):
     """The two circles issue 26 names, put back into the real graph."""

@@ -97,6 +97,7 @@ def test_every_relative_link_leads_somewhere(page):
 def test_every_docs_page_is_in_the_index():
     """docs/README.md links every page of docs/, so none is found only by chance."""
     index = DOCS / "README.md"
-    linked = {(index.parent / link.partition("#")[0]).resolve() for link in _links(index.read_text())}
+    linked = {(index.parent / link.partition("#")[0]).resolve()
+              for link in _links(index.read_text())}
     pages = {p.resolve() for p in DOCS.rglob("*.md")} - {index.resolve()}
     assert not pages - linked, sorted(str(p.relative_to(REPO_ROOT)) for p in pages - linked)
