@@ -21,6 +21,7 @@ from rooflint.measure.runner import calibrate as measure_ceilings
 from rooflint.output.live import progress_bar
 from rooflint.output.outputs import CALIBRATION, STDOUT, guard_json
 from rooflint.output.roofs import render_calibration
+from rooflint.output.written import calibration_saved
 
 
 def calibrate_command(request: CalibrateRequest) -> None:
@@ -48,6 +49,6 @@ def calibrate_command(request: CalibrateRequest) -> None:
     if copy:
         calibrations.save(calibration, copy)
     render_calibration(screen, calibration, spec)
-    screen.print(f"saved to {path}" + (f" and {copy}" if copy else ""))
+    screen.print(calibration_saved(path, copy))
     if json_path == STDOUT:
         write_json(calibration.to_json(), STDOUT)

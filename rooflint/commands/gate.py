@@ -19,7 +19,6 @@ from rooflint.engine.families import RunOptions, check_inputs, run as run_famili
 from rooflint.engine.compare_sides import remeasure_against
 from rooflint.commands.stdio import console, fail, progress, say
 from rooflint.common.errors import RooflintError
-from rooflint.common.printable import printable
 from rooflint.formats import baseline as baselines
 from rooflint.formats.gate_outcomes import Report
 from rooflint.formats.jsonfile import append_text, write_text
@@ -28,6 +27,7 @@ from rooflint.formats.thresholds import threshold_option
 from rooflint.output import outputs
 from rooflint.output.gate_report import gate_junit, gate_markdown, render_gate
 from rooflint.output.live import RunDisplay
+from rooflint.output.written import baseline_written
 
 
 def gate_command(request: GateRequest) -> None:
@@ -60,9 +60,8 @@ def gate_command(request: GateRequest) -> None:
     measured = baselines.from_result(result)
     if update:
         baselines.write(measured, baseline_path)
-        console.print(f"baseline written to {baseline_path}: {len(measured.entries)} variants "
-                      f"on {printable(measured.gpu)}, driver {printable(measured.driver)}",
-                      markup=False)
+        console.print(baseline_written(baseline_path, len(measured.entries), measured.gpu,
+                                       measured.driver), markup=False)
         return
     reference = baselines.read(baseline_path)
     report = evaluate(reference, measured, overrides, request.gpu_mismatch)

@@ -10,6 +10,7 @@ from rooflint.formats.results import read_result
 from rooflint.output import plotting
 from rooflint.output.outputs import PICTURE, STDOUT, Named, Output, guard_outputs
 from rooflint.output.tables import check_held
+from rooflint.output.written import roofline_drawn
 
 
 def plot_command(request: PlotRequest) -> None:
@@ -25,4 +26,4 @@ def plot_command(request: PlotRequest) -> None:
             emit(plotting.rendered(figure, "svg").decode().rstrip("\n"))
             return
         plotting.save(figure, output)
-    console.print(f"roofline drawn to {output}", markup=False)
+    console.print(roofline_drawn(output), markup=False)

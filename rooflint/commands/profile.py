@@ -24,6 +24,7 @@ from rooflint.output.exports import Export
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
 from rooflint.output.profile_words import pass2_stopped_words
 from rooflint.output.tables import render_run
+from rooflint.output.written import result_written, roofline_drawn
 
 
 def profile_command(request: ProfileRequest) -> None:
@@ -66,7 +67,7 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
         write_result(result, json_path)
-        screen.print(f"result written to {json_path}", markup=False)
+        screen.print(result_written(json_path), markup=False)
     named = json_path if json_path and json_path != STDOUT else "rooflint profile"
     for said in writing.write(tables, [result], str(named)):
         screen.print(said, markup=False)
@@ -74,7 +75,7 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
         from rooflint.output import plotting    # matplotlib, only for --svg
         with plotting.drawn([result]) as figure:
             plotting.save(figure, svg)
-        screen.print(f"roofline drawn to {svg}", markup=False)
+        screen.print(roofline_drawn(svg), markup=False)
 
 
 def _check_logs_folder(logs: Path) -> None:

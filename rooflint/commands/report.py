@@ -18,6 +18,7 @@ from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import read_result
 from rooflint.output.html_report import ComparedPair, ComparisonView, Document, report_html
 from rooflint.output.outputs import REPORT, STDOUT, Named, Output, guard_outputs
+from rooflint.output.written import report_written
 
 
 def report_command(paths: list[Path], output: Path) -> None:
@@ -33,7 +34,7 @@ def report_command(paths: list[Path], output: Path) -> None:
         emit(html.rstrip("\n"))
         return
     write_text(html, output)
-    console.print(f"report written to {output}", markup=False, soft_wrap=True)
+    console.print(report_written(output), markup=False, soft_wrap=True)
 
 
 def compared(a: Document, b: Document) -> ComparisonView:

@@ -22,6 +22,7 @@ from rooflint.formats.status import Status
 from rooflint.measure import runner
 from rooflint.measure.devices import device_indices, parse_devices, visible_devices
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
+from rooflint.output.written import result_written, roofline_drawn
 
 
 def run_command(request: RunRequest) -> None:
@@ -65,14 +66,14 @@ def run_command(request: RunRequest) -> None:
     if json_path == STDOUT:
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
-        screen.print(f"result written to {json_path}", markup=False)
+        screen.print(result_written(json_path), markup=False)
     for said in writing.write(tables, [result], str(options.json_path or "rooflint run")):
         screen.print(said, markup=False)
     if svg:
         from rooflint.output import plotting    # matplotlib, only for --svg
         with plotting.drawn([result]) as figure:
             plotting.save(figure, svg)
-        screen.print(f"roofline drawn to {svg}", markup=False)
+        screen.print(roofline_drawn(svg), markup=False)
     if any(v.status in (Status.FAIL, Status.ERROR) for f in result.families for v in f.variants):
         raise typer.Exit(1)
 

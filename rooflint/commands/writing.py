@@ -22,6 +22,7 @@ from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import RunResult
 from rooflint.output.exports import PAGE, Export, rendered
 from rooflint.output.outputs import STDOUT
+from rooflint.output.written import report_written, table_written
 
 
 def asked(exports: Exports) -> list[Export]:
@@ -59,6 +60,6 @@ def write(wanted: Sequence[Export], results: Sequence[RunResult], name: str) -> 
             emit(text.rstrip("\n"))
         else:
             write_text(text, e.path)
-            said.append(f"{'report' if e.format == PAGE else e.format + ' table'} written "
-                        f"to {e.path}")
+            said.append(report_written(e.path) if e.format == PAGE
+                        else table_written(e.format, e.path))
     return said

@@ -219,3 +219,23 @@ def test_gpu_and_devices_are_taken_under_their_names():
 def test_no_private_module_of_typer_or_click_is_imported():
     sources = "\n".join(path.read_text() for path in (REPO / "rooflint").rglob("*.py"))
     assert not re.search(r"\b(typer|click)\._\w", sources)
+
+
+def test_each_file_written_is_said_once_in_the_same_words(tmp_path):
+    """A command names every file it wrote, in one wording for every command
+    (output/written.py): gate's baseline with what it holds, show's tables and page."""
+    result = REPO / "tests" / "fixtures" / "results" / "h200-bundled.json"
+    baseline = tmp_path / "b.json"
+    outcome = rooflint("gate", "--update", "--current", str(result), "--baseline", "b.json",
+                       cwd=tmp_path)
+    entries = len(json.loads(baseline.read_text())["entries"])
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.stdout.count(f"baseline written to b.json: {entries} variants on "
+                                f"NVIDIA H200, driver ") == 1, outcome.stdout
+    outcome = rooflint("show", str(result), "--csv", "t.csv", "--markdown", "t.md",
+                       "--html", "p.html", cwd=tmp_path)
+    assert outcome.code == 0, outcome.stderr
+    said = outcome.stdout + outcome.stderr
+    for line in ("csv table written to t.csv", "markdown table written to t.md",
+                 "report written to p.html"):
+        assert said.count(line) == 1, said
