@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
@@ -23,7 +22,7 @@ from rooflint.commands.completion import CompletingGroup
 from rooflint.commands.stdio import (GuardedErrors, GuardedOutput, set_quiet, console,
                                       emit, fail, one_line_errors, say)
 from rooflint.common.errors import RooflintError
-from rooflint.common.vocabularies import CacheMode, CountersMode, Precision
+from rooflint.common.vocabularies import CacheMode, CountersMode, GpuMismatch, Precision
 from rooflint.common.version import __version__
 from rooflint.commands.requests import (CalibrateRequest, CompareRequest, ExplainRequest,
                                         Exports, GateRequest, PlotRequest, ProfileRequest,
@@ -308,11 +307,6 @@ def explain(
         precision=precision, json_path=json_path, datasheet=datasheet))
 
 
-class GpuMismatch(str, Enum):
-    error = "error"
-    warn = "warn"
-
-
 @app.command(cls=Command)
 @one_line_errors
 def gate(
@@ -337,7 +331,7 @@ def gate(
                                                    help="Counted-FLOPs threshold, a percentage "
                                                    f"(default {as_percent(DEFAULT_MAX_GROWTH)}).",
                                                    metavar="PERCENT"),
-    gpu_mismatch: GpuMismatch = typer.Option(GpuMismatch(GateRequest.gpu_mismatch),
+    gpu_mismatch: GpuMismatch = typer.Option(GateRequest.gpu_mismatch,
                                              "--gpu-mismatch", help="A baseline from another "
                                              "GPU: error or warn."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown "
@@ -355,7 +349,7 @@ def gate(
     gate_command(GateRequest(
         baseline_path=baseline_path, targets=tuple(targets or ()), current=current,
         update=update, max_slowdown=max_slowdown, max_bytes_growth=max_bytes_growth,
-        max_flops_growth=max_flops_growth, gpu_mismatch=gpu_mismatch.value, markdown=markdown,
+        max_flops_growth=max_flops_growth, gpu_mismatch=gpu_mismatch, markdown=markdown,
         junit=junit, counters=counters, recheck=recheck))
 
 

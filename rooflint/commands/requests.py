@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooflint.common.vocabularies import CacheMode, CountersMode, Precision
+from rooflint.common.vocabularies import CacheMode, CountersMode, GpuMismatch, Precision
 from rooflint.formats.settings import (DEFAULT_CACHE, DEFAULT_COUNTERS, DEFAULT_COVERAGE,
                                        DEFAULT_TIMEOUT_S)
 
@@ -58,7 +58,7 @@ class GateRequest:
     max_slowdown: str | None = None       # thresholds as typed (5%): read by formats.thresholds
     max_bytes_growth: str | None = None
     max_flops_growth: str | None = None
-    gpu_mismatch: str = "error"           # a baseline from another GPU: error or warn
+    gpu_mismatch: GpuMismatch = GpuMismatch.ERROR   # a baseline from another GPU
     markdown: Path | None = None
     junit: Path | None = None
     counters: CountersMode = DEFAULT_COUNTERS

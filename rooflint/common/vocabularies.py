@@ -37,6 +37,14 @@ class CompilerChoice(Vocabulary):
     NVCC = "nvcc"
 
 
+class GpuMismatch(Vocabulary):
+    """What `gate` does with a baseline measured on another GPU model: refuse it (error),
+    or judge it anyway with a warning that its times are not comparable (warn)."""
+
+    ERROR = "error"
+    WARN = "warn"
+
+
 class Precision(Vocabulary):
     """The compute roof a kernel is judged against (a manifest's ``precision``, a GPU
     spec's peaks, the FLOPs Nsight Compute counts): CUDA-core arithmetic, or a tensor-core

@@ -23,6 +23,7 @@ from typing import Callable
 from rooflint.analysis.stats import TimeStats
 from rooflint.formats.baseline import Baseline, Entry
 from rooflint.common.errors import RooflintError
+from rooflint.common.vocabularies import GpuMismatch
 from rooflint.formats.gate_outcomes import Outcome, Report, Row
 from rooflint.formats.status import Status
 from rooflint.formats.thresholds import DEFAULTS
@@ -34,11 +35,11 @@ OUTCOME_OF = {Decision.SLOWER: Outcome.REGRESSED, Decision.FASTER: Outcome.IMPRO
               Decision.SAME: Outcome.PASS, Decision.INCONCLUSIVE: Outcome.INCONCLUSIVE}
 
 
-def check_gpu(baseline: Baseline, current: Baseline, mismatch: str) -> str | None:
+def check_gpu(baseline: Baseline, current: Baseline, mismatch: GpuMismatch) -> str | None:
     """Refuse a baseline from another GPU model (or only warn); note driver/clock changes."""
     if baseline.gpu != current.gpu:
         message = (f"the baseline was measured on {baseline.gpu}, this run on {current.gpu}")
-        if mismatch != "warn":
+        if mismatch != GpuMismatch.WARN:
             raise RooflintError(f"{message}; make a baseline on this GPU (rooflint gate "
                                 f"--update) or pass --gpu-mismatch warn")
         return f"GPU MISMATCH: {message}: times are not comparable"
@@ -52,7 +53,7 @@ def check_gpu(baseline: Baseline, current: Baseline, mismatch: str) -> str | Non
 
 
 def evaluate(baseline: Baseline, current: Baseline, overrides: dict[str, float] | None = None,
-             mismatch: str = "error") -> Report:
+             mismatch: GpuMismatch = GpuMismatch.ERROR) -> Report:
     """One row per variant in either side; ``overrides`` (from the command line) beat the
     manifest's thresholds, which beat the defaults."""
     gpu_note = check_gpu(baseline, current, mismatch)

@@ -12,6 +12,7 @@ from edges import cli_runner
 from rooflint.formats import baseline as baselines
 from rooflint.commands.cli import app
 from rooflint.common.errors import RooflintError
+from rooflint.common.vocabularies import GpuMismatch
 from rooflint.judge.gate import evaluate
 from rooflint.formats.results import read_result, write_result
 
@@ -149,7 +150,7 @@ def test_another_gpu_is_refused_or_warned(result):
     other.gpu = replace(other.gpu, name="NVIDIA H100 80GB HBM3")
     with pytest.raises(RooflintError, match="baseline was measured on NVIDIA H200"):
         judge(result, other)
-    assert "GPU MISMATCH" in judge(result, other, mismatch="warn").gpu_note
+    assert "GPU MISMATCH" in judge(result, other, mismatch=GpuMismatch.WARN).gpu_note
 
 
 def test_baseline_file_round_trip_is_sorted_and_small(result, tmp_path):
