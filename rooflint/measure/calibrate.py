@@ -25,6 +25,7 @@ from typing import IO, Any, Callable
 import cupy
 import numpy as np
 
+from rooflint.common.vocabularies import Precision
 from rooflint.measure.nvml import Nvml
 from rooflint.formats.jobs import DeviceInfo
 from rooflint.measure.protocol import send
@@ -104,7 +105,8 @@ _FMA_ITERATIONS = 4096
 _GEMM_N = 8192
 # The compute capability PyTorch's GEMM of each precision needs: bf16 and int8 tensor cores
 # came with Ampere (8.0), fp8 with Ada (8.9), the lowest torch._scaled_mm accepts.
-_TORCH_MINIMUM_CC = {"bf16-tensor": (8, 0), "fp8-tensor": (8, 9), "int8-tensor": (8, 0)}
+_TORCH_MINIMUM_CC = {Precision.BF16_TENSOR: (8, 0), Precision.FP8_TENSOR: (8, 9),
+                     Precision.INT8_TENSOR: (8, 0)}
 
 
 class Unavailable(Exception):
@@ -228,7 +230,7 @@ class Calibrator:
         previous = linalg.get_compute_type(cupy.float32)
         linalg.set_compute_type(cupy.float32, linalg.COMPUTE_TYPE_TF32)
         try:
-            step = self.gemm("float32", "tf32-tensor")
+            step = self.gemm("float32", Precision.TF32_TENSOR)
         finally:
             linalg.set_compute_type(cupy.float32, previous)
         step.method = step.method.replace("float32", "float32 as TF32")
@@ -288,7 +290,8 @@ def int8_gemm(torch: Any, n: int) -> tuple[Callable[[], Any], str]:
 
 
 # Precision -> (torch, n) -> (the GEMM to time, how it runs), for Calibrator.torch_gemm.
-_TORCH_GEMMS = {"bf16-tensor": bf16_gemm, "fp8-tensor": fp8_gemm, "int8-tensor": int8_gemm}
+_TORCH_GEMMS = {Precision.BF16_TENSOR: bf16_gemm, Precision.FP8_TENSOR: fp8_gemm,
+                Precision.INT8_TENSOR: int8_gemm}
 
 
 def steps(calibrator: Calibrator) -> list[tuple[str, Callable[[], list[Step]]]]:
@@ -300,15 +303,15 @@ def steps(calibrator: Calibrator) -> list[tuple[str, Callable[[], list[Step]]]]:
         ("DRAM bandwidth sweep", dram),
         ("L2 bandwidth", lambda: [calibrator.l2()]),
         ("L1/shared bandwidth", lambda: [calibrator.l1()]),
-        ("FP32 FMA", lambda: [calibrator.fma(np.float32, "fp32")]),
-        ("FP64 FMA", lambda: [calibrator.fma(np.float64, "fp64")]),
-        ("FP16 tensor GEMM", lambda: [calibrator.gemm("float16", "fp16-tensor")]),
+        ("FP32 FMA", lambda: [calibrator.fma(np.float32, Precision.FP32)]),
+        ("FP64 FMA", lambda: [calibrator.fma(np.float64, Precision.FP64)]),
+        ("FP16 tensor GEMM", lambda: [calibrator.gemm("float16", Precision.FP16_TENSOR)]),
         ("TF32 tensor GEMM", lambda: [calibrator.tf32_gemm()]),
-        ("FP64 tensor GEMM", lambda: [calibrator.gemm("float64", "fp64-tensor")]),
+        ("FP64 tensor GEMM", lambda: [calibrator.gemm("float64", Precision.FP64_TENSOR)]),
         # Last: a PyTorch failure cannot disturb the CuPy steps.
-        ("BF16 tensor GEMM", lambda: [calibrator.torch_gemm("bf16-tensor")]),
-        ("FP8 tensor GEMM", lambda: [calibrator.torch_gemm("fp8-tensor")]),
-        ("INT8 tensor GEMM", lambda: [calibrator.torch_gemm("int8-tensor")]),
+        ("BF16 tensor GEMM", lambda: [calibrator.torch_gemm(Precision.BF16_TENSOR)]),
+        ("FP8 tensor GEMM", lambda: [calibrator.torch_gemm(Precision.FP8_TENSOR)]),
+        ("INT8 tensor GEMM", lambda: [calibrator.torch_gemm(Precision.INT8_TENSOR)]),
     ]
 
 
