@@ -23,6 +23,8 @@ from rooflint.analysis.diagnose import Move, Verdict
 
 # The libraries by the words judge/kernel_libraries.py gives them.
 GEMM = "cuBLAS GEMM"
+CONVOLUTION = "cuDNN convolution"
+CUTLASS = "CUTLASS kernel"      # a CUTLASS template the program or a package instantiated
 ATTENTION = "attention (cuDNN / flash)"
 NORM = "normalisation (PyTorch)"
 NORM_GRADIENT = "normalisation's weight gradient (PyTorch)"
@@ -49,8 +51,9 @@ ELEMENT_WISE = (NORM, NORM_GRADIENT, GELU, SOFTMAX, ELEMENTWISE, CAST, FILL, RED
 # Kernels whose blocks may span what they sum, not the batch: a weight or bias gradient
 # is a sum over the batch, and its grid stays the features' whatever the batch.
 REDUCING = (NORM_GRADIENT, REDUCTION)
-CAPTURABLE = (GEMM, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER, FUSED_OPTIMIZER, FOREACH,
-              INDUCTOR, NCCL, CUPY, OPERATOR)   # what the program can capture in a CUDA graph
+# what the program can capture in a CUDA graph
+CAPTURABLE = (GEMM, CONVOLUTION, CUTLASS, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER,
+              FUSED_OPTIMIZER, FOREACH, INDUCTOR, NCCL, CUPY, OPERATOR)
 XLA = (XLA_FUSION, XLA_GEMM)     # XLA captures its own launches in CUDA graphs already
 EVERY_LIBRARY = (*CAPTURABLE, *XLA)
 
@@ -86,7 +89,8 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "(torch.compile writes one): a sum over the batch, as a weight or bias gradient, "
                "keeps its grid whatever the batch, so a larger batch lengthens each block "
                "instead of filling the GPU", requires=("grid_under_one_wave",)),
-    CallerMove("larger_batch", "up", (GEMM, ATTENTION, INDUCTOR, OPERATOR, *XLA,
+    CallerMove("larger_batch", "up", (GEMM, CONVOLUTION, CUTLASS, ATTENTION, INDUCTOR,
+                                      OPERATOR, *XLA,
                                       *(x for x in ELEMENT_WISE if x not in REDUCING)),
                "a larger batch, "
                "or fewer and larger calls: this launch leaves SMs idle",
@@ -104,15 +108,27 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "per operator"),
     CallerMove("set_to_none", "right", (FILL,), "no fills to overwrite: "
                "optimizer.zero_grad(set_to_none=True), and no torch.zeros you then overwrite"),
-    CallerMove("whole_waves_shape", "up", (GEMM, ATTENTION, INDUCTOR, XLA_GEMM), "size the "
-               "batch or sequence so the kernel's tiles fill whole waves: its last wave runs "
-               "part-empty while the other SMs wait", requires=("partial_wave",)),
+    CallerMove("whole_waves_shape", "up", (GEMM, CONVOLUTION, CUTLASS, ATTENTION, INDUCTOR,
+                                           XLA_GEMM),
+               "size the batch or sequence so the kernel's tiles fill whole waves: its last "
+               "wave runs part-empty while the other SMs wait", requires=("partial_wave",)),
     CallerMove("gemm_shapes", "up", (GEMM,), "shape the GEMM for cuBLAS's tiles: dimensions "
                "(batch x sequence, hidden, vocabulary) padded to multiples of 128, bf16 "
                "operands, and a batch large enough for a whole number of waves"),
     CallerMove("gemm_fp8", "raise-the-roof", (GEMM,), "fp8 GEMMs (torch._scaled_mm, "
                "Transformer Engine) where the accuracy allows: twice the bf16 tensor roof",
                changes_precision=True),
+    CallerMove("conv_layout", "up", (CONVOLUTION,), "channels_last tensors in bf16 "
+               "(model.to(memory_format=torch.channels_last), autocast) and channel counts "
+               "that are multiples of 8, so cuDNN picks its tensor-core kernels without "
+               "transposing; torch.backends.cudnn.benchmark=True to time its algorithms once"),
+    CallerMove("conv_fp8", "raise-the-roof", (CONVOLUTION,), "fp8 convolutions (Transformer "
+               "Engine, TensorRT) where the accuracy allows: twice the bf16 tensor roof",
+               changes_precision=True),
+    CallerMove("cutlass_tile", "up", (CUTLASS,), "another tile, cluster or schedule for "
+               "the CUTLASS template (the CUTLASS profiler times them all), or cuBLAS for a "
+               "plain GEMM: the kernel is an instance of CUTLASS's "
+               "template, its parameters the caller's choice"),
     CallerMove("attention_backend", "up", (ATTENTION,), "try the other SDPA backends "
                "(torch.nn.attention.sdpa_kernel: FLASH_ATTENTION, CUDNN_ATTENTION, "
                "EFFICIENT_ATTENTION) and a head size that is a multiple of 64"),

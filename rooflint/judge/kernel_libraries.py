@@ -25,6 +25,17 @@ OPERATOR_LIBRARIES = (
 # names no library and had read as a PyTorch operator's: attorch's regression example).
 GEMM_OPERATOR = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|addbmm|matmul|linear"
                            r"|_addmm_activation|_scaled_mm|_int_mm)$")
+# ATen's convolutions run cuDNN: a kernel one launches outside PyTorch's namespace is
+# cuDNN's (its layout transposes, nchwToNhwcKernel, among them), a bias gradient's
+# reduction PyTorch's own.
+CONVOLUTION_OPERATOR = re.compile(r"^aten::(_?convolution|cudnn_convolution\w*|conv\w*"
+                                  r"|_convolution_mode|convolution_backward\w*)$")
+# cuDNN's convolution kernels: its own namespace and engines, and the xmma / CUTLASS
+# implicit GEMMs it ships, named by pass (fprop forward, dgrad the input's gradient, wgrad
+# the weights'). They had read as cuBLAS GEMMs (``sm90_xmma_fprop_implicit_gemm_...``
+# matched a GEMM's name): a ConvNet was told to shape its GEMMs for cuBLAS's tiles.
+CONVOLUTION_NAMES = (r"cudnn|_(fprop|dgrad|wgrad)_|^(fprop|dgrad|wgrad)_|implicit_?gemm"
+                     r"|implicit_convolve|convolve_sgemm|winograd|fft2d_")
 # Who wrote a kernel, from its name: (pattern, plain words). First match wins. Only names a
 # library writes: a program's own kernel called sgemm, flash_attention or layer_norm is
 # its own (SGEMM_CUDA's sgemm2DBlocktiling had read as cuBLAS's, and been told to shape
@@ -34,10 +45,13 @@ LIBRARIES = (
     (r"^(loop|input)_\w*fusion|^fusion(_\d+)?$|^wrapped_\w+$", library_moves.XLA_FUSION),
     (r"^triton_", library_moves.INDUCTOR),
     (r"nccl", library_moves.NCCL),
-    (r"^nvjet_|cutlass|xmma|cublas|^(ampere|volta|turing|maxwell|sm\d+)_\w*gemm",
-     library_moves.GEMM),
     (r"fmha|flash::|sdpa|cudnn\w*(flash|attention)|compute_dot_do_o|convert_dq_to_16bits",
      library_moves.ATTENTION),
+    (r"cudnn::bn_|^bn_(fw|bw)_", library_moves.NORM),      # cuDNN's BatchNorm, not a convolution
+    (CONVOLUTION_NAMES, library_moves.CONVOLUTION),
+    (r"^nvjet_|cutlass::Kernel2?<cutlass_\d+_|^cutlass_\d+_|xmma|cublas"
+     r"|^(ampere|volta|turing|maxwell|sm\d+)_\w*gemm", library_moves.GEMM),
+    (r"cutlass", library_moves.CUTLASS),
     (r"softmax_warp_(forward|backward)", library_moves.SOFTMAX),  # PyTorch's, outside at::
     (r"cupy_", library_moves.CUPY),
 )
@@ -48,7 +62,7 @@ LIBRARIES = (
 PYTORCH_NATIVE = re.compile(r"\bat::")
 PYTORCH_KERNELS = (
     (r"GammaBeta", library_moves.NORM_GRADIENT),
-    (r"layer_norm|layernorm|rms_norm", library_moves.NORM),
+    (r"layer_norm|layernorm|rms_norm|batch_norm|group_norm|RowwiseMoments", library_moves.NORM),
     (r"Gelu|gelu", library_moves.GELU),
     (r"SoftMax|log_softmax|nll_loss|cross_entropy", library_moves.SOFTMAX),
     (r"multi_tensor_apply|lpnorm", library_moves.OPTIMIZER),
@@ -64,8 +78,9 @@ PYTORCH_KERNELS = (
 
 def library(kernel: str, operator: str | None = None) -> str | None:
     """Who wrote a kernel: by the operator that launched it (OPERATOR_LIBRARIES), by a
-    library's own name for it (LIBRARIES), cuBLAS for a kernel outside PyTorch's namespace
-    that a matrix product launched (GEMM_OPERATOR), by PyTorch's (PYTORCH_KERNELS) for a
+    library's own name for it (LIBRARIES), cuBLAS or cuDNN for a kernel outside PyTorch's
+    namespace that a matrix product or a convolution launched (GEMM_OPERATOR,
+    CONVOLUTION_OPERATOR), by PyTorch's (PYTORCH_KERNELS) for a
     kernel in PyTorch's namespace or launched by an ATen operator, else PyTorch's for
     either of those; None for the program's own (its Triton or CUDA kernel, a custom
     operator's)."""
@@ -73,6 +88,8 @@ def library(kernel: str, operator: str | None = None) -> str | None:
     native = bool(PYTORCH_NATIVE.search(kernel))
     return (_first(OPERATOR_LIBRARIES, op) or _first(LIBRARIES, kernel)
             or (library_moves.GEMM if GEMM_OPERATOR.match(op) and not native else None)
+            or (library_moves.CONVOLUTION if CONVOLUTION_OPERATOR.match(op) and not native
+                else None)
             or (_first(PYTORCH_KERNELS, kernel) or library_moves.OPERATOR
                 if native or op.startswith(ATEN) else None))
 

@@ -1,0 +1,69 @@
+"""Who wrote a profiled kernel and what it does, on kernel names recorded from real
+programs (examples/profile/*.json, H100 and H200) and on cuDNN's convolution kernels as
+its engines name them: a ConvNet's convolutions had read "cuBLAS GEMM"."""
+
+from __future__ import annotations
+
+import pytest
+
+from rooflint.analysis import caller_moves as catalog
+from rooflint.judge.kernel_libraries import library
+
+CUDNN_FPROP = ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64"
+               "_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn")
+CUDNN_DGRAD = ("sm80_xmma_dgrad_implicit_gemm_indexed_wo_smem_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"
+               "_tilesize128x16x64_stage4_warpsize4x1x1_g1_tensor16x8x16_kernel")
+CUDNN_WGRAD = ("sm90_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64"
+               "_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn")
+CUBLAS_CUTLASS = ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>"
+                  "(cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1::Params)")
+
+
+@pytest.mark.parametrize("kernel, operator, words", [
+    (CUDNN_FPROP, "aten::cudnn_convolution", catalog.CONVOLUTION),
+    (CUDNN_FPROP, None, catalog.CONVOLUTION),
+    (CUDNN_DGRAD, "aten::convolution_backward", catalog.CONVOLUTION),
+    (CUDNN_WGRAD, None, catalog.CONVOLUTION),
+    ("void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, "
+     "false, true, (cudnnKernelDataType_t)2>(cudnn::engines_precompiled::nchw2nhwc_params_t"
+     "<float>, __nv_bfloat16 const*, __nv_bfloat16*)", None, catalog.CONVOLUTION),
+    ("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>"
+     "(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned "
+     "long long, int, float, float, int, float const*, float const*, bool, int, int)", None,
+     catalog.CONVOLUTION),
+    # a kernel of any name a convolution launched outside PyTorch's namespace is cuDNN's;
+    # its bias gradient's reduction is PyTorch's
+    ("cutlass__5x_cudnn_kernel", "aten::cudnn_convolution", catalog.CONVOLUTION),
+    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>(x)",
+     "aten::convolution_backward", catalog.REDUCTION),
+    ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(float)",
+     "aten::cudnn_batch_norm", catalog.NORM),
+    ("void at::native::batch_norm_collect_statistics_channels_last_kernel<at::native::"
+     "(anonymous namespace)::Var, c10::BFloat16, float, 4>(c10::BFloat16 const*)", None,
+     catalog.NORM),
+    # recorded (examples/profile): cuBLAS's GEMMs, whatever they are called
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "aten::addmm", catalog.GEMM),
+    ("sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x256x32_warpgroupsize2x1x1_execute"
+     "_segment_k_off_kernel__5x_cublas", None, catalog.GEMM),
+    (CUBLAS_CUTLASS, "aten::mm", catalog.GEMM),
+    ("void cublasLt::epilogue::impl::globalKernel<8, 32, float, float, float, true, true, 1>"
+     "(int, int, long, float*)", "aten::addmm", catalog.GEMM),
+    # a CUTLASS template the program or a package instantiated is not cuBLAS's
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, "
+     "int, int>, cutlass::gemm::collective::CollectiveMma<>>>(x)", None, catalog.CUTLASS),
+    # recorded: cuDNN's attention stays attention, though cuDNN's and a forward pass's
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1"
+     "_cga1x1x1_kernel0_0", "aten::_scaled_dot_product_cudnn_attention", catalog.ATTENTION),
+    ("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*)",
+     None, catalog.ATTENTION),
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", None,
+     catalog.NCCL),
+    ("triton_red_fused__to_copy_native_layer_norm_backward_view_2", None, catalog.INDUCTOR),
+    # the program's own
+    ("softmax_forward_kernel7(float*, float const*, int, int)", None, None),
+    ("void sgemm2DBlocktiling<128, 128, 8, 8, 8>(int, int, int, float, float const*)", None,
+     None),
+    ("my_conv2d_kernel", None, None),
+])
+def test_each_kernel_is_labelled_by_who_wrote_it(kernel, operator, words):
+    assert library(kernel, operator) == words
