@@ -171,6 +171,32 @@ class FamilyResult:
 
 
 @dataclass
+class FixLine:
+    """A source line a program fix is for: the part of the GPU time its kernels took there."""
+
+    line: str                   # ``train_step.py:37 in Block.forward``, forward and backward
+    share: Amount               # of the region's GPU time
+
+
+@dataclass
+class ProgramFixResult:
+    """A change to the profiled program and what it could save (judge/program_fixes.py):
+    the kernels it is for, their source lines and summed share, the estimated saving over
+    the profiled region. ``action`` is None for kernels no fix is for, ``why`` says why."""
+
+    id: str                     # analysis/program_fixes.py's entry, or "none"
+    action: str | None
+    why: str
+    estimate: str               # how the saving was estimated (program_fixes.Saving)
+    kernels: list[str]          # the result's variant names
+    lines: list[FixLine]        # the most GPU time first
+    share: Amount               # of the region's GPU time, its kernels' shares summed
+    saving_s: Amount            # over the profiled region
+    saving_share: Amount        # of the region's GPU time
+    changes_precision: bool = False
+
+
+@dataclass
 class RunResult:
     gpu: DeviceInfo
     spec_id: KnownSpecId
@@ -179,6 +205,9 @@ class RunResult:
     families: Annotated[list[FamilyResult], _at_least_one("family")] = field(
         default_factory=list, metadata=ALWAYS_WRITTEN)
     timings: dict[str, Amount] = field(default_factory=dict)  # the families' phases + start-up
+    # a profile's program fixes, the most saving first; a profile written before they were
+    # has none, and `show` rolls them up from its kernels (judge/program_fixes.py)
+    fixes: list[ProgramFixResult] = field(default_factory=list)
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     tool_version: str = __version__

@@ -1,0 +1,214 @@
+"""A profiled program's kernels rolled up into the changes its user can make, each with the
+time it could save (issue 47): the program's answer, built on the per-kernel verdicts.
+
+Kernels are grouped by what the user can change: the operator family that launched them
+(an operator and its backward together: ``native_layer_norm`` and
+``native_layer_norm_backward`` are one family, and a backward kernel's line is its forward
+operator's, so forward and backward share their source lines) and their library. A fix
+that takes its lines (the LM head's loss) first claims the element-wise kernels launched
+from the lines its operators ran at (the logits' up-cast beside the loss); never a compiled
+program's Triton kernels, whose line is the call into the whole compiled function. Each group is
+matched against the catalog (analysis/program_fixes.py); a group no entry matches gets the
+reason why none does. Groups of one fix add up into one :class:`ProgramFixResult`.
+
+How a saving is estimated, by the entry's :class:`Saving`:
+
+- fusion: the group's time less the time its remaining compulsory bytes take at the DRAM
+  roof. Nobody counted a profiled kernel's compulsory bytes, so the remaining bytes are
+  approximated by the DRAM bytes of the group's largest kernel (by time), all its launches:
+  the fused kernel must still move at least what the largest step of the chain moved. A
+  largest kernel without counters keeps its whole time.
+- removal: the kernels go (casts the program need not make): their whole time.
+- roof distance: each kernel's own upside (judge/upside.py, capped there), summed; a kernel
+  without counters adds nothing.
+- raise the roof: kernels at their roof (evidence.AT_ROOF) save half their time under a roof
+  twice as high (fp8's tensor roof over bf16's); kernels below it save nothing from it.
+- none: nothing is estimated (a collective waits on its peers).
+
+Savings are over the profiled region, as the shares are: the document does not say how
+many steps the region held.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from rooflint.analysis import caller_moves as library_moves
+from rooflint.analysis.evidence import AT_ROOF
+from rooflint.analysis.program_fixes import (FIXES_BY_ID, PROGRAM_FIXES, Kind, ProgramFix,
+                                             Saving, fix_for, kind_of)
+from rooflint.formats.results import FixLine, ProgramFixResult, RunResult, VariantResult
+from rooflint.formats.trace_events import Origin
+
+NO_FIX = "none"
+NO_LINE = "no source line"
+RAISED_ROOF = 2.0           # fp8's tensor roof over bf16's
+CLAIMABLE = (Kind.ELEMENT_WISE, Kind.CASTS, Kind.REDUCTIONS)   # what a line's fix can take
+
+
+@dataclass(frozen=True)
+class KernelGroup:
+    """Kernels the user changes together: one operator family and library, or the kernels a
+    fix that takes its lines claimed (``claimed_by``)."""
+
+    family: str
+    library: str | None
+    variants: tuple[VariantResult, ...]
+    claimed_by: ProgramFix | None = None
+
+    @property
+    def operators(self) -> list[str]:
+        return sorted({name for v in self.variants for o in origins(v)
+                       for name in (o.operator, o.backward_of) if name})
+
+    @property
+    def total_s(self) -> float:
+        return sum(v.share.total_s for v in self.variants if v.share)
+
+    @property
+    def at_roof(self) -> bool:
+        """Most of its time in kernels at their nearest roof."""
+        at = sum(v.share.total_s for v in self.variants if v.share and is_at_roof(v))
+        return at > self.total_s / 2
+
+
+def origins(v: VariantResult) -> list[Origin]:
+    return v.share.origins if v.share else []
+
+
+def is_at_roof(v: VariantResult) -> bool:
+    return bool(v.share and (v.share.best_fraction or 0.0) >= AT_ROOF)
+
+
+def operator_family(origin: Origin | None) -> str:
+    """An operator's family, its backward with it: ``aten::native_layer_norm_backward`` and
+    ``aten::native_layer_norm`` are ``layer_norm``; ``no operator`` where none launched it."""
+    name = (origin.operator or origin.backward_of or "") if origin else ""
+    name = re.sub(r"^aten::|^native_", "", name).strip("_")
+    name = re.sub(r"^(native|cudnn)_", "", name)
+    return re.sub(r"_(backward|forward)(_data|_input|_weight)?$", "", name) or "no operator"
+
+
+def main_origin(v: VariantResult) -> Origin | None:
+    """The origin with the most launches (the list is ordered so already)."""
+    return max(origins(v), key=lambda o: o.launches, default=None)
+
+
+def kernel_kind(v: VariantResult) -> Kind:
+    return kind_of(v.share.kernel if v.share else v.name, v.share.library if v.share else None)
+
+
+def claimed_lines(variants: list[VariantResult]) -> dict[str, ProgramFix]:
+    """The source lines a fix that takes its lines claims: those its own operators ran at."""
+    claims: dict[str, ProgramFix] = {}
+    for fix in (f for f in PROGRAM_FIXES if f.takes_its_lines):
+        for v in filter(is_eager, variants):
+            if fix.matches(grouped_operators(v), [], None):
+                claims.update({o.line: fix for o in origins(v) if o.line})
+    return claims
+
+
+def is_eager(v: VariantResult) -> bool:
+    """Not a compiled program's Triton kernel, whose line is the call into the whole
+    compiled function, not the line of one operator."""
+    return v.share is not None and v.share.library != library_moves.INDUCTOR
+
+
+def grouped_operators(v: VariantResult) -> list[str]:
+    return [name for o in origins(v) for name in (o.operator, o.backward_of) if name]
+
+
+def groups_of(variants: list[VariantResult]) -> list[KernelGroup]:
+    """A profile's kernels by what the user can change (the module's docstring)."""
+    claims = claimed_lines(variants)
+    members: dict[tuple, list[VariantResult]] = defaultdict(list)
+    for v in variants:
+        line = (main_origin(v) or Origin(None, None)).line
+        fix = claims.get(line or "")
+        if fix and kernel_kind(v) in CLAIMABLE and is_eager(v):
+            members[(fix.id, None, fix.id)].append(v)
+        else:
+            members[(operator_family(main_origin(v)), v.share.library, None)].append(v)
+    return [KernelGroup(family, library, tuple(vs), FIXES_BY_ID.get(claimed or ""))
+            for (family, library, claimed), vs in members.items()]
+
+
+def group_fix(group: KernelGroup) -> ProgramFix | None:
+    """The catalog's fix for a group: the one that claimed it, else the first that matches."""
+    return group.claimed_by or fix_for(group.operators, [v.share.kernel for v in group.variants],
+                                       group.library, group.at_roof)
+
+
+def saving(fix: ProgramFix, group: KernelGroup) -> float:
+    """The time a fix could save on a group, as the module's docstring says."""
+    if fix.saving is Saving.FUSION:
+        return max(0.0, group.total_s - remaining_s(group))
+    if fix.saving is Saving.REMOVAL:
+        return group.total_s
+    if fix.saving is Saving.ROOF_DISTANCE:
+        return sum(v.share.upside_s or 0.0 for v in group.variants)
+    if fix.saving is Saving.RAISE_ROOF:
+        return sum(v.share.total_s for v in group.variants if is_at_roof(v)) * (1 - 1 / RAISED_ROOF)
+    return 0.0
+
+
+def remaining_s(group: KernelGroup) -> float:
+    """The time the fused kernel still takes: its largest kernel's DRAM bytes (all its
+    launches) at the DRAM roof, or that kernel's whole time where it has no counters."""
+    largest = max(group.variants, key=lambda v: v.share.total_s)
+    moved = largest.dram_bytes.get("ncu")
+    if moved is None or largest.roofs is None:
+        return largest.share.total_s
+    return min(largest.share.total_s, moved * largest.share.launches / largest.roofs.dram_bandwidth)
+
+
+def line_shares(variants: list[VariantResult], region_s: float) -> list[FixLine]:
+    """The kernels' GPU time by the source line that launched it (a kernel's time split over
+    its origins by their launches), the most first."""
+    shares: dict[str, float] = defaultdict(float)
+    for v in variants:
+        launches = sum(o.launches for o in origins(v)) or 1
+        for o in origins(v) or [Origin(None, None, launches=1)]:
+            shares[o.line or NO_LINE] += v.share.total_s * o.launches / launches / region_s
+    return [FixLine(line, share) for line, share in sorted(shares.items(), key=lambda x: -x[1])]
+
+
+def no_fix(group: KernelGroup) -> ProgramFix:
+    """The stated reason a group gets no fix: no catalog entry is for its kernels."""
+    return ProgramFix(NO_FIX, None, f"no program fix in the catalog for "
+                      f"{group.library or 'the program'}'s {group.family} kernels", Saving.NONE)
+
+
+def roll_up(result: RunResult) -> list[ProgramFixResult]:
+    """A profile's program fixes, the most saving first; none for a result that is not a
+    profile's."""
+    variants = [v for f in result.families for v in f.variants if v.share]
+    region = result.settings.gpu_time_s or sum(v.share.total_s for v in variants)
+    if not (variants and region):
+        return []
+    by_fix: dict[str, list[tuple[ProgramFix, KernelGroup]]] = defaultdict(list)
+    for group in groups_of(variants):
+        fix = group_fix(group) or no_fix(group)
+        by_fix[fix.id + (fix.why if fix.id == NO_FIX else "")].append((fix, group))
+    fixes = [fix_result(pairs, region) for pairs in by_fix.values()]
+    return sorted(fixes, key=lambda f: (-f.saving_s, -f.share))
+
+
+def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float) -> ProgramFixResult:
+    """One fix's groups added up into the document's record."""
+    fix = pairs[0][0]
+    variants = [v for _, g in pairs for v in g.variants]
+    saved = sum(saving(f, g) for f, g in pairs)
+    return ProgramFixResult(
+        id=fix.id, action=fix.action, why=fix.why, estimate=fix.saving.value,
+        kernels=[v.name for v in variants], lines=line_shares(variants, region_s),
+        share=sum(v.share.total_s for v in variants) / region_s, saving_s=saved,
+        saving_share=saved / region_s, changes_precision=fix.changes_precision)
+
+
+def fixes_of(result: RunResult) -> list[ProgramFixResult]:
+    """The fixes a result holds, or, for a profile written before results held them,
+    rolled up from its kernels."""
+    return result.fixes or roll_up(result)
