@@ -40,6 +40,8 @@ EXTRA_TRAFFIC = 0.80            # compulsory/measured bytes under this: traffic 
 SERVED_FROM_CACHE = 1 / CACHE_REUSE  # compulsory/measured bytes above this: served from cache
 LAUNCH_COST_S = 10e-6           # per launch: a kernel this short costs about what launching it
                                 # does (a few eager launches, ~4 us each from CuPy)
+EMPTY_KERNEL_S = 0.51e-6        # an empty kernel replayed from a CUDA graph (docs/architecture.md,
+                                # launch cost): no launch of a kernel, however fixed, takes less
 GRAPH_SPEEDUP = 1.5             # eager time / graph-replay time above this: launch-bound
 IDLE_COMPUTE = 0.05             # compute under this fraction of its roof: math is not the chain
 STALL_SHARE = 0.35              # a stall reason with this share of all listed stalls is a cause
@@ -172,9 +174,14 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
         **({"compute_headroom": 1 / point.compute_fraction} if point.compute_fraction > 0
            else {}),
         "traffic_gap": 1 / point.traffic_fraction if point.traffic_fraction else 0.0,
-        "roof_headroom": 1 / max(point.dram_fraction, point.compute_fraction, 1e-9),
+        # the nearest roof, memory levels included: no move up can gain more than its distance
+        "roof_headroom": 1 / max(nearest_roof_fraction(point, l2, l1), 1e-9),
         "algorithmic_ai": point.algorithmic_ai, "sms": facts.sms,
     })
+    e.values.update({f"{roof}_fraction": fraction for roof, fraction in (
+        ("dram", point.dram_fraction), ("compute", point.compute_fraction),
+        ("l2", l2 or 0.0), ("l1", l1))})
+    e.values["launch_headroom"] = point.time_s / max(facts.launches, 1) / EMPTY_KERNEL_S
     if l2 is not None:
         e.values["l2_pct"] = 100 * l2
     if bound == Bound.BANDWIDTH and l2 is not None and l2 > point.dram_fraction and l2 >= l1:
@@ -230,6 +237,23 @@ def nearest_roof_fraction(point: Point, l2_fraction: float | None, l1_fraction: 
     """The fraction of its nearest roof a kernel reaches: DRAM's, L2's (when calibrated),
     L1's or compute's; 1 - this is how much of its time a perfect fix could save."""
     return max(point.dram_fraction, point.compute_fraction, l2_fraction or 0.0, l1_fraction)
+
+
+ROOFS = ("dram", "compute", "l2", "l1")     # the roofs a move up may meet (values *_fraction)
+
+
+def speedup_cap(values: dict[str, float], cuts: tuple[str, ...] = ()) -> float | None:
+    """The most a move up can make the kernel faster: the distance to the nearest roof
+    whose traffic it does not cut (removing bank conflicts cuts L1's own work, so L1's
+    roof does not cap it), and no more than to an empty launch's time (a one-warp kernel
+    of 4 us that filled 132 SMs would not take 30 ns). None for evidence without the
+    fractions (one built by hand)."""
+    fractions = [values[f"{roof}_fraction"] for roof in ROOFS
+                 if roof not in cuts and f"{roof}_fraction" in values]
+    if not fractions:
+        return None
+    return max(1.0, min(1 / max(*fractions, 1e-9),
+                        values.get("launch_headroom", float("inf"))))
 
 
 def l1_fraction(counters: Counters | None, sms: int) -> float:

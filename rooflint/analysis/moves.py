@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooflint.analysis.causes import enabling_flags
-from rooflint.analysis.evidence import Bound, Evidence
+from rooflint.analysis.evidence import Bound, Evidence, speedup_cap
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class MoveRule:
     changes_precision: bool = False  # trades accuracy for speed: ranked after the others
     lines: str = "stall_samples"    # the per-line measure that finds the code it changes
     #                                 (sourcelines.MEASURES; run --source)
+    cuts: tuple[str, ...] = ()      # memory levels whose own traffic it cuts: their roofs
+    #                                 do not cap its gain (evidence.speedup_cap)
 
     @property
     def either(self) -> tuple[str, ...]:
@@ -74,7 +76,7 @@ CATALOG: tuple[MoveRule, ...] = (
              gain="grid_fill"),
     MoveRule("fix_spills", "up", "remove register spills: fewer live values, register arrays "
              "indexed only with constants, __launch_bounds__", "up, and right: local-memory "
-             "traffic leaves the caches"),
+             "traffic leaves the caches", cuts=("l1",)),
     MoveRule("cut_redundant_traffic", "right", "make each byte cross DRAM once: coalesce "
              "accesses, tile for reuse, fuse", "right toward the algorithmic AI "
              "({algorithmic_ai:.3g} FLOP/B): up to {traffic_gap:.1f}x less time",
@@ -84,7 +86,7 @@ CATALOG: tuple[MoveRule, ...] = (
              "contiguous (one 128-byte line per request) and stage the values it reuses in "
              "shared memory or registers", "up at the same DRAM AI: L1 ({l1_pct:.0f}% of its "
              "peak) is the ceiling", requires=("l1_bound",), excludes=("shared_memory_tiles",),
-             lines="excessive_sectors"),
+             lines="excessive_sectors", cuts=("l1",)),
     MoveRule("tile_for_reuse", "up+right", "tile for reuse: shared-memory and register tiles "
              "so each loaded value feeds many FMAs (fewer memory instructions, fewer DRAM bytes)",
              "up and right toward the algorithmic AI ({algorithmic_ai:.3g} FLOP/B)",
@@ -92,23 +94,23 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("register_blocking", "up", "register-block: each thread computes several "
              "outputs from register-held operands, fewer shared-memory loads per FMA",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
-             any_of=("shared_memory_bound",), excludes=("register_blocked",)),
+             any_of=("shared_memory_bound",), excludes=("register_blocked",), cuts=("l1",)),
     MoveRule("bank_conflicts_off", "up", "remove shared-memory bank conflicts: pad each tile "
              "row by one element or swizzle the index, so a warp's 32 accesses fall in 32 "
              "banks", "up, same AI: {bank_conflict_ways:.1f} shared-memory wavefronts per "
              "request become one", requires=("bank_conflicts",),
-             gain="bank_conflict_ways", lines="bank_conflicts"),
+             gain="bank_conflict_ways", lines="bank_conflicts", cuts=("l1",)),
     MoveRule("vectorize_shared_loads", "up", "read the shared tiles as 16-byte vectors "
              "(LDS.128): lay each thread's operands out contiguously, four to a load, so one "
              "instruction brings what four did", "up, same AI: {vector_load_gain:.2f}x from "
              "the instructions cut, more where they idled the issue slots",
-             requires=("scalar_shared_loads",), gain="vector_load_gain"),
+             requires=("scalar_shared_loads",), gain="vector_load_gain", cuts=("l1",)),
     MoveRule("warp_tiling", "up", "warp tiling: give each warp a 2-D tile of outputs and each "
              "thread a few fragments of it, so shared-memory loads are broadcast or "
              "conflict-free and more independent FMAs are in flight",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
              requires=("register_blocked",), any_of=("shared_memory_bound",),
-             excludes=("bank_conflicts",)),
+             excludes=("bank_conflicts",), cuts=("l1",)),
     MoveRule("fewer_bytes_per_element", "right", "fewer bytes per element: lower precision "
              "or quantize, or fuse with the kernel that produces or consumes the data",
              "right along the DRAM roof: time falls in proportion to the bytes cut",
@@ -117,7 +119,7 @@ CATALOG: tuple[MoveRule, ...] = (
              "across the threads or heads that need it (registers, shared memory), or fewer "
              "bytes per element, so fewer bytes cross from L2 to the SMs",
              "up at the same DRAM AI: L2 ({l2_pct:.0f}% of its roof) is the ceiling, not DRAM",
-             requires=("l2_bound",)),
+             requires=("l2_bound",), cuts=("l2",)),
     MoveRule("sync_off_the_path", "up", "take the barrier off the per-iteration path: one "
              "sync instead of two (double-buffer the reduction scratch), or single-warp "
              "blocks with warp shuffles instead of __syncthreads",
@@ -130,7 +132,8 @@ CATALOG: tuple[MoveRule, ...] = (
              "memory latency overlaps the synchronisation", "up, same AI",
              requires=("chain_bound", "memory_latency_stalls")),
     MoveRule("vectorize_loads", "up", "vectorize: 16-byte loads, so a quarter of the memory "
-             "instructions carry the same bytes", "up, same AI", excludes=("extra_traffic",)),
+             "instructions carry the same bytes", "up, same AI", excludes=("extra_traffic",),
+             cuts=("l1",)),
     MoveRule("bytes_in_flight", "up", "more bytes in flight: 16-byte loads, several "
              "independent loads per thread, enough resident warps",
              "up along the same AI toward the DRAM roof ({dram_headroom:.1f}x away)",
@@ -163,7 +166,7 @@ CATALOG: tuple[MoveRule, ...] = (
              "consecutive words (a thread's contiguous words as one 16-byte access), or stage "
              "the tile through shared memory and write it out row by row",
              "up, same AI: {coalescing_gain:.2f}x from the L1 sectors no thread asked for",
-             gain="coalescing_gain", lines="excessive_sectors"),
+             gain="coalescing_gain", lines="excessive_sectors", cuts=("l1", "l2")),
     MoveRule("whole_waves", "up", "size the grid to whole waves: a tile size that makes the "
              "block count a multiple of the blocks that run at once, or a persistent kernel "
              "looping over tiles", "up, same AI: {tail_gain:.2f}x when no "
@@ -187,7 +190,7 @@ CATALOG: tuple[MoveRule, ...] = (
              "stores (LDG/LDS/STS.128), each value loaded once into registers and reused, "
              "shared-memory tiles read without bank conflicts",
              "up at the same DRAM AI: L1 ({l1_pct:.0f}% of its peak) is the ceiling",
-             requires=("l1_bound",)),
+             requires=("l1_bound",), cuts=("l1",)),
     MoveRule("compute_efficiency", "up", "more FMAs in flight: larger register tiles, fewer "
              "non-math instructions, no bank conflicts",
              "up toward the compute roof ({compute_headroom:.1f}x away)",
@@ -253,8 +256,11 @@ TRAPS: tuple[Trap, ...] = (
 )
 
 
-def _format(template: str, evidence: Evidence) -> str:
-    values = {**evidence.values, "top_stall_detail": evidence.flags.get("top_stall", "")}
+def _format(template: str, evidence: Evidence, capped: dict[str, float] | None = None) -> str:
+    """``template`` filled from the evidence; ``capped`` replaces values the move's gain was
+    capped from, so no text promises more than the gain the ranking uses."""
+    values = {**evidence.values, "top_stall_detail": evidence.flags.get("top_stall", ""),
+              **(capped or {})}
     try:
         return template.format(**values)
     except (KeyError, ValueError):
@@ -277,12 +283,30 @@ class Gain:
 
 def gain(rule: MoveRule, evidence: Evidence) -> Gain:
     own = evidence.values.get(rule.gain) if rule.gain else None
-    ceiling = {"up": "roof_headroom", "right": "compute_headroom",
-               "up+right": "compute_headroom"}.get(rule.direction)
-    cap = evidence.values.get(ceiling) if ceiling else None
+    cap = _cap(rule, evidence)
     if own is not None:
         return Gain(min(own, cap) if cap else own, True)
     return Gain(cap if rule.direction == "up" else None, False)
+
+
+def _cap(rule: MoveRule, evidence: Evidence) -> float | None:
+    """What caps a move's gain, by its direction: a move up meets the nearest roof whose
+    traffic it does not cut (evidence.speedup_cap), a move right or up-and-right the compute
+    roof; a move to a higher roof is measured against that roof already (its own estimate),
+    and a move left cuts the work itself."""
+    if rule.direction == "up":
+        return speedup_cap(evidence.values, rule.cuts)
+    if rule.direction in ("right", "up+right"):
+        return evidence.values.get("compute_headroom")
+    return None
+
+
+def _expect(rule: MoveRule, evidence: Evidence, estimate: Gain) -> str:
+    """The move's expectation, its own estimate shown as capped (a GEMM at 83 % of its
+    roof is told 1.2x, not the 7.6x its idle issue slots would give)."""
+    capped = ({rule.gain: estimate.speedup}
+              if rule.gain and estimate.from_evidence and estimate.speedup is not None else {})
+    return _format(rule.expect, evidence, capped)
 
 
 def _rank(rule: MoveRule, estimate: Gain) -> tuple:
@@ -304,6 +328,7 @@ def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str, Gain]], l
     estimates = {rule.id: gain(rule, evidence) for rule in rules}
     rules.sort(key=lambda rule: _rank(rule, estimates[rule.id]))
     moves = [(rule, "; ".join(evidence.flags[f] for f in rule.triggers(evidence)),
-              _format(rule.expect, evidence), estimates[rule.id]) for rule in rules]
+              _expect(rule, evidence, estimates[rule.id]), estimates[rule.id])
+             for rule in rules]
     traps = [_format(trap.text, evidence) for trap in TRAPS if trap.holds(evidence)]
     return moves, traps

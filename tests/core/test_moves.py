@@ -8,6 +8,7 @@ H200, 2026-11-21) as their Nsight Compute figures were reported there.
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from rooflint.analysis.ceilings import roofs as roofs_for
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.diagnose import diagnose
 from rooflint.formats.calibration import load as load_calibration
-from rooflint.analysis.evidence import Evidence, LaunchFacts
+from rooflint.analysis.evidence import EMPTY_KERNEL_S, Evidence, LaunchFacts, l1_fraction
 from rooflint.formats.gpus import find_spec
 from rooflint.measure import ncu
 from rooflint.analysis.observation import Model, Observation, analyse
@@ -352,3 +353,67 @@ def test_explain_prints_each_moves_gain_and_its_basis(specs):
     text = console.file.getvalue()
     assert "at most 8.5x faster (from its evidence)" in text
     assert "at most 1.19x faster (from the nearest roof)" in text   # 84 % of DRAM
+
+
+# -- the whole space of observations: caps (issue 47) ------------------------------------
+
+UP_TO = re.compile(r"up to ([\d.]+)x")
+
+
+def observation_space(spec):
+    """Kernels over the input space, as diagnose sees them: CUDA-core fp32 and bf16 tensor
+    work at each fraction of its compute roof and of DRAM's, L1 readings, grids under one
+    wave to many waves, each stall reason on top, few or many resident warps and busy or
+    idle issue slots, a 4 us kernel and a 1 ms one."""
+    stalls = [{}, *({reason: 3.0, "wait": 0.5} for reason in registry.STALL_REASONS)]
+    for precision, compute, dram, l1_pct, waves, stall, (theoretical, issue), time_s in \
+            itertools.product(("fp32", "bf16-tensor"), (0.02, 0.3, 0.65, 0.83, 0.95),
+                              (0.01, 0.41, 0.7, 0.95), (0.0, 40.0, 73.0, 98.0),
+                              (0.1, 0.91, 1.5, 8.0), stalls, ((12.0, 40.0), (100.0, 92.0)),
+                              (4e-6, 1e-3)):
+        roofs = roofs_for(spec, precision, None)
+        flops, moved = compute * roofs.compute * time_s, dram * roofs.dram_bandwidth * time_s
+        point = place(time_s, flops, moved, None, roofs, "ncu")
+        grid = max(1, round(waves * spec.sms))
+        counters = Counters(kernels=["k"], duration_s=time_s, dram_read=moved, dram_write=0.0,
+                            l2_bytes=2 * moved, l1_bytes=2 * moved, local_bytes=0.0,
+                            flops={precision: flops}, occupancy_pct=theoretical / 2,
+                            waves=waves, registers_per_thread=64, grid_size=grid,
+                            stalls=stall, l1_pct=l1_pct, issue_active_pct=issue,
+                            theoretical_occupancy_pct=theoretical, blocks_per_sm=1,
+                            instructions=flops / 64 / 0.3 + 1.0)
+        facts = LaunchFacts.of(spec.sms, precision, grid_blocks=grid, threads_per_block=256,
+                               fp8_roof=spec.peaks["fp8-tensor"].flops_per_s,
+                               compute_capability=spec.compute_capability)
+        yield point, counters, facts, diagnose(point, facts, counters)
+
+
+def cap_of(move, point, counters, facts) -> float:
+    """What a move may promise at most, from the point itself: a move up the distance to
+    the nearest roof whose traffic it does not cut, and no faster than an empty launch; a
+    move right or up-and-right the compute roof's distance."""
+    rule = catalog.rule_for(move.id)
+    if rule.direction != "up":
+        return 1 / point.compute_fraction
+    fractions = {"dram": point.dram_fraction, "compute": point.compute_fraction,
+                 "l1": l1_fraction(counters, facts.sms)}
+    nearest = max(f for roof, f in fractions.items() if roof not in rule.cuts)
+    return max(1.0, min(1 / nearest, point.time_s / EMPTY_KERNEL_S))
+
+
+def test_no_move_promises_more_than_the_roof_it_would_meet(specs):
+    """A GEMM at 83 % of its compute roof was told "up to 7.59x if the idle issue slots
+    fill", a one-warp 4 us kernel "up to 132x": over every observation, a move's gain and
+    every "up to Nx" its expectation prints stay within the roof it moves toward."""
+    checked = 0
+    for point, counters, facts, verdict in observation_space(find_spec("h100-sxm", specs)):
+        for move in verdict.moves:
+            if catalog.rule_for(move.id).direction not in ("up", "right", "up+right"):
+                continue                 # a higher roof, or less work: its own arithmetic
+            cap = cap_of(move, point, counters, facts) * 1.001
+            where = (move.id, move.expect, point.compute_fraction, point.dram_fraction,
+                     counters.l1_pct, counters.waves, point.time_s)
+            assert move.gain is None or move.gain <= cap, where
+            assert all(float(n) <= cap + 0.01 for n in UP_TO.findall(move.expect)), where
+            checked += 1
+    assert checked > 40_000
