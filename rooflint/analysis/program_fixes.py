@@ -117,10 +117,12 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
     ProgramFix("pad_stem_channels", "pad the 3-channel stem convolution's input to 4 "
                "channels (and channels_last, bf16)", "cuDNN has no fast kernel for 3 input "
                "channels; 4 lets it vectorise", Saving.ROOF_DISTANCE,
-               operators=r"convolution", kernels=r"conv|implicit_gemm|wgrad|dgrad"),
+               operators=r"convolution", kernels=r"conv|implicit_gemm|wgrad|dgrad",
+               libraries=(library_moves.CONVOLUTION,)),
     ProgramFix("gemm_fp8", "fp8 GEMMs (torch._scaled_mm, Transformer Engine) where the "
                "accuracy allows", "the GEMMs are at their roof: only a higher roof saves more",
-               Saving.RAISE_ROOF, libraries=(library_moves.GEMM, library_moves.XLA_GEMM),
+               Saving.RAISE_ROOF, libraries=(library_moves.GEMM, library_moves.XLA_GEMM,
+                                             library_moves.CUTLASS),
                roof=Roof.AT_ROOF, changes_precision=True),
     ProgramFix("gemm_shapes", "shape the GEMMs for the tensor cores: dimensions in "
                "multiples of 128, bf16 operands, a batch that fills whole waves",
@@ -171,6 +173,7 @@ class Kind(Enum):
 # words do not (a compiled Triton kernel, the program's own).
 KIND_OF_LIBRARY = {
     library_moves.GEMM: Kind.GEMM, library_moves.XLA_GEMM: Kind.GEMM,
+    library_moves.CONVOLUTION: Kind.GEMM, library_moves.CUTLASS: Kind.GEMM,
     library_moves.ATTENTION: Kind.ATTENTION,
     library_moves.NORM: Kind.NORMALISATION, library_moves.NORM_GRADIENT: Kind.NORMALISATION,
     library_moves.GELU: Kind.ELEMENT_WISE, library_moves.ELEMENTWISE: Kind.ELEMENT_WISE,

@@ -23,6 +23,7 @@ from rooflint.formats.results import RunResult, write_result
 from rooflint.output.exports import Export
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
 from rooflint.output.profile_words import pass2_stopped_words
+from rooflint.output.program_summary import render_program_summary
 from rooflint.output.tables import render_run
 from rooflint.output.written import result_written, roofline_drawn
 
@@ -51,6 +52,7 @@ def profile_command(request: ProfileRequest) -> None:
     finally:
         signal.signal(signal.SIGTERM, terminate)
     try:
+        render_program_summary(screen, result, result.fixes)
         render_run(screen, result)
     finally:   # minutes of profiling: kept when nobody reads the table (`| head`)
         _write_outputs(result, json_path, tables, svg, stopped is None, screen)

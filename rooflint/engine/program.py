@@ -57,6 +57,7 @@ from rooflint.output.profile_words import (NO_COUNTERS, autotuning_words, drift_
                                            held_memory_words, missed_words, pass1_words,
                                            plan_words, shapes_note, stopped_words,
                                            unrecorded_words)
+from rooflint.judge.program_fixes import roll_up
 from rooflint.judge.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
@@ -185,6 +186,7 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
     result = RunResult(gpu=device, spec_id=spec.id, settings=settings)
     result.families.append(FamilyResult(name=program, directory=directory, params={},
                                         baseline=None, variants=by_upside(variants)))
+    result.fixes = roll_up(result)
     return result
 
 

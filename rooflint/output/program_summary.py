@@ -1,0 +1,92 @@
+"""The program's summary, printed first by `rooflint profile` and `show` on a profile
+(issue 47): the GPU time by kind, then the program's fixes ranked by what each could save,
+with their shares and source lines. It answers what to change in the program before the
+per-kernel tables say how each kernel is doing, in at most MAX_LINES lines at any width.
+
+GPU busy against wall time is not printed: the result does not record the steps' wall
+time, and a figure the document does not hold is never made up here.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections import defaultdict
+
+from rich.console import Console
+
+from rooflint.analysis.program_fixes import Kind, kind_of
+from rooflint.common.printable import printable
+from rooflint.common.units import format_time
+from rooflint.formats.results import ProgramFixResult, RunResult
+
+MAX_LINES = 30
+MAX_FIXES = 10          # two lines each, under the header and the kinds
+TOP_LINES = 3           # source lines named per fix
+ELLIPSIS = "…"
+
+
+def fit(text: str, width: int) -> str:
+    """One printable line, cut to the width with an ellipsis."""
+    text = printable(text)
+    return text if len(text) <= width else text[:max(0, width - 1)] + ELLIPSIS
+
+
+def kind_shares(result: RunResult) -> dict[Kind, float]:
+    """The region's GPU time by kind, the profiled kernels' own; the rest is not profiled."""
+    shares: dict[Kind, float] = defaultdict(float)
+    for v in (v for f in result.families for v in f.variants if v.share):
+        shares[kind_of(v.share.kernel, v.share.library)] += v.share.share
+    return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+
+
+def header_lines(result: RunResult) -> list[str]:
+    settings = result.settings
+    program = result.families[0].name if result.families else "the program"
+    profiled = sum(len(f.variants) for f in result.families)
+    region = f"{format_time(settings.gpu_time_s)} of GPU time" if settings.gpu_time_s else \
+        "GPU time"
+    return [f"{program}: {region} in {settings.kernels or profiled} kernels; "
+            f"what to change in the program, the most saving first"]
+
+
+def kind_lines(result: RunResult, width: int) -> list[str]:
+    """By kind, wrapped at the width; the kernels left unprofiled said as such."""
+    parts = [f"{kind.value} {share:.0%}" for kind, share in kind_shares(result).items()]
+    if result.settings.other_share:
+        parts.append(f"not profiled {result.settings.other_share:.0%} "
+                     f"({result.settings.other_kernels} kernels)")
+    return textwrap.wrap("GPU time by kind: " + ", ".join(parts), width, subsequent_indent="    ")
+
+
+def fix_lines(rank: int, fix: ProgramFixResult) -> list[str]:
+    """A fix in two lines: what to change and its saving; its share and top source lines."""
+    action = fix.action or f"no fix: {fix.why}"
+    trade = " (trades accuracy)" if fix.changes_precision else ""
+    saving = (f"saves ~{format_time(fix.saving_s)} ({fix.saving_share:.1%})"
+              if fix.saving_s else "no saving estimated")
+    lines = ", ".join(f"{line.line.split(' in ')[0]} {line.share:.1%}"
+                      for line in fix.lines[:TOP_LINES])
+    return [f"{rank:>2}. {saving}: {action}{trade}",
+            f"    {fix.share:.1%} of GPU time in {len(fix.kernels)} kernels ({fix.estimate}); "
+            f"{lines}"]
+
+
+def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) -> list[str]:
+    """The summary as printed, each line cut to the width, at most MAX_LINES lines."""
+    lines = [*header_lines(result), *kind_lines(result, width)]
+    for rank, fix in enumerate(fixes[:MAX_FIXES], 1):
+        lines += fix_lines(rank, fix)
+    if len(fixes) > MAX_FIXES:
+        rest = sum(f.share for f in fixes[MAX_FIXES:])
+        lines.append(f"    and {len(fixes) - MAX_FIXES} more fixes over {rest:.1%} of GPU time")
+    return [fit(line, width) for line in lines][:MAX_LINES]
+
+
+def render_program_summary(console: Console, result: RunResult,
+                           fixes: list[ProgramFixResult]) -> None:
+    """Print the summary above the per-kernel tables; nothing for a result with no fixes."""
+    if not fixes:
+        return
+    for line in summary_lines(result, fixes, console.width):
+        console.print(line, markup=False, highlight=False, overflow="ignore", crop=False)
+    console.print()
