@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from rooflint.analysis.diagnose import Move, Verdict
+from rooflint.analysis.evidence import AT_ROOF_FLAG
 
 # The libraries by the words judge/kernel_libraries.py gives them.
 GEMM = "cuBLAS GEMM"
@@ -77,8 +78,11 @@ class CallerMove:
     changes_precision: bool = False     # trades accuracy: the user must judge it
 
     def applies(self, library: str, flags: dict[str, str]) -> bool:
+        """Its library's, its flags holding; never a move up for a kernel at its roof
+        (evidence.AT_ROOF_FLAG): a cuBLAS GEMM at 102 % of its roof is not reshaped."""
         return (library in self.libraries and all(f in flags for f in self.requires)
-                and not any(f in flags for f in self.unless))
+                and not any(f in flags for f in self.unless)
+                and not (self.direction == "up" and AT_ROOF_FLAG in flags))
 
 
 CALLER_MOVES: tuple[CallerMove, ...] = (
@@ -186,9 +190,16 @@ def with_caller_moves(verdict: Verdict, library: str | None,
                    key=lambda m: m.changes_precision)
     if not found:
         return verdict
-    cause = verdict.moves[0] if verdict.moves else None
+    return replace(verdict, moves=[_answering(m, library, verdict.moves) for m in found]
+                   + verdict.moves)
+
+
+def _answering(move: CallerMove, library: str, kernel_moves: list[Move]) -> Move:
+    """The caller's move, its reason the first kernel-level move in the same direction
+    (a reshape answers a move up, fp8 GEMMs the kernel's fp8 move), so the title and the
+    reason are one move; with none, only that the kernel is not the program's code."""
+    cause = next((k for k in kernel_moves if k.direction == move.direction), None)
     why = (f"{library}: not the program's code; in the kernel: {cause.action}" if cause
            else f"{library}: not the program's code")
-    expect = cause.expect if cause else ""
-    return replace(verdict, moves=[Move(m.id, m.direction, m.action, why, expect,
-                                        gain_from=CALLER) for m in found] + verdict.moves)
+    return Move(move.id, move.direction, move.action, why, cause.expect if cause else "",
+                gain_from=CALLER)

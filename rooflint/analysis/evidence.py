@@ -182,6 +182,7 @@ def gather(point: Point, facts: LaunchFacts, counters: Counters | None = None,
         ("dram", point.dram_fraction), ("compute", point.compute_fraction),
         ("l2", l2 or 0.0), ("l1", l1))})
     e.values["launch_headroom"] = point.time_s / max(facts.launches, 1) / EMPTY_KERNEL_S
+    _at_roof(e)
     if l2 is not None:
         e.values["l2_pct"] = 100 * l2
     if bound == Bound.BANDWIDTH and l2 is not None and l2 > point.dram_fraction and l2 >= l1:
@@ -239,7 +240,25 @@ def nearest_roof_fraction(point: Point, l2_fraction: float | None, l1_fraction: 
     return max(point.dram_fraction, point.compute_fraction, l2_fraction or 0.0, l1_fraction)
 
 
+AT_ROOF_FLAG = "at_roof"
 ROOFS = ("dram", "compute", "l2", "l1")     # the roofs a move up may meet (values *_fraction)
+
+
+def roof_reached(values: dict[str, float]) -> str | None:
+    """The roof (ROOFS) a kernel runs at, AT_ROOF of it or nearer; None below every roof."""
+    fractions = {roof: values.get(f"{roof}_fraction", 0.0) for roof in ROOFS}
+    nearest = max(fractions, key=fractions.get)
+    return nearest if fractions[nearest] >= AT_ROOF else None
+
+
+def _at_roof(e: Evidence) -> None:
+    """A kernel at its nearest roof: nothing moves it up there, only a higher roof, less
+    work or fewer bytes through that roof's level (the flag the move catalogs read)."""
+    roof = roof_reached(e.values)
+    if roof:
+        e.set(AT_ROOF_FLAG, f"{'compute' if roof == 'compute' else roof.upper()} at "
+                            f"{pct(e.values[f'{roof}_fraction'])} of its roof "
+                            f"(at it from {pct(AT_ROOF)})")
 
 
 def speedup_cap(values: dict[str, float], cuts: tuple[str, ...] = ()) -> float | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rooflint.analysis.causes import enabling_flags
-from rooflint.analysis.evidence import Bound, Evidence, speedup_cap
+from rooflint.analysis.evidence import Bound, Evidence, roof_reached, speedup_cap
 
 
 @dataclass(frozen=True)
@@ -289,6 +289,14 @@ def gain(rule: MoveRule, evidence: Evidence) -> Gain:
     return Gain(cap if rule.direction == "up" else None, False)
 
 
+def held_by_roof(rule: MoveRule, evidence: Evidence) -> bool:
+    """A move up for a kernel at its roof, unless it cuts that roof's own traffic: a GEMM
+    at 102 % of its compute roof has nowhere up to go; a tile at 98 % of L1's peak still
+    gains from fewer L1 wavefronts."""
+    roof = roof_reached(evidence.values)
+    return rule.direction == "up" and roof is not None and roof not in rule.cuts
+
+
 def _cap(rule: MoveRule, evidence: Evidence) -> float | None:
     """What caps a move's gain, by its direction: a move up meets the nearest roof whose
     traffic it does not cut (evidence.speedup_cap), a move right or up-and-right the compute
@@ -321,8 +329,8 @@ def _rank(rule: MoveRule, estimate: Gain) -> tuple:
 def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str, Gain]], list[str]]:
     """The applicable moves as (rule, reason, expect, gain), ranked; the bound's fallback
     move when none applies; and the traps' texts."""
-    rules = [rule for rule in CATALOG
-             if rule.id not in FALLBACK_ONLY and rule.applies(evidence)]
+    rules = [rule for rule in CATALOG if rule.id not in FALLBACK_ONLY
+             and rule.applies(evidence) and not held_by_roof(rule, evidence)]
     if not rules:
         rules = [rule for rule in CATALOG if rule.id == fallback(evidence)]
     estimates = {rule.id: gain(rule, evidence) for rule in rules}
