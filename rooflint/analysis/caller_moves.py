@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from rooflint.analysis.diagnose import Move, Verdict
-from rooflint.analysis.evidence import AT_ROOF_FLAG
+from rooflint.analysis.evidence import AT_ROOF_FLAG, Evidence
+from rooflint.analysis.moves import ruled_out
 
 # The libraries by the words judge/kernel_libraries.py gives them.
 GEMM = "cuBLAS GEMM"
@@ -186,7 +187,9 @@ def with_caller_moves(verdict: Verdict, library: str | None,
     on its evidence and on what the profiler's trace knows of the kernel's launches
     (``trace_flags``): the kernel-level moves stay after them, and each caller move's
     reason names the kernel-level cause it answers."""
-    found = sorted(caller_moves(library, {**verdict.evidence, **trace_flags}),
+    flags = {**verdict.evidence, **trace_flags}
+    not_these = ruled_out(Evidence(verdict.bound, flags))
+    found = sorted((m for m in caller_moves(library, flags) if m.id not in not_these),
                    key=lambda m: m.changes_precision)
     if not found:
         return verdict

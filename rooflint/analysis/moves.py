@@ -59,10 +59,17 @@ class Trap:
     text: str                       # formatted with Evidence.values and flag details
     requires: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
+    rules_out: tuple[str, ...] = ()  # the moves (this catalog's, the callers') it says
+    #                                  do not apply: never offered while it is printed
 
     def holds(self, evidence: Evidence) -> bool:
         return (all(evidence.has(f) for f in self.requires)
                 and not any(evidence.has(f) for f in self.excludes))
+
+
+def ruled_out(evidence: Evidence) -> set[str]:
+    """The moves the traps that hold say do not apply."""
+    return {move for trap in TRAPS if trap.holds(evidence) for move in trap.rules_out}
 
 
 CATALOG: tuple[MoveRule, ...] = (
@@ -234,25 +241,36 @@ def fallback(evidence: Evidence) -> str:
     level = next((level for level in ("l1", "l2") if evidence.has(f"{level}_bound")), None)
     return FALLBACK[level if evidence.bound == Bound.BANDWIDTH and level else evidence.bound]
 
+# The moves that cut the bytes a kernel moves per element it computes (not fusion's).
+BYTE_CUTS = ("fewer_bytes_per_element", "cut_redundant_traffic")
+
 TRAPS: tuple[Trap, ...] = (
-    Trap("not_fewer_bytes", "not fewer bytes (quantize, compress, fuse for traffic): DRAM "
-         "runs at {dram_pct:.0f}% of its roof, so the bytes are not the limit (the book's "
-         "INT8-KV trap: half the bytes, same time)", excludes=("bandwidth_bound",)),
-    Trap("not_fewer_dram_bytes", "not fewer DRAM bytes (fusion or cache blocking for DRAM "
-         "traffic): DRAM runs at {dram_pct:.0f}% of its roof; the data already lives in L2",
-         requires=("l2_bound",)),
-    Trap("not_fewer_dram_bytes_l1", "not fewer DRAM bytes (fusion, quantization): DRAM runs "
-         "at {dram_pct:.0f}% of its roof; the loads are served from L1, which is the ceiling",
-         requires=("l1_bound",)),
+    # Fewer bytes per element in the same kernel, not fusion: fusing a kernel into its
+    # neighbours removes its launch and its intermediate's round trip, whatever fraction of
+    # DRAM it runs at (the roofline article: a horizontal gap is not about saturation).
+    Trap("not_fewer_bytes", "not fewer bytes per element (quantize, compress): DRAM runs "
+         "at {dram_pct:.0f}% of its roof, so the bytes are not the limit (the book's "
+         "INT8-KV trap: half the bytes, same time)", excludes=("bandwidth_bound",),
+         rules_out=(*BYTE_CUTS, "optimizer_state_bytes")),
+    Trap("not_fewer_dram_bytes", "not fewer DRAM bytes per element (quantization, cache "
+         "blocking for DRAM traffic): DRAM runs at {dram_pct:.0f}% of its roof; the data "
+         "already lives in L2", requires=("l2_bound",), rules_out=BYTE_CUTS),
+    Trap("not_fewer_dram_bytes_l1", "not fewer DRAM bytes per element (quantization, cache "
+         "blocking): DRAM runs at {dram_pct:.0f}% of its roof; the loads are served from "
+         "L1, which is the ceiling", requires=("l1_bound",), rules_out=BYTE_CUTS),
     Trap("not_more_sms", "not split-K / more SMs: the grid already fills the GPU "
          "({waves:.3g} waves) and every SM would keep the same chain (the book's v4 trap)",
-         requires=("chain_bound", "full_grid")),
+         requires=("chain_bound", "full_grid"),
+         rules_out=("fill_the_gpu", "larger_batch", "split_reduction")),
     Trap("not_async_copy", "not cp.async / more asynchronous loads: memory waits are not the "
          "top stall ({top_stall_detail}), so an extra shared-memory hop only lengthens the "
          "chain (the book's v5 trap)",
-         requires=("chain_bound", "counted"), excludes=("memory_latency_stalls",)),
+         requires=("chain_bound", "counted"), excludes=("memory_latency_stalls",),
+         rules_out=("hoist_loads",)),
     Trap("not_more_flops", "not more FLOP/s (tensor cores, ILP): the math units are at "
-         "{compute_pct:.0f}% of their roof", requires=("bandwidth_bound",)),
+         "{compute_pct:.0f}% of their roof", requires=("bandwidth_bound",),
+         rules_out=("tensor_cores", "tf32_tensor_cores", "fp8_tensor_cores", "warpgroup_mma",
+                    "compute_efficiency", "more_ilp", "gemm_fp8", "conv_fp8")),
 )
 
 
@@ -330,7 +348,8 @@ def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str, Gain]], l
     """The applicable moves as (rule, reason, expect, gain), ranked; the bound's fallback
     move when none applies; and the traps' texts."""
     rules = [rule for rule in CATALOG if rule.id not in FALLBACK_ONLY
-             and rule.applies(evidence) and not held_by_roof(rule, evidence)]
+             and rule.applies(evidence) and not held_by_roof(rule, evidence)
+             and rule.id not in ruled_out(evidence)]
     if not rules:
         rules = [rule for rule in CATALOG if rule.id == fallback(evidence)]
     estimates = {rule.id: gain(rule, evidence) for rule in rules}

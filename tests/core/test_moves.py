@@ -444,3 +444,25 @@ def test_a_kernel_at_its_roof_gets_no_move_up_and_a_callers_reason_is_its_own_mo
                                for k in verdict.moves), where
         at_roof += fractions[roof] >= AT_ROOF
     assert at_roof > 5_000
+
+
+def test_no_move_is_contradicted_by_a_line_printed_under_it(specs):
+    """'move right: fuse the element-wise chain around it with torch.compile' was printed
+    above 'not fewer bytes (... fuse for traffic): DRAM runs at 41 % of its roof'. Over
+    every observation and every library: no move (the kernel's or its caller's) is one a
+    printed "not ..." line rules out, and no such line names fusion, which removes a
+    kernel's launch and round trip whatever fraction of DRAM it runs at."""
+    from rooflint.analysis.caller_moves import EVERY_LIBRARY, with_caller_moves
+    patterns = [(re.compile(re.sub(r"\\\{[^}]*\\\}", ".*", re.escape(trap.text))), trap)
+                for trap in catalog.TRAPS]
+    printed = 0
+    for _, _, _, verdict in observation_space(find_spec("h100-sxm", specs)):
+        said = [next(trap for pattern, trap in patterns if pattern.fullmatch(text))
+                for text in verdict.ruled_out]
+        assert not any("fus" in trap.text for trap in said), verdict.ruled_out
+        excluded = {move for trap in said for move in trap.rules_out}
+        for library in (None, *EVERY_LIBRARY):
+            chosen = {m.id for m in with_caller_moves(verdict, library).moves}
+            assert not chosen & excluded, (library, chosen & excluded, verdict.ruled_out)
+        printed += bool(said)
+    assert printed > 5_000
