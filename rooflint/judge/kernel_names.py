@@ -89,20 +89,145 @@ def short_name(kernel: str) -> str:
     return f"{function}<{named[0]}>" if named else function
 
 
+# What a library's kernel does, from its name: (pattern, words), the first match wins,
+# the specific before the generic (a backward before its forward). Only the names of
+# PyTorch's and cuDNN's kernels are read (LIBRARY_NAME): a program's own kernel, and a
+# Triton kernel torch.compile named after the operators it fused, keep their own names.
+# ``vectorized_elementwise_kernel<GeluCUDAKernelImpl>`` told an expert what it ran only
+# after reading its template; ``unrolled_elementwise…a>@804864`` was the logits' up-cast.
+DOES = (
+    (r"flash_bprop|sdpa\w*bprop|fmha\w*(bwd|backward)|flash_bwd|compute_dot_do_o"
+     r"|convert_dq_to", "attention backward"),
+    (r"sdpa|fmha|flash", "attention"),
+    (r"GammaBetaBackward", "LayerNorm backward (weights)"),
+    (r"layer_norm_grad_input|LayerNormBackward", "LayerNorm backward (input)"),
+    (r"RowwiseMoments", "norm statistics"),
+    (r"layer_norm|LayerNormForward", "LayerNorm"),
+    (r"batch_norm_backward_reduce", "BatchNorm backward (weights)"),
+    (r"batch_norm_backward|cudnn::bn_bw", "BatchNorm backward (input)"),
+    (r"batch_norm_collect_statistics", "BatchNorm statistics"),
+    (r"batch_norm|cudnn::bn_fw", "BatchNorm"),
+    (r"GeluBackward", "GELU backward"),
+    (r"Gelu", "GELU"),
+    (r"silu_backward", "SiLU backward"),
+    (r"silu", "SiLU"),
+    (r"tanh_backward", "tanh backward"),
+    (r"tanh", "tanh"),
+    (r"threshold_kernel", "ReLU backward (threshold)"),
+    (r"LogSoftMaxBackward", "log-softmax backward"),
+    (r"LogSoftMaxForward", "log-softmax"),
+    (r"SoftMaxBackward|softmax_warp_backward", "softmax backward"),
+    (r"SoftMaxForward|softmax_warp_forward", "softmax"),
+    (r"nll_loss_backward", "NLL loss backward"),
+    (r"nll_loss", "NLL loss"),
+    (r"mse_kernel", "MSE loss"),
+    (r"FusedOptimizer", "fused optimizer step"),
+    (r"LpNormFunctor", "gradient norm (foreach)"),
+    (r"multi_tensor_apply", "foreach update"),
+    (r"FillFunctor", "fill"),
+    (r"CatArrayBatchedCopy", "concatenate"),
+    (r"embedding_backward|embedding_dense_backward", "embedding backward"),
+    (r"indexSelect|index_select|embedding", "embedding lookup"),
+    (r"normal_and_transform|normal_kernel", "random normal"),
+    (r"uniform_and_transform", "random uniform"),
+    (r"bernoulli|fused_dropout", "dropout mask"),
+    (r"sum_functor", "sum"),
+    (r"MeanOps", "mean"),
+    (r"CUDAFunctor(OnSelf)?_add", "add"),
+    (r"MulFunctor", "multiply"),
+    (r"DivFunctor|div_true", "divide"),
+    (r"pow_tensor", "power"),
+    (r"clamp", "clamp (ReLU)"),
+    (r"AbsFunctor", "abs"),
+    (r"nchwToNhwc", "layout NCHW→NHWC"),
+    (r"nhwcToNchw", "layout NHWC→NCHW"),
+    (r"dgrad", "convolution backward (input)"),
+    (r"wgrad", "convolution backward (weights)"),
+    (r"fprop|implicit_convolve|convolve_sgemm|winograd|implicit_?gemm", "convolution"),
+)
+LIBRARY_NAME = re.compile(r"\bat::|cudnn|xmma_(fprop|dgrad|wgrad)|softmax_warp_")
+# Dtypes by the names kernels and the profiler write, as a person writes them.
+DTYPE_WORDS = {"float": "fp32", "c10::BFloat16": "bf16", "BFloat16": "bf16", "c10::Half": "fp16",
+               "Half": "fp16", "double": "fp64", "long int": "int64", "long": "int64",
+               "int": "int32", "bool": "bool", "signed char": "int8", "unsigned char": "uint8"}
+# PyTorch's casts specialised by destination read fp32 (bfloat16_copy_kernel_cuda: fp32 to
+# bf16); its generic copy names the destination in its lambda's parameter, and casts on
+# load (LoadWithCast, or a kernel that is not _nocast) where the source differs.
+NAMED_CASTS = {"bfloat16_copy_kernel_cuda": "bf16", "float16_copy_kernel_cuda": "fp16",
+               "float8_copy_kernel_cuda": "fp8"}
+
+
+def what_it_does(kernel: str, cast: tuple[str, str] | None = None) -> str | None:
+    """A library kernel's work in a few words (``GELU``, ``LayerNorm backward
+    (weights)``, ``cast bf16→fp32``); None for a kernel whose name tells no more than
+    itself (the program's own, Triton's, cuBLAS's tiles). ``cast`` is the (source,
+    destination) dtypes the profiler's trace recorded for its copies, when it did."""
+    if not LIBRARY_NAME.search(kernel):
+        return None
+    if "copy_kernel" in kernel:
+        return _copy_words(kernel, cast)
+    return next((words for pattern, words in DOES if re.search(pattern, kernel)), None)
+
+
+def _copy_words(kernel: str, cast: tuple[str, str] | None) -> str:
+    """``cast bf16→fp32``, ``cast to fp32`` (the source unknown), or ``copy fp32``."""
+    if cast:
+        source, destination = (DTYPE_WORDS.get(t, t) for t in cast)
+        return f"cast {source}→{destination}" if source != destination else f"copy {source}"
+    named = next((d for name, d in NAMED_CASTS.items() if name in kernel), None)
+    if named:
+        return f"cast fp32→{named}"
+    destination = next((DTYPE_WORDS[t] for t in re.findall(r"lambda\(([\w: ]+)\)", kernel)
+                        if t in DTYPE_WORDS), "tensor")
+    casting = "LoadWithCast" in kernel or "_nocast" not in kernel and "unrolled" in kernel
+    return f"cast to {destination}" if casting else f"copy {destination}"
+
+
+def described_name(k: KernelTime) -> str:
+    """What a kernel does where its name tells (what_it_does), else its short name."""
+    return what_it_does(k.kernel, k.cast) or short_name(k.kernel)
+
+
 def unique_names(kernels: list[KernelTime]) -> dict[Identity, str]:
-    """Identity -> a short name no other of the program's kernels shares: the grid's
-    block count added where one kernel runs at several grids (``nvjet_..._TNT@1536``), and
-    the threads per block where it runs at one block count with several block sizes
-    (``softmax_forward_kernel7@8192x256``, a sweep of block sizes), then #2, #3 for
-    whatever still collides."""
-    grids = Tally(k.kernel for k in kernels)
-    block_sizes = Tally((k.kernel, k.blocks) for k in kernels)
+    """Identity -> a name no other of the program's kernels shares: what it does or its
+    short name (described_name), and where kernels share one, what tells them apart in
+    words: the line that launched each (``cast bf16→fp32 at train.py:80``), else its
+    grid's block count (``k (1536 blocks)``: cuBLAS's GEMM at two sizes), else its
+    blocks and threads (``k (8192×256)``: a sweep of block sizes), then #2, #3 for
+    whatever still collides. The suffix had been ``@1536``, never explained."""
+    base = {k.identity: described_name(k) for k in kernels}
+    groups: dict[str, list[KernelTime]] = {}
+    for k in kernels:
+        groups.setdefault(base[k.identity], []).append(k)
     names: dict[Identity, str] = {}
     seen: Tally = Tally()
     for k in kernels:
-        name = short_name(k.kernel) + (f"@{k.blocks}" if grids[k.kernel] > 1 else "")
-        if block_sizes[k.kernel, k.blocks] > 1:
-            name += f"x{k.threads}"
+        group = groups[base[k.identity]]
+        name = base[k.identity] + (_telling_apart(k, group) if len(group) > 1 else "")
         seen[name] += 1
         names[k.identity] = name if seen[name] == 1 else f"{name}#{seen[name]}"
     return names
+
+
+def _telling_apart(k: KernelTime, group: list[KernelTime]) -> str:
+    """The words after a shared name that tell ``k`` from the rest of ``group``: the first
+    of its launching line, its block count, its blocks×threads that differs across the
+    whole group; "" where none does (#2, #3 follow)."""
+    for words in (_launched_at, _in_blocks, _in_blocks_of_threads):
+        told = [words(other) for other in group]
+        if all(told) and len(set(told)) == len(group):
+            return words(k)
+    return ""
+
+
+def _launched_at(k: KernelTime) -> str:
+    line = next((o.line for o in k.origins if o.line), None)
+    return f" at {line.split(' in ')[0]}" if line else ""
+
+
+def _in_blocks(k: KernelTime) -> str:
+    return f" ({k.blocks} blocks)" if k.blocks else ""
+
+
+def _in_blocks_of_threads(k: KernelTime) -> str:
+    return f" ({k.blocks}×{k.threads})" if k.blocks and k.threads else ""

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME as NAME
-from rooflint.formats.trace_events import Launch, Origin, origins, tensor_precisions
+from rooflint.formats.trace_events import COPY, Launch, Origin, origins, tensor_precisions
 from rooflint.judge.kernel_names import name_key
 
 # What a launch is, whichever run of the program it came from: its name's key (see
@@ -38,6 +39,9 @@ class KernelTime:
     # operator it runs in fp32 (the loss), never a weight cast (those narrow; in backward,
     # gradients widen on their way back to fp32, weights' and activations' alike).
     upcasts: bool = False
+    # The (source, destination) dtypes most of its launches' copies had (aten::copy_'s
+    # inputs in the trace), naming a cast by what it converts; None: no copy recorded.
+    cast: tuple[str, str] | None = None
     # Launches of repeated calls past the first ones the trace recorded (a do_bench run's,
     # a DataLoader epoch's: trace_events.SAMPLED_RANGE), and their GPU time, counted from
     # the recorded ones.
@@ -91,11 +95,19 @@ def kernel_times_from_trace(launches: list[Launch]) -> list[KernelTime]:
                           block=mine[0].block, origins=origins(mine),
                           tensor_precisions=tensor_precisions(mine),
                           upcasts=2 * sum(x.widens and not x.backward_of for x in mine)
-                          > len(mine),
+                          > len(mine), cast=copied_dtypes(mine),
                           unrecorded_launches=round(sum(x.weight - 1 for x in mine)),
                           unrecorded_s=sum(x.duration_s * (x.weight - 1) for x in mine))
                for mine in groups.values()]
     return sorted(kernels, key=lambda k: k.total_s, reverse=True)
+
+
+def copied_dtypes(launches: list[Launch]) -> tuple[str, str] | None:
+    """The (source, destination) dtypes most of these launches' copies had; None where no
+    launch is a copy with both recorded."""
+    pairs = Counter((x.dtypes[1], x.dtypes[0]) for x in launches
+                    if x.operator == COPY and x.dtypes and len(x.dtypes) == 2)
+    return pairs.most_common(1)[0][0] if pairs else None
 
 
 def selected(launches: list[Launch], nvtx: str | None, kernel: str | None,

@@ -30,11 +30,11 @@ def modelled(specs):
 
 
 def test_a_modelled_kernel_gets_its_algorithmic_intensity(modelled):
-    norm = modelled["vectorized_layer_norm_kernel"]
+    norm = modelled["LayerNorm"]
     assert norm.point.algorithmic_known
     assert norm.point.algorithmic_ai == pytest.approx(8 / 4)        # 8 BSD FLOPs / 4 BSD bytes
     assert norm.flops["model"] == 8 * 8 * 1024 * 2048
-    add = modelled["vectorized_elementwise_kernel<CUDAFunctor_add>"]
+    add = modelled["add"]
     assert add.point.algorithmic_ai == pytest.approx(1 / 6)
 
 

@@ -48,15 +48,13 @@ def test_every_launch_of_the_region_is_counted():
 
 def test_template_instances_stay_apart_and_get_short_names():
     names = set(kernel_names.unique_names(kernel_times.kernel_times(H100_PASS1)).values())
-    assert {"vectorized_elementwise_kernel<GeluCUDAKernelImpl>",
-            "vectorized_elementwise_kernel<CUDAFunctor_add>",
-            "vectorized_layer_norm_kernel"} <= names
+    assert {"GELU", "add", "LayerNorm"} <= names
 
 
 def test_a_kernel_at_two_grids_gets_two_names():
     kernels = [kernel_times.KernelTime("void k<float>(int)", "(4, 1, 1)", [1e-6]),
                kernel_times.KernelTime("void k<float>(int)", "(16, 2, 1)", [1e-6])]
-    assert set(kernel_names.unique_names(kernels).values()) == {"k@4", "k@32"}
+    assert set(kernel_names.unique_names(kernels).values()) == {"k (4 blocks)", "k (32 blocks)"}
 
 
 def test_a_kernel_at_one_grid_with_several_block_sizes_is_named_by_its_block():
@@ -68,7 +66,7 @@ def test_a_kernel_at_one_grid_with_several_block_sizes_is_named_by_its_block():
     kernels.append(kernel_times.KernelTime("void k<float>(int)", "(64, 1, 1)", [1e-6],
                                               block="(256, 1, 1)"))
     assert set(kernel_names.unique_names(kernels).values()) == {
-        "k@8192x128", "k@8192x256", "k@8192x512", "k@64"}
+        "k (8192×128)", "k (8192×256)", "k (8192×512)", "k (64×256)"}
 
 
 @pytest.mark.parametrize("coverage, top, chosen", [
@@ -271,8 +269,8 @@ def test_verdicts_from_the_same_engine(h200_result):
     gemm = by_name["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"]
     assert gemm.precision == "bf16-tensor" and gemm.verdict.bound == "compute"
     assert gemm.share.library == "cuBLAS GEMM"
-    assert by_name["vectorized_elementwise_kernel<CUDAFunctor_add>"].verdict.bound == "bandwidth"
-    norm = by_name["vectorized_layer_norm_kernel"]
+    assert by_name["add"].verdict.bound == "bandwidth"
+    norm = by_name["LayerNorm"]
     assert norm.verdict.bound == "chain" and norm.verdict.causes     # a named cause
     assert all(not v.point.algorithmic_known for v in by_name.values())   # nobody counted them
     assert all(v.share.library for v in by_name.values())
@@ -284,11 +282,11 @@ def test_upside_is_what_the_best_move_could_save_by_the_move_rankings_arithmetic
     back to the nearest roof's distance, and so does a kernel whose only move trades its
     precision (the bf16 GEMM's fp8): it is judged as written, at 96 % of its roof: done."""
     by_name = {v.name: v for v in h200_result.families[0].variants}
-    norm = by_name["vectorized_layer_norm_kernel"]
+    norm = by_name["LayerNorm"]
     assert upside.best_move(norm.verdict).id == "bytes_in_flight"
     assert norm.share.upside_s == pytest.approx(
         norm.share.total_s * (1 - 1 / upside.best_move(norm.verdict).gain))
-    gelu = by_name["vectorized_elementwise_kernel<GeluCUDAKernelImpl>"]
+    gelu = by_name["GELU"]
     assert upside.best_move(gelu.verdict).gain is None
     assert gelu.share.upside_s == pytest.approx(gelu.share.total_s * (1 - gelu.share.best_fraction))
     gemm = by_name["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"]

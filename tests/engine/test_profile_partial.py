@@ -145,17 +145,17 @@ def test_pass_two_failing_keeps_pass_ones_table_and_json(fake_ncu, tmp_path):
         assert v["share"]["total_s"] > 0 and v["share"]["launches"] > 0   # pass 1's times
     assert doc["gpu"]["name"] == "NVIDIA H200" and doc["spec_id"] == "h200"   # pass 1's rows
     assert doc["settings"]["pass2_stopped"] == why
-    assert "vectorized_layer_norm_kernel" in outcome.stdout and "no counters" in outcome.stdout
+    assert "LayerNorm" in outcome.stdout and "no counters" in outcome.stdout
     # each kernel's row in the family table: its time from pass 1 and "no counters", not
     # an "OK" that said nothing
     rows = [line for line in outcome.stdout.splitlines()
-            if line.startswith("vectorized_layer_norm_kernel") and " us " in line]
+            if line.startswith("LayerNorm ") and " us " in line]
     assert rows and all(row.rstrip().endswith("no counters") for row in rows), rows
     assert not re.search(r"\sOK\s*$", outcome.stdout, re.MULTILINE)
     assert "manifests' model" not in outcome.stdout          # a profile has no manifest
     assert waiting_program_is_gone(state)
     shown = rooflint("show", str(out))
-    assert shown.code == 0 and "vectorized_layer_norm_kernel" in shown.stdout, shown.stderr
+    assert shown.code == 0 and "LayerNorm" in shown.stdout, shown.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from rooflint.analysis import caller_moves as catalog
+from rooflint.formats.results import read_result
+from rooflint.formats.trace_events import Origin
 from rooflint.judge.kernel_libraries import library
+from rooflint.judge.kernel_names import unique_names, what_it_does
+from rooflint.judge.kernel_times import KernelTime
+
+from edges import REPO
 
 CUDNN_FPROP = ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64"
                "_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn")
@@ -67,3 +73,57 @@ CUBLAS_CUTLASS = ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16
 ])
 def test_each_kernel_is_labelled_by_who_wrote_it(kernel, operator, words):
     assert library(kernel, operator) == words
+
+
+RECORDED = REPO / "examples" / "profile"
+
+
+@pytest.mark.parametrize("recorded, cast, words", [
+    ("vectorized_elementwise_kernel<GeluCUDAKernelImpl>", None, "GELU"),
+    ("vectorized_elementwise_kernel<GeluBackwardCUDAKernelImpl>", None, "GELU backward"),
+    ("layer_norm_grad_input_kernel_vectorized<false>", None, "LayerNorm backward (input)"),
+    ("GammaBetaBackwardCUDAKernelTemplate<u>", None, "LayerNorm backward (weights)"),
+    ("vectorized_layer_norm_kernel<false>", None, "LayerNorm"),
+    # the logits' up-cast: the trace's copy says from what
+    ("unrolled_elementwise_kernel<direct_copy_kernel_cuda>@6144", ("c10::BFloat16", "float"),
+     "cast bf16→fp32"),
+    ("unrolled_elementwise_kernel<direct_copy_kernel_cuda>@6144", None, "cast to fp32"),
+    ("vectorized_elementwise_kernel<bfloat16_copy_kernel_cuda>@3072", None, "cast fp32→bf16"),
+    ("elementwise_kernel<gpu_kernel_impl_nocast>", None, "copy fp32"),
+    ("cunn_SoftMaxForwardReg<LogSoftMaxForwardEpilogue>", None, "log-softmax"),
+    ("cunn_SoftMaxBackwardSmem<LogSoftMaxBackwardEpilogue>", None, "log-softmax backward"),
+    ("multi_tensor_apply_kernel<FusedOptimizerTensorListMetadata>", None,
+     "fused optimizer step"),
+    ("vectorized_elementwise_kernel<FillFunctor>", None, "fill"),
+    ("CatArrayBatchedCopy_vectorized<OpaqueType>", None, "concatenate"),
+    ("convert_dq_to_16bits<true>", None, "attention backward"),
+    # a program's own kernels and Triton's keep their names
+    ("softmax_forward_kernel7@8192", None, None),
+    ("triton_poi_fused__to_copy_5@2304", None, None),
+    ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", None, None),
+])
+def test_a_recorded_kernel_is_named_by_what_it_does(recorded, cast, words):
+    kernel = next(v.share.kernel for path in sorted(RECORDED.glob("*.json"))
+                  for f in read_result(path).families for v in f.variants
+                  if v.name == recorded and v.share)
+    assert what_it_does(kernel, cast) == words
+
+
+@pytest.mark.parametrize("kernel, words", [
+    (CUDNN_FPROP, "convolution"), (CUDNN_DGRAD, "convolution backward (input)"),
+    (CUDNN_WGRAD, "convolution backward (weights)"),
+])
+def test_cudnn_convolutions_are_named_by_their_pass(kernel, words):
+    assert what_it_does(kernel) == words
+
+
+def test_kernels_sharing_a_name_are_told_apart_by_the_line_that_launched_them():
+    """The logits' up-cast and the loss's had read ``…a>@804864`` and ``…a>@6144``."""
+    cast = ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda"
+            "(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda(float)#1}, "
+            "at::native::memory::LoadWithCast<1> >(int)")
+    kernels = [KernelTime(cast, f"({blocks}, 1, 1)", [1e-6], cast=("c10::BFloat16", "float"),
+                          origins=[Origin("aten::copy_", f"train.py:{line} in forward")])
+               for blocks, line in ((804864, 80), (6144, 52))]
+    assert set(unique_names(kernels).values()) == {"cast bf16→fp32 at train.py:80",
+                                                   "cast bf16→fp32 at train.py:52"}

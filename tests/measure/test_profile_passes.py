@@ -205,7 +205,7 @@ def test_a_model_file_gives_its_kernels_an_algorithmic_intensity(fake_ncu, tmp_p
                        str(out), "--", sys.executable, "-c", "pass", env=env)
     assert outcome.code == 0, outcome.stderr
     variants = {v["name"]: v for v in json.loads(out.read_text())["families"][0]["variants"]}
-    assert variants["vectorized_layer_norm_kernel"]["point"]["algorithmic_ai"] == 2.0
+    assert variants["LayerNorm"]["point"]["algorithmic_ai"] == 2.0
     assert "model" not in variants["nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT"]["flops"]
 
 
