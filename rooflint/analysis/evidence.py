@@ -54,6 +54,9 @@ VECTOR_LOADED = 8.0             # ... under this with a register tile: operands 
 BANK_CONFLICT_SHARE = 0.25      # extra wavefronts per shared-memory wavefront: conflicts matter
 COALESCED_SECTORS = 16          # sectors a warp's coalesced request moves at most (16-byte
                                 # accesses: 512 bytes); more, and some of each sector is unused
+L1_TRAFFIC_SHARE = 0.10         # L1 bytes under this share of L2's: its throughput % is not
+                                # bandwidth (TMA/wgmma kernels), so L1 cannot bind
+WAVEFRONT_BYTES = 128           # the most one shared-memory wavefront moves
 TAIL_GAIN = 1.05                # whole waves / the waves run above this: the tail effect matters
 LOW_OCCUPANCY = 50.0            # % resident warps the launch allows: under this, few hide latency
 ISSUE_BUSY = 80.0               # % of cycles issuing: above this the issue slots are the limit
@@ -281,10 +284,25 @@ def l1_fraction(counters: Counters | None, sms: int) -> float:
     active, so a grid on fewer blocks than SMs counts for the share of SMs it occupied (a
     one-warp kernel of 4 us read 108 % on an H100 while it moved 60 MB/s: a chain of
     latencies, not a level at its roof), and no reading counts above the peak."""
-    if not counters:
+    if not counters or not moved_through_l1(counters):
         return 0.0
     occupied = min(1.0, counters.grid_size / sms) if counters.grid_size and sms else 1.0
     return min(counters.l1_pct / 100, 1.0) * occupied
+
+
+def moved_through_l1(counters: Counters) -> bool:
+    """Whether L1 carried a share of the kernel's traffic worth a roof: its global and local
+    bytes, and its shared-memory wavefronts (up to WAVEFRONT_BYTES each) unless the kernel
+    issues wgmma, at least L1_TRAFFIC_SHARE of what L2 served. A TMA/wgmma kernel's
+    operands go from L2 to shared memory by TMA and from there to the tensor cores, past
+    L1's load path, and the tensor roof judges that path: Nsight Compute read 60-86 % L1
+    throughput on cuBLAS nvjet GEMMs that moved 0 B to 2 KB through L1 (GPT-2 on an H100),
+    and a memory level binds only on the bytes that crossed it. A kernel with no L2 count
+    (a result from before L2 was read) is taken at its reading."""
+    if not counters.l2_bytes:
+        return True
+    shared = 0.0 if counters.gmma_instructions else WAVEFRONT_BYTES * counters.shared_wavefronts
+    return counters.l1_bytes + shared >= L1_TRAFFIC_SHARE * counters.l2_bytes
 
 
 def l2_fraction(point: Point, facts: LaunchFacts, counters: Counters | None) -> float | None:

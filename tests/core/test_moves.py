@@ -466,3 +466,34 @@ def test_no_move_is_contradicted_by_a_line_printed_under_it(specs):
             assert not chosen & excluded, (library, chosen & excluded, verdict.ruled_out)
         printed += bool(said)
     assert printed > 5_000
+
+
+# -- a memory level binds only on the bytes that crossed it (issue 47, item 6) ------------
+
+def test_a_wgmma_gemm_is_judged_on_its_tensor_roof_not_on_its_l1_percentage(specs):
+    """nanoGPT's cuBLAS nvjet GEMM on an H100 (recorded, examples/profile): ncu read 72.6 %
+    L1 throughput while 2 KB crossed L1 (TMA brings its tiles to shared memory, wgmma
+    reads them there), and it was called bandwidth-bound at L1 ('L1 111 MB/s (73 % of its
+    peak) (binds)'). L1 moved no share of its traffic, so it cannot bind: the GEMM at
+    66 % of its tensor roof is compute-bound. Bytes through L1 make the same reading bind."""
+    document = json.loads((ROOT / "examples" / "profile" / "h100-profile-nanogpt-eager.json")
+                          .read_text())
+    v = next(v for f in document["families"] for v in f["variants"]
+             if v["name"].startswith("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coo")
+             and v["counters"]["l1_pct"] > 70)
+    spec = find_spec("h100-sxm", specs)
+    calibration = load_calibration(ROOT / "examples" / "h100-calibration.json")
+
+    def judged(**changes):
+        counters = Counters(**{**v["counters"], **changes})
+        observation = Observation(v["name"], v["precision"], v["samples_s"], counters, None,
+                                  counters.grid_size, 0, 1, point_time_s=counters.duration_s,
+                                  cached=True)
+        return analyse(observation, spec, spec.sms, calibration)
+
+    tma = judged()
+    assert tma.counters.l1_bytes < 1e4 and tma.counters.gmma_instructions
+    assert (tma.verdict.bound, tma.verdict.level) == ("compute", None)
+    assert "l1_bound" not in tma.verdict.evidence and tma.levels[2].fraction == 0.0
+    through_l1 = judged(l1_bytes=tma.counters.l2_bytes)       # the same % on real L1 bytes
+    assert (through_l1.verdict.bound, through_l1.verdict.level) == ("bandwidth", "l1")
