@@ -67,8 +67,6 @@ from rooflint.formats.trace_events import Unrecorded, unrecorded
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import union_unless_any
 
-ORIGINS_KEPT = 3                 # a kernel's most frequent origins a result keeps
-
 
 def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
                          timed: list[KernelTime] | None = None) -> dict[Identity, Counters]:
@@ -133,7 +131,7 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         kernel=time.kernel, library=owner, launches=time.launches,
         total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,
         best_fraction=best, upside_s=upside(time.total_s, analysis.verdict, best),
-        origins=time.origins[:ORIGINS_KEPT])
+        origins=time.origins)
     return VariantResult(
         name=name, description=time.kernel, status=Status.OK,
         message=("" if analysis.counters else

@@ -181,15 +181,31 @@ def move_lines(v: VariantResult, move: Move) -> list[str]:
     return supporting(v.source_lines, rule.lines if rule else "stall_samples")
 
 
+ORIGINS_SHOWN = 3     # a kernel's origins its notes name; the result keeps them all
+
+
 def origins_words(origins: list[Origin]) -> str:
-    """Where a kernel's launches came from, each origin with its count; launches with none
-    known after known ones are the same kernel's, past the launches the bootstrap traced to
-    a line (a Triton kernel's first 100)."""
-    return "; ".join(
-        f"{counted(o.launches, 'more launch', 'more launches')} with no line recorded"
-        if i and not (o.operator or o.line) else
-        f"{o.words} ({counted(o.launches, 'launch', 'launches')})"
-        for i, o in enumerate(origins))
+    """Where a kernel's launches came from: its first ORIGINS_SHOWN origins, each with its
+    launches and its part of the kernel's time, then how many more and their part
+    (the result document keeps every one); launches with none known after known ones are
+    the same kernel's, past the launches the bootstrap traced to a line (a Triton
+    kernel's first 100)."""
+    total = sum(o.time_s for o in origins) if len(origins) > 1 else 0.0   # one: all of it
+    shown = [f"{counted(o.launches, 'more launch', 'more launches')} with no line recorded"
+             if i and not (o.operator or o.line) else
+             f"{o.words} ({counted(o.launches, 'launch', 'launches')}{_part(o.time_s, total)})"
+             for i, o in enumerate(origins[:ORIGINS_SHOWN])]
+    rest = origins[ORIGINS_SHOWN:]
+    if rest:
+        shown.append(f"and {counted(len(rest), 'more origin', 'more origins')} "
+                     f"({counted(sum(o.launches for o in rest), 'launch', 'launches')}"
+                     f"{_part(sum(o.time_s for o in rest), total)})")
+    return "; ".join(shown)
+
+
+def _part(time_s: float, total_s: float) -> str:
+    """``, 62 % of its time``, or nothing where the trace timed no launch."""
+    return f", {pct(time_s / total_s)} of its time" if total_s else ""
 
 
 def measurement_notes(v: VariantResult) -> list[Text]:

@@ -382,10 +382,14 @@ def test_name_keys_ignore_what_demanglers_disagree_on():
     assert kernel_names.name_key("void k<4>(int)") != kernel_names.name_key("void k<8>(int)")
 
 
-def test_origins_are_counted_and_ranked(step):
+def test_origins_are_counted_and_ranked_by_their_time_none_dropped(step):
+    """Every origin kept (a Llama's RMSNorm had read a third of its size with three lines
+    per kernel), each with its launches' GPU time, the most time first."""
     ranked = origins(step)
     assert sum(o.launches for o in ranked) == len(step)
-    assert [o.launches for o in ranked] == sorted((o.launches for o in ranked), reverse=True)
+    assert sum(o.time_s for o in ranked) == pytest.approx(sum(x.duration_s for x in step))
+    lined = [o.time_s for o in ranked if o.line]
+    assert lined == sorted(lined, reverse=True)
 
 
 
@@ -760,8 +764,8 @@ def test_a_kernels_launches_without_a_line_are_its_last_origin():
     from rooflint.output.family_table import origins_words
     found = origins([named] * 3 + [bare] * 500)
     assert [(o.line, o.launches) for o in found] == [("mlp.py:62 in matmul", 3), (None, 500)]
-    assert origins_words(found) == ("at mlp.py:62 in matmul (3 launches); 500 more launches "
-                                    "with no line recorded")
+    assert origins_words(found) == ("at mlp.py:62 in matmul (3 launches, 1% of its time); "
+                                    "500 more launches with no line recorded")
     assert origins_words(origins([bare] * 2)) == "outside PyTorch's operators (2 launches)"
     callless = Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6, 2.0)   # CUPTI's kernel records alone
     assert origins([callless] * 4) == [] and origins([named, callless]) == origins([named])
@@ -773,3 +777,17 @@ def test_ncu_rows_lose_their_autotuning_as_the_trace_does():
                       "input_reduce_fusion_3")]
     kept, tuning = autotuning.rows_without_autotuning(rows)
     assert kept == rows[2:] and tuning.launches == 2 and tuning.gpu_s == pytest.approx(2e-6)
+
+
+def test_a_kernels_notes_name_its_top_origins_and_count_the_rest():
+    """Five lines launch one kernel: the notes name the three that took the most time, and
+    say how many more, with their launches and part; the result keeps all five."""
+    from rooflint.output.family_table import origins_words
+    lines = [Launch("k", "(1, 1, 1)", "(1, 1, 1)", 1e-6 * (i + 1), 0.0, traced_call=True,
+                    operator="aten::mul", line=f"model.py:{10 + i} in forward")
+             for i in range(5)]
+    found = origins(lines)
+    assert len(found) == 5 and found[0].line == "model.py:14 in forward"
+    words = origins_words(found)
+    assert words.count("by aten::mul") == 3
+    assert words.endswith("and 2 more origins (2 launches, 20% of its time)")
