@@ -75,7 +75,7 @@ def shortened_names(names: Iterable[str], width: int = NAME_WIDTH) -> dict[str, 
     """Each name shortened, told apart where two shorten alike: cuDNN's attention forward
     and backward (``..._flash_fprop_...`` and ``..._flash_bprop_...``) or two cuBLAS tile
     shapes share head and tail, so such names show the few characters where they part
-    (``cudnn_gen…sh_bprop_w…kernel0_0``). A name that still collides is shown whole."""
+    (``cudnn_gen…sh_bprop_w…kernel0_0``). A name that still collides is numbered."""
     names = list(dict.fromkeys(names))
     short = {name: shortened(name, width) for name in names}
     alike: dict[str, list[str]] = {}
@@ -84,8 +84,19 @@ def shortened_names(names: Iterable[str], width: int = NAME_WIDTH) -> dict[str, 
     for group in (g for g in alike.values() if len(g) > 1):
         for name in group:
             short[name] = _around_difference(name, [n for n in group if n != name], width)
-    taken = Counter(short.values())
-    return {name: name if taken[short[name]] > 1 else short[name] for name in names}
+    taken, seen = Counter(short.values()), Counter()
+    for name in (n for n in names if taken[short[n]] > 1):
+        seen[short[name]] += 1
+        short[name] = _numbered(short[name], seen[short[name]], width)
+    return short
+
+
+def _numbered(shown: str, n: int, width: int) -> str:
+    """``shown`` with ``#n`` in the width: a name that still collides had been shown
+    whole, and one 150-character cuDNN name left a ConvNet's table only its kernel column."""
+    tag = f"#{n}"
+    return (shown + tag if len(shown) + len(tag) <= width
+            else f"{shown[:width - len(tag) - 1]}…{tag}")
 
 
 def _around_difference(name: str, others: list[str], width: int) -> str:

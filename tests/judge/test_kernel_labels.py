@@ -127,3 +127,21 @@ def test_kernels_sharing_a_name_are_told_apart_by_the_line_that_launched_them():
                for blocks, line in ((804864, 80), (6144, 52))]
     assert set(unique_names(kernels).values()) == {"cast bf16→fp32 at train.py:80",
                                                    "cast bf16→fp32 at train.py:52"}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_shown_name_fits_and_is_its_own_whatever_the_names(seed):
+    """Names of 1-400 characters, unicode and escapes, many alike: each is shown in the
+    table's width and no two alike (a 150-character cuDNN name that collided had been
+    shown whole, leaving a ConvNet's table its kernel column only)."""
+    import random
+    from rooflint.output.terminal import NAME_WIDTH, shortened_names
+    rng = random.Random(seed)
+    alphabet = "ab_<>:()[]é→漢\\x1b\\n" + "x" * 10
+    stem = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 300)))
+    names = list(dict.fromkeys(
+        stem + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 100))) + stem[-30:]
+        for _ in range(rng.randint(2, 12))))
+    shown = shortened_names(names)
+    assert all(len(text) <= NAME_WIDTH for text in shown.values())
+    assert len(set(shown.values())) == len(names)
