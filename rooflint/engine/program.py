@@ -47,7 +47,7 @@ from rooflint.analysis.stats import TimeStats
 from rooflint.judge.autotuning import Autotuning, rows_without_autotuning, trace_without_autotuning
 from rooflint.judge.kernel_choice import choose
 from rooflint.judge.kernel_libraries import caller_flags, library
-from rooflint.judge.kernel_names import unique_names
+from rooflint.judge.distinct_names import unique_names
 from rooflint.judge.kernel_times import (Identity, KernelTime, kernel_times,
                                          kernel_times_from_trace, selected)
 from rooflint.judge.launch_matching import launches_by_identity, missed, per_launch

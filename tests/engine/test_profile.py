@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import pytest
 
-from rooflint.judge import (kernel_choice, kernel_libraries, kernel_names, kernel_times,
-                            launch_matching, pass2_patterns, time_spread)
+from rooflint.judge import (distinct_names, kernel_choice, kernel_libraries, kernel_names,
+                            kernel_times, launch_matching, pass2_patterns, time_spread)
 from rooflint.judge import upside
 from rooflint.engine import program as app
 from rooflint.output import profile_words
@@ -47,14 +47,14 @@ def test_every_launch_of_the_region_is_counted():
 
 
 def test_template_instances_stay_apart_and_get_short_names():
-    names = set(kernel_names.unique_names(kernel_times.kernel_times(H100_PASS1)).values())
+    names = set(distinct_names.unique_names(kernel_times.kernel_times(H100_PASS1)).values())
     assert {"GELU", "add", "LayerNorm"} <= names
 
 
 def test_a_kernel_at_two_grids_gets_two_names():
     kernels = [kernel_times.KernelTime("void k<float>(int)", "(4, 1, 1)", [1e-6]),
                kernel_times.KernelTime("void k<float>(int)", "(16, 2, 1)", [1e-6])]
-    assert set(kernel_names.unique_names(kernels).values()) == {"k (4 blocks)", "k (32 blocks)"}
+    assert set(distinct_names.unique_names(kernels).values()) == {"k (4 blocks)", "k (32 blocks)"}
 
 
 def test_a_kernel_at_one_grid_with_several_block_sizes_is_named_by_its_block():
@@ -65,7 +65,7 @@ def test_a_kernel_at_one_grid_with_several_block_sizes_is_named_by_its_block():
                for threads in (128, 256, 512)]
     kernels.append(kernel_times.KernelTime("void k<float>(int)", "(64, 1, 1)", [1e-6],
                                               block="(256, 1, 1)"))
-    assert set(kernel_names.unique_names(kernels).values()) == {
+    assert set(distinct_names.unique_names(kernels).values()) == {
         "k (8192×128)", "k (8192×256)", "k (8192×512)", "k (64×256)"}
 
 

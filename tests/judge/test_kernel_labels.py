@@ -10,7 +10,8 @@ from rooflint.analysis import caller_moves as catalog
 from rooflint.formats.results import read_result
 from rooflint.formats.trace_events import Origin
 from rooflint.judge.kernel_libraries import library
-from rooflint.judge.kernel_names import unique_names, what_it_does
+from rooflint.judge.distinct_names import unique_names
+from rooflint.judge.kernel_names import what_it_does
 from rooflint.judge.kernel_times import KernelTime
 
 from edges import REPO
