@@ -12,9 +12,10 @@ from dataclasses import asdict
 from rich.progress import TextColumn
 
 from rooflint.judge.comparison import compare as compare_variants
+from rooflint.judge.fix_comparison import ProgramComparison, compare_fixes
 from rooflint.commands.requests import CompareRequest
 from rooflint.engine.compare_sides import (Measuring, Side, gpu_warning, resolve_pairs,
-                                           split_side, unmatched)
+                                           split_side, unmatched, whole_results)
 from rooflint.commands.writing import write_json
 from rooflint.commands.stdio import console, errors, progress
 from rooflint.output.live import progress_bar
@@ -22,6 +23,7 @@ from rooflint.output.outputs import COMPARISON, STDOUT, guard_json
 from rooflint.common.printable import printable
 from rooflint.formats.thresholds import threshold_option
 from rooflint.engine.named_gpu import check_gpu_option
+from rooflint.output.fix_comparison import render_fix_comparison
 from rooflint.output.tables import render_comparison
 from rooflint.output.terminal import shortened_names
 
@@ -44,8 +46,11 @@ def compare_command(request: CompareRequest) -> None:
     comparisons = [compare_variants(x.variant, y.variant, x.label, y.label, gap)
                    for x, y in pairs]
     vanished, new = unmatched(a, b) if b is not None else ([], [])
+    results = whole_results(a, b, pairs)
+    program = compare_fixes(*results) if results else None
     if json_path:
-        write_json({"warning": warning, "vanished": vanished, "new": new, "comparisons": [
+        write_json({"warning": warning, "vanished": vanished, "new": new,
+                    "program": program_json(program), "comparisons": [
             {**asdict(c), "sentence": c.sentence,
              "attribution": c.attribution and {**asdict(c.attribution),
                                                "sentence": c.attribution.sentence}}
@@ -54,12 +59,22 @@ def compare_command(request: CompareRequest) -> None:
         return
     if warning:
         errors.print(f"rooflint: {printable(warning)}", style="bold yellow", markup=False)
+    render_fix_comparison(console, program)
     shown = shown_labels([side for pair in pairs for side in pair])
     for comparison in comparisons:
         render_comparison(console, comparison, shown)
     for what, names in (("only in A (vanished in B)", vanished), ("only in B (new)", new)):
         if names:
             console.print(f"{what}: {printable(', '.join(names))}", markup=False)
+
+
+def program_json(program: ProgramComparison | None) -> dict | None:
+    """Two profiles' per-fix comparison as the JSON holds it: the text's rows, with each
+    fix's measured saving and its ratio to the prediction written out."""
+    if program is None:
+        return None
+    return {**asdict(program), "fixes": [
+        {**asdict(f), "measured_s": f.measured_s, "ratio": f.ratio} for f in program.fixes]}
 
 
 COMPARED_NAME_WIDTH = 60   # a side's name in the sentence and the columns (whole in the JSON)

@@ -120,6 +120,14 @@ def unmatched(a: str, b: str) -> tuple[list[str], list[str]]:
     return unmatched_names(file_sides(a), file_sides(b))
 
 
+def whole_results(a: str, b: str | None, pairs: list[tuple[Side, Side]]
+                  ) -> tuple[RunResult, RunResult] | None:
+    """The two results, when both sides are whole result files (no ``:VARIANT``): what
+    the per-fix comparison of two profiles of a program reads; None otherwise."""
+    whole = b is not None and all(_is_file(side) for side in (a, b))
+    return (pairs[0][0].result, pairs[0][1].result) if whole and pairs else None
+
+
 def unmatched_names(left: list[Side], right: list[Side]) -> tuple[list[str], list[str]]:
     """The variant names only on the left (vanished) and only on the right (new), sorted."""
     names = [{s.variant.name for s in sides} for sides in (left, right)]

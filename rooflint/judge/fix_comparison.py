@@ -1,0 +1,191 @@
+"""A fix's saving checked (issue 47, item 8): two profiles of one program, before and after
+a change, compared fix by fix and source line by source line against what the before
+profile predicted each fix would save.
+
+Both profiles are rolled up into their fixes (judge/program_fixes.py). A fix predicted on
+the before side is measured on the after side by:
+
+- the after profile's fix with the same id (the GEMMs are still GEMMs after a fusion): its
+  kernels' whole time;
+- plus the time of the after kernels no before fix accounts for (a fix the before side did
+  not have, or kernels no fix is for that the before side had no such group of), on each of
+  the fix's source lines where the fix is gone from the after profile: the fused kernel
+  launched from the RMSNorm's line is what that line's normalisation became. A line several
+  vanished fixes share gives its new time to the one that had the most time there, so no
+  time is counted twice.
+
+After time that falls to no fix (a compiled program's Triton kernels, launched from the
+call into the compiled function, not from the model's lines) is kept apart as ``new_s``
+with the after fixes it came from: a fusion's measured saving is then read against the new
+kernels that took its place, never silently credited with them.
+
+Times are over each profile's region, as its shares are; the two regions must hold the
+same work (the same steps) for the difference to mean anything, which the documents do not
+record and this module cannot check.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from rooflint.formats.results import ProgramFixResult, RunResult, VariantResult
+from rooflint.judge.program_fixes import NO_FIX, fixes_of, line_shares
+
+
+@dataclass(frozen=True)
+class LineTimes:
+    """A source line's GPU time before and after, in seconds."""
+
+    line: str
+    before_s: float
+    after_s: float
+
+
+@dataclass(frozen=True)
+class FixComparison:
+    """One fix predicted on the before side: its kernels' time before and what took their
+    place after, the saving measured against the one predicted."""
+
+    id: str
+    action: str
+    before_kernels: list[str]
+    after_kernels: list[str]    # the same-id fix's, then those credited by line
+    before_s: float
+    after_s: float
+    predicted_s: float
+    lines: list[LineTimes]      # the fix's own lines, the most before-time first
+
+    @property
+    def measured_s(self) -> float:
+        return self.before_s - self.after_s
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured over predicted saving; None where nothing was predicted."""
+        return self.measured_s / self.predicted_s if self.predicted_s else None
+
+
+@dataclass(frozen=True)
+class ProgramComparison:
+    """Two profiles of a program compared: the region's GPU time, each predicted fix, the
+    after time no fix took (``new_s``, from the after fixes ``new_from``), and every source
+    line's time, the most moved first."""
+
+    before_s: float
+    after_s: float
+    fixes: list[FixComparison]
+    new_s: float
+    new_from: list[str]
+    lines: list[LineTimes]
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """Part of an after kernel's time, launched from one line, not yet given to a fix."""
+
+    kernel: str
+    line: str
+    time_s: float
+
+
+def variants_of(result: RunResult) -> dict[str, VariantResult]:
+    """A profile's kernels by name (a result's variant names are unique in a profile)."""
+    return {v.name: v for f in result.families for v in f.variants if v.share}
+
+
+def region_s(result: RunResult) -> float:
+    """The region's GPU time, as the fixes' shares are of (judge/program_fixes.roll_up)."""
+    return result.settings.gpu_time_s or sum(v.share.total_s for v in variants_of(result).values())
+
+
+def is_profile(result: RunResult) -> bool:
+    return bool(variants_of(result))
+
+
+def fix_key(fix: ProgramFixResult) -> str:
+    """A fix told apart as roll_up tells it: kernels no fix is for, by the reason why."""
+    return fix.id + (fix.why if fix.id == NO_FIX else "")
+
+
+def line_times(variants: list[VariantResult]) -> dict[str, float]:
+    """The kernels' GPU time in seconds by the line that launched it (a kernel's time split
+    over its origins by their launches, as the fixes' line shares are)."""
+    return {line.line: line.share for line in line_shares(variants, 1.0)}
+
+
+def kernels_time(variants: dict[str, VariantResult], names: list[str]) -> float:
+    return sum(variants[n].share.total_s for n in names if n in variants)
+
+
+def unclaimed_pieces(after: dict[str, VariantResult], fixes: list[ProgramFixResult],
+                     before_keys: set[str]) -> list[_Piece]:
+    """The after kernels of fixes the before side had no like of, split by line."""
+    return [_Piece(name, line, time_s)
+            for fix in fixes if fix_key(fix) not in before_keys
+            for name in fix.kernels if name in after
+            for line, time_s in line_times([after[name]]).items()]
+
+
+def credited_lines(vanished: list[ProgramFixResult], before: dict[str, VariantResult]
+                   ) -> dict[str, str]:
+    """Each line of the fixes gone from the after profile -> the fix id that had the most
+    before-time there: the one its new kernels are credited to."""
+    best: dict[str, tuple[float, str]] = {}
+    for fix in vanished:
+        for line, time_s in line_times([before[n] for n in fix.kernels if n in before]).items():
+            if time_s > best.get(line, (-1.0, ""))[0]:
+                best[line] = (time_s, fix.id)
+    return {line: fix_id for line, (_, fix_id) in best.items()}
+
+
+def fix_row(fix: ProgramFixResult, before: dict[str, VariantResult],
+            same: ProgramFixResult | None, credited: list[_Piece],
+            after: dict[str, VariantResult]) -> FixComparison:
+    """One predicted fix before and after: the same-id fix's kernels and the pieces credited
+    to it by line."""
+    before_lines = line_times([before[n] for n in fix.kernels if n in before])
+    same_kernels = same.kernels if same else []
+    after_lines = line_times([after[n] for n in same_kernels if n in after])
+    for piece in credited:
+        after_lines[piece.line] = after_lines.get(piece.line, 0.0) + piece.time_s
+    lines = [LineTimes(line, before_lines.get(line, 0.0), after_lines.get(line, 0.0))
+             for line in sorted(before_lines.keys() | after_lines.keys(),
+                                key=lambda x: (-before_lines.get(x, 0.0), x))]
+    extra = list(dict.fromkeys(p.kernel for p in credited if p.kernel not in same_kernels))
+    return FixComparison(
+        id=fix.id, action=fix.action or "", before_kernels=list(fix.kernels),
+        after_kernels=[*same_kernels, *extra], before_s=kernels_time(before, fix.kernels),
+        after_s=kernels_time(after, same_kernels) + sum(p.time_s for p in credited),
+        predicted_s=fix.saving_s, lines=lines)
+
+
+def program_lines(before: dict[str, VariantResult], after: dict[str, VariantResult]
+                  ) -> list[LineTimes]:
+    """Every source line's GPU time before and after, the most moved first."""
+    was, now = line_times(list(before.values())), line_times(list(after.values()))
+    rows = [LineTimes(line, was.get(line, 0.0), now.get(line, 0.0))
+            for line in was.keys() | now.keys()]
+    return sorted(rows, key=lambda r: (-abs(r.before_s - r.after_s), r.line))
+
+
+def compare_fixes(before: RunResult, after: RunResult) -> ProgramComparison | None:
+    """Two profiles compared fix by fix (the module's docstring); None unless both are
+    profiles."""
+    if not (is_profile(before) and is_profile(after)):
+        return None
+    was, now = variants_of(before), variants_of(after)
+    before_fixes, after_fixes = fixes_of(before), fixes_of(after)
+    predicted = [f for f in before_fixes if f.id != NO_FIX]
+    after_by_id = {f.id: f for f in after_fixes if f.id != NO_FIX}
+    credit = credited_lines([f for f in predicted if f.id not in after_by_id], was)
+    pieces: dict[str | None, list[_Piece]] = defaultdict(list)
+    for piece in unclaimed_pieces(now, after_fixes, {fix_key(f) for f in before_fixes}):
+        pieces[credit.get(piece.line)].append(piece)
+    rows = [fix_row(f, was, after_by_id.get(f.id), pieces[f.id], now) for f in predicted]
+    new_kernels = {p.kernel for p in pieces[None]}
+    return ProgramComparison(
+        before_s=region_s(before), after_s=region_s(after), fixes=rows,
+        new_s=sum(p.time_s for p in pieces[None]),
+        new_from=[f.id for f in after_fixes if new_kernels & set(f.kernels)],
+        lines=program_lines(was, now))
