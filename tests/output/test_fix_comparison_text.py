@@ -1,0 +1,39 @@
+"""The per-fix part of `compare` on two profiles (issue 47, item 8): it fits every width,
+says each predicted fix with its measured and predicted saving, and the committed example
+is what it prints."""
+
+from __future__ import annotations
+
+import pytest
+
+from edges import REPO
+from rooflint.common.units import format_time
+from rooflint.formats.results import read_result
+from rooflint.judge.fix_comparison import compare_fixes
+from rooflint.output.fix_comparison import comparison_lines
+
+PROFILE = REPO / "examples" / "profile"
+EXAMPLE = PROFILE / "h200-compare-fix-train-eager-compiled.txt"
+
+
+def train_step():
+    return compare_fixes(read_result(PROFILE / "h200-profile-train-eager.json"),
+                         read_result(PROFILE / "h200-profile-train-compiled.json"))
+
+
+@pytest.mark.parametrize("width", [20, 40, 80, 100, 200])
+def test_every_line_fits_the_width(width):
+    assert all(len(line) <= width for line in comparison_lines(train_step(), width))
+
+
+def test_each_fix_is_said_with_its_measured_and_predicted_saving():
+    program = train_step()
+    text = "\n".join(comparison_lines(program, 200))
+    for row in program.fixes:
+        line = next(x for x in text.splitlines() if x.startswith(row.id + " "))
+        assert format_time(row.predicted_s) in line
+        assert format_time(abs(row.measured_s)) in line
+
+
+def test_the_committed_example_is_what_compare_prints():
+    assert "\n".join(comparison_lines(train_step(), 100)) in EXAMPLE.read_text()
