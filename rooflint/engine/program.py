@@ -66,6 +66,7 @@ from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Unrecorded, unrecorded
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import union_unless_any
+from rooflint.formats.trace_timing import ProgramTiming, program_timing
 
 
 def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
@@ -262,9 +263,17 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
                        autotuners=list(tuning.tuners) or None,
                        unrecorded=one.unrecorded or None)
-    return profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
-                          chosen, counters, spec, device, calibration, settings, models,
-                          missing), stopped
+    result = profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
+                            chosen, counters, spec, device, calibration, settings, models,
+                            missing)
+    result.program = pass1_timing(first)
+    return result, stopped
+
+
+def pass1_timing(first: Pass) -> ProgramTiming | None:
+    """The program's wall time, GPU busy time, idle gaps and steps from pass 1's trace;
+    None where Nsight Compute timed pass 1 (its launches carry no timestamps)."""
+    return program_timing(first.trace) if first.timer.traced and first.trace else None
 
 
 # Nsight Compute saves the device memory a program holds before a profiled launch's first

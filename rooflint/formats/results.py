@@ -27,6 +27,7 @@ from rooflint.analysis.sourcelines import SourceProfile
 from rooflint.analysis.stats import TimeStats
 from rooflint.formats.status import Status, StatusWord
 from rooflint.formats.trace_events import Origin
+from rooflint.formats.trace_timing import ProgramTiming
 from rooflint.formats.typed_schema import ALWAYS_WRITTEN
 from rooflint.common.version import __version__
 
@@ -208,13 +209,20 @@ class RunResult:
     # a profile's program fixes, the most saving first; a profile written before they were
     # has none, and `show` rolls them up from its kernels (judge/program_fixes.py)
     fixes: list[ProgramFixResult] = field(default_factory=list)
+    # a profile's wall time, GPU busy time, idle gaps by cause and steps, from pass 1's
+    # trace (formats/trace_timing.py); None, and not written, for a manifest's run, a
+    # profile timed by Nsight Compute (no timestamps) and a document written before it was
+    program: ProgramTiming | None = None
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     tool_version: str = __version__
     schema: str = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "settings": self.settings.to_json()}
+        document = {**asdict(self), "settings": self.settings.to_json()}
+        if self.program is None:
+            del document["program"]
+        return document
 
 
 def write_result(result: RunResult, path: Path) -> None:

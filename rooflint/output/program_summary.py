@@ -1,10 +1,10 @@
 """The program's summary, printed first by `rooflint profile` and `show` on a profile
-(issue 47): the GPU time by kind, then the program's fixes ranked by what each could save,
-with their shares and source lines. It answers what to change in the program before the
-per-kernel tables say how each kernel is doing, in at most MAX_LINES lines at any width.
-
-GPU busy against wall time is not printed: the result does not record the steps' wall
-time, and a figure the document does not hold is never made up here.
+(issue 47): GPU busy against wall time with the idle gaps named, and the steps, where the
+result holds them (``program``, from pass 1's trace); the GPU time by kind, then the
+program's fixes ranked by what each could save, with their shares and source lines. It
+answers what to change in the program before the per-kernel tables say how each kernel
+is doing, in at most MAX_LINES lines at any width. A figure the document does not hold (a
+manifest's run, a profile Nsight Compute timed, an older document) is never made up here.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from rooflint.analysis.program_fixes import Kind, kind_of
 from rooflint.common.printable import printable
 from rooflint.common.units import format_time
 from rooflint.formats.results import ProgramFixResult, RunResult
+from rooflint.formats.trace_timing import IdleTime, ProgramTiming, Steps
 
 MAX_LINES = 30
 MAX_FIXES = 10          # two lines each, under the header and the kinds
@@ -49,6 +50,34 @@ def header_lines(result: RunResult) -> list[str]:
             f"what to change in the program, the most saving first"]
 
 
+def timing_lines(program: ProgramTiming | None, width: int) -> list[str]:
+    """GPU busy of the wall time, the idle time by cause, and the steps, wrapped at the
+    width; none where the result holds no program timing."""
+    if program is None or not program.wall_s:
+        return []
+    parts = [f"GPU busy {format_time(program.busy_s)} of {format_time(program.wall_s)} "
+             f"({program.busy_s / program.wall_s:.0%})", idle_words(program.idle)]
+    if program.steps:
+        parts.append(steps_words(program.steps))
+    return textwrap.wrap("; ".join(filter(None, parts)), width, subsequent_indent="    ")
+
+
+def idle_words(idle: IdleTime) -> str:
+    """``idle 7.1 ms: 4.0 ms synchronisation, 2.5 ms launch-bound``: the causes that took
+    any time, the most first."""
+    causes = sorted([(idle.sync_s, "synchronisation"), (idle.launch_s, "launch-bound"),
+                     (idle.copy_s, "copies"), (idle.other_s, "other")], key=lambda c: -c[0])
+    named = ", ".join(f"{format_time(s)} {cause}" for s, cause in causes if s > 0)
+    return f"idle {format_time(idle.total_s)}: {named}" if named else ""
+
+
+def steps_words(steps: Steps) -> str:
+    """``10 steps of 2.9 ms after a 5.1 ms warm-up``: the first step apart."""
+    after = steps.count - 1
+    return (f"{after} step{'s' if after > 1 else ''} of {format_time(steps.step_s)} "
+            f"after a {format_time(steps.warmup_s)} warm-up")
+
+
 def kind_lines(result: RunResult, width: int) -> list[str]:
     """By kind, wrapped at the width; the kernels left unprofiled said as such."""
     parts = [f"{kind.value} {share:.0%}" for kind, share in kind_shares(result).items()]
@@ -73,7 +102,8 @@ def fix_lines(rank: int, fix: ProgramFixResult) -> list[str]:
 
 def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) -> list[str]:
     """The summary as printed, each line cut to the width, at most MAX_LINES lines."""
-    lines = [*header_lines(result), *kind_lines(result, width)]
+    lines = [*header_lines(result), *timing_lines(result.program, width),
+             *kind_lines(result, width)]
     for rank, fix in enumerate(fixes[:MAX_FIXES], 1):
         lines += fix_lines(rank, fix)
     if len(fixes) > MAX_FIXES:

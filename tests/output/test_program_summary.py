@@ -3,10 +3,14 @@ committed profile, the hostile fixtures' long and odd kernel names among them.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from edges import REPO
-from rooflint.formats.results import read_result
+from rooflint.formats.json_schema import schema_of
+from rooflint.formats.results import read_result, write_result
+from rooflint.formats.trace_timing import IdleTime, ProgramTiming, Steps
 from rooflint.judge.program_fixes import fixes_of
 from rooflint.output.program_summary import MAX_LINES, summary_lines
 
@@ -30,3 +34,45 @@ def test_the_eager_step_s_summary_leads_with_its_unfused_work():
     assert lines[1].startswith("GPU time by kind: GEMM / convolution 32%")
     fixes = [line for line in lines if line[:3].strip().rstrip(".").isdigit()]
     assert "torch.compile the chain" in fixes[0] and "bf16" in fixes[1]
+
+
+def with_program(result):
+    result.program = ProgramTiming(
+        wall_s=29.2e-3, busy_s=22.1e-3,
+        idle=IdleTime(sync_s=4.0e-3, launch_s=2.5e-3, other_s=0.6e-3),
+        steps=Steps(count=11, step_s=2.9e-3, warmup_s=5.1e-3))
+    return result
+
+
+def test_the_summary_says_gpu_busy_against_wall_time_under_its_first_line():
+    result = with_program(read_result(REPO / "examples" / "profile" /
+                                      "h200-profile-train-eager.json"))
+    lines = summary_lines(result, fixes_of(result), 140)
+    assert " ".join(line.strip() for line in lines[1:3]) == (
+        "GPU busy 22.1 ms of 29.2 ms (76%); idle 7.1 ms: 4 ms synchronisation, 2.5 ms "
+        "launch-bound, 600 us other; 10 steps of 2.9 ms after a 5.1 ms warm-up")
+    assert lines[2].startswith("    ") and lines[3].startswith("GPU time by kind")
+
+
+def test_a_result_without_the_program_s_timing_prints_no_timing_line(tmp_path):
+    result = read_result(REPO / "examples" / "profile" / "h200-profile-train-eager.json")
+    assert result.program is None
+    assert not any(line.startswith("GPU busy") for line in
+                   summary_lines(result, fixes_of(result), 140))
+    write_result(result, tmp_path / "r.json")
+    assert "program" not in json.loads((tmp_path / "r.json").read_text())
+
+
+def test_the_program_s_timing_is_kept_in_the_document(tmp_path):
+    result = with_program(read_result(REPO / "examples" / "profile" /
+                                      "h200-profile-train-eager.json"))
+    write_result(result, tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["program"]["idle"]["sync_s"] == 4.0e-3
+    assert jsonschema_valid(data)
+    assert read_result(tmp_path / "r.json").program == result.program
+
+
+def jsonschema_valid(data: dict) -> bool:
+    jsonschema = pytest.importorskip("jsonschema")
+    return jsonschema.Draft202012Validator(schema_of("result")).is_valid(data)

@@ -1,0 +1,228 @@
+"""The program's time from PyTorch's profiler trace (pass 1 of `rooflint profile`): how much
+of the profiled region's wall time the GPU computed, what the host was doing while it sat
+idle, and the steps the region repeated (issue 47, item 1).
+
+A program can be slow with every kernel at its roof: the GPU waits on the host. The trace
+holds both sides on one clock: the kernels on each stream (CUPTI), and the host's CUDA
+calls and ranges. The region runs from the first GPU activity to the last (the program's
+start-up before them is not the profiled work); the GPU is busy where a kernel runs on
+any stream. Copies and memsets are counted apart: the GPU moves data then, computes
+nothing, and the fix is another one (pinned memory, fewer transfers). Each other idle gap
+is named by what the host did around it:
+
+- synchronisation: the host waited on the GPU (cudaDeviceSynchronize,
+  cudaStreamSynchronize, a blocking cudaMemcpy, ``.item()``) during the gap; the queue ran
+  dry, and the gap lasts until the host has launched again;
+- launch-bound: the kernel after the gap was launched after the gap began, by a host that
+  had launched another one just before (LAUNCH_PAUSE_S): the GPU waited on the launches
+  themselves (CUDA graphs, fewer and larger kernels);
+- other: the host did something else (Python, data loading, allocations), or the next
+  kernel was queued already and waited on something the trace does not name.
+
+Pure: a parsed document in, numbers out.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any, Iterable
+
+from rooflint.common.sense import Amount, Size
+
+Span = tuple[float, float]             # start and end, in the trace's microseconds
+
+COPIES = ("gpu_memcpy", "gpu_memset")
+LAUNCHES = re.compile(r"^(cuda|cu)LaunchKernel|^cudaLaunchCooperativeKernel|^cudaGraphLaunch")
+# the host calls that wait on the GPU: every synchronisation, a blocking copy, and the
+# operators behind ``.item()`` (a device-to-host copy, then a stream synchronisation)
+SYNC_CALL = re.compile(r"Synchronize|^cudaMemcpy(2D|3D)?$|^cuMemcpyDtoH")
+SYNC_OPERATORS = ("aten::item", "aten::_local_scalar_dense")
+# a launch call within this of the one before is the host launching back to back: a
+# PyTorch operator's dispatch between two launches takes about 10-30 us; a host that
+# paused longer was doing something else
+LAUNCH_PAUSE_S = 100e-6
+PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
+ROOFLINT_RANGE = "rooflint."         # the bootstrap's own ranges (lines, autotuning, runs)
+
+
+@dataclass
+class IdleTime:
+    """The region's time with no kernel running, by what the host was doing then."""
+
+    sync_s: Amount = 0.0        # the host waited on the GPU
+    launch_s: Amount = 0.0      # the GPU waited on the host's launches
+    copy_s: Amount = 0.0        # only copies and memsets ran
+    other_s: Amount = 0.0       # anything else
+
+    @property
+    def total_s(self) -> float:
+        return self.sync_s + self.launch_s + self.copy_s + self.other_s
+
+
+@dataclass
+class Steps:
+    """The steps the region repeated (ProfilerStep#N, else its repeated top-level range):
+    the first apart, as it pays for warm-up (allocations, cuDNN's benchmark, compilation)."""
+
+    count: Size                 # every step found, the first one included
+    step_s: Amount              # the mean of the steps after the first
+    warmup_s: Amount            # the first step, with whatever the region ran before it
+
+
+@dataclass
+class ProgramTiming:
+    """The profiled region's wall time, the GPU's busy time in it, the idle rest by cause."""
+
+    wall_s: Amount
+    busy_s: Amount
+    idle: IdleTime = field(default_factory=IdleTime)
+    steps: Steps | None = None
+
+
+def program_timing(trace: dict[str, Any]) -> ProgramTiming | None:
+    """The program's time in ``trace``; None where it holds no timed kernel (Nsight
+    Compute's launches carry no timestamps, and a trace with no kernel has no region)."""
+    events = _timed_events(trace)
+    kernels = union([_span(e) for e in events if e.get("cat") == "kernel"])
+    if not kernels:
+        return None
+    copies = union([_span(e) for e in events if e.get("cat") in COPIES])
+    region = union([*kernels, *copies])
+    region = (region[0][0], region[-1][1])
+    host = _Host.of(events)
+    idle = IdleTime()
+    for gap in gaps(kernels, region):
+        _add_gap(idle, gap, copies, host)
+    busy = sum(end - start for start, end in kernels)
+    return ProgramTiming(wall_s=(region[1] - region[0]) * 1e-6, busy_s=busy * 1e-6, idle=idle,
+                         steps=steps(events, region))
+
+
+def union(spans: Iterable[Span]) -> list[Span]:
+    """Overlapping or touching spans merged, in order: kernels on several streams at once
+    are one busy time."""
+    merged: list[Span] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def gaps(busy: list[Span], region: Span) -> list[Span]:
+    """The parts of ``region`` that the merged spans ``busy`` leave uncovered."""
+    edges = [region[0], *(t for span in busy for t in span), region[1]]
+    return [(a, b) for a, b in zip(edges[::2], edges[1::2]) if b > a]
+
+
+def overlap(spans: list[Span], within: Span) -> float:
+    """How long the merged spans ``spans`` cover of ``within``."""
+    return sum(max(0.0, min(end, within[1]) - max(start, within[0])) for start, end in spans)
+
+
+def _add_gap(idle: IdleTime, gap: Span, copies: list[Span], host: _Host) -> None:
+    """Count one idle gap (microseconds) into ``idle``: its copies apart, the rest by cause."""
+    copying = overlap(copies, gap)
+    rest = (gap[1] - gap[0] - copying) * 1e-6
+    idle.copy_s += copying * 1e-6
+    if host.synchronising(gap):
+        idle.sync_s += rest
+    elif host.launching_into(gap):
+        idle.launch_s += rest
+    else:
+        idle.other_s += rest
+
+
+@dataclass
+class _Host:
+    """The host's calls that name an idle gap: its synchronisations, and its launches with
+    the start of the kernel each launched, in the order they were called."""
+
+    syncs: list[Span]
+    launch_starts: list[float]            # the host's launch calls, in time order
+    kernel_launched_at: dict[float, float]  # a kernel's start -> its launch call's
+
+    @classmethod
+    def of(cls, events: list[dict]) -> _Host:
+        syncs = union(_span(e) for e in events if _synchronises(e))
+        calls = {e["args"]["correlation"]: e for e in events
+                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and LAUNCHES.match(e["name"])
+                 and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
+        launched = {e["ts"]: calls[c]["ts"] for e in events if e.get("cat") == "kernel"
+                    for c in [(e.get("args") or {}).get("correlation")] if c in calls}
+        return cls(syncs, sorted(e["ts"] for e in calls.values()), launched)
+
+    def synchronising(self, gap: Span) -> bool:
+        """Whether the host waited on the GPU at some moment of ``gap``."""
+        return overlap(self.syncs, gap) > 0
+
+    def launching_into(self, gap: Span) -> bool:
+        """Whether the kernel after ``gap`` was launched during it, by a host that had
+        launched another kernel just before: the GPU waited on back-to-back launches."""
+        launched = self.kernel_launched_at.get(gap[1])
+        if launched is None or launched < gap[0]:
+            return False
+        before = bisect_left(self.launch_starts, launched)
+        return before > 0 and (launched - self.launch_starts[before - 1]) * 1e-6 <= LAUNCH_PAUSE_S
+
+
+def steps(events: list[dict], region: Span) -> Steps | None:
+    """The region's steps: PyTorch's ProfilerStep#N ranges (each a whole step), else the
+    repeated top-level range (a range of the program's, or PyTorch's Optimizer.step,
+    which may cover only the end of a step), where each step ends as one of its
+    occurrences ends; None where fewer than two steps are found."""
+    ranges = [e for e in events if e.get("cat") in ("user_annotation", "cpu_op")
+              and not e["name"].startswith(ROOFLINT_RANGE)]
+    profiler = sorted(_span(e) for e in ranges if PROFILER_STEP.match(e["name"]))
+    if len(profiler) >= 2:
+        return _steps_of([end - start for start, end in profiler])
+    marks = _repeated_top_level([e for e in ranges if e.get("cat") == "user_annotation"])
+    # an occurrence that ended before the GPU's first work closed no step of the region
+    ends = [region[0], *sorted(end for _, end in marks if end > region[0])]
+    if len(ends) < 3:
+        return None
+    return _steps_of([b - a for a, b in zip(ends, ends[1:])])
+
+
+def _steps_of(durations_us: list[float]) -> Steps:
+    return Steps(count=len(durations_us), step_s=fmean(durations_us[1:]) * 1e-6,
+                 warmup_s=durations_us[0] * 1e-6)
+
+
+def _repeated_top_level(ranges: list[dict]) -> list[Span]:
+    """The occurrences of the range name that repeats most among those whose first
+    occurrence no other repeated range holds (ties: the first to occur); none where no
+    name repeats."""
+    spans: dict[str, list[Span]] = {}
+    for e in sorted(ranges, key=lambda e: e["ts"]):
+        spans.setdefault(e["name"], []).append(_span(e))
+    repeated = {name: mine for name, mine in spans.items() if len(mine) >= 2}
+    top = [mine for name, mine in repeated.items()
+           if not any(_holds(o, mine[0]) for other, theirs in repeated.items() if other != name
+                      for o in theirs)]
+    return max(top, key=len, default=[])
+
+
+def _holds(outer: Span, inner: Span) -> bool:
+    return outer[0] <= inner[0] and inner[1] <= outer[1] and outer != inner
+
+
+def _synchronises(event: dict) -> bool:
+    category, name = event.get("cat"), event["name"]
+    return (category in ("cuda_runtime", "cuda_driver") and bool(SYNC_CALL.search(name))
+            or category == "cpu_op" and name in SYNC_OPERATORS)
+
+
+def _timed_events(trace: dict[str, Any]) -> list[dict]:
+    """The trace's complete events with a name and a start (a foreign trace's others unread)."""
+    return [e for e in trace.get("traceEvents", []) if isinstance(e, dict)
+            and e.get("ph", "X") == "X" and isinstance(e.get("name"), str)
+            and isinstance(e.get("ts"), (int, float))]
+
+
+def _span(event: dict) -> Span:
+    return (float(event["ts"]), float(event["ts"]) + float(event.get("dur", 0.0)))

@@ -1,0 +1,129 @@
+"""The program's time from pass 1's trace (issue 47, item 1): wall, GPU busy, the idle gaps
+by what the host did, and the steps; on the recorded traces and on a hand-built one whose
+every gap is known."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from edges import REPO
+from rooflint.formats.trace_timing import IdleTime, Steps, program_timing
+
+TRACES = REPO / "tests" / "fixtures" / "trace"
+
+
+def load(name: str) -> dict:
+    return json.loads((TRACES / name).read_text())
+
+
+def busy_by_sweep(events: list[dict]) -> float:
+    """Kernel time on any stream, counted another way: a sweep over starts and ends."""
+    edges = sorted(t for e in events if e.get("cat") == "kernel"
+                   for t in ((e["ts"], 1), (e["ts"] + e["dur"], -1)))
+    busy, depth, since = 0.0, 0, 0.0
+    for moment, step in edges:
+        if depth == 0 and step == 1:
+            since = moment
+        depth += step
+        if depth == 0:
+            busy += moment - since
+    return busy * 1e-6
+
+
+@pytest.mark.parametrize("name", ["h200-step-trace.json", "h100-step-trace.json",
+                                  "h100-step-compiled-trace.json",
+                                  "h100-repeated-calls-trace.json"])
+def test_busy_is_the_union_of_kernels_and_idle_the_rest_of_the_wall_time(name):
+    trace = load(name)
+    timing = program_timing(trace)
+    assert timing.busy_s == pytest.approx(busy_by_sweep(trace["traceEvents"]), rel=1e-9)
+    assert timing.busy_s + timing.idle.total_s == pytest.approx(timing.wall_s, rel=1e-9)
+
+
+def test_the_h200_step_trace():
+    """Two training steps after the model's upload: the wall time runs from the first
+    copy to the last kernel; the upload's pageable copies synchronise."""
+    timing = program_timing(load("h200-step-trace.json"))
+    assert timing.wall_s == pytest.approx(2.42469, abs=1e-5)
+    assert timing.busy_s == pytest.approx(4.5768e-3, abs=1e-7)
+    assert timing.idle.sync_s == pytest.approx(27.86e-3, abs=1e-5)
+    assert timing.idle.launch_s == pytest.approx(6.76e-3, abs=1e-5)
+    assert timing.idle.copy_s == pytest.approx(13.49e-3, abs=1e-5)
+    # two Optimizer.step ranges: the first step holds the upload, the second is one step
+    assert timing.steps.count == 2
+    assert timing.steps.step_s == pytest.approx(18.93e-3, abs=1e-5)
+    assert timing.steps.warmup_s == pytest.approx(2.40566, abs=1e-5)
+
+
+def test_a_trace_without_kernels_or_timestamps_has_no_timing():
+    assert program_timing({"traceEvents": []}) is None
+    assert program_timing({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm",
+                                            "ts": 0, "dur": 5}]}) is None
+
+
+def kernel(start: float, end: float, correlation: int, stream: int = 7) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": f"k{correlation}", "ts": start,
+            "dur": end - start, "args": {"correlation": correlation, "stream": stream}}
+
+
+def call(name: str, start: float, end: float, correlation: int | None = None) -> dict:
+    args = {"correlation": correlation} if correlation is not None else {}
+    return {"ph": "X", "cat": "cuda_runtime", "name": name, "ts": start, "dur": end - start,
+            "pid": 1, "tid": 1, "args": args}
+
+
+def annotation(name: str, start: float, end: float) -> dict:
+    return {"ph": "X", "cat": "user_annotation", "name": name, "ts": start,
+            "dur": end - start, "pid": 1, "tid": 1}
+
+
+def hand_built(*ranges: dict) -> dict:
+    """Kernels at 0-10 and 5-8 (another stream), 30-40, 50-60 and 200-210 us; a copy at
+    100-120. 10-30: the host synchronised (5-12); 40-50: the kernel at 50 was launched at
+    45, 25 us after the launch before (back to back); 60-200: a copy, then 120 us with the
+    kernel at 200 launched at 190, 145 us after the launch before (the host elsewhere)."""
+    return {"traceEvents": [
+        kernel(0, 10, 1), kernel(5, 8, 2, stream=13), kernel(30, 40, 3), kernel(50, 60, 4),
+        kernel(200, 210, 5),
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "ts": 100, "dur": 20},
+        call("cudaLaunchKernel", -4, -2, 1), call("cudaLaunchKernel", -2, 0, 2),
+        call("cudaStreamSynchronize", 5, 12), call("cudaLaunchKernel", 20, 22, 3),
+        call("cudaLaunchKernel", 45, 47, 4), call("cudaLaunchKernel", 190, 192, 5), *ranges]}
+
+
+def test_each_idle_gap_is_named_by_what_the_host_did():
+    timing = program_timing(hand_built())
+    assert timing.wall_s == pytest.approx(210e-6)
+    assert timing.busy_s == pytest.approx(40e-6)
+    assert timing.idle == IdleTime(sync_s=pytest.approx(20e-6), launch_s=pytest.approx(10e-6),
+                                   copy_s=pytest.approx(20e-6), other_s=pytest.approx(120e-6))
+    assert timing.steps is None
+
+
+def test_item_synchronises():
+    """``.item()``'s operator around the gap names it, whatever its runtime calls."""
+    item = {"ph": "X", "cat": "cpu_op", "name": "aten::item", "ts": 9, "dur": 4}
+    trace = hand_built()
+    trace["traceEvents"] = [e for e in trace["traceEvents"]
+                            if e["name"] != "cudaStreamSynchronize"] + [item]
+    assert program_timing(trace).idle.sync_s == pytest.approx(20e-6)
+
+
+def test_profiler_steps_are_whole_steps_the_first_apart():
+    trace = hand_built(annotation("ProfilerStep#1", 0, 45), annotation("ProfilerStep#2", 45, 130),
+                       annotation("ProfilerStep#3", 130, 215))
+    assert program_timing(trace).steps == Steps(count=3, step_s=pytest.approx(85e-6),
+                                                warmup_s=pytest.approx(45e-6))
+
+
+def test_a_repeated_top_level_range_ends_each_step():
+    """``train`` repeats around ``inner``, which repeats as often: the outer one is the
+    step; each step ends as one of its occurrences ends, the first from the region's start."""
+    trace = hand_built(annotation("train", 20, 48), annotation("inner", 21, 30),
+                       annotation("train", 50, 100), annotation("inner", 51, 60),
+                       annotation("train", 110, 160), annotation("inner", 111, 120),
+                       annotation("once", 0, 210))
+    assert program_timing(trace).steps == Steps(count=3, step_s=pytest.approx(56e-6),
+                                                warmup_s=pytest.approx(48e-6))
