@@ -62,6 +62,8 @@ CSV_HELP = ("Also write a CSV table here, a row per variant or kernel: time, FLO
 MARKDOWN_HELP = "Also write that table as Markdown here (- for standard output)."
 HTML_HELP = ("Also write the result as `rooflint report` would: one self-contained HTML page "
              "(- for standard output).")
+DETAIL_HELP = ("A program profile: every kernel's table row and notes under the summary "
+               "(the default prints the summary, the fixes and the top kernels).")
 GPU_HELP = ("GPU spec id (see `rooflint specs`), or its family (h100: the board in this "
             "machine)")
 
@@ -252,13 +254,14 @@ def profile(
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
+    detail: bool = typer.Option(ProfileRequest.detail, "--detail", help=DETAIL_HELP),
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
     from rooflint.commands.profile import profile_command   # start-up: see the top
     profile_command(ProfileRequest(
         command=tuple(command), top=top, coverage=coverage, nvtx=nvtx, kernel=kernel,
         skip=skip, gpu=gpu, json_path=json_path, svg=svg, logs=logs, model=model,
-        exports=Exports(csv, markdown, html)))
+        exports=Exports(csv, markdown, html), detail=detail))
 
 
 @app.command(cls=Command)
@@ -271,11 +274,12 @@ def show(
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
+    detail: bool = typer.Option(ShowRequest.detail, "--detail", help=DETAIL_HELP),
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
     from rooflint.commands.show import show_command    # start-up: see the top
     show_command(ShowRequest(result_path=result_path, variants=tuple(variants or ()),
-                             exports=Exports(csv, markdown, html)))
+                             exports=Exports(csv, markdown, html), detail=detail))
 
 
 @app.command(cls=JsonFileCommand)

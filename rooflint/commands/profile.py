@@ -23,8 +23,7 @@ from rooflint.formats.results import RunResult, write_result
 from rooflint.output.exports import Export
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
 from rooflint.output.profile_words import pass2_stopped_words
-from rooflint.output.program_summary import render_program_summary
-from rooflint.output.tables import render_run
+from rooflint.output.profile_view import render_result
 from rooflint.output.written import result_written, roofline_drawn
 
 
@@ -52,8 +51,7 @@ def profile_command(request: ProfileRequest) -> None:
     finally:
         signal.signal(signal.SIGTERM, terminate)
     try:
-        render_program_summary(screen, result, result.fixes)
-        render_run(screen, result)
+        render_result(screen, result, result.fixes, request.detail)
     finally:   # minutes of profiling: kept when nobody reads the table (`| head`)
         _write_outputs(result, json_path, tables, svg, stopped is None, screen)
     if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is

@@ -79,6 +79,7 @@ class ProfileRequest:
     logs: Path | None = None
     model: Path | None = None
     exports: Exports = Exports()
+    detail: bool = False                  # every kernel's row and notes under the summary
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class ShowRequest:
     result_path: Path
     variants: tuple[str, ...] = ()        # none: every variant
     exports: Exports = Exports()
+    detail: bool = False                  # a profile's every kernel row and note
 
 
 @dataclass(frozen=True)

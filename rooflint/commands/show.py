@@ -9,8 +9,8 @@ from rooflint.commands.stdio import console
 from rooflint.formats.results import read_result
 from rooflint.judge.program_fixes import fixes_of
 from rooflint.output.outputs import Named, export_outputs, guard_outputs
-from rooflint.output.program_summary import render_program_summary
-from rooflint.output.tables import only_variants, render_run
+from rooflint.output.profile_view import render_result
+from rooflint.output.tables import only_variants
 
 
 def show_command(request: ShowRequest) -> None:
@@ -21,7 +21,6 @@ def show_command(request: ShowRequest) -> None:
     guard_outputs(export_outputs(tables), [Named("RESULT", result_path)])
     result = only_variants(read_result(result_path), list(request.variants), result_path)
     if not piped:
-        render_program_summary(console, result, fixes_of(result))
-        render_run(console, result)
+        render_result(console, result, fixes_of(result), request.detail)
     for said in writing.write(tables, [result], str(result_path)):
         console.print(said, markup=False)

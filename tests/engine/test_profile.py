@@ -347,7 +347,7 @@ PROFILES = sorted((REPO / "examples" / "profile").glob("*-profile-*.json"))
 
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.name)
 def test_committed_profiles_show_with_their_upside_table(path):
-    outcome = rooflint("show", str(path), env={"COLUMNS": "120"})
+    outcome = rooflint("show", str(path), "--detail", env={"COLUMNS": "120"})
     assert outcome.code == 0, outcome.stderr
     assert "where a fix could" in outcome.stdout
     assert "py ()" not in outcome.stdout                # a program has no parameters to show
@@ -542,7 +542,7 @@ def test_the_application_table_keeps_each_kernels_name_on_one_line(columns):
     variants = read_result(path).families[0].variants
     shown = shortened_names(v.name for v in variants)
     assert len(set(shown.values())) == len(variants)
-    outcome = rooflint("show", str(path), env={"COLUMNS": str(columns)})
+    outcome = rooflint("show", str(path), "--detail", env={"COLUMNS": str(columns)})
     lines = outcome.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("----")) + 1
     end = next(i for i, line in enumerate(lines) if line.startswith("  not profiled"))
@@ -575,7 +575,7 @@ def test_the_origin_cell_keeps_the_line_number_whole(line, cell):
 ])
 def test_the_application_table_shows_only_the_columns_it_has_something_for(name, columns):
     outcome = rooflint("show", str(REPO / "examples" / "profile" / f"{name}.json"),
-                       env={"COLUMNS": "140"})
+                       "--detail", env={"COLUMNS": "140"})
     lines = outcome.stdout.splitlines()
     header = lines[next(i for i, line in enumerate(lines) if line.startswith("----")) - 1]
     assert header.split()[:len(" ".join(columns).split())] == " ".join(columns).split()

@@ -131,7 +131,7 @@ def test_pass_two_failing_keeps_pass_ones_table_and_json(fake_ncu, tmp_path):
     env, state = fake_ncu
     out = tmp_path / "profile.json"
     fails = "print('CUDA out of memory', file=sys.stderr); sys.exit(4)"
-    outcome = rooflint("profile", "--coverage", "0.99", "--json", str(out), "--",
+    outcome = rooflint("profile", "--coverage", "0.99", "--json", str(out), "--detail", "--",
                        *program(tmp_path, later=fails), env=env)
     assert outcome.code == 2 and "Traceback" not in outcome.stderr, outcome.stderr
     why = "pass 2 failed: the command failed under ncu (exit 4): CUDA out of memory"

@@ -33,6 +33,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "show-h100-profile-eager": ("show", f"{EXAMPLES}/profile/h100-profile-eager.json"),
     "show-h200-profile-train-eager": ("show",
                                       f"{EXAMPLES}/profile/h200-profile-train-eager.json"),
+    "show-h200-profile-train-eager-detail": ("show", "--detail",
+                                             f"{EXAMPLES}/profile/h200-profile-train-eager.json"),
     "compare-bundled-h100-h200": ("compare", f"{EXAMPLES}/h100-bundled.json:tiled",
                                   f"{EXAMPLES}/h200-bundled.json:tiled",
                                   "--allow-different-gpu"),
