@@ -132,10 +132,12 @@ def saving_cell(v: VariantResult, region: float) -> str:
 
 
 def top_move_cell(v: VariantResult) -> str:
-    """The best move's direction and lead phrase; a done kernel's says it is at its roof."""
+    """The best move's direction and lead phrase. A done kernel is at its roof: only a move
+    that raises the roof is named beside it."""
     move = best_move(v.verdict) if v.verdict else None
     if is_done(v):
-        return "at its roof" + (f"; {lead_phrase(move.action)}" if move else "")
+        raises = move is not None and move.direction == "raise-the-roof"
+        return "at its roof" + (f"; raise it: {lead_phrase(move.action)}" if raises else "")
     if move is None:
         return "no move (no counters)" if v.verdict is None else "no kernel move"
     return f"{move.direction}: {lead_phrase(move.action)}"
