@@ -5,9 +5,11 @@ idle, and the steps the region repeated (issue 47, item 1).
 A program can be slow with every kernel at its roof: the GPU waits on the host. The trace
 holds both sides on one clock: the kernels on each stream (CUPTI), and the host's CUDA
 calls and ranges. The region runs from the first GPU activity to the last (the program's
-start-up before them is not the profiled work); the GPU is busy where a kernel runs on
-any stream. Copies and memsets are counted apart: the GPU moves data then, computes
-nothing, and the fix is another one (pinned memory, fewer transfers). Each other idle gap
+start-up before them is not the profiled work), and where the region repeats steps, the
+time is taken over the steps after the first (the first pays for warm-up, the region
+before it for the model's upload); the GPU is busy where a kernel runs on any stream.
+Copies and memsets are counted apart: the GPU moves data then, computes nothing, and the
+fix is another one (pinned memory, fewer transfers). Each other idle gap
 is named by what the host did around it:
 
 - synchronisation: the host waited on the GPU (cudaDeviceSynchronize,
@@ -74,7 +76,8 @@ class Steps:
 
 @dataclass
 class ProgramTiming:
-    """The profiled region's wall time, the GPU's busy time in it, the idle rest by cause."""
+    """The wall time of the profiled region (of its steps after the first, where it has
+    steps), the GPU's busy time in it, the idle rest by cause."""
 
     wall_s: Amount
     busy_s: Amount
@@ -90,15 +93,30 @@ def program_timing(trace: dict[str, Any]) -> ProgramTiming | None:
     if not kernels:
         return None
     copies = union([_span(e) for e in events if e.get("cat") in COPIES])
-    region = union([*kernels, *copies])
-    region = (region[0][0], region[-1][1])
+    whole = union([*kernels, *copies])
+    region = (whole[0][0], whole[-1][1])
+    spans = step_spans(events, region)
+    measured = _after_warmup(spans) or region
     host = _Host.of(events)
     idle = IdleTime()
-    for gap in gaps(kernels, region):
+    for gap in gaps(_within(kernels, measured), measured):
         _add_gap(idle, gap, copies, host)
-    busy = sum(end - start for start, end in kernels)
-    return ProgramTiming(wall_s=(region[1] - region[0]) * 1e-6, busy_s=busy * 1e-6, idle=idle,
-                         steps=steps(events, region))
+    return ProgramTiming(wall_s=(measured[1] - measured[0]) * 1e-6,
+                         busy_s=overlap(kernels, measured) * 1e-6, idle=idle,
+                         steps=_steps_of([end - start for start, end in spans]) if spans else None)
+
+
+def _after_warmup(spans: list[Span]) -> Span | None:
+    """The steps after the first, whole: where the program's steady work is timed. The
+    first step holds the warm-up (cuDNN's benchmark, compilation, autotuning) and the
+    region before it the model's upload, which would otherwise swamp the busy share."""
+    return (spans[1][0], spans[-1][1]) if len(spans) >= 2 else None
+
+
+def _within(spans: list[Span], region: Span) -> list[Span]:
+    """The merged ``spans`` cut to ``region``."""
+    return [(max(start, region[0]), min(end, region[1])) for start, end in spans
+            if end > region[0] and start < region[1]]
 
 
 def union(spans: Iterable[Span]) -> list[Span]:
@@ -170,22 +188,21 @@ class _Host:
         return before > 0 and (launched - self.launch_starts[before - 1]) * 1e-6 <= LAUNCH_PAUSE_S
 
 
-def steps(events: list[dict], region: Span) -> Steps | None:
-    """The region's steps: PyTorch's ProfilerStep#N ranges (each a whole step), else the
-    repeated top-level range (a range of the program's, or PyTorch's Optimizer.step,
-    which may cover only the end of a step), where each step ends as one of its
-    occurrences ends; None where fewer than two steps are found."""
+def step_spans(events: list[dict], region: Span) -> list[Span]:
+    """The region's steps, in order: PyTorch's ProfilerStep#N ranges (each a whole step),
+    else the repeated top-level range (a range of the program's, or PyTorch's
+    Optimizer.step, which may cover only the end of a step), where each step ends as one
+    of its occurrences ends and the first begins with the region; none where fewer than
+    two steps are found."""
     ranges = [e for e in events if e.get("cat") in ("user_annotation", "cpu_op")
               and not e["name"].startswith(ROOFLINT_RANGE)]
     profiler = sorted(_span(e) for e in ranges if PROFILER_STEP.match(e["name"]))
     if len(profiler) >= 2:
-        return _steps_of([end - start for start, end in profiler])
+        return profiler
     marks = _repeated_top_level([e for e in ranges if e.get("cat") == "user_annotation"])
     # an occurrence that ended before the GPU's first work closed no step of the region
     ends = [region[0], *sorted(end for _, end in marks if end > region[0])]
-    if len(ends) < 3:
-        return None
-    return _steps_of([b - a for a, b in zip(ends, ends[1:])])
+    return list(zip(ends, ends[1:])) if len(ends) >= 3 else []
 
 
 def _steps_of(durations_us: list[float]) -> Steps:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from edges import REPO
-from rooflint.formats.trace_timing import IdleTime, Steps, program_timing
+from rooflint.formats.trace_timing import IdleTime, Steps, program_timing, step_spans
 
 TRACES = REPO / "tests" / "fixtures" / "trace"
 
@@ -18,10 +18,12 @@ def load(name: str) -> dict:
     return json.loads((TRACES / name).read_text())
 
 
-def busy_by_sweep(events: list[dict]) -> float:
-    """Kernel time on any stream, counted another way: a sweep over starts and ends."""
-    edges = sorted(t for e in events if e.get("cat") == "kernel"
-                   for t in ((e["ts"], 1), (e["ts"] + e["dur"], -1)))
+def busy_by_sweep(events: list[dict], window: tuple[float, float]) -> float:
+    """Kernel time on any stream within ``window``, counted another way: a sweep over the
+    starts and ends of the kernels cut to it."""
+    cut = [(max(e["ts"], window[0]), min(e["ts"] + e["dur"], window[1])) for e in events
+           if e.get("cat") == "kernel"]
+    edges = sorted(t for start, end in cut if end > start for t in ((start, 1), (end, -1)))
     busy, depth, since = 0.0, 0, 0.0
     for moment, step in edges:
         if depth == 0 and step == 1:
@@ -38,19 +40,26 @@ def busy_by_sweep(events: list[dict]) -> float:
 def test_busy_is_the_union_of_kernels_and_idle_the_rest_of_the_wall_time(name):
     trace = load(name)
     timing = program_timing(trace)
-    assert timing.busy_s == pytest.approx(busy_by_sweep(trace["traceEvents"]), rel=1e-9)
+    events = trace["traceEvents"]
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    region = (min(e["ts"] for e in gpu), max(e["ts"] + e["dur"] for e in gpu))
+    steps = step_spans([e for e in events if "ts" in e], region)
+    window = (steps[1][0], steps[-1][1]) if len(steps) >= 2 else region
+    assert timing.wall_s == pytest.approx((window[1] - window[0]) * 1e-6, rel=1e-9)
+    assert timing.busy_s == pytest.approx(busy_by_sweep(events, window), rel=1e-9)
     assert timing.busy_s + timing.idle.total_s == pytest.approx(timing.wall_s, rel=1e-9)
 
 
 def test_the_h200_step_trace():
-    """Two training steps after the model's upload: the wall time runs from the first
-    copy to the last kernel; the upload's pageable copies synchronise."""
+    """Two training steps after the model's upload: the first step holds the upload (its
+    pageable copies synchronise for seconds), so the time is the second step's: 18.9 ms, the
+    GPU busy 2.1 ms of it, a small model's step waiting mostly on the host."""
     timing = program_timing(load("h200-step-trace.json"))
-    assert timing.wall_s == pytest.approx(2.42469, abs=1e-5)
-    assert timing.busy_s == pytest.approx(4.5768e-3, abs=1e-7)
-    assert timing.idle.sync_s == pytest.approx(27.86e-3, abs=1e-5)
-    assert timing.idle.launch_s == pytest.approx(6.76e-3, abs=1e-5)
-    assert timing.idle.copy_s == pytest.approx(13.49e-3, abs=1e-5)
+    assert timing.wall_s == pytest.approx(18.93e-3, abs=1e-5)
+    assert timing.busy_s == pytest.approx(2.1213e-3, abs=1e-7)
+    assert timing.idle.sync_s == 0
+    assert timing.idle.launch_s == pytest.approx(2.42e-3, abs=1e-5)
+    assert timing.idle.copy_s == pytest.approx(15.2e-6, abs=1e-7)
     # two Optimizer.step ranges: the first step holds the upload, the second is one step
     assert timing.steps.count == 2
     assert timing.steps.step_s == pytest.approx(18.93e-3, abs=1e-5)
@@ -127,3 +136,14 @@ def test_a_repeated_top_level_range_ends_each_step():
                        annotation("once", 0, 210))
     assert program_timing(trace).steps == Steps(count=3, step_s=pytest.approx(56e-6),
                                                 warmup_s=pytest.approx(48e-6))
+
+
+def test_with_steps_the_time_is_the_steps_after_the_first():
+    """The first step pays for warm-up: its kernels (0-10, 5-8, 30-40 us) and its gaps are
+    left out; steps 2 and 3 run 45-215 us, busy 50-60 and 200-210."""
+    trace = hand_built(annotation("ProfilerStep#1", 0, 45), annotation("ProfilerStep#2", 45, 130),
+                       annotation("ProfilerStep#3", 130, 215))
+    timing = program_timing(trace)
+    assert timing.wall_s == pytest.approx(170e-6)
+    assert timing.busy_s == pytest.approx(20e-6)
+    assert timing.busy_s + timing.idle.total_s == pytest.approx(timing.wall_s)
