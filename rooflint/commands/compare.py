@@ -50,7 +50,7 @@ def compare_command(request: CompareRequest) -> None:
     program = compare_fixes(*results) if results else None
     if json_path:
         write_json({"warning": warning, "vanished": vanished, "new": new,
-                    "program": program_json(program), "comparisons": [
+                    "fix_check": fix_check_json(program), "comparisons": [
             {**asdict(c), "sentence": c.sentence,
              "attribution": c.attribution and {**asdict(c.attribution),
                                                "sentence": c.attribution.sentence}}
@@ -68,7 +68,7 @@ def compare_command(request: CompareRequest) -> None:
             console.print(f"{what}: {printable(', '.join(names))}", markup=False)
 
 
-def program_json(program: ProgramComparison | None) -> dict | None:
+def fix_check_json(program: ProgramComparison | None) -> dict | None:
     """Two profiles' per-fix comparison as the JSON holds it: the text's rows, with each
     fix's measured saving and its ratio to the prediction written out."""
     if program is None:
