@@ -19,9 +19,11 @@ recorder instead, where rooflint offers one (PROFILED_IMPORTS): no torch importe
 
 Which line of the program called each operator: every torch function the program calls
 runs inside a profiler range named PREFIX + ``file(line): function``, the program's own
-frame nearest the call; for a call made inside a torch.compile'd function, the line that
-called the compiled function (PyTorch's profiler records Python frames only by the line
-each function starts at, and recording them all makes a compiled program's trace
+frame nearest the call. A compiled function's calls and kernels, which TorchInductor's
+generated code makes, get the model's lines that code was compiled from, as TorchInductor
+recorded them (_InductorLines), forward and backward alike; where it recorded none, the
+line that called the compiled function (PyTorch's profiler records Python frames only by
+the line each function starts at, and recording them all makes a compiled program's trace
 gigabytes). Where the call was made by an installed package's code on the program's
 behalf (a Hugging Face model's ``modeling_gpt2.py``, whose every kernel the program's
 one ``model(batch)`` line launches), a second range inside the first names the package's
@@ -67,10 +69,13 @@ trace_bootstrap.py --pass-two -- train.py ARGS``): the program run as above, wit
 TorchDynamo imported right after its own ``import torch`` (see _import_dynamo).
 """
 
+import ast
 import functools
 import importlib.machinery
 import importlib.util
+import linecache
 import os
+import re
 import runpy
 import sys
 import threading
@@ -142,6 +147,26 @@ REPEATED = (("triton.testing", None, "do_bench", "Triton's do_bench", 100, True)
 # compiled kernel's indexing by its grid.
 TRITON_LAUNCH = ("triton.runtime.jit", "JITFunction", "run")
 TRITON_COMPILED_LAUNCH = ("triton.compiler.compiler", "CompiledKernel", "__getitem__")
+# Where TorchInductor's generated code launches a Triton kernel it compiled.
+INDUCTOR_LAUNCH = ("torch._inductor.runtime.triton_heuristics", "CachingAutotuner", "run")
+# TorchInductor's generated code (its folder's name) names the kernel each call launches
+# in a comment above the call (PyTorch 2.8 on: ``# [Provenance debug handles]
+# triton_poi_fused_gelu_3:5``, numbered afresh in each graph), and its compiler keeps each
+# handle's stack traces (the model's lines of the nodes the kernel computes) in a
+# dictionary while it compiles a graph (STACK_TRACES: the last graph's alone), where its
+# provenance tracking is on (off by default) and not on a cache hit. Pass 1 sets them so
+# (PROVENANCE), unless the program's environment sets them otherwise: the same kernels,
+# compiled afresh. The dictionary is kept for each graph's generated code as it is
+# compiled (INDUCTOR_COMPILED).
+GENERATED = "torchinductor_"
+HANDLES = "# [Provenance debug handles] "
+STACK_TRACES = ("torch._inductor.debug", "_inductor_kernel_stack_trace")
+INDUCTOR_COMPILED = ("torch._inductor.graph", "GraphLowering", "compile_to_module")
+PROVENANCE = {"INDUCTOR_PROVENANCE": "1", "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+              "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
+TRACED_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+# How far above a call its handle's comment may be (the comment, then ``stream0 = ...``).
+HANDLE_REACH = 4
 
 
 def _program(argv):
@@ -218,14 +243,17 @@ def _kinds(torch):
     return kind
 
 
-def _programs_frames(frame, kind):
+def _programs_frames(frame, kind, compiled=None):
     """The program's own frame nearest ``frame`` (outwards), and the installed package's
     frame nearest it inside that one (None where the program called torch itself), each
     as ``file(line): function``. With no frame of the program's on the stack (a program
     run as ``-m`` from an installed package), the package's frame is the line.
     A frame that TorchDynamo runs (a torch.compile'd function, whose line stays at its
-    entry while the compiled graph runs) gives way to the program's frame that called it:
-    that call launched the region's kernels."""
+    entry while the compiled graph runs) gives way to the program's frame that called it.
+    A call from TorchInductor's generated code is the model's lines that code was compiled
+    from, where ``compiled`` (an _InductorLines) knows them: the program's (the model's
+    own line) and the package's (a model library's); the program's frame that called the
+    compiled function stands where the model's lines hold none of the program's."""
     program = package = None
     while frame is not None:
         found = kind(frame.f_code.co_filename)
@@ -237,15 +265,159 @@ def _programs_frames(frame, kind):
             package = frame
         elif found == DYNAMO:
             program = package = None
+        elif compiled is not None and program is None and package is None:
+            lines = compiled.lines(frame)
+            if lines is not None:
+                return _with_caller(lines, frame.f_back, kind)
         frame = frame.f_back
     if program is None:
         return package and _named(package), None
     return _named(program), package and _named(package)
 
 
+def _with_caller(lines, frame, kind):
+    """The model's lines of a compiled call (program's, package's), the program's line
+    that called the compiled function standing in for the first where it is None."""
+    program, package = lines
+    if program is not None or package is None:
+        return program or package, None if program is None else package
+    caller, _ = _programs_frames(frame, kind)
+    return (caller, package) if caller is not None else (package, None)
+
+
 def _named(frame):
     code = frame.f_code
     return f"{code.co_filename}({frame.f_lineno}): {getattr(code, 'co_qualname', code.co_name)}"
+
+
+class _InductorLines:
+    """The model's lines that a call from TorchInductor's generated code was compiled from:
+    the handle in the comment above the call, its stack traces as the compiler kept them,
+    and of its first (a fused kernel's first node's) the program's frame and the package's
+    frame inside it, nearest the operation, as the stack walk picks them for an eager call.
+    Looked up once per call site."""
+
+    def __init__(self, kind):
+        self.kind, self.known, self.kept = kind, {}, {}
+        self.mode = None          # the line ranges' TorchFunctionMode, where there is one
+
+    def keeping(self, compile_to_module):
+        """GraphLowering.compile_to_module, keeping the stack traces of the graph it
+        compiled for the generated code's file, and its ``call`` run with the line ranges'
+        mode on in any thread (a compiled backward runs in autograd's, where the mode,
+        the main thread's own, is not: its GEMMs and attention had kept the forward's
+        line)."""
+        @functools.wraps(compile_to_module)
+        def compiling(graph, *args, **kwargs):
+            module = compile_to_module(graph, *args, **kwargs)
+            self.kept[getattr(module, "__file__", None)] = dict(_stack_traces())
+            if callable(getattr(module, "call", None)):
+                module.call = self._with_mode(module.call)
+            return module
+        return compiling
+
+    def _with_mode(self, call):
+        @functools.wraps(call)
+        def calling(*args, **kwargs):
+            if self.mode is None or _mode_on(self.mode):
+                return call(*args, **kwargs)
+            with self.mode:
+                return call(*args, **kwargs)
+        return calling
+
+    def lines(self, frame):
+        """(program's, package's) lines of a call made at ``frame``; None for a frame
+        outside generated code, or a call whose handle or stack traces are unknown."""
+        code = frame.f_code
+        if GENERATED not in code.co_filename:
+            return None
+        site = (code.co_filename, frame.f_lineno)
+        if site not in self.known:
+            traces = self.kept.get(site[0]) or _stack_traces()
+            self.known[site] = self._traced([t for h in _handles_above(*site)
+                                             for t in traces.get(h, ()) if isinstance(t, str)])
+        return self.known[site]
+
+    def _traced(self, traces):
+        frames = [m for trace in traces[:1] for m in TRACED_FRAME.finditer(trace)]
+        program = package = None
+        for match in reversed(frames):
+            found = self.kind(match["file"])
+            if found == PROGRAM:
+                program = match
+                break
+            if found == PACKAGE and package is None:
+                package = match
+        if program is None and package is None:
+            return None
+        return _traced_named(program), _traced_named(package)
+
+
+def _handles_above(filename, line):
+    """The provenance handles in the comment just above ``line`` of generated code."""
+    for above in range(line - 1, max(line - 1 - HANDLE_REACH, 0), -1):
+        text = linecache.getline(filename, above).strip()
+        if text.startswith(HANDLES):
+            return [h.strip() for h in text[len(HANDLES):].split(",") if h.strip()]
+        if text and not text.startswith(("#", "stream")):
+            break
+    return []
+
+
+def _mode_on(mode):
+    """Whether ``mode`` is on this thread's stack of torch function modes (assumed so where
+    the release cannot say)."""
+    try:
+        from torch.overrides import _get_current_function_mode_stack
+    except ImportError:
+        return True
+    return any(m is mode for m in _get_current_function_mode_stack())
+
+
+def _stack_traces():
+    """TorchInductor's stack traces of the graph it compiled last, by handle."""
+    module, name = STACK_TRACES
+    kept = getattr(sys.modules.get(module), name, None)
+    return kept if isinstance(kept, dict) else {}
+
+
+def _traced_named(match):
+    """A stack trace's frame as ``file(line): qualified.name`` (the eager ranges' form)."""
+    if match is None:
+        return None
+    line = int(match["line"])
+    return f"{match['file']}({line}): {_qualname(match['file'], line, match['function'])}"
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(filename):
+    """(first line, last line, qualified name) of each function defined in a source file."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return ()
+    found = []
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                found.append((child.lineno, child.end_lineno or child.lineno, name))
+                visit(child, name + ".<locals>.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, prefix + child.name + ".")
+            else:
+                visit(child, prefix)
+    visit(tree, "")
+    return tuple(found)
+
+
+def _qualname(filename, line, function):
+    """The qualified name (``Block.forward``) of the innermost function ``function`` around
+    ``line`` in ``filename``; ``function`` itself where the source cannot say."""
+    around = [(first, name) for first, last, name in _functions(filename)
+              if first <= line <= last and name.rsplit(".", 1)[-1] == function]
+    return max(around)[1] if around else function
 
 
 class _Quiet(threading.local):
@@ -269,10 +441,10 @@ class _Quiet(threading.local):
 _QUIET = _Quiet()
 
 
-def _from_line(call, frame, kind, record, prefix):
+def _from_line(call, frame, kind, record, prefix, compiled=None):
     """``call()`` inside profiler ranges naming the program's line nearest ``frame`` and,
     where an installed package made the call on its behalf, the package's line."""
-    line, package = (None, None) if _QUIET.depth else _programs_frames(frame, kind)
+    line, package = (None, None) if _QUIET.depth else _programs_frames(frame, kind, compiled)
     if line is None:
         return call()
     with record(prefix + line):
@@ -282,7 +454,7 @@ def _from_line(call, frame, kind, record, prefix):
             return call()
 
 
-def _caller_lines(torch, kind, prefix):
+def _caller_lines(torch, kind, prefix, compiled):
     """A TorchFunctionMode that wraps each torch function call in a profiler range naming
     the program's line it came from (nested calls, made by PyTorch, are not seen: the mode
     is off inside its own handler). Inside a torch.compile trace it stays out of the way."""
@@ -296,7 +468,7 @@ def _caller_lines(torch, kind, prefix):
             if compiling():
                 return func(*args, **kwargs)
             return _from_line(lambda: func(*args, **kwargs), sys._getframe(1), kind, record,
-                              prefix)
+                              prefix, compiled)
     return CallerLines()
 
 
@@ -332,6 +504,20 @@ def _launched_from_line(run, lined):
     @functools.wraps(run)
     def launching(kernel, *args, **kwargs):
         return lined(kernel, lambda: run(kernel, *args, **kwargs), sys._getframe(1))
+    return launching
+
+
+def _launched_by_inductor(run, kind, record, prefix, compiled):
+    """TorchInductor's CachingAutotuner.run, which its generated code calls to launch each
+    Triton kernel it compiled, launching inside the ranges of the model's lines the kernel
+    was compiled from: every launch (a compiled step's kernels are the program's work, once
+    a step), quiet within."""
+    @functools.wraps(run)
+    def launching(autotuner, *args, **kwargs):
+        def quiet():
+            with _QUIET.held():
+                return run(autotuner, *args, **kwargs)
+        return _from_line(quiet, sys._getframe(1), kind, record, prefix, compiled)
     return launching
 
 
@@ -557,10 +743,10 @@ def _iterator_recorded_at_first(next_, run_of, runs):
     return fetching
 
 
-def _wrappers(kind, record, prefix, collection, runs, unlined):
+def _wrappers(kind, record, prefix, collection, runs, unlined, compiled):
     """What _WrappedOnImport wraps: each autotuner's benchmarking in its range (AUTOTUNERS),
-    Triton's launch in its caller's line ranges, the repeated calls recording each run's
-    first (REPEATED), where the profiler can pause."""
+    Triton's launch in its caller's line ranges, TorchInductor's in its model's lines, the
+    repeated calls recording each run's first (REPEATED), where the profiler can pause."""
     wrappers = {}
     for module, owner, method, who, recorded, to_end in (REPEATED if collection else ()):
         run_of = functools.partial(_Run, who, recorded, record, collection, to_end, unlined)
@@ -574,6 +760,11 @@ def _wrappers(kind, record, prefix, collection, runs, unlined):
     for (module, owner, method), wrap in ((TRITON_LAUNCH, _launched_from_line),
                                           (TRITON_COMPILED_LAUNCH, _indexed_from_line)):
         wrappers.setdefault(module, []).append((owner, method, lambda f, w=wrap: w(f, lined)))
+    module, owner, method = INDUCTOR_LAUNCH
+    wrappers.setdefault(module, []).append((owner, method, lambda f: _launched_by_inductor(
+        f, kind, record, prefix, compiled)))
+    module, owner, method = INDUCTOR_COMPILED
+    wrappers.setdefault(module, []).append((owner, method, compiled.keeping))
     return wrappers
 
 
@@ -685,11 +876,12 @@ class _Profiling:
         self.profiler = profiler
         _nvtx_as_ranges(torch)
         kind = _kinds(torch)
+        compiled = _InductorLines(kind)
         sys.meta_path.insert(0, _WrappedOnImport(_wrappers(
             kind, torch.profiler.record_function, self.prefix, _Collection.of(profiler),
-            self.runs, lambda: _unlined(self.lines))))
+            self.runs, lambda: _unlined(self.lines), compiled)))
         if threading.current_thread() is threading.main_thread():   # where stop runs
-            self.lines = _caller_lines(torch, kind, self.prefix)
+            self.lines = compiled.mode = _caller_lines(torch, kind, self.prefix, compiled)
             self.lines.__enter__()
         self.torch = torch
 
@@ -718,6 +910,8 @@ def main():
         sys.exit(NO_PROFILER)
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
+    for variable, value in PROVENANCE.items():
+        os.environ.setdefault(variable, value)
     profiling = _Profiling(trace, prefix, os.environ.pop(RECORDER, None),
                            os.environ.get(RECORDS))
     sys.meta_path.insert(0, _StartAtFirstImport(profiling))
