@@ -4,8 +4,11 @@ kernels up into (judge/program_fixes.py), beside the caller's moves of one kerne
 
 A user asks what to change in the program, not how each kernel is doing. A fix here
 matches a group of kernels (by the PyTorch operators that launched them, their kernel
-names, the library words judge/kernel_libraries.py gives them), names the change in the
-user's words, says why it helps, and how its saving is estimated (:class:`Saving`). The
+names, the library words judge/kernel_libraries.py gives them; or, for the element-wise
+kernels an unfused module is made of, the function their source line is in: a Llama's
+RMSNorm is ten multiplies, adds, casts and sums in ``LlamaRMSNorm.forward``), names the
+change in the user's words, says why it helps, and how its saving is estimated
+(:class:`Saving`). The
 first entry that matches a group is its fix (a compiled program's Triton kernels are fused
 already, so only the loss and attention entries come before theirs; the program's own
 kernels, whatever their names, get their own moves); a group no entry matches is given the
@@ -57,7 +60,9 @@ class ProgramFix:
     libraries: tuple[str | None, ...] = ()   # None: the program's own kernels
     roof: Roof = Roof.ANY
     takes_its_lines: bool = False     # claims the element-wise kernels of its source lines
+    functions: str | None = None      # claims the element-wise kernels of lines in these
     changes_precision: bool = False   # trades accuracy: the user must judge it
+    by_compile: bool = False          # torch.compile makes it (compare checks them together)
 
     def matches(self, operators: list[str], kernels: list[str], library: str | None) -> bool:
         """Whether a group of kernels, by its operators, names and library, is this fix's."""
@@ -83,7 +88,8 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "LigerFusedLinearCrossEntropyLoss, or torch.compile of the head and loss)",
                "the LM head's logits are written, up-cast, soft-maxed and read again in fp32; "
                "a fused kernel never materialises them", Saving.FUSION,
-               operators=r"log_softmax|nll_loss|cross_entropy", takes_its_lines=True),
+               operators=r"log_softmax|nll_loss|cross_entropy", takes_its_lines=True,
+               functions=r"(?i)loss|cross_?entropy", by_compile=True),
     ProgramFix("attention_backend", "another SDPA backend (torch.nn.attention.sdpa_kernel) "
                "or a head size that is a multiple of 64",
                "attention kernels are the library's: the caller chooses which and at what shape",
@@ -100,13 +106,15 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "(statistics, normalise, weight gradients); one fused pass moves them once",
                Saving.FUSION, operators=r"layer_norm|rms_norm|batch_norm|group_norm|instance_norm",
                kernels=r"layer_norm|layernorm|rms_norm|rmsnorm|batch_norm|batchnorm|GammaBeta",
-               libraries=(library_moves.NORM, library_moves.NORM_GRADIENT)),
+               libraries=(library_moves.NORM, library_moves.NORM_GRADIENT),
+               functions=r"(?i)(rms|layer|batch|group|instance)_?norm", by_compile=True),
     ProgramFix("bf16_parameters", "keep the parameters in bf16 (fp32 master weights in the "
                "optimizer), or torch.compile to fold autocast's casts into their consumers",
                "autocast casts the fp32 weights (and their gradients back) every step: "
                "copies the program need not make", Saving.REMOVAL,
-               operators=r"^aten::(copy_|to|_to_copy)$|ToCopyBackward",
-               kernels=r"direct_copy|bfloat16_copy|copy_kernel", libraries=(library_moves.CAST,)),
+               operators=r"^aten::(copy_|to|_to_copy)$",
+               kernels=r"direct_copy|bfloat16_copy|copy_kernel|^triton_\w+_fused__to_copy_\d+$",
+               libraries=(library_moves.CAST,), by_compile=True),
     ProgramFix("fused_optimizer", "the fused optimizer (AdamW(fused=True)) or foreach, "
                "fewer and larger parameter tensors",
                "one kernel per parameter tensor and operator reads the optimizer state again "
@@ -114,9 +122,10 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                kernels=r"multi_tensor_apply|lpnorm",
                libraries=(library_moves.OPTIMIZER, library_moves.FUSED_OPTIMIZER,
                           library_moves.FOREACH)),
-    ProgramFix("pad_stem_channels", "pad the 3-channel stem convolution's input to 4 "
-               "channels (and channels_last, bf16)", "cuDNN has no fast kernel for 3 input "
-               "channels; 4 lets it vectorise", Saving.ROOF_DISTANCE,
+    ProgramFix("convolution_shapes", "shape the convolutions for cuDNN: channels_last, "
+               "bf16, channel counts in multiples of 8 (a 3-channel stem's input padded to 4)",
+               "cuDNN's convolutions run below their roof at these shapes and layouts",
+               Saving.ROOF_DISTANCE,
                operators=r"convolution", kernels=r"conv|implicit_gemm|wgrad|dgrad",
                libraries=(library_moves.CONVOLUTION,)),
     ProgramFix("gemm_fp8", "fp8 GEMMs (torch._scaled_mm, Transformer Engine) where the "
@@ -132,7 +141,7 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "dropout, reductions): one kernel per chain", "each eager operator reads and "
                "writes the whole tensor; fused, the chain moves it once", Saving.FUSION,
                operators=r"gelu|silu|relu|add|mul|dropout|sum|mean|fill|embedding|softmax",
-               libraries=FUSED_BY_COMPILE),
+               libraries=FUSED_BY_COMPILE, by_compile=True),
     ProgramFix("overlap_collectives", "overlap the collectives with compute (DDP's bucket "
                "size, FSDP's prefetch), fewer and larger ones", "a collective waits on its "
                "peers: its time is not the kernel's to save", Saving.NONE,

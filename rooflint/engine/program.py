@@ -414,10 +414,12 @@ def timed_kernels(first: Pass, filters: Filters) -> PassOne:
         if not found:
             raise RooflintError(f"no kernel launch that {first.timer.words} recorded passed "
                                 f"--nvtx, --kernel and --skip")
-        kept, tuning = trace_without_autotuning(found)
+        timing = program_timing(first.trace or {})
+        steps = timing.steps.count if timing and timing.steps else None
+        kept, tuning = trace_without_autotuning(found, steps)
         kernels = kernel_times_from_trace(kept)
         every = kernels if len(found) == len(launches) else \
-            kernel_times_from_trace(trace_without_autotuning(launches)[0])
+            kernel_times_from_trace(trace_without_autotuning(launches, steps)[0])
         return PassOne(kernels, tuning, unrecorded(first.trace or {}), every)
     rows, tuning = rows_without_autotuning(parse_rows(first.log))
     kernels = kernel_times(rows)

@@ -1,12 +1,14 @@
 """The launches autotuners and benchmarks made, told from a program's own: XLA's by its
 kernels and the redzone checks that follow its trials, Triton's and TorchInductor's by
-the trace's ranges (formats/trace_events.py names them). They are left out of a
-program's kernels: benchmarking, not the program's work."""
+the trace's ranges (formats/trace_events.py names them), cuDNN's benchmark by its
+convolutions' kernels launched fewer times than the program ran steps. They are left out
+of a program's kernels: benchmarking, not the program's work."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
 
 from rooflint.formats.ncu_log import DURATION, KERNEL_NAME as NAME, STREAM
@@ -67,9 +69,37 @@ def without_autotuning(launches: list[L], name_and_stream: Callable[[L], tuple[s
                        tuple(dict.fromkeys(m for m in made if m))))
 
 
-def trace_without_autotuning(launches: list[Launch]) -> tuple[list[Launch], Autotuning]:
-    return without_autotuning(launches, lambda x: (x.name, x.stream), lambda x: x.duration_s,
-                              lambda x: x.autotuner)
+# cuDNN's benchmark (``torch.backends.cudnn.benchmark``) times every algorithm for a new
+# convolution shape at its first call, inside the convolution's own operator, with no range
+# of the program's around it: each trial kernel runs once or a few times in the warm-up,
+# where each kernel the program keeps runs at least once a step (a ResNet-50's training
+# step, H200: 73 of 196 profiled kernels, 13 % of the GPU time, were such trials). Told by
+# its operators, in a trace of enough steps to tell once from every step.
+CONVOLUTION_OPERATOR = re.compile(r"convolution|cudnn_conv")
+CUDNN_BENCHMARK = "cuDNN's benchmark (cudnn.benchmark)"
+FEWEST_STEPS = 3
+
+
+def benchmark_trials(launches: list[Launch], steps: int | None) -> list[Launch]:
+    """``launches`` with the trials of cuDNN's benchmark marked as its (``autotuner``): a
+    convolution operator's kernel, by name and grid, launched fewer times than the region
+    ran ``steps``; none marked in a region of fewer than FEWEST_STEPS steps."""
+    if not steps or steps < FEWEST_STEPS:
+        return launches
+    convolving = [x for x in launches if x.operator and CONVOLUTION_OPERATOR.search(x.operator)]
+    counts = Counter((x.name, x.grid) for x in convolving)
+    trials = {key for key, n in counts.items() if n < steps}
+    return [replace(x, autotuner=CUDNN_BENCHMARK) if x.autotuner is None and x.operator
+            and CONVOLUTION_OPERATOR.search(x.operator) and (x.name, x.grid) in trials else x
+            for x in launches]
+
+
+def trace_without_autotuning(launches: list[Launch], steps: int | None = None
+                             ) -> tuple[list[Launch], Autotuning]:
+    """A trace's launches less the autotuners' (and cuDNN's benchmark's, given the number
+    of steps the region ran)."""
+    return without_autotuning(benchmark_trials(launches, steps), lambda x: (x.name, x.stream),
+                              lambda x: x.duration_s, lambda x: x.autotuner)
 
 
 def rows_without_autotuning(rows: list[dict]) -> tuple[list[dict], Autotuning]:

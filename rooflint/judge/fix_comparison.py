@@ -14,10 +14,18 @@ the before side is measured on the after side by:
   vanished fixes share gives its new time to the one that had the most time there, so no
   time is counted twice.
 
-After time that falls to no fix (a compiled program's Triton kernels, launched from the
-call into the compiled function, not from the model's lines) is kept apart as ``new_s``
-with the after fixes it came from: a fusion's measured saving is then read against the new
-kernels that took its place, never silently credited with them.
+A compiled program's Triton kernel is credited first by what it fused: the fix that claims
+its line's function (a Llama's RMSNorm), else the catalog's entry for the eager kernels of
+the ATen operators its name lists (``triton_per_fused_native_layer_norm_0``): a fused cast
+is the casts' fix, though it runs on the line of the GEMM it feeds. After time that falls to
+no fix is kept apart as ``new_s`` with the after fixes it came from: a fusion's measured saving is
+then read against the new kernels that took its place, never silently credited with them.
+
+Where the after side is compiled and the before side not, the fixes torch.compile makes
+(the catalog's ``by_compile``) are also checked together (:class:`ChangeCheck`): the change
+the user made is the compile, not four fixes one at a time. What compile is predicted to save
+of each is its fusion's estimate: a cast it fuses into its neighbours still moves its bytes
+(autocast's casts of fp32 weights stay), so the casts' removal is not what it predicts.
 
 Times are over each profile's region, as its shares are; the two regions must hold the
 same work (the same steps) for the difference to mean anything, which the documents do not
@@ -27,10 +35,15 @@ record and this module cannot check.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from rooflint.analysis import caller_moves as library_moves
+from rooflint.analysis.program_fixes import FIXES_BY_ID, Saving, fix_for
 from rooflint.formats.results import ProgramFixResult, RunResult, VariantResult
-from rooflint.judge.program_fixes import NO_FIX, fixes_of, line_shares
+from rooflint.judge.program_fixes import (NO_FIX, KernelGroup, fixes_of, function_claim,
+                                          line_shares, saving)
+
+COMPILE = "torch.compile"
 
 
 @dataclass(frozen=True)
@@ -67,10 +80,22 @@ class FixComparison:
 
 
 @dataclass(frozen=True)
+class ChangeCheck:
+    """One change that makes several fixes at once (torch.compile), checked whole: the
+    saving its fixes predicted against the one measured on them."""
+
+    change: str
+    fixes: list[str]
+    predicted_s: float
+    measured_s: float
+    ratio: float | None
+
+
+@dataclass(frozen=True)
 class ProgramComparison:
     """Two profiles of a program compared: the region's GPU time, each predicted fix, the
-    after time no fix took (``new_s``, from the after fixes ``new_from``), and every source
-    line's time, the most moved first."""
+    after time no fix took (``new_s``, from the after fixes ``new_from``), every source
+    line's time, the most moved first, and the change that made several fixes, if any."""
 
     before_s: float
     after_s: float
@@ -78,6 +103,7 @@ class ProgramComparison:
     new_s: float
     new_from: list[str]
     lines: list[LineTimes]
+    change: ChangeCheck | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +151,44 @@ def unclaimed_pieces(after: dict[str, VariantResult], fixes: list[ProgramFixResu
             for fix in fixes if fix_key(fix) not in before_keys
             for name in fix.kernels if name in after
             for line, time_s in line_times([after[name]]).items()]
+
+
+def fused_fix(v: VariantResult) -> str | None:
+    """The fix a compiled Triton kernel took the place of: the catalog's entry for the eager
+    kernels of the operators its name says it fused; None for any other kernel."""
+    if v.share is None or v.share.library != library_moves.INDUCTOR:
+        return None
+    fix = fix_for([v.share.kernel], [v.share.kernel], library_moves.OPERATOR, at_roof=False)
+    return fix.id if fix else None
+
+
+def is_compiled(result: RunResult) -> bool:
+    return any(v.share.library == library_moves.INDUCTOR for v in variants_of(result).values())
+
+
+def compile_saving(row: FixComparison, before: dict[str, VariantResult]) -> float:
+    """What torch.compile saves of a fix: its prediction where that is a fusion's; else
+    (casts it does not remove, only fuses into their neighbours) a fusion's estimate over
+    the fix's kernels."""
+    fix = FIXES_BY_ID[row.id]
+    if fix.saving is Saving.FUSION:
+        return row.predicted_s
+    group = KernelGroup(row.id, None, tuple(before[n] for n in row.before_kernels if n in before))
+    return saving(replace(fix, saving=Saving.FUSION), group) if group.variants else 0.0
+
+
+def compile_check(before: RunResult, after: RunResult, rows: list[FixComparison]
+                  ) -> ChangeCheck | None:
+    """The fixes torch.compile makes, checked together, where the after side is compiled
+    and the before side is not."""
+    made = [r for r in rows if FIXES_BY_ID.get(r.id) and FIXES_BY_ID[r.id].by_compile]
+    if not made or is_compiled(before) or not is_compiled(after):
+        return None
+    was = variants_of(before)
+    predicted = sum(compile_saving(r, was) for r in made)
+    measured = sum(r.measured_s for r in made)
+    return ChangeCheck(COMPILE, [r.id for r in made], predicted, measured,
+                       measured / predicted if predicted else None)
 
 
 def credited_lines(vanished: list[ProgramFixResult], before: dict[str, VariantResult]
@@ -179,13 +243,16 @@ def compare_fixes(before: RunResult, after: RunResult) -> ProgramComparison | No
     predicted = [f for f in before_fixes if f.id != NO_FIX]
     after_by_id = {f.id: f for f in after_fixes if f.id != NO_FIX}
     credit = credited_lines([f for f in predicted if f.id not in after_by_id], was)
+    predicted_ids = {f.id for f in predicted}
     pieces: dict[str | None, list[_Piece]] = defaultdict(list)
     for piece in unclaimed_pieces(now, after_fixes, {fix_key(f) for f in before_fixes}):
-        pieces[credit.get(piece.line)].append(piece)
+        claim = function_claim(piece.line) if fused_fix(now[piece.kernel]) else None
+        fused = claim.id if claim else fused_fix(now[piece.kernel])
+        pieces[fused if fused in predicted_ids else credit.get(piece.line)].append(piece)
     rows = [fix_row(f, was, after_by_id.get(f.id), pieces[f.id], now) for f in predicted]
     new_kernels = {p.kernel for p in pieces[None]}
     return ProgramComparison(
         before_s=region_s(before), after_s=region_s(after), fixes=rows,
         new_s=sum(p.time_s for p in pieces[None]),
         new_from=[f.id for f in after_fixes if new_kernels & set(f.kernels)],
-        lines=program_lines(was, now))
+        lines=program_lines(was, now), change=compile_check(before, after, rows))

@@ -6,8 +6,10 @@ Kernels are grouped by what the user can change: the operator family that launch
 ``native_layer_norm_backward`` are one family, and a backward kernel's line is its forward
 operator's, so forward and backward share their source lines) and their library. A fix
 that takes its lines (the LM head's loss) first claims the element-wise kernels launched
-from the lines its operators ran at (the logits' up-cast beside the loss); never a compiled
-program's Triton kernels, whose line is the call into the whole compiled function. Each group is
+from the lines its operators ran at (the logits' up-cast beside the loss), and a fix that
+takes its functions those launched from lines in them (a Llama's RMSNorm, ten element-wise
+kernels in ``LlamaRMSNorm.forward``; the logits' up-cast in ``ForCausalLMLoss``); never a
+compiled program's Triton kernels, fused already. Each group is
 matched against the catalog (analysis/program_fixes.py); a group no entry matches gets the
 reason why none does. Groups of one fix add up into one :class:`ProgramFixResult`.
 
@@ -15,9 +17,10 @@ How a saving is estimated, by the entry's :class:`Saving`:
 
 - fusion: the group's time less the time its remaining compulsory bytes take at the DRAM
   roof. Nobody counted a profiled kernel's compulsory bytes, so the remaining bytes are
-  approximated by the DRAM bytes of the group's largest kernel (by time), all its launches:
-  the fused kernel must still move at least what the largest step of the chain moved. A
-  largest kernel without counters keeps its whole time.
+  approximated, for the forward kernels and for the backward kernels apart (autograd runs
+  them as two passes, which no fusion merges), by the DRAM bytes of that pass's largest
+  kernel (by time), all its launches: the fused kernel must still move at least what the
+  largest step of the chain moved. A largest kernel without counters keeps its whole time.
 - removal: the kernels go (casts the program need not make): their whole time.
 - roof distance: each kernel's own upside (judge/upside.py, capped there), summed; a kernel
   without counters adds nothing.
@@ -110,9 +113,16 @@ def claimed_lines(variants: list[VariantResult]) -> dict[str, ProgramFix]:
     return claims
 
 
+def function_claim(line: str | None) -> ProgramFix | None:
+    """The fix that claims the kernels of a source line by the function it is in (``in
+    LlamaRMSNorm.forward``: a fused normalisation), if any."""
+    function = line.rsplit(" in ", 1)[-1] if line and " in " in line else None
+    return next((f for f in PROGRAM_FIXES if function and f.functions
+                 and re.search(f.functions, function)), None)
+
+
 def is_eager(v: VariantResult) -> bool:
-    """Not a compiled program's Triton kernel, whose line is the call into the whole
-    compiled function, not the line of one operator."""
+    """Not a compiled program's Triton kernel: fused already, whatever its line."""
     return v.share is not None and v.share.library != library_moves.INDUCTOR
 
 
@@ -126,7 +136,7 @@ def groups_of(variants: list[VariantResult]) -> list[KernelGroup]:
     members: dict[tuple, list[VariantResult]] = defaultdict(list)
     for v in variants:
         line = (main_origin(v) or Origin(None, None)).line
-        fix = claims.get(line or "")
+        fix = function_claim(line) or claims.get(line or "")
         if fix and kernel_kind(v) in CLAIMABLE and is_eager(v):
             members[(fix.id, None, fix.id)].append(v)
         else:
@@ -155,9 +165,23 @@ def saving(fix: ProgramFix, group: KernelGroup) -> float:
 
 
 def remaining_s(group: KernelGroup) -> float:
-    """The time the fused kernel still takes: its largest kernel's DRAM bytes (all its
-    launches) at the DRAM roof, or that kernel's whole time where it has no counters."""
-    largest = max(group.variants, key=lambda v: v.share.total_s)
+    """The time the fused kernels still take: forward and backward fuse apart (autograd
+    runs them as two passes), each pass's fused kernel at least its largest kernel's DRAM
+    bytes (all its launches) at the DRAM roof, or that kernel's whole time where it has no
+    counters."""
+    passes = ([v for v in group.variants if is_backward(v) is backward] for backward in (False,
+                                                                                     True))
+    return sum(largest_remaining_s(variants) for variants in passes if variants)
+
+
+def is_backward(v: VariantResult) -> bool:
+    """Launched by autograd's backward (its main origin has an autograd node)."""
+    origin = main_origin(v)
+    return bool(origin and origin.backward_of)
+
+
+def largest_remaining_s(variants: list[VariantResult]) -> float:
+    largest = max(variants, key=lambda v: v.share.total_s)
     moved = largest.dram_bytes.get("ncu")
     if moved is None or largest.roofs is None:
         return largest.share.total_s

@@ -76,9 +76,20 @@ def program_lines(comparison: ProgramComparison) -> list[str]:
             *(line_row(row, "  ") for row in rows)]
 
 
+def change_lines(comparison: ProgramComparison) -> list[str]:
+    """The change that made several fixes at once, checked whole, first."""
+    c = comparison.change
+    if c is None:
+        return []
+    ratio = f" ({c.ratio:.2f}x)" if c.ratio is not None else ""
+    return [f"{c.change} in B, {len(c.fixes)} of A's fixes: measured "
+            f"{signed_time(c.measured_s)} of {shown_time(c.predicted_s)} predicted{ratio}"]
+
+
 def comparison_lines(comparison: ProgramComparison, width: int) -> list[str]:
     """The whole per-fix part as printed, each line cut to the width."""
-    lines = header_lines(comparison)
+    lines = [header_lines(comparison)[0], *change_lines(comparison),
+             *header_lines(comparison)[1:]]
     for fix in comparison.fixes:
         lines += fix_lines(fix)
     lines += [*new_lines(comparison), *program_lines(comparison)]

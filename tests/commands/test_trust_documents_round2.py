@@ -115,13 +115,14 @@ def test_the_row_limit_is_the_last_count_read(tmp_path):
 
 def test_every_committed_result_is_far_inside_the_limits():
     """The margins the limits' comment claims: 40 times the largest committed document's
-    bytes, 80 times its variants (a profile of a network, 420 kernels, fits 10 times)."""
+    bytes, 10 times its variants (the committed ResNet-50's 103 profiled kernels; a profile
+    of a network's 420 kernels, all profiled, fits 10 times too)."""
     results = [p for p in COMMITTED
                if json.loads(p.read_text()).get("schema") == "rooflint.result/1"]
     variants = [sum(len(f["variants"]) for f in json.loads(p.read_text())["families"])
                 for p in results]
     assert MAX_DOCUMENT_BYTES > 40 * max(p.stat().st_size for p in results)
-    assert MAX_ROWS > 80 * max(variants) and MAX_ROWS > 10 * 420
+    assert MAX_ROWS > 10 * max(variants) and MAX_ROWS > 10 * 420
 
 
 # --- wrong exit: a result with nothing to show, or judged by a GPU rooflint lacks --------

@@ -12,11 +12,11 @@ import pytest
 
 from edges import REPO
 from rooflint.formats.results import read_result
-from rooflint.judge.fix_comparison import compare_fixes, fix_key
-from rooflint.judge.program_fixes import NO_FIX, fixes_of
+from rooflint.judge.fix_comparison import compare_fixes, fix_key, fused_fix, variants_of
+from rooflint.judge.program_fixes import NO_FIX, fixes_of, function_claim, main_origin
 
 PROFILE = REPO / "examples" / "profile"
-PAIRS = [("h200-profile-train-eager", "h200-profile-train-compiled"),
+PAIRS = [("h200-profile-train-eager-fixes", "h200-profile-train-compiled"),
          ("h100-profile-nanogpt-eager", "h100-profile-nanogpt-compiled"),
          ("h100-profile-nanogpt-eager", "h100-profile-nanogpt-graphs")]
 
@@ -44,14 +44,22 @@ def test_each_fix_s_time_before_is_its_kernels_time_summed(pair):
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids="-".join)
-def test_a_fix_kept_in_b_is_measured_on_the_same_fix_s_kernels(pair):
+def test_a_fix_kept_in_b_is_measured_on_the_same_fix_s_kernels_and_what_it_fused(pair):
+    """A fix B still has is measured on its kernels there, plus the compiled kernels whose
+    fused operators (or their line's function) are that fix's: nothing else."""
     times = raw_times(pair[1])
     program = compare_fixes(read(pair[0]), read(pair[1]))
     after = {f.id: f for f in fixes_of(read(pair[1]))}
+    now = variants_of(read(pair[1]))
     kept = [row for row in program.fixes if row.id in after]
     assert kept
     for row in kept:
-        assert row.after_s == pytest.approx(sum(times[k] for k in after[row.id].kernels))
+        own = set(after[row.id].kernels)
+        assert own <= set(row.after_kernels)
+        for extra in set(row.after_kernels) - own:
+            claim = function_claim(main_origin(now[extra]).line)
+            assert row.id in {fused_fix(now[extra]), claim and claim.id}
+        assert row.after_s >= sum(times[k] for k in own) - 1e-12
         assert sum(line.after_s for line in row.lines) == pytest.approx(row.after_s)
 
 

@@ -17,7 +17,7 @@ EXAMPLE = PROFILE / "h200-compare-fix-train-eager-compiled.txt"
 
 
 def train_step():
-    return compare_fixes(read_result(PROFILE / "h200-profile-train-eager.json"),
+    return compare_fixes(read_result(PROFILE / "h200-profile-train-eager-fixes.json"),
                          read_result(PROFILE / "h200-profile-train-compiled.json"))
 
 
