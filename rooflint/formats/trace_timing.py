@@ -27,12 +27,13 @@ Pure: a parsed document in, numbers out.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any, Iterable
 
 from rooflint.common.sense import Amount, Size
+from rooflint.formats.trace_events import AUTOTUNING_RANGE
 
 Span = tuple[float, float]             # start and end, in the trace's microseconds
 
@@ -190,19 +191,45 @@ class _Host:
 
 def step_spans(events: list[dict], region: Span) -> list[Span]:
     """The region's steps, in order: PyTorch's ProfilerStep#N ranges (each a whole step),
-    else the repeated top-level range (a range of the program's, or PyTorch's
-    Optimizer.step, which may cover only the end of a step), where each step ends as one
-    of its occurrences ends and the first begins with the region; none where fewer than
-    two steps are found."""
+    else the repeated top-level range that launches kernels each time (a range of the
+    program's, or PyTorch's Optimizer.step, which may cover only the end of a step; not
+    one of TorchInductor's compile-time ranges, which repeat through a compiled program's
+    warm-up and launch nothing but the autotuner's trials, left out), where each step ends
+    as one of its occurrences ends and the first begins with the region; none where fewer
+    than two steps are found."""
     ranges = [e for e in events if e.get("cat") in ("user_annotation", "cpu_op")
               and not e["name"].startswith(ROOFLINT_RANGE)]
     profiler = sorted(_span(e) for e in ranges if PROFILER_STEP.match(e["name"]))
     if len(profiler) >= 2:
         return profiler
-    marks = _repeated_top_level([e for e in ranges if e.get("cat") == "user_annotation"])
+    launching = _programs_launches(events)
+    marks = _repeated_top_level([e for e in ranges if e.get("cat") == "user_annotation"
+                                 and _holds_any(_span(e), launching)])
     # an occurrence that ended before the GPU's first work closed no step of the region
     ends = [region[0], *sorted(end for _, end in marks if end > region[0])]
     return list(zip(ends, ends[1:])) if len(ends) >= 3 else []
+
+
+def _programs_launches(events: list[dict]) -> list[float]:
+    """The host's kernel launch calls outside the autotuners' ranges, in time order."""
+    tuning = union(_span(e) for e in events if e.get("cat") == "user_annotation"
+                   and e["name"].startswith(AUTOTUNING_RANGE))
+    starts = [start for start, _ in tuning]
+    launches = (e["ts"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and LAUNCHES.match(e["name"]))
+    return sorted(t for t in launches if not _in_spans(t, starts, tuning))
+
+
+def _in_spans(moment: float, starts: list[float], spans: list[Span]) -> bool:
+    """Whether ``moment`` falls in one of ``spans`` (disjoint, in order; ``starts`` theirs)."""
+    i = bisect_right(starts, moment) - 1
+    return i >= 0 and moment <= spans[i][1]
+
+
+def _holds_any(span: Span, moments: list[float]) -> bool:
+    """Whether one of ``moments`` (in order) falls within ``span``."""
+    i = bisect_left(moments, span[0])
+    return i < len(moments) and moments[i] <= span[1]
 
 
 def _steps_of(durations_us: list[float]) -> Steps:

@@ -23,9 +23,8 @@ then read against the new kernels that took its place, never silently credited w
 
 Where the after side is compiled and the before side not, the fixes torch.compile makes
 (the catalog's ``by_compile``) are also checked together (:class:`ChangeCheck`): the change
-the user made is the compile, not four fixes one at a time. What compile is predicted to save
-of each is its fusion's estimate: a cast it fuses into its neighbours still moves its bytes
-(autocast's casts of fp32 weights stay), so the casts' removal is not what it predicts.
+the user made is the compile, not four fixes one at a time, predicted as the before
+profile's summary predicted it.
 
 Times are over each profile's region, as its shares are; the two regions must hold the
 same work (the same steps) for the difference to mean anything, which the documents do not
@@ -35,13 +34,13 @@ record and this module cannot check.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from rooflint.analysis import caller_moves as library_moves
-from rooflint.analysis.program_fixes import FIXES_BY_ID, Saving, fix_for
+from rooflint.analysis.program_fixes import fix_for
 from rooflint.formats.results import ProgramFixResult, RunResult, VariantResult
-from rooflint.judge.program_fixes import (NO_FIX, KernelGroup, fixes_of, function_claim,
-                                          line_shares, saving)
+from rooflint.judge.program_fixes import (NO_FIX, compile_estimate, fixes_of, function_claim,
+                                          line_shares)
 
 COMPILE = "torch.compile"
 
@@ -166,29 +165,18 @@ def is_compiled(result: RunResult) -> bool:
     return any(v.share.library == library_moves.INDUCTOR for v in variants_of(result).values())
 
 
-def compile_saving(row: FixComparison, before: dict[str, VariantResult]) -> float:
-    """What torch.compile saves of a fix: its prediction where that is a fusion's; else
-    (casts it does not remove, only fuses into their neighbours) a fusion's estimate over
-    the fix's kernels."""
-    fix = FIXES_BY_ID[row.id]
-    if fix.saving is Saving.FUSION:
-        return row.predicted_s
-    group = KernelGroup(row.id, None, tuple(before[n] for n in row.before_kernels if n in before))
-    return saving(replace(fix, saving=Saving.FUSION), group) if group.variants else 0.0
-
-
 def compile_check(before: RunResult, after: RunResult, rows: list[FixComparison]
                   ) -> ChangeCheck | None:
     """The fixes torch.compile makes, checked together, where the after side is compiled
-    and the before side is not."""
-    made = [r for r in rows if FIXES_BY_ID.get(r.id) and FIXES_BY_ID[r.id].by_compile]
-    if not made or is_compiled(before) or not is_compiled(after):
+    and the before side is not: predicted as the before profile's summary predicts them
+    (judge/program_fixes.compile_estimate), measured on their rows."""
+    estimate = compile_estimate(before, fixes_of(before)) if is_compiled(after) else None
+    if estimate is None:
         return None
-    was = variants_of(before)
-    predicted = sum(compile_saving(r, was) for r in made)
+    made = [r for r in rows if r.id in estimate.fixes]
     measured = sum(r.measured_s for r in made)
-    return ChangeCheck(COMPILE, [r.id for r in made], predicted, measured,
-                       measured / predicted if predicted else None)
+    return ChangeCheck(COMPILE, estimate.fixes, estimate.saving_s, measured,
+                       measured / estimate.saving_s if estimate.saving_s else None)
 
 
 def credited_lines(vanished: list[ProgramFixResult], before: dict[str, VariantResult]

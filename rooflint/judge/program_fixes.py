@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.evidence import AT_ROOF
@@ -230,6 +230,39 @@ def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float) -> 
         kernels=[v.name for v in variants], lines=line_shares(variants, region_s),
         share=sum(v.share.total_s for v in variants) / region_s, saving_s=saved,
         saving_share=saved / region_s, changes_precision=fix.changes_precision)
+
+
+@dataclass(frozen=True)
+class CompileEstimate:
+    """What torch.compile would save a program that is not compiled: the fixes it makes at
+    once (the catalog's ``by_compile``), by their ids, and their savings as compile makes
+    them, summed."""
+
+    fixes: list[str]
+    saving_s: float
+
+
+def compile_saving(fix: ProgramFixResult, variants: dict[str, VariantResult]) -> float:
+    """What torch.compile saves of a fix it makes: the fix's own estimate where that is a
+    fusion's; else (casts it does not remove, only fuses into their neighbours: autocast's
+    casts of fp32 weights stay) a fusion's estimate over the fix's kernels."""
+    entry = FIXES_BY_ID[fix.id]
+    if entry.saving is Saving.FUSION:
+        return fix.saving_s
+    group = KernelGroup(fix.id, None, tuple(variants[n] for n in fix.kernels if n in variants))
+    return saving(replace(entry, saving=Saving.FUSION), group) if group.variants else 0.0
+
+
+def compile_estimate(result: RunResult, fixes: list[ProgramFixResult]) -> CompileEstimate | None:
+    """torch.compile's saving for a program not compiled already (no kernel of Inductor's)
+    where it makes two fixes or more; None otherwise."""
+    variants = {v.name: v for f in result.families for v in f.variants if v.share}
+    if any(v.share.library == library_moves.INDUCTOR for v in variants.values()):
+        return None
+    made = [f for f in fixes if f.id in FIXES_BY_ID and FIXES_BY_ID[f.id].by_compile]
+    if len(made) < 2:
+        return None
+    return CompileEstimate([f.id for f in made], sum(compile_saving(f, variants) for f in made))
 
 
 def fixes_of(result: RunResult) -> list[ProgramFixResult]:

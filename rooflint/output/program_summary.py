@@ -19,6 +19,7 @@ from rooflint.common.printable import printable
 from rooflint.common.units import format_time
 from rooflint.formats.results import ProgramFixResult, RunResult
 from rooflint.formats.trace_timing import IdleTime, ProgramTiming, Steps
+from rooflint.judge.program_fixes import compile_estimate
 
 MAX_LINES = 30
 MAX_FIXES = 10          # two lines each, under the header and the kinds
@@ -103,6 +104,18 @@ def fix_lines(rank: int, fix: ProgramFixResult) -> list[str]:
             f"{lines}"]
 
 
+def compile_lines(result: RunResult, fixes: list[ProgramFixResult]) -> list[str]:
+    """The fixes torch.compile makes at once, by their ranks, and what it saves of them."""
+    estimate = compile_estimate(result, fixes)
+    if estimate is None:
+        return []
+    ranks = [str(rank) for rank, f in enumerate(fixes, 1) if f.id in estimate.fixes]
+    region = result.settings.gpu_time_s
+    share = f" ({estimate.saving_s / region:.1%})" if region else ""
+    return [f"    torch.compile makes fixes {', '.join(ranks)} at once: saves "
+            f"~{format_time(estimate.saving_s)}{share} of them together"]
+
+
 def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) -> list[str]:
     """The summary as printed, each line cut to the width, at most MAX_LINES lines."""
     lines = [*header_lines(result), *timing_lines(result.program, width),
@@ -112,6 +125,7 @@ def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) 
     if len(fixes) > MAX_FIXES:
         rest = sum(f.share for f in fixes[MAX_FIXES:])
         lines.append(f"    and {len(fixes) - MAX_FIXES} more fixes over {rest:.1%} of GPU time")
+    lines += compile_lines(result, fixes)
     return [fit(line, width) for line in lines][:MAX_LINES]
 
 

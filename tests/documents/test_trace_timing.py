@@ -133,7 +133,25 @@ def test_a_repeated_top_level_range_ends_each_step():
     trace = hand_built(annotation("train", 20, 48), annotation("inner", 21, 30),
                        annotation("train", 50, 100), annotation("inner", 51, 60),
                        annotation("train", 110, 160), annotation("inner", 111, 120),
-                       annotation("once", 0, 210))
+                       annotation("once", 0, 210), call("cudaLaunchKernel", 52, 53),
+                       call("cudaLaunchKernel", 112, 113))
+    assert program_timing(trace).steps == Steps(count=3, step_s=pytest.approx(56e-6),
+                                                warmup_s=pytest.approx(48e-6))
+
+
+def test_ranges_that_launch_nothing_or_only_trials_are_not_steps():
+    """A compiled program's warm-up repeats TorchInductor's compile-time ranges many more
+    times than it runs steps (an H200 step read '20 steps of 4.48 ms, GPU busy 0 ns'):
+    a range whose occurrences launch nothing, or only the autotuner's trials, is passed
+    over for the one that launches the program's kernels."""
+    steps = [annotation("train", 20, 48), annotation("train", 50, 100),
+             annotation("train", 110, 160), call("cudaLaunchKernel", 52, 53),
+             call("cudaLaunchKernel", 112, 113)]
+    compiling = [annotation("compile_fx_inner", 120 + 2 * i, 121 + 2 * i) for i in range(20)]
+    tuned = [annotation("benchmark_gpu", 161 + i, 161.5 + i) for i in range(20)]
+    trials = [annotation("rooflint.autotuning: TorchInductor's autotuner", 161, 185),
+              *(call("cudaLaunchKernel", 161.1 + i, 161.2 + i) for i in range(20))]
+    trace = hand_built(*steps, *compiling, *tuned, *trials)
     assert program_timing(trace).steps == Steps(count=3, step_s=pytest.approx(56e-6),
                                                 warmup_s=pytest.approx(48e-6))
 
