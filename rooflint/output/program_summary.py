@@ -91,11 +91,23 @@ def kind_lines(result: RunResult, width: int) -> list[str]:
     return textwrap.wrap("GPU time by kind: " + ", ".join(parts), width, subsequent_indent="    ")
 
 
-def fix_lines(rank: int, fix: ProgramFixResult) -> list[str]:
+def steps_of(result: RunResult) -> int | None:
+    """How many steps the profiled region ran, the first included, where it found some."""
+    program = result.program
+    return program.steps.count if program and program.steps and program.steps.count else None
+
+
+def saved(seconds: float, steps: int | None) -> str:
+    """A saving over the profiled region, a step's share of it where the steps are known
+    (the region's GPU time is its steps', the first one's with them)."""
+    return f"~{format_time(seconds / steps)} a step" if steps else f"~{format_time(seconds)}"
+
+
+def fix_lines(rank: int, fix: ProgramFixResult, steps: int | None = None) -> list[str]:
     """A fix in two lines: what to change and its saving; its share and top source lines."""
     action = fix.action or f"no fix: {fix.why}"
     trade = " (trades accuracy)" if fix.changes_precision else ""
-    saving = (f"saves ~{format_time(fix.saving_s)} ({fix.saving_share:.1%})"
+    saving = (f"saves {saved(fix.saving_s, steps)} ({fix.saving_share:.1%})"
               if fix.saving_s else "no saving estimated")
     lines = ", ".join(f"{line.line.split(' in ')[0]} {line.share:.1%}"
                       for line in fix.lines[:TOP_LINES])
@@ -113,7 +125,7 @@ def compile_lines(result: RunResult, fixes: list[ProgramFixResult]) -> list[str]
     region = result.settings.gpu_time_s
     share = f" ({estimate.saving_s / region:.1%})" if region else ""
     return [f"    torch.compile makes fixes {', '.join(ranks)} at once: saves "
-            f"~{format_time(estimate.saving_s)}{share} of them together"]
+            f"{saved(estimate.saving_s, steps_of(result))}{share} of them together"]
 
 
 def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) -> list[str]:
@@ -121,7 +133,7 @@ def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) 
     lines = [*header_lines(result), *timing_lines(result.program, width),
              *kind_lines(result, width)]
     for rank, fix in enumerate(fixes[:MAX_FIXES], 1):
-        lines += fix_lines(rank, fix)
+        lines += fix_lines(rank, fix, steps_of(result))
     if len(fixes) > MAX_FIXES:
         rest = sum(f.share for f in fixes[MAX_FIXES:])
         lines.append(f"    and {len(fixes) - MAX_FIXES} more fixes over {rest:.1%} of GPU time")

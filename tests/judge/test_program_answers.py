@@ -109,3 +109,24 @@ def test_forward_and_backward_fuse_apart():
              + remaining_s(KernelGroup("layer_norm", None, backward)))
     assert whole == pytest.approx(apart)
     assert whole > remaining_s(KernelGroup("layer_norm", None, forward))
+
+
+def test_the_summary_says_each_saving_a_step_and_compile_s_at_once():
+    """With its steps found (13 of the Llama's), each fix's saving is said a step: the
+    region's saving over its steps; torch.compile's fixes are named by rank with what it
+    saves of them together, the figure compare checks."""
+    from rooflint.common.units import format_time
+    from rooflint.judge.program_fixes import compile_estimate, fixes_of
+    from rooflint.output.program_summary import summary_lines
+    result = read_result(PROFILE / "h200-profile-llama-eager.json")
+    steps = result.program.steps.count
+    assert steps == 13
+    fixes = fixes_of(result)
+    text = summary_lines(result, fixes, 400)
+    first = next(line for line in text if line.startswith(" 1. "))
+    assert first.startswith(f" 1. saves ~{format_time(fixes[0].saving_s / steps)} a step")
+    estimate = compile_estimate(result, fixes)
+    ranks = [str(i) for i, f in enumerate(fixes, 1) if f.id in estimate.fixes]
+    assert any(line.strip().startswith(f"torch.compile makes fixes {', '.join(ranks)} at once: "
+                                       f"saves ~{format_time(estimate.saving_s / steps)} a step")
+               for line in text)
