@@ -61,6 +61,8 @@ class ProgramFix:
     roof: Roof = Roof.ANY
     takes_its_lines: bool = False     # claims the element-wise kernels of its source lines
     functions: str | None = None      # claims the element-wise kernels of lines in these
+    head: str | None = None           # claims the GEMM that feeds it: in these functions, or
+    #                                   just above a line it takes, in the same function
     changes_precision: bool = False   # trades accuracy: the user must judge it
     by_compile: bool = False          # torch.compile makes it (compare checks them together)
 
@@ -88,8 +90,10 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "LigerFusedLinearCrossEntropyLoss, or torch.compile of the head and loss)",
                "the LM head's logits are written, up-cast, soft-maxed and read again in fp32; "
                "a fused kernel never materialises them", Saving.FUSION,
-               operators=r"log_softmax|nll_loss|cross_entropy", takes_its_lines=True,
-               functions=r"(?i)loss|cross_?entropy", by_compile=True),
+               operators=r"log_softmax|nll_loss|cross_entropy",
+               kernels=r"log_softmax|nll_loss|cross_entropy", takes_its_lines=True,
+               functions=r"(?i)loss|cross_?entropy", head=r"ForCausalLM\.forward$",
+               by_compile=True),
     ProgramFix("attention_backend", "another SDPA backend (torch.nn.attention.sdpa_kernel) "
                "or a head size that is a multiple of 64",
                "attention kernels are the library's: the caller chooses which and at what shape",

@@ -49,6 +49,7 @@ NO_FIX = "none"
 NO_LINE = "no source line"
 RAISED_ROOF = 2.0           # fp8's tensor roof over bf16's
 CLAIMABLE = (Kind.ELEMENT_WISE, Kind.CASTS, Kind.REDUCTIONS)   # what a line's fix can take
+HEAD_REACH = 3              # lines above a claimed line where the GEMM feeding it may be
 
 
 @dataclass(frozen=True)
@@ -104,13 +105,40 @@ def kernel_kind(v: VariantResult) -> Kind:
 
 
 def claimed_lines(variants: list[VariantResult]) -> dict[str, ProgramFix]:
-    """The source lines a fix that takes its lines claims: those its own operators ran at."""
+    """The source lines a fix that takes its lines claims: those its own operators (or,
+    compiled, its kernels' names) ran at."""
     claims: dict[str, ProgramFix] = {}
     for fix in (f for f in PROGRAM_FIXES if f.takes_its_lines):
-        for v in filter(is_eager, variants):
-            if fix.matches(grouped_operators(v), [], None):
+        for v in variants:
+            if fix.matches(grouped_operators(v), [v.share.kernel], None):
                 claims.update({o.line: fix for o in origins(v) if o.line})
     return claims
+
+
+def head_claim(line: str | None, claims: dict[str, ProgramFix]) -> ProgramFix | None:
+    """The fix that claims the GEMM launched at ``line`` as the head that feeds it (the LM
+    head's GEMM, which a fused linear cross-entropy computes in its place): one in a
+    function its ``head`` names, or one just above (HEAD_REACH lines) a line it claims, in
+    the same function."""
+    if not line or " in " not in line:
+        return None
+    where, function = line.rsplit(" in ", 1)
+    for fix in {id(f): f for f in claims.values() if f.head}.values():
+        if re.search(fix.head, function):
+            return fix
+    file, _, number = where.rpartition(":")
+    if not number.isdigit():
+        return None
+    return next((claims[other] for other in claims if claims[other].head
+                 and other.endswith(f" in {function}") and _line_number(other, file)
+                 in range(int(number) + 1, int(number) + 1 + HEAD_REACH)), None)
+
+
+def _line_number(line: str, file: str) -> int:
+    """``train_step.py:53 in Model.forward`` -> 53 where its file is ``file``; else -1."""
+    where = line.rsplit(" in ", 1)[0]
+    other, _, number = where.rpartition(":")
+    return int(number) if other == file and number.isdigit() else -1
 
 
 def function_claim(line: str | None) -> ProgramFix | None:
@@ -137,7 +165,10 @@ def groups_of(variants: list[VariantResult]) -> list[KernelGroup]:
     for v in variants:
         line = (main_origin(v) or Origin(None, None)).line
         fix = function_claim(line) or claims.get(line or "")
-        if fix and kernel_kind(v) in CLAIMABLE and is_eager(v):
+        head = head_claim(line, claims) if kernel_kind(v) is Kind.GEMM else None
+        if head is not None:
+            members[(head.id, None, head.id)].append(v)
+        elif fix and kernel_kind(v) in CLAIMABLE and is_eager(v):
             members[(fix.id, None, fix.id)].append(v)
         else:
             members[(operator_family(main_origin(v)), v.share.library, None)].append(v)
@@ -181,6 +212,15 @@ def is_backward(v: VariantResult) -> bool:
 
 
 def largest_remaining_s(variants: list[VariantResult]) -> float:
+    """A pass's remaining time: its GEMMs whole (a fusion does not take away their FLOPs:
+    a fused linear cross-entropy still computes the LM head), and its largest other
+    kernel's bytes at the DRAM roof."""
+    gemms = [v for v in variants if kernel_kind(v) is Kind.GEMM]
+    rest = [v for v in variants if kernel_kind(v) is not Kind.GEMM]
+    return sum(v.share.total_s for v in gemms) + (largest_moved_s(rest) if rest else 0.0)
+
+
+def largest_moved_s(variants: list[VariantResult]) -> float:
     largest = max(variants, key=lambda v: v.share.total_s)
     moved = largest.dram_bytes.get("ncu")
     if moved is None or largest.roofs is None:

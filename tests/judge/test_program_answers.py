@@ -130,3 +130,24 @@ def test_the_summary_says_each_saving_a_step_and_compile_s_at_once():
     assert any(line.strip().startswith(f"torch.compile makes fixes {', '.join(ranks)} at once: "
                                        f"saves ~{format_time(estimate.saving_s / steps)} a step")
                for line in text)
+
+
+@pytest.mark.parametrize("name, head", [("h200-profile-llama-eager", "modeling_llama.py:480 "),
+                                        ("h200-profile-train-eager-fixes", "train_step.py:52 ")])
+def test_the_fused_cross_entropy_takes_the_lm_head_but_saves_none_of_its_flops(name, head):
+    """The LM head's GEMM (in LlamaForCausalLM.forward; the line above the loss in the
+    step's Model.forward) is the fused linear cross-entropy's: it computes the head in its
+    place. Its saving is at most the other kernels' time: the GEMM's FLOPs stay."""
+    from rooflint.analysis.program_fixes import Kind
+    from rooflint.judge.program_fixes import kernel_kind
+    result = read_result(PROFILE / f"{name}.json")
+    fix = next(f for f in roll_up(result) if f.id == "fused_linear_cross_entropy")
+    now = variants_of(result)
+    gemms = [now[k] for k in fix.kernels if kernel_kind(now[k]) is Kind.GEMM]
+    assert gemms and all(main_line_of(v).startswith(head) for v in gemms)
+    rest = sum(now[k].share.total_s for k in fix.kernels if now[k] not in gemms)
+    assert 0 < fix.saving_s <= rest
+
+
+def main_line_of(v) -> str:
+    return max(v.share.origins, key=lambda o: o.launches).line or ""
