@@ -65,13 +65,14 @@ class ProgramFix:
     #                                   just above a line it takes, in the same function
     changes_precision: bool = False   # trades accuracy: the user must judge it
     by_compile: bool = False          # torch.compile makes it (compare checks them together)
+    program: bool = False             # for the program's time, not a group of kernels
 
     def matches(self, operators: list[str], kernels: list[str], library: str | None) -> bool:
         """Whether a group of kernels, by its operators, names and library, is this fix's."""
-        return ((self.operators is not None
-                 and any(re.search(self.operators, o) for o in operators))
-                or (self.kernels is not None and any(re.search(self.kernels, k) for k in kernels))
-                or library in self.libraries)
+        return not self.program and (
+            (self.operators is not None and any(re.search(self.operators, o) for o in operators))
+            or (self.kernels is not None and any(re.search(self.kernels, k) for k in kernels))
+            or library in self.libraries)
 
 
 FUSED_BY_COMPILE = (library_moves.GELU, library_moves.ELEMENTWISE, library_moves.FILL,
@@ -146,6 +147,10 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "writes the whole tensor; fused, the chain moves it once", Saving.FUSION,
                operators=r"gelu|silu|relu|add|mul|dropout|sum|mean|fill|embedding|softmax",
                libraries=FUSED_BY_COMPILE, by_compile=True),
+    ProgramFix("cuda_graphs", "CUDA graphs for the step (torch.compile(mode="
+               "\"reduce-overhead\"), torch.cuda.graphs), or fewer, larger kernels",
+               "the GPU waits between kernels on the host's launches; a graph launches the "
+               "step's kernels at once", Saving.NONE, program=True),
     ProgramFix("overlap_collectives", "overlap the collectives with compute (DDP's bucket "
                "size, FSDP's prefetch), fewer and larger ones", "a collective waits on its "
                "peers: its time is not the kernel's to save", Saving.NONE,

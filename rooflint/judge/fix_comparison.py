@@ -228,7 +228,7 @@ def compare_fixes(before: RunResult, after: RunResult) -> ProgramComparison | No
         return None
     was, now = variants_of(before), variants_of(after)
     before_fixes, after_fixes = fixes_of(before), fixes_of(after)
-    predicted = [f for f in before_fixes if f.id != NO_FIX]
+    predicted = [f for f in before_fixes if f.id != NO_FIX and f.kernels]
     after_by_id = {f.id: f for f in after_fixes if f.id != NO_FIX}
     credit = credited_lines([f for f in predicted if f.id not in after_by_id], was)
     predicted_ids = {f.id for f in predicted}

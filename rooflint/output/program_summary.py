@@ -103,14 +103,21 @@ def saved(seconds: float, steps: int | None) -> str:
     return f"~{format_time(seconds / steps)} a step" if steps else f"~{format_time(seconds)}"
 
 
-def fix_lines(rank: int, fix: ProgramFixResult, steps: int | None = None) -> list[str]:
-    """A fix in two lines: what to change and its saving; its share and top source lines."""
+def fix_lines(rank: int, fix: ProgramFixResult, steps: int | None = None,
+              program: ProgramTiming | None = None) -> list[str]:
+    """A fix in two lines: what to change and its saving; its share and top source lines
+    (for the program's time, what the trace timed of it)."""
     action = fix.action or f"no fix: {fix.why}"
     trade = " (trades accuracy)" if fix.changes_precision else ""
     saving = (f"saves {saved(fix.saving_s, steps)} ({fix.saving_share:.1%})"
               if fix.saving_s else "no saving estimated")
     lines = ", ".join(f"{line.line.split(' in ')[0]} {line.share:.1%}"
                       for line in fix.lines[:TOP_LINES])
+    if not fix.kernels and program is not None:      # for the program's time (CUDA graphs)
+        return [f"{rank:>2}. {saving}: {action}{trade}",
+                f"    under the profiler the GPU waited {format_time(program.idle.launch_s)} of "
+                f"{format_time(program.wall_s)} on the host's launches; time the step without "
+                f"it to see what a graph saves"]
     return [f"{rank:>2}. {saving}: {action}{trade}",
             f"    {fix.share:.1%} of GPU time in {len(fix.kernels)} kernels ({fix.estimate}); "
             f"{lines}"]
@@ -133,7 +140,7 @@ def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) 
     lines = [*header_lines(result), *timing_lines(result.program, width),
              *kind_lines(result, width)]
     for rank, fix in enumerate(fixes[:MAX_FIXES], 1):
-        lines += fix_lines(rank, fix, steps_of(result))
+        lines += fix_lines(rank, fix, steps_of(result), result.program)
     if len(fixes) > MAX_FIXES:
         rest = sum(f.share for f in fixes[MAX_FIXES:])
         lines.append(f"    and {len(fixes) - MAX_FIXES} more fixes over {rest:.1%} of GPU time")
