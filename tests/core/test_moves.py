@@ -497,3 +497,24 @@ def test_a_wgmma_gemm_is_judged_on_its_tensor_roof_not_on_its_l1_percentage(spec
     assert "l1_bound" not in tma.verdict.evidence and tma.levels[2].fraction == 0.0
     through_l1 = judged(l1_bytes=tma.counters.l2_bytes)       # the same % on real L1 bytes
     assert (through_l1.verdict.bound, through_l1.verdict.level) == ("bandwidth", "l1")
+
+
+def test_a_move_worth_under_five_percent_never_tops_a_larger_one():
+    """Over every order of three moves with gains around MIN_TOP_GAIN (from evidence, or
+    bounded by the roof alone), the top move is worth MIN_TOP_GAIN or more whenever some
+    move is; the order among the rest is kept."""
+    from rooflint.analysis.moves import CATALOG, MIN_TOP_GAIN, Gain, worth_topping
+    rules = [r for r in CATALOG][:3]
+    choices = [Gain(1.01, True), Gain(1.04, True), Gain(1.3, True), Gain(8.3, True),
+               Gain(2.0, False), Gain(None, False)]
+    for gains in itertools.product(choices, repeat=3):
+        for order in itertools.permutations(rules):
+            estimates = {r.id: g for r, g in zip(rules, gains)}
+            ranked = worth_topping(list(order), estimates)
+            assert sorted(r.id for r in ranked) == sorted(r.id for r in order)
+            top = estimates[ranked[0].id]
+            some_larger = any((g.speedup or 0) >= MIN_TOP_GAIN for g in gains)
+            if some_larger:
+                assert not (top.from_evidence and (top.speedup or 0) < MIN_TOP_GAIN)
+            else:
+                assert ranked == list(order)
