@@ -28,8 +28,10 @@ How a saving is estimated, by the entry's :class:`Saving`:
   twice as high (fp8's tensor roof over bf16's); kernels below it save nothing from it.
 - none: nothing is estimated (a collective waits on its peers).
 
-Savings are over the profiled region, as the shares are: the document does not say how
-many steps the region held.
+Savings are over the profiled region, as the shares are; the summary says them a step
+where the profile found its steps (output/program_summary.py). One fix is for the program's
+time, not for kernels: CUDA graphs, where the steps' GPU waited on the host's launches
+(:func:`launch_bound_fixes`), with no saving claimed.
 """
 
 from __future__ import annotations
