@@ -171,3 +171,24 @@ def test_a_launch_bound_step_gets_cuda_graphs_with_no_saving_claimed():
     assert "cuda_graphs" not in [f.id for f in roll_up(calmer)]
     compiled = read_result(PROFILE / "h200-profile-train-compiled.json")
     assert "cuda_graphs" not in [f.id for f in roll_up(compiled)]
+
+
+@pytest.mark.parametrize("name, head, loss", [
+    ("h200-profile-train-eager-fixes", "train_step.py:52 ", "train_step.py:53 "),
+    ("h200-profile-train-compiled", "train_step.py:52 ", "train_step.py:53 "),
+    ("h200-profile-llama-eager", "modeling_llama.py:480 ", "loss_utils.py:"),
+    ("h200-profile-llama-compiled", "modeling_llama.py:480 ", "loss_utils.py:")])
+def test_the_lm_head_and_loss_fix_is_within_five_points_of_their_lines(name, head, loss):
+    """As an expert sums it from the JSON: the GPU time of every launch on the LM head's
+    line (its final norm, also there, aside) and the loss's lines; the fused linear
+    cross-entropy's share within five points of it (its kernels are whole kernels, and a
+    cuBLAS kernel the head shares with the MLP stays with the GEMMs)."""
+    summed = 0.0
+    for v in raw_variants(name):
+        norm = "norm" in v["name"].lower()
+        summed += sum(o["time_s"] for o in v["share"]["origins"] if not norm
+                      and (o["line"] or "").startswith((head, loss)))
+    document = json.loads((PROFILE / f"{name}.json").read_text())
+    summed /= document["settings"]["gpu_time_s"]
+    fix = next(f for f in document["fixes"] if f["id"] == "fused_linear_cross_entropy")
+    assert summed > 0.08 and fix["share"] == pytest.approx(summed, abs=0.05)
