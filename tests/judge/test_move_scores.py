@@ -1,0 +1,71 @@
+"""Issue 48's scoreboard (judge/move_scores.py, benchmarks/moves.py) on the committed H200
+results: each pair's prediction and realised speed-up read again from the raw JSON, the
+committed scoreboard what the script writes from them, and the error's quantiles by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from edges import REPO
+from rooflint.judge.move_scores import PairScore, percentile, scoreboard
+
+PAIRS = yaml.safe_load((REPO / "benchmarks" / "moves" / "pairs.yaml").read_text())
+BOARD = REPO / "benchmarks" / "results" / "h200" / "moves.json"
+
+
+def raw_variant(result: str, family: str, name: str) -> dict:
+    document = json.loads((REPO / result).read_text())
+    found = next(f for f in document["families"] if f["name"] == family)
+    return next(v for v in found["variants"] if v["name"] == name)
+
+
+def test_the_committed_scoreboard_is_what_the_script_writes(tmp_path):
+    out = tmp_path / "moves.json"
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "moves.py"), "--out", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    assert json.loads(out.read_text()) == json.loads(BOARD.read_text())
+
+
+@pytest.mark.parametrize("entry", PAIRS, ids=lambda e: e["pair"])
+def test_each_pair_s_prediction_and_speed_up_are_its_variants(entry):
+    board = {p["pair"]: p for p in json.loads(BOARD.read_text())["pairs"]}
+    scored = board[entry["pair"]]
+    before = raw_variant(entry["result"], entry["family"], entry["before"])
+    after = raw_variant(entry["result"], entry["family"], entry["after"])
+    assert scored["realised"] == pytest.approx(
+        before["time"]["median_s"] / after["time"]["median_s"], rel=1e-12)
+    moves = before["verdict"]["moves"]
+    made = [m for m in moves if m["id"] == entry["move"]]
+    assert scored["offered"] == bool(made) and scored["top_move"] == moves[0]["id"]
+    assert scored["predicted"] == (made[0]["gain"] if made else None)
+    assert scored["trap"] == bool(entry.get("trap", False))
+
+
+def test_the_board_reads_the_targets_figures():
+    """Hand-computed: errors log(2), log(1), log(4) and a pair with no prediction; one of
+    two traps offered."""
+    def pair(name, predicted, realised, top="m", move="m", trap=False, offered=True):
+        return PairScore(name, move, trap, offered, 1, top, predicted, realised)
+    board = scoreboard([pair("a", 2.0, 1.0), pair("b", 1.5, 1.5), pair("c", 1.0, 4.0, top="x"),
+                        pair("d", None, 2.0, offered=False),
+                        pair("t1", None, 1.0, trap=True, offered=False),
+                        pair("t2", 1.2, 1.0, trap=True)])
+    assert board.median_error == pytest.approx(math.log(2))
+    assert board.p90_error == pytest.approx(math.log(2) + 0.8 * (math.log(4) - math.log(2)))
+    assert (board.top_is_move, board.moves) == (3, 4)
+    assert (board.traps_ruled_out, board.traps) == (1, 2)
+
+
+def test_quantiles_run_from_the_least_to_the_most_in_order():
+    values = sorted([0.3, 0.1, 2.0, 0.7, 0.7, 1.4])
+    qs = [i / 20 for i in range(21)]
+    found = [percentile(values, q) for q in qs]
+    assert found[0] == values[0] and found[-1] == values[-1]
+    assert all(a <= b for a, b in zip(found, found[1:]))
+    assert percentile([5.0], 0.9) == 5.0
