@@ -5,8 +5,8 @@ committed result, the second the first plus one named move) with
 rooflint/judge/move_scores.py: each pair's predicted gain for the move made against the
 speed-up it realised, the median and 90th percentile of |log(predicted / realised)|, the
 pairs whose top move is the move made, the traps ruled out. Needs no GPU: it reads the
-results the pairs name, with the verdicts they were written with (each result's GPU and
-date are kept beside the scores): re-run the families to score today's predictions.
+results the pairs name and judges their variants again by today's rules (the samples and
+counters as measured, each result's GPU and date kept beside the scores).
 Prints a table and writes the scores as JSON.
 """
 
@@ -15,17 +15,51 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import yaml
 
-from rooflint.formats.results import read_result
+from rooflint.analysis.observation import Model, Observation, analyse
+from rooflint.common.vocabularies import CacheMode
+from rooflint.formats import calibration as calibrations
+from rooflint.formats.family_job import TimingJob, resolve
+from rooflint.formats.gpus import find_spec, load_specs
+from rooflint.formats.manifest import load_manifest
+from rooflint.formats.results import RunResult, VariantResult, read_result
 from rooflint.judge.move_scores import Pair, score_pair, scoreboard
 
 REPO = Path(__file__).resolve().parent.parent
 PAIRS = REPO / "benchmarks" / "moves" / "pairs.yaml"
 OUT = REPO / "benchmarks" / "results" / "h200" / "moves.json"
+# The manifests and calibrations the committed results were run with.
+MANIFESTS = {"gemm_walk": REPO / "examples" / "gemm_walk" / "kernel.yaml"}
+CALIBRATIONS = {"h200": REPO / "examples" / "h200-calibration.json",
+                "h100-sxm": REPO / "examples" / "h100-calibration.json"}
+
+
+def rejudged(result: RunResult, family_name: str) -> dict[str, VariantResult]:
+    """A family's variants judged again by today's rules on what the result measured (its
+    samples, counters and the manifest's model), as `rooflint run` would judge them now."""
+    family = next(f for f in result.families if f.name == family_name)
+    manifest = load_manifest(MANIFESTS.get(family_name,
+                                           REPO / "kernels" / family_name / "kernel.yaml"))
+    models = resolve(manifest, {}, {"num_sms": result.gpu.sms}, TimingJob()).models
+    spec = find_spec(result.spec_id, load_specs())
+    calibration = (calibrations.load(CALIBRATIONS[spec.id])
+                   if result.settings.calibration and spec.id in CALIBRATIONS else None)
+    judged = {}
+    for v in family.variants:
+        model = models[v.name]
+        analysis = analyse(Observation(
+            name=v.name, precision=v.precision, samples_s=v.samples_s, counters=v.counters,
+            model=Model(model.flops, model.bytes, model.written_bytes),
+            grid_blocks=model.grid_blocks, threads_per_block=model.threads_per_block,
+            launches=model.launches,
+            graph_samples_s=[v.graph_time.median_s] if v.graph_time else [],
+            cached=result.settings.cache == CacheMode.WARM), spec, result.gpu.sms, calibration)
+        judged[v.name] = replace(v, verdict=analysis.verdict)
+    return judged
 
 
 def main() -> None:
@@ -39,8 +73,7 @@ def main() -> None:
         path = entry["result"]
         if path not in results:
             results[path] = read_result(REPO / path)
-        family = next(f for f in results[path].families if f.name == entry["family"])
-        variants = {v.name: v for v in family.variants}
+        variants = rejudged(results[path], entry["family"])
         pair = Pair(entry["pair"], entry["family"], entry["before"], entry["after"],
                     entry["move"], bool(entry.get("trap", False)))
         scores.append(score_pair(pair, variants[pair.before], variants[pair.after]))
