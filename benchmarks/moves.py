@@ -81,14 +81,15 @@ def main() -> None:
     for s in scores:
         shown = (f"{s.predicted:.2f}x" if s.predicted is not None else
                  "no estimate" if s.offered else "not offered")
-        print(f"{s.pair:<38} {s.move:<23} {'trap ' if s.trap else ''}predicted {shown:>11} "
-              f"realised {s.realised:.2f}x  top: {s.top_move}")
+        print(f"{s.pair:<36} {s.move:<23} {'trap ' if s.trap else ''}predicted {shown:>11} "
+              f"({s.basis or '-'}) realised {s.realised:.2f}x  top: {s.top_move}")
     print(f"median |log(predicted/realised)| {fmt(board.median_error)}, 90th percentile "
-          f"{fmt(board.p90_error)}; top move is the move made {board.top_is_move} of "
-          f"{board.moves}; traps ruled out {board.traps_ruled_out} of {board.traps}")
+          f"{fmt(board.p90_error)}; inside the printed range {board.inside} of {board.moves}; "
+          f"top move is the move made {board.top_is_move} of {board.moves}; traps ruled out "
+          f"{board.traps_ruled_out} of {board.traps}")
     made = {path: {"gpu": r.gpu.name, "created": r.created} for path, r in results.items()}
     document = {"results": made, **asdict(board),
-                "pairs": [{**asdict(s), "error": s.error} for s in scores]}
+                "pairs": [{**asdict(s), "error": s.error, "inside": s.inside} for s in scores]}
     args.out.write_text(json.dumps(document, indent=1) + "\n")
 
 

@@ -105,8 +105,9 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("bank_conflicts_off", "up", "remove shared-memory bank conflicts: pad each tile "
              "row by one element or swizzle the index, so a warp's 32 accesses fall in 32 "
              "banks", "up, same AI: {bank_conflict_ways:.1f} shared-memory wavefronts per "
-             "request become one", requires=("bank_conflicts",),
-             gain="bank_conflict_ways", lines="bank_conflicts", cuts=("l1",)),
+             "request become one: {bank_conflict_gain:.2f}x from the waits they make",
+             requires=("bank_conflicts",), gain="bank_conflict_gain", lines="bank_conflicts",
+             cuts=("l1",)),
     MoveRule("vectorize_shared_loads", "up", "read the shared tiles as 16-byte vectors "
              "(LDS.128): lay each thread's operands out contiguously, four to a load, so one "
              "instruction brings what four did", "up, same AI: {vector_load_gain:.2f}x from "

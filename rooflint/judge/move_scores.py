@@ -6,7 +6,8 @@ trap is a pair whose move should not help: it is ruled out when the first verdic
 offer the move.
 
 The score of a set of pairs is what the issue's targets read: the median and the 90th
-percentile of |log(predicted / realised)| over the pairs with a prediction, how many pairs'
+percentile of |log(predicted / realised)| over the pairs with a prediction, how many pairs
+realised a gain inside the range printed for the move ("up to" its gain), how many pairs'
 top move is the move made, and how many traps were ruled out.
 """
 
@@ -42,7 +43,14 @@ class PairScore:
     rank: int | None             # its place among the first verdict's moves (1: the top)
     top_move: str | None         # the first verdict's top move
     predicted: float | None      # the move's gain in the first verdict (None: no estimate)
+    basis: str | None            # what the gain rests on: "evidence" or only the "roof"
     realised: float              # the first variant's median time over the second's
+
+    @property
+    def inside(self) -> bool:
+        """The speed-up realised falls in the range printed for the move, "up to" its gain:
+        faster, and no more than predicted."""
+        return self.predicted is not None and 1.0 < self.realised <= self.predicted
 
     @property
     def error(self) -> float | None:
@@ -60,6 +68,7 @@ class Scoreboard:
     median_error: float | None
     p90_error: float | None
     top_is_move: int             # pairs (not traps) whose top move is the move made
+    inside: int                  # pairs (not traps) that realised a gain in its printed range
     moves: int                   # pairs that are not traps
     traps_ruled_out: int
     traps: int
@@ -73,7 +82,7 @@ def score_pair(pair: Pair, before: VariantResult, after: VariantResult) -> PairS
     return PairScore(
         pair=pair.name, move=pair.move, trap=pair.trap, offered=made is not None,
         rank=ids.index(pair.move) + 1 if made else None, top_move=ids[0] if ids else None,
-        predicted=made.gain if made else None,
+        predicted=made.gain if made else None, basis=made.gain_from or None if made else None,
         realised=before.time.median_s / after.time.median_s)
 
 
@@ -85,7 +94,8 @@ def scoreboard(scores: list[PairScore]) -> Scoreboard:
     return Scoreboard(
         pairs=scores, median_error=median(errors) if errors else None,
         p90_error=percentile(errors, 0.9) if errors else None,
-        top_is_move=sum(s.top_move == s.move for s in moves), moves=len(moves),
+        top_is_move=sum(s.top_move == s.move for s in moves),
+        inside=sum(s.inside for s in moves), moves=len(moves),
         traps_ruled_out=sum(not s.offered for s in traps), traps=len(traps))
 
 

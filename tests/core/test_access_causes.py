@@ -87,10 +87,18 @@ def test_the_conflicted_side_is_named_as_nsight_computes_rule_names_it(walk, spe
 
 def test_the_scalar_tile_is_told_its_conflicts_first_with_the_gain_and_not_a_fallback(walk):
     """ncu ranks the 4-of-32-byte stores first (est. 60.8 %: their share of sectors times
-    L1's throughput); their unused sectors are a few % of L1's work, the conflicts 38 %."""
+    L1's throughput); their unused sectors are a few % of L1's work, the conflicts 38 %.
+    The gain is the conflicts' share of the shared-memory waits, out of a warp's cycles per
+    issue (hand-computed from the log's stalls), not the 1.62x of the wavefronts' ratio:
+    the conflict-free tile was 1.04x faster on an H200."""
     moves = walk["blocked_2d"].moves
     assert [m.id for m in moves] == ["bank_conflicts_off", "coalesce_global"]
-    assert moves[0].gain == pytest.approx(1.62, abs=0.01) and moves[0].gain_from == "evidence"
+    counters = ncu.counters_by_index(LOG.read_text())[0]
+    share = counters.bank_conflicts / counters.shared_wavefronts
+    waits = sum(counters.stalls.values())
+    shared = counters.stalls.get("short_scoreboard", 0) + counters.stalls.get("mio_throttle", 0)
+    assert moves[0].gain == pytest.approx((1 + waits) / (1 + waits - shared * share))
+    assert 1.05 < moves[0].gain < 1.15 and moves[0].gain_from == "evidence"
     assert 1.0 < moves[1].gain < 1.02
     assert "32.0 sectors of 32 bytes per warp request" in moves[1].reason
 

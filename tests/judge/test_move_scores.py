@@ -61,7 +61,8 @@ def test_the_board_reads_the_targets_figures():
     """Hand-computed: errors log(2), log(1), log(4) and a pair with no prediction; one of
     two traps offered."""
     def pair(name, predicted, realised, top="m", move="m", trap=False, offered=True):
-        return PairScore(name, move, trap, offered, 1, top, predicted, realised)
+        return PairScore(pair=name, move=move, trap=trap, offered=offered, rank=1, top_move=top,
+                         predicted=predicted, basis="evidence", realised=realised)
     board = scoreboard([pair("a", 2.0, 1.0), pair("b", 1.5, 1.5), pair("c", 1.0, 4.0, top="x"),
                         pair("d", None, 2.0, offered=False),
                         pair("t1", None, 1.0, trap=True, offered=False),
@@ -69,6 +70,8 @@ def test_the_board_reads_the_targets_figures():
     assert board.median_error == pytest.approx(math.log(2))
     assert board.p90_error == pytest.approx(math.log(2) + 0.8 * (math.log(4) - math.log(2)))
     assert (board.top_is_move, board.moves) == (3, 4)
+    assert board.inside == 1      # a: no faster; b: 1.5 of up to 1.5; c: 4 past 1; d: none
+
     assert (board.traps_ruled_out, board.traps) == (1, 2)
 
 
