@@ -1,4 +1,4 @@
-"""Issue 48's scoreboard: ``python3 benchmarks/moves.py [--pairs FILE] [--out FILE]``.
+"""Issue 48's scoreboard: ``python3 benchmarks/moves.py [--gpu h200] [--pairs FILE] [--out FILE]``.
 
 Scores one-move pairs (benchmarks/moves/pairs.yaml: two variants of a family in a
 committed result, the second the first plus one named move) with
@@ -31,7 +31,6 @@ from rooflint.judge.move_scores import Pair, score_pair, scoreboard
 
 REPO = Path(__file__).resolve().parent.parent
 PAIRS = REPO / "benchmarks" / "moves" / "pairs.yaml"
-OUT = REPO / "benchmarks" / "results" / "h200" / "moves.json"
 # The manifests and calibrations the committed results were run with.
 MANIFESTS = {"gemm_walk": REPO / "examples" / "gemm_walk" / "kernel.yaml"}
 CALIBRATIONS = {"h200": REPO / "examples" / "h200-calibration.json",
@@ -65,12 +64,14 @@ def rejudged(result: RunResult, family_name: str) -> dict[str, VariantResult]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=Path, default=PAIRS)
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--gpu", default="h200", help="whose results: GPU in their paths")
+    parser.add_argument("--out", type=Path, help="default: benchmarks/results/GPU/moves.json")
     args = parser.parse_args()
+    out = args.out or REPO / "benchmarks" / "results" / args.gpu / "moves.json"
     entries = yaml.safe_load(args.pairs.read_text())
     results, scores = {}, []
     for entry in entries:
-        path = entry["result"]
+        path = entry["result"].replace("GPU", args.gpu)
         if path not in results:
             results[path] = read_result(REPO / path)
         variants = rejudged(results[path], entry["family"])
@@ -90,7 +91,7 @@ def main() -> None:
     made = {path: {"gpu": r.gpu.name, "created": r.created} for path, r in results.items()}
     document = {"results": made, **asdict(board),
                 "pairs": [{**asdict(s), "error": s.error, "inside": s.inside} for s in scores]}
-    args.out.write_text(json.dumps(document, indent=1) + "\n")
+    out.write_text(json.dumps(document, indent=1) + "\n")
 
 
 def fmt(error: float | None) -> str:
