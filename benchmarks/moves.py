@@ -84,8 +84,9 @@ def main() -> None:
                  "no estimate" if s.offered else "not offered")
         print(f"{s.pair:<36} {s.move:<23} {'trap ' if s.trap else ''}predicted {shown:>11} "
               f"({s.basis or '-'}) realised {s.realised:.2f}x  top: {s.top_move}")
-    print(f"median |log(predicted/realised)| {fmt(board.median_error)}, 90th percentile "
-          f"{fmt(board.p90_error)}; inside the printed range {board.inside} of {board.moves}; "
+    print(f"estimates ({board.estimates}): median |log(predicted/realised)| "
+          f"{fmt(board.median_error)}, 90th percentile {fmt(board.p90_error)}; "
+          f"inside the printed range {board.inside} of {board.moves}; "
           f"top move is the move made {board.top_is_move} of {board.moves}; traps ruled out "
           f"{board.traps_ruled_out} of {board.traps}")
     made = {path: {"gpu": r.gpu.name, "created": r.created} for path, r in results.items()}

@@ -6,9 +6,10 @@ trap is a pair whose move should not help: it is ruled out when the first verdic
 offer the move.
 
 The score of a set of pairs is what the issue's targets read: the median and the 90th
-percentile of |log(predicted / realised)| over the pairs with a prediction, how many pairs
-realised a gain inside the range printed for the move ("up to" its gain), how many pairs'
-top move is the move made, and how many traps were ruled out.
+percentile of |log(predicted / realised)| over the pairs whose move's gain is an estimate
+from its own evidence (a gain bounded only by the nearest roof is a range, "up to", not an
+estimate), how many pairs realised a gain inside the range printed for the move, how many
+pairs' top move is the move made, and how many traps were ruled out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from statistics import median
 
 from rooflint.formats.results import VariantResult
+
+EVIDENCE = "evidence"        # a move's gain from its own numbers (Move.gain_from), not the roof's
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,9 @@ class Scoreboard:
     """A set of pairs' scores and what the targets read of them."""
 
     pairs: list[PairScore]
-    median_error: float | None
+    median_error: float | None   # over the pairs whose move's gain is an estimate
     p90_error: float | None
+    estimates: int               # those pairs
     top_is_move: int             # pairs (not traps) whose top move is the move made
     inside: int                  # pairs (not traps) that realised a gain in its printed range
     moves: int                   # pairs that are not traps
@@ -88,12 +92,13 @@ def score_pair(pair: Pair, before: VariantResult, after: VariantResult) -> PairS
 
 def scoreboard(scores: list[PairScore]) -> Scoreboard:
     """The targets' figures over ``scores``."""
-    errors = sorted(e for s in scores if not s.trap for e in [s.error] if e is not None)
+    errors = sorted(e for s in scores if not s.trap and s.basis == EVIDENCE
+                    for e in [s.error] if e is not None)
     moves = [s for s in scores if not s.trap]
     traps = [s for s in scores if s.trap]
     return Scoreboard(
         pairs=scores, median_error=median(errors) if errors else None,
-        p90_error=percentile(errors, 0.9) if errors else None,
+        p90_error=percentile(errors, 0.9) if errors else None, estimates=len(errors),
         top_is_move=sum(s.top_move == s.move for s in moves),
         inside=sum(s.inside for s in moves), moves=len(moves),
         traps_ruled_out=sum(not s.offered for s in traps), traps=len(traps))

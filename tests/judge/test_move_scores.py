@@ -63,17 +63,20 @@ def test_each_pair_s_speed_up_is_its_variants_and_its_prediction_today_s_verdict
 def test_the_board_reads_the_targets_figures():
     """Hand-computed: errors log(2), log(1), log(4) and a pair with no prediction; one of
     two traps offered."""
-    def pair(name, predicted, realised, top="m", move="m", trap=False, offered=True):
+    def pair(name, predicted, realised, top="m", move="m", trap=False, offered=True,
+             basis="evidence"):
         return PairScore(pair=name, move=move, trap=trap, offered=offered, rank=1, top_move=top,
-                         predicted=predicted, basis="evidence", realised=realised)
+                         predicted=predicted, basis=basis, realised=realised)
     board = scoreboard([pair("a", 2.0, 1.0), pair("b", 1.5, 1.5), pair("c", 1.0, 4.0, top="x"),
                         pair("d", None, 2.0, offered=False),
+                        pair("r", 40.0, 3.0, basis="roof"),      # a range: not an estimate
                         pair("t1", None, 1.0, trap=True, offered=False),
                         pair("t2", 1.2, 1.0, trap=True)])
+    assert board.estimates == 3
     assert board.median_error == pytest.approx(math.log(2))
     assert board.p90_error == pytest.approx(math.log(2) + 0.8 * (math.log(4) - math.log(2)))
-    assert (board.top_is_move, board.moves) == (3, 4)
-    assert board.inside == 1      # a: no faster; b: 1.5 of up to 1.5; c: 4 past 1; d: none
+    assert (board.top_is_move, board.moves) == (4, 5)
+    assert board.inside == 2      # a: no faster; b: 1.5 of up to 1.5; c: 4 past 1; r: 3 of 40
 
     assert (board.traps_ruled_out, board.traps) == (1, 2)
 
