@@ -15,19 +15,24 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
+import sys
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import yaml
 
+from rooflint.analysis.moves import CATALOG
 from rooflint.analysis.observation import Model, Observation, analyse
+from rooflint.common.errors import RooflintError
+from rooflint.common.printable import printable
 from rooflint.common.vocabularies import CacheMode
 from rooflint.formats import calibration as calibrations
 from rooflint.formats.family_job import TimingJob, resolve
 from rooflint.formats.gpus import find_spec, load_specs
 from rooflint.formats.manifest import load_manifest
 from rooflint.formats.results import RunResult, VariantResult, read_result
-from rooflint.judge.move_scores import Pair, score_pair, scoreboard
+from rooflint.judge.move_scores import Pair, PairScore, score_pair, scoreboard
 
 REPO = Path(__file__).resolve().parent.parent
 PAIRS = REPO / "benchmarks" / "moves" / "pairs.yaml"
@@ -61,29 +66,90 @@ def rejudged(result: RunResult, family_name: str) -> dict[str, VariantResult]:
     return judged
 
 
+class BadPairs(Exception):
+    """A pairs file, or an argument, the board cannot be made from: one line says why."""
+
+
+GPU_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+FIELDS = ("pair", "result", "family", "before", "after", "move")
+
+
+def load_pairs(path: Path, gpu: str) -> list[tuple[str, Pair]]:
+    """The pairs of ``path``, each with its result's path (GPU in it replaced by ``gpu``),
+    every field checked before any result is read."""
+    try:
+        entries = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise BadPairs(f"{path}: cannot be read as YAML ({type(exc).__name__})") from None
+    if not isinstance(entries, list) or not entries:
+        raise BadPairs(f"{path}: not a list of pairs")
+    moves = {rule.id for rule in CATALOG}
+    pairs = []
+    for number, entry in enumerate(entries, 1):
+        where = f"{path}: pair {number}"
+        if not isinstance(entry, dict):
+            raise BadPairs(f"{where}: not a mapping")
+        missing = [f for f in FIELDS if not isinstance(entry.get(f), str) or not entry[f]]
+        if missing:
+            raise BadPairs(f"{where}: {', '.join(missing)} missing or not text")
+        if entry["move"] not in moves:
+            raise BadPairs(f"{where}: move {entry['move']!r} is not one of the catalog's")
+        result = entry["result"].replace("GPU", gpu)
+        if not (REPO / result).resolve().is_relative_to(REPO):
+            raise BadPairs(f"{where}: result {result!r} is outside the repository")
+        pairs.append((result, Pair(entry["pair"], entry["family"], entry["before"],
+                                   entry["after"], entry["move"], entry.get("trap") is True)))
+    return pairs
+
+
+def scores_of(pairs: list[tuple[str, Pair]]) -> tuple[list[PairScore], dict[str, RunResult]]:
+    """Each pair scored on its result's variants judged again (each family once)."""
+    results: dict[str, RunResult] = {}
+    judged: dict[tuple[str, str], dict[str, VariantResult]] = {}
+    scores = []
+    for path, pair in pairs:
+        if path not in results:
+            try:
+                results[path] = read_result(REPO / path)
+            except RooflintError as exc:
+                raise BadPairs(f"{pair.name}: {exc}") from None
+        if (path, pair.family) not in judged:
+            if not any(f.name == pair.family for f in results[path].families):
+                raise BadPairs(f"{pair.name}: {path} holds no family {pair.family!r}")
+            judged[path, pair.family] = rejudged(results[path], pair.family)
+        variants = judged[path, pair.family]
+        for name in (pair.before, pair.after):
+            if name not in variants or variants[name].time is None:
+                raise BadPairs(f"{pair.name}: {pair.family} in {path} has no timed variant "
+                               f"{name!r}")
+        scores.append(score_pair(pair, variants[pair.before], variants[pair.after]))
+    return scores, results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument("--gpu", default="h200", help="whose results: GPU in their paths")
     parser.add_argument("--out", type=Path, help="default: benchmarks/results/GPU/moves.json")
     args = parser.parse_args()
-    out = args.out or REPO / "benchmarks" / "results" / args.gpu / "moves.json"
-    entries = yaml.safe_load(args.pairs.read_text())
-    results, scores = {}, []
-    for entry in entries:
-        path = entry["result"].replace("GPU", args.gpu)
-        if path not in results:
-            results[path] = read_result(REPO / path)
-        variants = rejudged(results[path], entry["family"])
-        pair = Pair(entry["pair"], entry["family"], entry["before"], entry["after"],
-                    entry["move"], bool(entry.get("trap", False)))
-        scores.append(score_pair(pair, variants[pair.before], variants[pair.after]))
+    try:
+        if not GPU_NAME.fullmatch(args.gpu):
+            raise BadPairs(f"--gpu {args.gpu!r}: a GPU's short name, as h200")
+        out = args.out or REPO / "benchmarks" / "results" / args.gpu / "moves.json"
+        pairs = load_pairs(args.pairs, args.gpu)
+        inputs = {args.pairs.resolve(), *((REPO / path).resolve() for path, _ in pairs)}
+        if out.resolve() in inputs:
+            raise BadPairs(f"--out {out}: one of the board's inputs, not overwritten")
+        scores, results = scores_of(pairs)
+    except BadPairs as exc:
+        print(f"moves.py: {printable(str(exc))}", file=sys.stderr)
+        sys.exit(2)
     board = scoreboard(scores)
     for s in scores:
         shown = (f"{s.predicted:.2f}x" if s.predicted is not None else
                  "no estimate" if s.offered else "not offered")
-        print(f"{s.pair:<36} {s.move:<23} {'trap ' if s.trap else ''}predicted {shown:>11} "
-              f"({s.basis or '-'}) realised {s.realised:.2f}x  top: {s.top_move}")
+        print(f"{printable(s.pair):<36} {s.move:<23} {'trap ' if s.trap else ''}predicted "
+              f"{shown:>11} ({s.basis or '-'}) realised {s.realised:.2f}x  top: {s.top_move}")
     print(f"estimates ({board.estimates}): median |log(predicted/realised)| "
           f"{fmt(board.median_error)}, 90th percentile {fmt(board.p90_error)}; "
           f"inside the printed range {board.inside} of {board.moves}; "

@@ -40,7 +40,7 @@ from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.program_fixes import fix_for
 from rooflint.formats.results import ProgramFixResult, RunResult, VariantResult
 from rooflint.judge.program_fixes import (NO_FIX, compile_estimate, fixes_of, function_claim,
-                                          line_shares)
+                                          is_compiled, line_shares)
 
 COMPILE = "torch.compile"
 
@@ -161,8 +161,16 @@ def fused_fix(v: VariantResult) -> str | None:
     return fix.id if fix else None
 
 
-def is_compiled(result: RunResult) -> bool:
-    return any(v.share.library == library_moves.INDUCTOR for v in variants_of(result).values())
+def compiled_credit(v: VariantResult, line: str, predicted: set[str]) -> str | None:
+    """The predicted fix a compiled kernel's piece on ``line`` took the place of: the one
+    that claims the line's function, else the one of what its name says it fused; None
+    for any other kernel, or a fix the before side did not predict."""
+    fused = fused_fix(v)
+    if fused is None:
+        return None
+    claim = function_claim(line)
+    found = claim.id if claim else fused
+    return found if found in predicted else None
 
 
 def compile_check(before: RunResult, after: RunResult, rows: list[FixComparison]
@@ -234,9 +242,8 @@ def compare_fixes(before: RunResult, after: RunResult) -> ProgramComparison | No
     predicted_ids = {f.id for f in predicted}
     pieces: dict[str | None, list[_Piece]] = defaultdict(list)
     for piece in unclaimed_pieces(now, after_fixes, {fix_key(f) for f in before_fixes}):
-        claim = function_claim(piece.line) if fused_fix(now[piece.kernel]) else None
-        fused = claim.id if claim else fused_fix(now[piece.kernel])
-        pieces[fused if fused in predicted_ids else credit.get(piece.line)].append(piece)
+        pieces[compiled_credit(now[piece.kernel], piece.line, predicted_ids)
+               or credit.get(piece.line)].append(piece)
     rows = [fix_row(f, was, after_by_id.get(f.id), pieces[f.id], now) for f in predicted]
     new_kernels = {p.kernel for p in pieces[None]}
     return ProgramComparison(

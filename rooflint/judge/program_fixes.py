@@ -311,12 +311,18 @@ def compile_saving(fix: ProgramFixResult, variants: dict[str, VariantResult]) ->
     return saving(replace(entry, saving=Saving.FUSION), group) if group.variants else 0.0
 
 
+def is_compiled(result: RunResult) -> bool:
+    """A profile of a compiled program: some of its kernels are TorchInductor's."""
+    return any(v.share and v.share.library == library_moves.INDUCTOR
+               for f in result.families for v in f.variants)
+
+
 def compile_estimate(result: RunResult, fixes: list[ProgramFixResult]) -> CompileEstimate | None:
     """torch.compile's saving for a program not compiled already (no kernel of Inductor's)
     where it makes two fixes or more; None otherwise."""
-    variants = {v.name: v for f in result.families for v in f.variants if v.share}
-    if any(v.share.library == library_moves.INDUCTOR for v in variants.values()):
+    if is_compiled(result):
         return None
+    variants = {v.name: v for f in result.families for v in f.variants if v.share}
     made = [f for f in fixes if f.id in FIXES_BY_ID and FIXES_BY_ID[f.id].by_compile]
     if len(made) < 2:
         return None

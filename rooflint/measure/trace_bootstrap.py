@@ -394,8 +394,8 @@ def _functions(filename):
     """(first line, last line, qualified name) of each function defined in a source file."""
     try:
         tree = ast.parse("".join(linecache.getlines(filename)))
-    except (SyntaxError, ValueError):
-        return ()
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a file nested past
+        return ()                                                     # the parser's depth
     found = []
 
     def visit(node, prefix):

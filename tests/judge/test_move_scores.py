@@ -88,3 +88,45 @@ def test_quantiles_run_from_the_least_to_the_most_in_order():
     assert found[0] == values[0] and found[-1] == values[-1]
     assert all(a <= b for a, b in zip(found, found[1:]))
     assert percentile([5.0], 0.9) == 5.0
+
+
+def run_board(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "benchmarks" / "moves.py"), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+GOOD = ("- {pair: p, result: examples/GPU-bundled.json, family: stream, before: copy_scalar, "
+        "after: copy_float4, move: vectorize_loads}")
+
+
+@pytest.mark.parametrize("text, said", [
+    ("[", "cannot be read as YAML"),
+    ("{}", "not a list of pairs"),
+    ("- 3", "pair 1: not a mapping"),
+    ("- {pair: p, result: r}", "family, before, after, move missing"),
+    (GOOD.replace("vectorize_loads", "teleport"), "move 'teleport' is not one of the catalog's"),
+    (GOOD.replace("examples/GPU-bundled.json", "../../etc/passwd"), "outside the repository"),
+    (GOOD.replace("GPU-bundled", "GPU-nothing"), "p: "),
+    (GOOD.replace("family: stream", "family: nope"), "holds no family 'nope'"),
+    (GOOD.replace("copy_float4", '"copy\\e[2J"'), "has no timed variant"),
+])
+def test_a_bad_pairs_file_gets_one_line_and_nothing_written(tmp_path, text, said):
+    pairs, out = tmp_path / "pairs.yaml", tmp_path / "moves.json"
+    pairs.write_text(text)
+    done = run_board("--pairs", str(pairs), "--out", str(out))
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and said in lines[0], done.stderr
+    assert "\x1b" not in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists()
+
+
+def test_the_board_never_writes_over_one_of_its_inputs(tmp_path):
+    pairs = tmp_path / "pairs.yaml"
+    pairs.write_text(GOOD + "\n")
+    for out in (pairs, REPO / "examples" / "h200-bundled.json"):
+        before = out.read_bytes()
+        done = run_board("--pairs", str(pairs), "--out", str(out))
+        assert done.returncode == 2 and "not overwritten" in done.stderr
+        assert out.read_bytes() == before
+    done = run_board("--pairs", str(pairs), "--gpu", "../h200")
+    assert done.returncode == 2 and "--gpu '../h200'" in done.stderr

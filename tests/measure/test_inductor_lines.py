@@ -179,3 +179,17 @@ def test_compiling_keeps_the_graphs_traces_and_runs_its_call_in_the_line_mode(so
                                                                                    "forward"))]}
     monkeypatch.setattr("rooflint.measure.trace_bootstrap._mode_on", lambda mode: False)
     assert lowered.call(21) == 42 and entered == ["in", "out"]
+
+
+def test_a_model_file_past_the_parser_s_depth_or_a_hostile_name_is_only_text(tmp_path,
+                                                                               sources):
+    """A source the parser cannot take (nested past its depth) names the function as the
+    trace does; an escape sequence in a traced name stays text in the range's name (the
+    printers escape it)."""
+    deep = tmp_path / "deep.py"
+    deep.write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert _qualname(str(deep), 1, "forward") == "forward"
+    generated, model, package = sources
+    lines = compiled(generated, model, package, {
+        "extern_kernels.addmm:4": [trace(model, (7, "forward\x1b[2J"))]})
+    assert lines.lines(frame(generated, 10)) == (f"{model}(7): forward\x1b[2J", None)
