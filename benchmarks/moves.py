@@ -37,7 +37,8 @@ from rooflint.judge.move_scores import Pair, PairScore, score_pair, scoreboard
 REPO = Path(__file__).resolve().parent.parent
 PAIRS = REPO / "benchmarks" / "moves" / "pairs.yaml"
 # The manifests and calibrations the committed results were run with.
-MANIFESTS = {"gemm_walk": REPO / "examples" / "gemm_walk" / "kernel.yaml"}
+MANIFESTS = {"gemm_walk": REPO / "examples" / "gemm_walk" / "kernel.yaml",
+             "move_corpus": REPO / "benchmarks" / "moves" / "corpus" / "kernel.yaml"}
 CALIBRATIONS = {"h200": REPO / "examples" / "h200-calibration.json",
                 "h100-sxm": REPO / "examples" / "h100-calibration.json"}
 
@@ -75,8 +76,9 @@ FIELDS = ("pair", "result", "family", "before", "after", "move")
 
 
 def load_pairs(path: Path, gpu: str) -> list[tuple[str, Pair]]:
-    """The pairs of ``path``, each with its result's path (GPU in it replaced by ``gpu``),
-    every field checked before any result is read."""
+    """The pairs of ``path`` measured on ``gpu`` (all, or those whose ``gpus`` name it),
+    each with its result's path (GPU in it replaced by ``gpu``), every field checked before
+    any result is read."""
     try:
         entries = yaml.safe_load(path.read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -94,6 +96,12 @@ def load_pairs(path: Path, gpu: str) -> list[tuple[str, Pair]]:
             raise BadPairs(f"{where}: {', '.join(missing)} missing or not text")
         if entry["move"] not in moves:
             raise BadPairs(f"{where}: move {entry['move']!r} is not one of the catalog's")
+        measured_on = entry.get("gpus")
+        if measured_on is not None and not (isinstance(measured_on, list) and all(
+                isinstance(g, str) and GPU_NAME.fullmatch(g) for g in measured_on)):
+            raise BadPairs(f"{where}: gpus is not a list of GPUs' short names")
+        if measured_on is not None and gpu not in measured_on:
+            continue                # measured on other GPUs only
         result = entry["result"].replace("GPU", gpu)
         if not (REPO / result).resolve().is_relative_to(REPO):
             raise BadPairs(f"{where}: result {result!r} is outside the repository")
@@ -137,6 +145,8 @@ def main() -> None:
             raise BadPairs(f"--gpu {args.gpu!r}: a GPU's short name, as h200")
         out = args.out or REPO / "benchmarks" / "results" / args.gpu / "moves.json"
         pairs = load_pairs(args.pairs, args.gpu)
+        if not pairs:
+            raise BadPairs(f"{args.pairs}: no pair was measured on {args.gpu}")
         inputs = {args.pairs.resolve(), *((REPO / path).resolve() for path, _ in pairs)}
         if out.resolve() in inputs:
             raise BadPairs(f"--out {out}: one of the board's inputs, not overwritten")
@@ -148,8 +158,11 @@ def main() -> None:
     for s in scores:
         shown = (f"{s.predicted:.2f}x" if s.predicted is not None else
                  "no estimate" if s.offered else "not offered")
+        band = (f"{s.low or 1:.2f}-{f'{s.high:.3g}' if s.high else '?'}"
+                if s.predicted is not None else "")
         print(f"{printable(s.pair):<36} {s.move:<23} {'trap ' if s.trap else ''}predicted "
-              f"{shown:>11} ({s.basis or '-'}) realised {s.realised:.2f}x  top: {s.top_move}")
+              f"{shown:>11} {band:>11} ({s.basis or '-'}) realised {s.realised:.2f}x "
+              f"{'in ' if s.inside else 'OUT'} top: {s.top_move}")
     print(f"estimates ({board.estimates}): median |log(predicted/realised)| "
           f"{fmt(board.median_error)}, 90th percentile {fmt(board.p90_error)}; "
           f"inside the printed range {board.inside} of {board.moves}; "

@@ -68,3 +68,8 @@ CAUSE_FLAGS: tuple[str, ...] = tuple(rule.flag for rule in CAUSES)
 def enabling_flags(move: str) -> tuple[str, ...]:
     """The cause flags any one of which lets ``move`` apply (none: no cause needed)."""
     return tuple(rule.flag for rule in CAUSES if move in rule.enables)
+
+
+def stalls_of(flag: str) -> tuple[str, ...]:
+    """The stall reasons that set ``flag``."""
+    return next((rule.stalls for rule in CAUSES if rule.flag == flag), ())

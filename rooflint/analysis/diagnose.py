@@ -34,8 +34,12 @@ class Move:
     action: str
     reason: str     # the evidence that selected it
     expect: str     # movement on the chart
-    gain: Amount | None = None  # at most this many times faster (moves.gain)
-    gain_from: str = ""         # "evidence": its own numbers; "roof": the nearest roof's distance
+    gain: Amount | None = None  # this many times faster, or at most (moves.gain)
+    gain_from: str = ""         # what it rests on (moves.GainBasis): "evidence" an estimate,
+    #                             "at_least", "up_to" bounds from its own numbers, "roof" the
+    #                             nearest roof's distance
+    gain_low: Amount | None = None    # the range printed for it: from ...
+    gain_high: Amount | None = None   # ... to (None: no bound known)
 
 
 @dataclass
@@ -63,7 +67,8 @@ def diagnose(point: Point, facts: LaunchFacts, counters: Counters | None = None,
     return Verdict(
         bound=bound, summary=summary, level=binding, causes=causes,
         moves=[Move(rule.id, rule.direction, rule.action, reason, expect, estimate.speedup,
-                    "evidence" if estimate.from_evidence else "roof")
+                    str(estimate.basis) if estimate.speedup is not None else "",
+                    estimate.low, estimate.high)
                for rule, reason, expect, estimate in selected],
         ruled_out=ruled_out, evidence=dict(evidence.flags))
 

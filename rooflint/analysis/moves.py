@@ -15,10 +15,24 @@ and is printed beside the moves whenever its flags hold.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from rooflint.analysis.causes import enabling_flags
 from rooflint.analysis.evidence import Bound, Evidence, roof_reached, speedup_cap
+from rooflint.common.sense import Vocabulary
+
+
+class GainBasis(Vocabulary):
+    """What a move's gain rests on, and so the range printed for it (Gain)."""
+
+    ESTIMATE = "evidence"       # its own numbers predict the speed-up: ESTIMATE_SPREAD either side
+    AT_LEAST = "at_least"       # its own numbers give the least it saves; the roof the most
+    UP_TO = "up_to"             # its own numbers give the most it could save
+    ROOF = "roof"               # only the nearest roof's distance: the most
+
+
+OWN_EVIDENCE = (GainBasis.ESTIMATE, GainBasis.AT_LEAST, GainBasis.UP_TO)
 
 
 @dataclass(frozen=True)
@@ -31,6 +45,7 @@ class MoveRule:
     any_of: tuple[str, ...] = ()
     excludes: tuple[str, ...] = ()
     gain: str = ""                  # Evidence.values key of its own speed-up estimate
+    basis: GainBasis = GainBasis.ESTIMATE   # what that value is: an estimate or a bound
     changes_precision: bool = False  # trades accuracy for speed: ranked after the others
     lines: str = "stall_samples"    # the per-line measure that finds the code it changes
     #                                 (sourcelines.MEASURES; run --source)
@@ -80,13 +95,13 @@ CATALOG: tuple[MoveRule, ...] = (
              "reduction across blocks or warps (split-K), so every SM has enough resident "
              "warps", "up, same AI: up to {grid_fill:.1f}x from the warps the GPU could hold",
              requires=("chain_bound",), excludes=("pipe_saturated",),
-             gain="grid_fill"),
+             gain="grid_fill", basis=GainBasis.UP_TO),
     MoveRule("fix_spills", "up", "remove register spills: fewer live values, register arrays "
              "indexed only with constants, __launch_bounds__", "up, and right: local-memory "
-             "traffic leaves the caches", cuts=("l1",)),
+             "traffic leaves L1, L2 and DRAM", cuts=("l1", "l2", "dram")),
     MoveRule("cut_redundant_traffic", "right", "make each byte cross DRAM once: coalesce "
              "accesses, tile for reuse, fuse", "right toward the algorithmic AI "
-             "({algorithmic_ai:.3g} FLOP/B): up to {traffic_gap:.1f}x less time",
+             "({algorithmic_ai:.3g} FLOP/B): {traffic_gap:.1f}x fewer DRAM bytes",
              requires=("bandwidth_bound", "extra_traffic"), excludes=("l1_bound", "l2_bound"),
              gain="traffic_gap", lines="excessive_sectors"),
     MoveRule("cut_l1_traffic", "up", "cut L1 traffic per FLOP: make each warp's loads "
@@ -136,9 +151,6 @@ CATALOG: tuple[MoveRule, ...] = (
              "and ordered atomics only where the algorithm needs the ordering; batch the work "
              "between them", "up, same AI: the chain loses a fence per iteration",
              requires=("chain_bound",)),
-    MoveRule("hoist_loads", "up", "prefetch: issue the next loads before the barrier, so "
-             "memory latency overlaps the synchronisation", "up, same AI",
-             requires=("chain_bound", "memory_latency_stalls")),
     MoveRule("vectorize_loads", "up", "vectorize: 16-byte loads, so a quarter of the memory "
              "instructions carry the same bytes", "up, same AI", excludes=("extra_traffic",),
              cuts=("l1",)),
@@ -147,10 +159,13 @@ CATALOG: tuple[MoveRule, ...] = (
              "up along the same AI toward the DRAM roof ({dram_headroom:.1f}x away)",
              requires=("left_of_ridge", "dram_headroom"), any_of=("bandwidth_bound", "idle_math"),
              excludes=("launch_overhead", "barrier_stalls", "l2_bound", "l1_bound")),
+    MoveRule("hoist_loads", "up", "prefetch: issue the next loads before the barrier, so "
+             "memory latency overlaps the synchronisation", "up, same AI",
+             requires=("chain_bound", "memory_latency_stalls"), any_of=("barrier_waits",)),
     MoveRule("more_ilp", "up", "more independent work per thread: several accumulators, "
              "unrolled loops (ILP), fewer dependent steps per iteration",
-             "up toward the compute roof ({compute_headroom:.1f}x away)",
-             excludes=("bandwidth_bound", "pipe_saturated")),
+             "up toward the compute roof: {ilp_gain:.2f}x when the dependency waits overlap",
+             excludes=("bandwidth_bound", "pipe_saturated"), gain="ilp_gain"),
     MoveRule("fewer_special_functions", "up", "fewer special-function instructions: fold "
              "constants into one exp2 (log2(e) into the scale), reuse results, or evaluate "
              "some with FMA polynomials, so the FMA pipe takes the work",
@@ -163,18 +178,19 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("tensor_cores", "raise-the-roof", "use tensor cores (MMA) for the arithmetic",
              "a higher roof: up to {tensor_ratio:.1f}x the FLOP/s, if the precision allows",
              requires=("compute_bound", "cuda_cores_with_tensor_roof"),
-             excludes=("fp32_data",), gain="tensor_ratio"),
+             excludes=("fp32_data",), gain="tensor_ratio", basis=GainBasis.UP_TO),
     MoveRule("tf32_tensor_cores", "raise-the-roof", "use tensor cores with TF32 inputs "
              "(10-bit mantissa: relative error near 1e-3 against FP32's 1e-7, FP32 "
              "accumulation) or BF16 where the data allows", "a higher roof: up to "
              "{tensor_ratio:.1f}x the FLOP/s, traded for the precision",
              requires=("compute_bound", "cuda_cores_with_tensor_roof", "fp32_data"),
-             gain="tensor_ratio", changes_precision=True),
+             gain="tensor_ratio", basis=GainBasis.UP_TO, changes_precision=True),
     MoveRule("coalesce_global", "up", "coalesce the global accesses: consecutive threads on "
              "consecutive words (a thread's contiguous words as one 16-byte access), or stage "
              "the tile through shared memory and write it out row by row",
              "up, same AI: {coalescing_gain:.2f}x from the L1 sectors no thread asked for",
-             gain="coalescing_gain", lines="excessive_sectors", cuts=("l1", "l2")),
+             gain="coalescing_gain", basis=GainBasis.AT_LEAST, lines="excessive_sectors",
+             cuts=("l1", "l2")),
     MoveRule("whole_waves", "up", "size the grid to whole waves: a tile size that makes the "
              "block count a multiple of the blocks that run at once, or a persistent kernel "
              "looping over tiles", "up, same AI: {tail_gain:.2f}x when no "
@@ -183,17 +199,17 @@ CATALOG: tuple[MoveRule, ...] = (
              "registers per thread (__launch_bounds__ with a minimum of blocks per SM, a "
              "smaller register tile) or less shared memory per block",
              "up, same AI: up to {issue_headroom:.2f}x if the idle issue slots fill",
-             gain="issue_headroom"),
+             gain="issue_headroom", basis=GainBasis.UP_TO),
     MoveRule("more_fmas_per_instruction", "up", "more FMAs per issued instruction: a larger "
              "register tile per thread, 16-byte shared-memory loads (LDS.128), address "
              "arithmetic hoisted out of the inner loop", "up: up to {fma_share_gain:.2f}x "
              "with FFMA at {fma_share_goal:.0%} of the issue slots instead of "
-             "{fma_share_pct:.0f}%", gain="fma_share_gain"),
+             "{fma_share_pct:.0f}%", gain="fma_share_gain", basis=GainBasis.UP_TO),
     MoveRule("fp8_tensor_cores", "raise-the-roof", "fp8 tensor cores (e4m3 inputs, fp32 "
              "accumulation, per-tensor or per-block scales) where the accuracy allows",
              "a higher roof: up to {fp8_ratio:.1f}x the FLOP/s, and half the operand bytes",
              requires=("compute_bound", "fp8_roof_above"),
-             gain="fp8_ratio", changes_precision=True),
+             gain="fp8_ratio", basis=GainBasis.UP_TO, changes_precision=True),
     MoveRule("fewer_l1_wavefronts", "up", "fewer L1 wavefronts per FLOP: 16-byte loads and "
              "stores (LDG/LDS/STS.128), each value loaded once into registers and reused, "
              "shared-memory tiles read without bank conflicts",
@@ -286,26 +302,61 @@ def _format(template: str, evidence: Evidence, capped: dict[str, float] | None =
         return template.split("(")[0].strip()
 
 
-WORTHWHILE_GAIN = 1.2   # an estimated speed-up under this ranks after the roof-bounded moves
+WORTHWHILE_GAIN = 1.2   # an expected speed-up under this ranks after the roof-bounded moves
+# How far either side of an estimate the speed-up it predicts may land: the band printed
+# around it. Set from the one-move corpus (benchmarks/moves.py): on an H200 the estimates'
+# 80th-percentile error is under log(1.5).
+ESTIMATE_SPREAD = 1.5
 
 
 @dataclass(frozen=True)
 class Gain:
-    """How much faster a move could make the kernel, at most. From its own evidence (the
-    grid it could fill, the bytes it could cut, the faster roof it could reach), capped by
-    the roof it would then meet; else, for a move up, the nearest roof's distance; else
-    (a move right or left without a count of what it cuts) unknown."""
+    """How much faster a move could make the kernel: its value and the range printed for it,
+    by what it rests on (GainBasis). From its own evidence (the grid it could fill, the
+    bytes it could cut, the faster roof it could reach), capped by the roof it would then
+    meet; else, for a move up, the nearest roof's distance; else (a move right or left
+    without a count of what it cuts) unknown."""
 
     speedup: float | None
-    from_evidence: bool
+    basis: GainBasis = GainBasis.ROOF
+    low: float | None = None        # the range printed: from ...
+    high: float | None = None       # ... to (None: no bound known)
+
+    @property
+    def from_evidence(self) -> bool:
+        return self.basis in OWN_EVIDENCE and self.speedup is not None
+
+    @property
+    def expected(self) -> float:
+        """What the move is expected to buy, to rank by: an estimate or a least saving as
+        itself; a bound, its range's geometric middle (an 8x tensor roof is not an 8x
+        promise)."""
+        if self.speedup is None:
+            return 0.0
+        if self.basis in (GainBasis.UP_TO, GainBasis.ROOF):
+            return math.sqrt(max(self.speedup, 1.0))
+        return self.speedup
 
 
 def gain(rule: MoveRule, evidence: Evidence) -> Gain:
     own = evidence.values.get(rule.gain) if rule.gain else None
     cap = _cap(rule, evidence)
     if own is not None:
-        return Gain(min(own, cap) if cap else own, True)
-    return Gain(cap if rule.direction == "up" else None, False)
+        value = min(own, cap) if cap else own
+        return Gain(value, rule.basis, *_range(value, rule.basis, cap))
+    if rule.direction == "up" and cap is not None:
+        return Gain(cap, GainBasis.ROOF, 1.0, cap)
+    return Gain(None)
+
+
+def _range(value: float, basis: GainBasis, cap: float | None) -> tuple[float, float | None]:
+    """The range printed for a gain of ``value`` on ``basis``, no higher than ``cap``."""
+    if basis == GainBasis.ESTIMATE:
+        high = value * ESTIMATE_SPREAD
+        return value / ESTIMATE_SPREAD, min(high, cap) if cap else high
+    if basis == GainBasis.AT_LEAST:
+        return value, cap if cap and cap > value else None
+    return 1.0, value
 
 
 def held_by_roof(rule: MoveRule, evidence: Evidence) -> bool:
@@ -336,13 +387,15 @@ def _expect(rule: MoveRule, evidence: Evidence, estimate: Gain) -> str:
     return _format(rule.expect, evidence, capped)
 
 
-def _rank(rule: MoveRule, estimate: Gain) -> tuple:
-    """Moves that keep the precision first; among them, those whose own evidence promises
-    a worthwhile gain, largest first; then those bounded only by the roof, in catalog
-    (cause) order; then those whose evidence promises little."""
-    promising = estimate.from_evidence and (estimate.speedup or 0.0) >= WORTHWHILE_GAIN
+def _rank(estimate: Gain) -> tuple:
+    """Moves whose own evidence promises a worthwhile gain first, the largest expected
+    gain first, whether or not they trade precision (a GEMM at 81 % of its FP32 roof is
+    told TF32 before 1.2x more FMAs in flight; the move says the trade); then those bounded
+    only by the roof or with no estimate, in catalog (cause) order; then those whose
+    evidence promises little."""
+    promising = estimate.from_evidence and estimate.expected >= WORTHWHILE_GAIN
     tier = 0 if promising else 2 if estimate.from_evidence else 1
-    return rule.changes_precision, tier, -(estimate.speedup or 0.0) if tier == 0 else 0.0
+    return tier, -estimate.expected if tier == 0 else 0.0
 
 
 MIN_TOP_GAIN = 1.05   # a move worth less is never the top one while a larger one exists
@@ -372,7 +425,7 @@ def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str, Gain]], l
     if not rules:
         rules = [rule for rule in CATALOG if rule.id == fallback(evidence)]
     estimates = {rule.id: gain(rule, evidence) for rule in rules}
-    rules.sort(key=lambda rule: _rank(rule, estimates[rule.id]))
+    rules.sort(key=lambda rule: _rank(estimates[rule.id]))
     rules = worth_topping(rules, estimates)
     moves = [(rule, "; ".join(evidence.flags[f] for f in rule.triggers(evidence)),
               _expect(rule, evidence, estimates[rule.id]), estimates[rule.id])

@@ -7,9 +7,9 @@ offer the move.
 
 The score of a set of pairs is what the issue's targets read: the median and the 90th
 percentile of |log(predicted / realised)| over the pairs whose move's gain is an estimate
-from its own evidence (a gain bounded only by the nearest roof is a range, "up to", not an
-estimate), how many pairs realised a gain inside the range printed for the move, how many
-pairs' top move is the move made, and how many traps were ruled out.
+from its own evidence (a bound, "up to" or "at least", is a range, not an estimate), how
+many pairs realised a gain inside the range printed for the move, how many pairs' top move
+is the move made, and how many traps were ruled out.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import math
 from dataclasses import dataclass
 from statistics import median
 
+from rooflint.analysis.moves import GainBasis
 from rooflint.formats.results import VariantResult
 
-EVIDENCE = "evidence"        # a move's gain from its own numbers (Move.gain_from), not the roof's
 
 
 @dataclass(frozen=True)
@@ -46,14 +46,21 @@ class PairScore:
     rank: int | None             # its place among the first verdict's moves (1: the top)
     top_move: str | None         # the first verdict's top move
     predicted: float | None      # the move's gain in the first verdict (None: no estimate)
-    basis: str | None            # what the gain rests on: "evidence" or only the "roof"
+    basis: str | None            # what the gain rests on (moves.GainBasis)
+    low: float | None            # the range printed for it
+    high: float | None
     realised: float              # the first variant's median time over the second's
 
     @property
     def inside(self) -> bool:
-        """The speed-up realised falls in the range printed for the move, "up to" its gain:
-        faster, and no more than predicted."""
-        return self.predicted is not None and 1.0 < self.realised <= self.predicted
+        """The speed-up realised falls in the range printed for the move: above its low
+        end (and faster at all), at most its high end where it has one. A verdict of an
+        older rooflint, without a range, had "up to" its gain."""
+        if self.predicted is None:
+            return False
+        low = max(self.low or 1.0, 1.0)
+        high = self.high if self.low is not None else self.predicted
+        return low < self.realised and (high is None or self.realised <= high)
 
     @property
     def error(self) -> float | None:
@@ -87,12 +94,13 @@ def score_pair(pair: Pair, before: VariantResult, after: VariantResult) -> PairS
         pair=pair.name, move=pair.move, trap=pair.trap, offered=made is not None,
         rank=ids.index(pair.move) + 1 if made else None, top_move=ids[0] if ids else None,
         predicted=made.gain if made else None, basis=made.gain_from or None if made else None,
+        low=made.gain_low if made else None, high=made.gain_high if made else None,
         realised=before.time.median_s / after.time.median_s)
 
 
 def scoreboard(scores: list[PairScore]) -> Scoreboard:
     """The targets' figures over ``scores``."""
-    errors = sorted(e for s in scores if not s.trap and s.basis == EVIDENCE
+    errors = sorted(e for s in scores if not s.trap and s.basis == GainBasis.ESTIMATE
                     for e in [s.error] if e is not None)
     moves = [s for s in scores if not s.trap]
     traps = [s for s in scores if s.trap]

@@ -16,7 +16,7 @@ from rooflint.analysis.counters import Counters
 from rooflint.analysis.diagnose import Move, Verdict
 from rooflint.analysis.evidence import (AT_ROOF, NEAR_ROOF, LaunchFacts, l1_fraction,
                                        l2_fraction, nearest_roof_fraction)
-from rooflint.analysis.moves import keeps_precision
+from rooflint.analysis.moves import OWN_EVIDENCE, keeps_precision
 from rooflint.formats.results import VariantResult
 
 
@@ -56,7 +56,7 @@ def is_done(v: VariantResult) -> bool:
     if not (v.share and v.share.upside_s is not None and v.verdict):
         return False
     move = best_move(v.verdict)
-    wasteful = move is not None and move.gain_from == "evidence"
+    wasteful = move is not None and move.gain_from in OWN_EVIDENCE
     at_roof = (v.share.best_fraction or 0.0) >= AT_ROOF and not wasteful
     return at_roof or v.share.upside_s <= (1 - NEAR_ROOF) * v.share.total_s
 

@@ -15,6 +15,7 @@ from rich.text import Text
 from rooflint.analysis.ceilings import fraction_of_datasheet_at_clock
 from rooflint.analysis.diagnose import Move, Verdict
 from rooflint.analysis.evidence import pct
+from rooflint.analysis.moves import GainBasis
 from rooflint.analysis.observation import faster_than_possible
 from rooflint.common.printable import printable_fields
 from rooflint.common.units import format_bytes, format_rate, format_time
@@ -65,12 +66,19 @@ def _gain_text(move: Move) -> str:
 
 
 def gain_words(move: Move) -> str:
-    """The move's estimated speed-up and what it rests on ("at most 8.5x faster (from its
-    evidence)"); "" for a move with no estimate. The terminal and the HTML report say it alike."""
+    """The move's speed-up, the range it may land in, and what it rests on ("about 1.67x
+    faster (1.11x to 2.5x, from its evidence)", "up to 8x faster (from the nearest roof)");
+    "" for a move with no estimate. The terminal and the HTML report say it alike."""
     if move.gain is None:
         return ""
-    basis = "its evidence" if move.gain_from == "evidence" else "the nearest roof"
-    return f"at most {move.gain:.3g}x faster (from {basis})"
+    basis = "the nearest roof" if move.gain_from == GainBasis.ROOF else "its evidence"
+    if move.gain_from == GainBasis.ESTIMATE and move.gain_low and move.gain_high:
+        return (f"about {move.gain:.3g}x faster ({move.gain_low:.3g}x to "
+                f"{move.gain_high:.3g}x, from {basis})")
+    if move.gain_from == GainBasis.AT_LEAST:
+        most = f" to {move.gain_high:.3g}x" if move.gain_high else ""
+        return f"at least {move.gain:.3g}x faster{most} (from {basis})"
+    return f"up to {move.gain:.3g}x faster (from {basis})"
 
 
 def render_specs(console: Console, specs: list[GpuSpec]) -> None:

@@ -117,10 +117,13 @@ def test_uncoalesced_stores_are_found_by_hardware_counters_as_ncus_rule_finds_th
     assert per_request == [32, 4, 16, 4]
 
 
-def test_cublas_is_not_told_to_issue_fewer_instructions_nor_tf32_before_fp32_moves(walk):
+def test_cublas_is_not_told_to_issue_fewer_instructions_and_is_told_tf32_first(walk):
+    """cuBLAS at 81 % of the FP32 roof: 1.2x more FMAs in flight is all FP32 leaves; TF32's
+    roof, 8x up, is ranked by its expected gain (issue 48) and says its trade."""
     ids = [m.id for m in walk["cublas"].moves]
     assert "more_fmas_per_instruction" not in ids
-    assert ids[-1] == "tf32_tensor_cores"                       # a precision trade: last
+    assert ids[:2] == ["tf32_tensor_cores", "compute_efficiency"]
+    assert "traded for the precision" in walk["cublas"].moves[0].expect
 
 
 CAUSES_LOG = FIXTURES / "h100-causes-probe.csv"
@@ -148,7 +151,9 @@ def test_each_cause_fires_on_its_recorded_probe_and_on_no_other_kernel(probes, w
                                                                       kernel, move, gain):
     assert {name for name, v in {**probes, **walk}.items() if flag in v.evidence} == {kernel}
     chosen = next(m for m in probes[kernel].moves if m.id == move)
-    assert chosen.gain_from == "evidence"
+    # a gain from its own evidence: the tail's an estimate, the idle slots' and the FFMA
+    # share's the most they could buy
+    assert chosen.gain_from == ("evidence" if gain else "up_to")
     if gain:
         assert chosen.gain == pytest.approx(gain)
 

@@ -12,7 +12,7 @@ import pytest
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.diagnose import diagnose
 from rooflint.analysis.evidence import LaunchFacts
-from rooflint.analysis.moves import FALLBACK
+from rooflint.analysis.moves import FALLBACK, keeps_precision
 from rooflint.analysis.roofline import Roofs, place
 from rooflint.formats.gpus import find_spec
 from rooflint.formats.manifest import load_manifest
@@ -53,11 +53,15 @@ def test_the_manifest_walks_the_steps_in_order():
 
 @pytest.mark.parametrize("step, move", STEPS.items())
 def test_each_step_is_told_a_specific_move_with_its_gain(walk, step, move):
+    """Each step's first move that keeps FP32 is the step after it, with a gain; a
+    precision trade may rank above it by its expected gain (issue 48: vectorized, at 69 %
+    of the FP32 roof, is told TF32 first, up to 9x, and what it trades)."""
     recorded, derived = walk[step]
-    top = derived.moves[0]
+    top = next(m for m in derived.moves if keeps_precision(m.id))
     assert top.id == move and top.id not in FALLBACK.values()
     assert top.gain and top.gain > 1.05
-    assert recorded["verdict"]["moves"][0]["id"] == move     # as the run printed it
+    assert derived.moves[0].id in (move, "tf32_tensor_cores")
+    assert move in [m["id"] for m in recorded["verdict"]["moves"]]   # as the run printed it
 
 
 @pytest.mark.parametrize("before, step", list(zip(STEPS, list(STEPS)[1:])))

@@ -57,26 +57,66 @@ def test_each_pair_s_speed_up_is_its_variants_and_its_prediction_today_s_verdict
     assert scored["offered"] == bool(made)
     assert scored["top_move"] == today.verdict.moves[0].id
     assert scored["predicted"] == (made[0].gain if made else None)
+    assert (scored["low"], scored["high"]) == ((made[0].gain_low, made[0].gain_high)
+                                               if made else (None, None))
     assert scored["trap"] == bool(entry.get("trap", False))
+
+
+# The pairs whose first verdict tops another move than the one the pair made, and why
+# that move is a fair first: the decode kernel's grid fills 6 % of the GPU's warps (split-K
+# realised 7.6x from v3), and a copy at 62 % of DRAM's roof is told fewer bytes first, as
+# the book's decode walk is at that point.
+TOPPED_BY_ANOTHER = {"decode V load hoisted": "fill_the_gpu",
+                     "decode cp.async double buffering": "fill_the_gpu",
+                     "vectorized global copy": "fewer_bytes_per_element"}
+
+
+@pytest.mark.parametrize("scored", json.loads(BOARD.read_text())["pairs"],
+                         ids=lambda p: p["pair"])
+def test_each_pair_tops_its_move_and_each_trap_is_ruled_out(scored):
+    """On the recorded counters of every pair (issue 48): a trap's move is not offered; a
+    pair's move is offered, tops the verdict (but for the three above), and its realised
+    speed-up falls in the printed range (but for the GQA group's K/V reuse, 0.87x: its L2
+    traffic fell, its time did not)."""
+    if scored["trap"]:
+        assert not scored["offered"]
+        return
+    assert scored["offered"]
+    assert scored["top_move"] == TOPPED_BY_ANOTHER.get(scored["pair"], scored["move"])
+    assert scored["inside"] == (scored["pair"] != "decode K/V read once per GQA group")
+
+
+def test_the_h200_board_meets_issue_48s_targets():
+    board = json.loads(BOARD.read_text())
+    assert board["moves"] + board["traps"] >= 24
+    assert board["median_error"] <= math.log(1.15)
+    assert board["inside"] >= 0.9 * board["moves"]
+    assert board["traps_ruled_out"] == board["traps"]
 
 
 def test_the_board_reads_the_targets_figures():
     """Hand-computed: errors log(2), log(1), log(4) and a pair with no prediction; one of
     two traps offered."""
     def pair(name, predicted, realised, top="m", move="m", trap=False, offered=True,
-             basis="evidence"):
+             basis="evidence", low=None, high=None):
         return PairScore(pair=name, move=move, trap=trap, offered=offered, rank=1, top_move=top,
-                         predicted=predicted, basis=basis, realised=realised)
-    board = scoreboard([pair("a", 2.0, 1.0), pair("b", 1.5, 1.5), pair("c", 1.0, 4.0, top="x"),
+                         predicted=predicted, basis=basis, low=low, high=high,
+                         realised=realised)
+    board = scoreboard([pair("a", 2.0, 1.0, low=1.33, high=3.0),
+                        pair("b", 1.5, 1.5, low=1.0, high=2.25),
+                        pair("c", 1.0, 4.0, top="x", low=0.67, high=1.5),
                         pair("d", None, 2.0, offered=False),
-                        pair("r", 40.0, 3.0, basis="roof"),      # a range: not an estimate
+                        pair("r", 40.0, 3.0, basis="roof", low=1.0, high=40.0),  # a range
+                        pair("u", 2.0, 3.0, basis="at_least", low=2.0),   # no high end
+                        pair("o", 4.0, 3.0),      # an older verdict: "up to" its gain
                         pair("t1", None, 1.0, trap=True, offered=False),
                         pair("t2", 1.2, 1.0, trap=True)])
-    assert board.estimates == 3
-    assert board.median_error == pytest.approx(math.log(2))
-    assert board.p90_error == pytest.approx(math.log(2) + 0.8 * (math.log(4) - math.log(2)))
-    assert (board.top_is_move, board.moves) == (4, 5)
-    assert board.inside == 2      # a: no faster; b: 1.5 of up to 1.5; c: 4 past 1; r: 3 of 40
+    assert board.estimates == 4
+    assert board.median_error == pytest.approx((math.log(2) + math.log(4 / 3)) / 2)
+    assert board.p90_error == pytest.approx(math.log(2) + 0.7 * (math.log(4) - math.log(2)))
+    assert (board.top_is_move, board.moves) == (6, 7)
+    # a: 1.0 under 1.33; b: 1.5 in 1-2.25; c: 4 past 1.5; r: 3 of 40; u: 3 past 2; o: 3 of 4
+    assert board.inside == 4
 
     assert (board.traps_ruled_out, board.traps) == (1, 2)
 
