@@ -146,7 +146,8 @@ CATALOG: tuple[MoveRule, ...] = (
     MoveRule("sync_off_the_path", "up", "take the barrier off the per-iteration path: one "
              "sync instead of two (double-buffer the reduction scratch), or single-warp "
              "blocks with warp shuffles instead of __syncthreads",
-             "up, same AI: the chain loses a barrier per iteration", requires=("chain_bound",)),
+             "up, same AI: the chain loses a barrier per iteration", requires=("chain_bound",),
+             lines="barrier_samples"),
     MoveRule("fewer_fences", "up", "fewer memory fences: __threadfence, volatile accesses "
              "and ordered atomics only where the algorithm needs the ordering; batch the work "
              "between them", "up, same AI: the chain loses a fence per iteration",
@@ -161,7 +162,8 @@ CATALOG: tuple[MoveRule, ...] = (
              excludes=("launch_overhead", "barrier_stalls", "l2_bound", "l1_bound")),
     MoveRule("hoist_loads", "up", "prefetch: issue the next loads before the barrier, so "
              "memory latency overlaps the synchronisation", "up, same AI",
-             requires=("chain_bound", "memory_latency_stalls"), any_of=("barrier_waits",)),
+             requires=("chain_bound", "memory_latency_stalls"), any_of=("barrier_waits",),
+             lines="barrier_samples"),
     MoveRule("more_ilp", "up", "more independent work per thread: several accumulators, "
              "unrolled loops (ILP), fewer dependent steps per iteration",
              "up toward the compute roof: {ilp_gain:.2f}x when the dependency waits overlap",
@@ -416,12 +418,24 @@ def worth_topping(rules: list[MoveRule], estimates: dict[str, Gain]) -> list[Mov
     return [r for r in rules if not small(r)] + [r for r in rules if small(r)]
 
 
+LAUNCH_MOVE = "launch_amortise"
+
+
+def launch_moves_only(rules: list[MoveRule]) -> list[MoveRule]:
+    """A kernel whose time is its launch gets the launch's move alone: a one-warp kernel of
+    4 us was told "more parallelism, up to 132x" beside it, where launching it is what
+    takes the time (its gain is capped at an empty launch's time, evidence.speedup_cap)."""
+    launch = [rule for rule in rules if rule.id == LAUNCH_MOVE]
+    return launch or rules
+
+
 def select(evidence: Evidence) -> tuple[list[tuple[MoveRule, str, str, Gain]], list[str]]:
     """The applicable moves as (rule, reason, expect, gain), ranked; the bound's fallback
     move when none applies; and the traps' texts."""
     rules = [rule for rule in CATALOG if rule.id not in FALLBACK_ONLY
              and rule.applies(evidence) and not held_by_roof(rule, evidence)
              and rule.id not in ruled_out(evidence)]
+    rules = launch_moves_only(rules)
     if not rules:
         rules = [rule for rule in CATALOG if rule.id == fallback(evidence)]
     estimates = {rule.id: gain(rule, evidence) for rule in rules}

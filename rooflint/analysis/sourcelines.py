@@ -3,10 +3,11 @@
 ``rooflint run --source`` profiles each variant once more with Nsight Compute's source
 counters (warp-state samples and memory counters per SASS instruction, which ncu adds up
 per line of the CUDA source it was built from, with line information). Each line keeps
-three measures, and a move names the one that supports it (its ``lines`` in the move
+four measures, and a move names the one that supports it (its ``lines`` in the move
 catalog): excessive L2 sectors for an uncoalesced access, bank conflicts for a
-shared-memory tile, stall samples for everything else. Under the move, the report prints
-the lines with the largest share of that measure, with their text:
+shared-memory tile, the samples stalled at a barrier for a move that takes a barrier off
+the path (the barrier's own line), stall samples for everything else. Under the move, the
+report prints the lines with the largest share of that measure, with their text:
 
     stream.cu:36  91% of excessive L2 sectors  if (i < n) out[i] = x[(i % m) * stride + i / m];
 
@@ -32,6 +33,7 @@ MEASURES = {
     "stall_samples": "of stall samples",
     "excessive_sectors": "of excessive L2 sectors",
     "bank_conflicts": "of shared-memory bank conflicts",
+    "barrier_samples": "of barrier stall samples",
 }
 KEPT_PER_MEASURE = 5    # lines a result keeps for each measure
 SHOWN = 2               # lines printed under a move
@@ -47,6 +49,7 @@ class SourceLine:
     stall_samples: float = 0.0
     excessive_sectors: float = 0.0
     bank_conflicts: float = 0.0
+    barrier_samples: float = 0.0    # stall samples waiting at a barrier: the barrier's line
     inlined: str = ""   # the header line most of its inlined samples were written on
 
 

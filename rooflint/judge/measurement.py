@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rooflint.common.vocabularies import CacheMode
+from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.evidence import Bound
 from rooflint.analysis.gpu_spec import GpuSpec
@@ -24,10 +25,11 @@ from rooflint.common.paths import portable_path
 from rooflint.formats.calibration import Calibration
 from rooflint.formats.family_job import ResolvedFamily, VariantModel
 from rooflint.formats.gpus import DeviceInfo, find_spec, match_device
-from rooflint.formats.jobs import Measurement
+from rooflint.formats.jobs import Measurement, VariantJob
 from rooflint.formats.manifest import Manifest
 from rooflint.formats.results import FamilyResult, VariantResult
 from rooflint.formats.status import Status
+from rooflint.judge.kernel_libraries import library
 from rooflint.judge.comparison import reconcile
 
 
@@ -97,11 +99,22 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
         graph_time=analysis.graph_time, flops=analysis.flops, dram_bytes=analysis.dram_bytes,
         counters=analysis.counters, notes=analysis.notes, roofs=analysis.roofs,
         point=analysis.point,
-        verdict=analysis.verdict,
+        verdict=analysis.verdict and library_moves.with_caller_moves(
+            analysis.verdict, library_timed(job, counters)),
         expect={"bound": model.expect.bound, "faster_than": model.expect.faster_than,
                 "move": model.expect.move},
         expectation_mismatch=None, versus=None, speed_vs_baseline=None, gate=model.gate,
         compiler=m.compiler, levels=analysis.levels)
+
+
+def library_timed(job: VariantJob, counters: Counters | None) -> str | None:
+    """The library whose kernel a python variant times (cuBLAS for cupy.matmul), by its
+    first kernel's name: its caller's moves (shapes, bf16, fp8) lead its verdict, as a
+    program's library kernels' do, since nobody can change cuBLAS's FMAs. None for a CUDA
+    variant, whose kernels are the user's whatever their names."""
+    if job.source is not None or not counters or not counters.kernels:
+        return None
+    return library(counters.kernels[0])
 
 
 def portable_files(profile: SourceProfile | None) -> SourceProfile | None:

@@ -216,6 +216,8 @@ SOURCE_MEASURES = (
                   "derived__memory_l2_theoretical_sectors_global_excessive"),
     SourceMeasure("bank_conflicts", "L1 Conflicts Shared N-Way",
                   "derived__memory_l1_conflicts_shared_nway"),
+    SourceMeasure("barrier_samples", "stall_barrier",
+                  "smsp__pcsamp_warps_issue_stalled_barrier"),
 )
 IMPORT_TIMEOUT_S = 300
 IMPORTS_AT_ONCE = 8      # ncu -i reads one launch's page in about a second, on one core

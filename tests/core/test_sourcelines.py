@@ -56,7 +56,7 @@ def test_a_variants_launches_add_up_by_line_and_each_measure_names_its_leaders()
     profile = profile_of(line for page in launches(PAGE) for line in ncu.source_page_lines(page))
     samples = 38 + 1165 + 46092 + 4611 + 64 + 1466 + 6698 + 218
     assert profile.totals == {"stall_samples": samples, "excessive_sectors": 14680064,
-                              "bank_conflicts": 0}
+                              "bank_conflicts": 0, "barrier_samples": 0}
     assert supporting(profile, "excessive_sectors") == [
         f"stream.cu:36  100% of excessive L2 sectors  {STRIDED}"]
     assert supporting(profile, "stall_samples")[0] == (
@@ -309,3 +309,18 @@ def test_instructions_placed_one_line_each_say_when_the_page_is_needed():
     assert INLINED_SHARE <= inlined_share(outermost) < 0.1
     guessed = {line.line: line.stall_samples for line in lines_of(outermost, {})}
     assert guessed[10] < 2706 and guessed[9] > 1955   # without chains, neighbours mislead
+
+
+def test_a_barrier_move_points_at_the_lines_its_warps_wait_at():
+    """Issue 48: a kernel whose stalls are barriers got "take the barrier off the path"
+    without the barrier named. The recorded pipeline page's stall_barrier column: its
+    warps waited at two lines, and the move's lines are those, not the loop's copy, which
+    leads the stall samples."""
+    profile = profile_of(ncu.source_page_lines(INLINED))
+    assert profile.totals["barrier_samples"] == 5197
+    barrier = supporting(profile, rule_for("sync_off_the_path").lines)
+    assert [line.split("  ")[:2] for line in barrier] == [
+        ["ce23efdd12ec527ab060b2ca64138c621c896c75.cubin.cu:14", "77% of barrier stall samples"],
+        ["ce23efdd12ec527ab060b2ca64138c621c896c75.cubin.cu:9", "23% of barrier stall samples"]]
+    assert supporting(profile, "stall_samples")[0] != barrier[0]
+    assert rule_for("hoist_loads").lines == "barrier_samples"

@@ -240,3 +240,23 @@ def test_a_busy_tensor_pipe_under_a_cuda_core_precision_is_noted():
     assert not any("tensor pipe" in n for n in traffic(busy, 2e9, 2e6, 1e6, "fp16-tensor").notes)
     idle = replace(busy, tensor_pipe_pct=0.5)
     assert not any("tensor pipe" in n for n in traffic(idle, 2e9, 2e6, 1e6, "fp32").notes)
+
+
+def test_a_library_baseline_is_told_its_callers_moves_and_a_cuda_variant_is_not(specs):
+    """Issue 48: cuBLAS's SGEMM at 81 % of the FP32 roof (the H200's recorded counters)
+    was told "more FMAs in flight", which nobody outside NVIDIA can make. Its caller's
+    moves lead (shapes and bf16 operands, fp8), the kernel's own after them; the
+    vectorized CUDA variant, with its own counters, keeps its kernel-level moves."""
+    from edges import REPO
+    walk = REPO / "examples" / "gemm_walk"
+    recorded = {v.name: v for v in read_result(walk / "h200-gemm_walk.json").families[0].variants}
+    family = resolve(load_manifest(walk / "kernel.yaml"), {}, {"num_sms": 132}, TimingJob(),
+                     ["vectorized", "cublas"])
+    result = family_result(family, [measured("vectorized", 3.16e-3), measured("cublas", 2.68e-3)],
+                           {name: recorded[name].counters for name in ("vectorized", "cublas")},
+                           find_spec("h200", specs), H200)
+    cublas, vectorized = by_name(result)["cublas"].verdict, by_name(result)["vectorized"].verdict
+    assert [m.id for m in cublas.moves[:2]] == ["gemm_shapes", "gemm_fp8"]
+    assert all(m.gain_from == "caller" for m in cublas.moves[:2])
+    assert "cuBLAS GEMM: not the program's code" in cublas.moves[0].reason
+    assert not any(m.gain_from == "caller" for m in vectorized.moves)

@@ -23,7 +23,7 @@ from rooflint.measure import ncu, source_report
 from test_sourcelines import PAGE, STRIDED, launches
 
 FILE = "/work/main/kernels/stream/stream.cu"
-SAMPLES, EXCESSIVE, NWAY = (m.metric for m in ncu.SOURCE_MEASURES)
+SAMPLES, EXCESSIVE, NWAY, BARRIER = (m.metric for m in ncu.SOURCE_MEASURES)
 SIGNATURE = ('extern "C" __global__ void strided_read(const float* __restrict__ x, '
              'float* __restrict__ out,')
 # The file as --import-source copied it into the report: the recorded lines, indented as
