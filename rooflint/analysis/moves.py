@@ -16,6 +16,7 @@ and is printed beside the moves whenever its flags hold.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from rooflint.analysis.causes import enabling_flags
@@ -76,10 +77,18 @@ class Trap:
     excludes: tuple[str, ...] = ()
     rules_out: tuple[str, ...] = ()  # the moves (this catalog's, the callers') it says
     #                                  do not apply: never offered while it is printed
+    refuted_by: str = ""            # a pattern that, found in the line with the most stall
+    #                                 samples (its text or the header inlined into it), shows
+    #                                 the kernel already does what the trap warns against
 
     def holds(self, evidence: Evidence) -> bool:
         return (all(evidence.has(f) for f in self.requires)
                 and not any(evidence.has(f) for f in self.excludes))
+
+    @property
+    def head(self) -> str:
+        """The trap's printed words before its numbers: how a verdict's text is known."""
+        return self.text.split(":")[0]
 
 
 def ruled_out(evidence: Evidence) -> set[str]:
@@ -285,12 +294,21 @@ TRAPS: tuple[Trap, ...] = (
          "top stall ({top_stall_detail}), so an extra shared-memory hop only lengthens the "
          "chain (the book's v5 trap)",
          requires=("chain_bound", "counted"), excludes=("memory_latency_stalls",),
-         rules_out=("hoist_loads",)),
+         rules_out=("hoist_loads",),
+         refuted_by=r"cp\.async|cp_async|memcpy_async|cuda_pipeline|cuda/pipeline"),
     Trap("not_more_flops", "not more FLOP/s (tensor cores, ILP): the math units are at "
          "{compute_pct:.0f}% of their roof", requires=("bandwidth_bound",),
          rules_out=("tensor_cores", "tf32_tensor_cores", "fp8_tensor_cores", "warpgroup_mma",
                     "compute_efficiency", "more_ilp", "gemm_fp8", "conv_fp8")),
 )
+
+
+def refuted_traps(top_stall_line: str) -> tuple[str, ...]:
+    """The heads of the traps the kernel's top stall line refutes: a double-buffered kernel
+    with 71 % of its stall samples on cuda::memcpy_async was told "not cp.async (the book's
+    v5 trap)", about the copies it already makes."""
+    return tuple(trap.head for trap in TRAPS
+                 if trap.refuted_by and re.search(trap.refuted_by, top_stall_line))
 
 
 def _format(template: str, evidence: Evidence, capped: dict[str, float] | None = None) -> str:

@@ -178,6 +178,15 @@ def _leaders(lines: dict[tuple[str, int], SourceLine], measure: str) -> list[tup
     return ranked[:KEPT_PER_MEASURE]
 
 
+def top_stall_line(profile: SourceProfile) -> str:
+    """The text of the line with the most stall samples and the header inlined into it
+    ("" without lines)."""
+    ranked = sorted(profile.lines, key=lambda line: -line.stall_samples)
+    if not ranked or not ranked[0].stall_samples:
+        return ""
+    return f"{ranked[0].text} {ranked[0].inlined}".strip()
+
+
 def supporting(profile: SourceProfile, measure: str, count: int = SHOWN) -> list[str]:
     """The lines that lead ``measure`` (stall samples where the kernel has none of it), as
     ``file:line  share  text``."""

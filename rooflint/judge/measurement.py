@@ -19,7 +19,9 @@ from rooflint.analysis.counters import Counters
 from rooflint.analysis.evidence import Bound
 from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.analysis.observation import Model, Observation, analyse
-from rooflint.analysis.sourcelines import SourceProfile
+from rooflint.analysis.diagnose import Verdict
+from rooflint.analysis.moves import refuted_traps
+from rooflint.analysis.sourcelines import SourceProfile, top_stall_line
 from rooflint.common.errors import RooflintError
 from rooflint.common.paths import portable_path
 from rooflint.formats.calibration import Calibration
@@ -66,6 +68,7 @@ def family_result(family: ResolvedFamily, measurements: list[Measurement],
                 for m in measurements]
     for v in variants:
         v.source_lines = portable_files((sources or {}).get(v.name))
+        v.verdict = without_refuted_traps(v.verdict, v.source_lines)
     baseline = next((v for v in variants if v.baseline and v.time), None)
     by_name = {v.name: v for v in variants}
     for v in variants:
@@ -105,6 +108,18 @@ def variant_result(family: ResolvedFamily, model: VariantModel, m: Measurement,
                 "move": model.expect.move},
         expectation_mismatch=None, versus=None, speed_vs_baseline=None, gate=model.gate,
         compiler=m.compiler, levels=analysis.levels)
+
+
+def without_refuted_traps(verdict: Verdict | None,
+                          profile: SourceProfile | None) -> Verdict | None:
+    """The verdict less the traps its source lines refute (moves.refuted_traps): a kernel
+    whose most-stalled line is an async copy is not told async copies are a trap."""
+    if verdict is None or profile is None:
+        return verdict
+    heads = refuted_traps(top_stall_line(profile))
+    if not heads:
+        return verdict
+    return replace(verdict, ruled_out=[t for t in verdict.ruled_out if not t.startswith(heads)])
 
 
 def library_timed(job: VariantJob, counters: Counters | None) -> str | None:

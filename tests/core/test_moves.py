@@ -544,3 +544,17 @@ def test_a_move_worth_under_five_percent_never_tops_a_larger_one():
                 assert not (top.from_evidence and (top.speedup or 0) < MIN_TOP_GAIN)
             else:
                 assert ranked == list(order)
+
+
+@pytest.mark.parametrize("line, refuted", [
+    ("cuda::memcpy_async(block, tile, src, bytes, pipe);", True),
+    ('asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(s));', True),
+    ("<Unable to open source file> cuda_pipeline_helpers.h:190", True),   # inlined header
+    ("__pipeline_memcpy_async(&tile[i], &src[i], 16);", True),
+    ("acc = fmaf(a[k], b[k], acc);", False),
+    ("__syncthreads();", False),
+    ("", False),
+])
+def test_an_async_copy_on_the_top_stall_line_refutes_the_async_copy_trap(line, refuted):
+    heads = catalog.refuted_traps(line)
+    assert heads == (("not cp.async / more asynchronous loads",) if refuted else ())

@@ -260,3 +260,34 @@ def test_a_library_baseline_is_told_its_callers_moves_and_a_cuda_variant_is_not(
     assert all(m.gain_from == "caller" for m in cublas.moves[:2])
     assert "cuBLAS GEMM: not the program's code" in cublas.moves[0].reason
     assert not any(m.gain_from == "caller" for m in vectorized.moves)
+
+
+def test_a_kernel_whose_top_stall_line_is_an_async_copy_is_not_told_async_copies_are_a_trap(
+        specs):
+    """Issue 48: a double-buffered kernel with 71 % of its stall samples on
+    cuda::memcpy_async was told "not cp.async ... (the book's v5 trap)". The corpus's
+    cp.async chain (H200 counters, chain-bound on its FMAs' waits) keeps the trap while its
+    FMA line leads its stall samples, and loses it where the copy's line does."""
+    from edges import REPO
+    from rooflint.analysis.sourcelines import SourceLine, profile_of
+    corpus = REPO / "benchmarks" / "moves" / "corpus"
+    counters = {v.name: v.counters for v in read_result(
+        REPO / "benchmarks" / "results" / "h200" / "corpus.json").families[0].variants}
+    family = resolve(load_manifest(corpus / "kernel.yaml"), {}, {"num_sms": 132}, TimingJob(),
+                     ["chain_serial_cp_async"])
+    copy = SourceLine("corpus.cu", 121, 'asm volatile("cp.async.ca.shared.global [%0], [%1], 4;"')
+    chain = SourceLine("corpus.cu", 128, "for (int s = 0; s < steps; ++s) CHAIN_STEP(p, b);")
+
+    def ruled_out(copy_samples, chain_samples):
+        lines = [SourceLine(**{**copy.__dict__, "stall_samples": copy_samples}),
+                 SourceLine(**{**chain.__dict__, "stall_samples": chain_samples})]
+        result = family_result(family, [measured("chain_serial_cp_async", 328e-6)],
+                               {"chain_serial_cp_async": counters["chain_serial_cp_async"]},
+                               find_spec("h200", specs), H200,
+                               sources={"chain_serial_cp_async": profile_of(lines)})
+        return result.variants[0].verdict.ruled_out
+
+    assert any(t.startswith("not cp.async") for t in ruled_out(29, 71))
+    kept = ruled_out(71, 29)
+    assert not any(t.startswith("not cp.async") for t in kept)
+    assert any(t.startswith("not fewer bytes per element") for t in kept)
