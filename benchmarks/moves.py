@@ -38,7 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
 PAIRS = REPO / "benchmarks" / "moves" / "pairs.yaml"
 # The manifests and calibrations the committed results were run with.
 MANIFESTS = {"gemm_walk": REPO / "examples" / "gemm_walk" / "kernel.yaml",
-             "move_corpus": REPO / "benchmarks" / "moves" / "corpus" / "kernel.yaml"}
+             "move_corpus": REPO / "benchmarks" / "moves" / "corpus" / "kernel.yaml",
+             "sgemm_tutorial": REPO / "benchmarks" / "moves" / "sgemm_tutorial" / "kernel.yaml"}
 CALIBRATIONS = {"h200": REPO / "examples" / "h200-calibration.json",
                 "h100-sxm": REPO / "examples" / "h100-calibration.json"}
 

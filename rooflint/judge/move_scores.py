@@ -54,11 +54,12 @@ class PairScore:
     @property
     def inside(self) -> bool:
         """The speed-up realised falls in the range printed for the move: above its low
-        end (and faster at all), at most its high end where it has one. A verdict of an
-        older rooflint, without a range, had "up to" its gain."""
+        end (1 for "up to": faster at all; an estimate's band may start below 1, as
+        printed), at most its high end where it has one. A verdict of an older rooflint,
+        without a range, had "up to" its gain."""
         if self.predicted is None:
             return False
-        low = max(self.low or 1.0, 1.0)
+        low = self.low if self.low is not None else 1.0
         high = self.high if self.low is not None else self.predicted
         return low < self.realised and (high is None or self.realised <= high)
 

@@ -62,28 +62,35 @@ def test_each_pair_s_speed_up_is_its_variants_and_its_prediction_today_s_verdict
     assert scored["trap"] == bool(entry.get("trap", False))
 
 
-# The pairs whose first verdict tops another move than the one the pair made, and why
-# that move is a fair first: the decode kernel's grid fills 6 % of the GPU's warps (split-K
-# realised 7.6x from v3), and a copy at 62 % of DRAM's roof is told fewer bytes first, as
-# the book's decode walk is at that point.
+# Where the H200 board's first verdicts miss, and why. Tops another move: the decode
+# kernel's grid fills 6 % of the GPU's warps (split-K realised 7.6x from v3); a copy at 62 %
+# of DRAM's roof is told fewer bytes first, as the book's decode walk is at that point; the
+# tutorial's kernels 5 and 9 are told their bank conflicts first (1.23x, 1.27x), where the
+# tutorial vectorized (1.21x) and warp-tiled (1.17x; warp tiling is not offered while
+# conflicts show). Outside the printed range: the GQA group's K/V reuse (0.87x: its L2
+# traffic fell, its time did not), the tutorial's padded tile (0.74x of "0.76x to 1.71x").
 TOPPED_BY_ANOTHER = {"decode V load hoisted": "fill_the_gpu",
                      "decode cp.async double buffering": "fill_the_gpu",
-                     "vectorized global copy": "fewer_bytes_per_element"}
+                     "vectorized global copy": "fewer_bytes_per_element",
+                     "tutorial 6 vectorized": "bank_conflicts_off",
+                     "tutorial 10 warp tiling": "bank_conflicts_off"}
+OUTSIDE = {"decode K/V read once per GQA group", "tutorial 8 extra column",
+           "tutorial 10 warp tiling"}
+NOT_OFFERED = {"tutorial 10 warp tiling"}
 
 
 @pytest.mark.parametrize("scored", json.loads(BOARD.read_text())["pairs"],
                          ids=lambda p: p["pair"])
 def test_each_pair_tops_its_move_and_each_trap_is_ruled_out(scored):
     """On the recorded counters of every pair (issue 48): a trap's move is not offered; a
-    pair's move is offered, tops the verdict (but for the three above), and its realised
-    speed-up falls in the printed range (but for the GQA group's K/V reuse, 0.87x: its L2
-    traffic fell, its time did not)."""
+    pair's move is offered, tops the verdict and realises a speed-up in the printed range,
+    but for the misses named above."""
     if scored["trap"]:
         assert not scored["offered"]
         return
-    assert scored["offered"]
+    assert scored["offered"] == (scored["pair"] not in NOT_OFFERED)
     assert scored["top_move"] == TOPPED_BY_ANOTHER.get(scored["pair"], scored["move"])
-    assert scored["inside"] == (scored["pair"] != "decode K/V read once per GQA group")
+    assert scored["inside"] == (scored["pair"] not in OUTSIDE)
 
 
 def test_the_h200_board_meets_issue_48s_targets():
@@ -103,6 +110,7 @@ def test_the_board_reads_the_targets_figures():
                          predicted=predicted, basis=basis, low=low, high=high,
                          realised=realised)
     board = scoreboard([pair("a", 2.0, 1.0, low=1.33, high=3.0),
+                        pair("s", 1.2, 0.9, low=0.8, high=1.8),   # a band below 1, as printed
                         pair("b", 1.5, 1.5, low=1.0, high=2.25),
                         pair("c", 1.0, 4.0, top="x", low=0.67, high=1.5),
                         pair("d", None, 2.0, offered=False),
@@ -111,12 +119,13 @@ def test_the_board_reads_the_targets_figures():
                         pair("o", 4.0, 3.0),      # an older verdict: "up to" its gain
                         pair("t1", None, 1.0, trap=True, offered=False),
                         pair("t2", 1.2, 1.0, trap=True)])
-    assert board.estimates == 4
-    assert board.median_error == pytest.approx((math.log(2) + math.log(4 / 3)) / 2)
-    assert board.p90_error == pytest.approx(math.log(2) + 0.7 * (math.log(4) - math.log(2)))
-    assert (board.top_is_move, board.moves) == (6, 7)
-    # a: 1.0 under 1.33; b: 1.5 in 1-2.25; c: 4 past 1.5; r: 3 of 40; u: 3 past 2; o: 3 of 4
-    assert board.inside == 4
+    assert board.estimates == 5    # errors 0, log(4/3), log(4/3), log(2), log(4)
+    assert board.median_error == pytest.approx(math.log(4 / 3))
+    assert board.p90_error == pytest.approx(math.log(2) + 0.6 * (math.log(4) - math.log(2)))
+    assert (board.top_is_move, board.moves) == (7, 8)
+    # a: 1.0 under 1.33; s: 0.9 in 0.8-1.8; b: 1.5 in 1-2.25; c: 4 past 1.5; r: 3 of 40;
+    # u: 3 past 2; o: 3 of 4
+    assert board.inside == 5
 
     assert (board.traps_ruled_out, board.traps) == (1, 2)
 
