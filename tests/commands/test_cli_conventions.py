@@ -239,3 +239,31 @@ def test_each_file_written_is_said_once_in_the_same_words(tmp_path):
     for line in ("csv table written to t.csv", "markdown table written to t.md",
                  "report written to p.html"):
         assert said.count(line) == 1, said
+
+
+def test_every_option_is_registered_under_the_name_it_is_documented_by():
+    """Issue 49: under typer 0.27.2 and click 8.5.0 (the GPU machines'), an option declared
+    with a metavar and no name of its own was registered under the metavar: `run --help`
+    listed `--GPU GPU` and `--devices` was "No such option". Every option of every command
+    has its own lower-case names, whatever the versions installed (.ci/run runs the CLI
+    tests on the GPU machines' versions too)."""
+    import typer
+
+    from rooflint.commands.cli import app
+
+    def commands(group, path=()):       # click's own, or the copy newer typers carry
+        for name, command in group.commands.items():
+            yield (*path, name), command
+            if hasattr(command, "commands"):
+                yield from commands(command, (*path, name))
+
+    seen = 0
+    for path, command in commands(typer.main.get_command(app)):
+        for option in (p for p in command.params if p.param_type_name == "option"):
+            names = [*option.opts, *option.secondary_opts]
+            assert all(n.startswith("-") and n == n.lower() for n in names), (path, names)
+            seen += 1
+    assert seen > 50
+    run = typer.main.get_command(app).commands["run"]
+    named = {n for p in run.params for n in getattr(p, "opts", [])}
+    assert {"--gpu", "--devices", "--source", "--counters"} <= named
