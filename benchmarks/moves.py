@@ -148,6 +148,7 @@ def main() -> None:
         pairs = load_pairs(args.pairs, args.gpu)
         if not pairs:
             raise BadPairs(f"{args.pairs}: no pair was measured on {args.gpu}")
+        others = len(yaml.safe_load(args.pairs.read_text())) - len(pairs)
         inputs = {args.pairs.resolve(), *((REPO / path).resolve() for path, _ in pairs)}
         if out.resolve() in inputs:
             raise BadPairs(f"--out {out}: one of the board's inputs, not overwritten")
@@ -156,6 +157,8 @@ def main() -> None:
         print(f"moves.py: {printable(str(exc))}", file=sys.stderr)
         sys.exit(2)
     board = scoreboard(scores)
+    if others:
+        print(f"{others} pairs measured on other GPUs only are left out")
     for s in scores:
         shown = (f"{s.predicted:.2f}x" if s.predicted is not None else
                  "no estimate" if s.offered else "not offered")

@@ -158,6 +158,9 @@ GOOD = ("- {pair: p, result: examples/GPU-bundled.json, family: stream, before: 
     (GOOD.replace("GPU-bundled", "GPU-nothing"), "p: "),
     (GOOD.replace("family: stream", "family: nope"), "holds no family 'nope'"),
     (GOOD.replace("copy_float4", '"copy\\e[2J"'), "has no timed variant"),
+    (GOOD.replace("move:", "gpus: h200, move:"), "gpus is not a list of GPUs' short names"),
+    (GOOD.replace("move:", 'gpus: ["../h200"], move:'), "gpus is not a list"),
+    (GOOD.replace("move:", "gpus: [h100], move:"), "no pair was measured on h200"),
 ])
 def test_a_bad_pairs_file_gets_one_line_and_nothing_written(tmp_path, text, said):
     pairs, out = tmp_path / "pairs.yaml", tmp_path / "moves.json"
