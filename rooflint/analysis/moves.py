@@ -47,7 +47,8 @@ class MoveRule:
     excludes: tuple[str, ...] = ()
     gain: str = ""                  # Evidence.values key of its own speed-up estimate
     basis: GainBasis = GainBasis.ESTIMATE   # what that value is: an estimate or a bound
-    changes_precision: bool = False  # trades accuracy for speed: ranked after the others
+    changes_precision: bool = False  # trades accuracy for speed: says so; never a best move
+    #                                  that must keep the precision (upside.best_move)
     lines: str = "stall_samples"    # the per-line measure that finds the code it changes
     #                                 (sourcelines.MEASURES; run --source)
     cuts: tuple[str, ...] = ()      # memory levels whose own traffic it cuts: their roofs
