@@ -6,7 +6,9 @@ per line of the CUDA source it was built from, with line information). Each line
 four measures, and a move names the one that supports it (its ``lines`` in the move
 catalog): excessive L2 sectors for an uncoalesced access, bank conflicts for a
 shared-memory tile, the samples stalled at a barrier for a move that takes a barrier off
-the path (the barrier's own line), stall samples for everything else. Under the move, the
+the path (ncu samples the instruction a warp waits to issue, so the line is the barrier's
+or, often, the first after it: the tutorial SGEMM's barrier samples fall on the shared
+loads that follow `__syncthreads()`), stall samples for everything else. Under the move, the
 report prints the lines with the largest share of that measure, with their text:
 
     stream.cu:36  91% of excessive L2 sectors  if (i < n) out[i] = x[(i % m) * stride + i / m];
@@ -49,7 +51,7 @@ class SourceLine:
     stall_samples: float = 0.0
     excessive_sectors: float = 0.0
     bank_conflicts: float = 0.0
-    barrier_samples: float = 0.0    # stall samples waiting at a barrier: the barrier's line
+    barrier_samples: float = 0.0    # stall samples waiting at a barrier (at it, or just after)
     inlined: str = ""   # the header line most of its inlined samples were written on
 
 
