@@ -157,6 +157,10 @@ def main() -> None:
         print(f"moves.py: {printable(str(exc))}", file=sys.stderr)
         sys.exit(2)
     board = scoreboard(scores)
+    made = {path: {"gpu": r.gpu.name, "created": r.created} for path, r in results.items()}
+    document = {"results": made, **asdict(board),
+                "pairs": [{**asdict(s), "error": s.error, "inside": s.inside} for s in scores]}
+    out.write_text(json.dumps(document, indent=1) + "\n")   # before the table: a pipe may close
     if others:
         print(f"{others} pairs measured on other GPUs only are left out")
     for s in scores:
@@ -166,16 +170,12 @@ def main() -> None:
                 if s.predicted is not None else "")
         print(f"{printable(s.pair):<36} {s.move:<23} {'trap ' if s.trap else ''}predicted "
               f"{shown:>11} {band:>11} ({s.basis or '-'}) realised {s.realised:.2f}x "
-              f"{'in ' if s.inside else 'OUT'} top: {s.top_move}")
+              f"{'   ' if s.trap else 'in ' if s.inside else 'OUT'} top: {s.top_move}")
     print(f"estimates ({board.estimates}): median |log(predicted/realised)| "
           f"{fmt(board.median_error)}, 90th percentile {fmt(board.p90_error)}; "
           f"inside the printed range {board.inside} of {board.moves}; "
           f"top move is the move made {board.top_is_move} of {board.moves}; traps ruled out "
           f"{board.traps_ruled_out} of {board.traps}")
-    made = {path: {"gpu": r.gpu.name, "created": r.created} for path, r in results.items()}
-    document = {"results": made, **asdict(board),
-                "pairs": [{**asdict(s), "error": s.error, "inside": s.inside} for s in scores]}
-    out.write_text(json.dumps(document, indent=1) + "\n")
 
 
 def fmt(error: float | None) -> str:
@@ -183,4 +183,8 @@ def fmt(error: float | None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:        # `moves.py | head`: the reader has what it wanted
+        sys.stderr.close()
+        sys.exit(0)
