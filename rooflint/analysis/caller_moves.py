@@ -120,6 +120,11 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
     CallerMove("gemm_shapes", "up", (GEMM,), "shape the GEMM for cuBLAS's tiles: dimensions "
                "(batch x sequence, hidden, vocabulary) padded to multiples of 128, bf16 "
                "operands, and a batch large enough for a whole number of waves"),
+    CallerMove("gemm_tf32", "raise-the-roof", (GEMM,), "TF32 tensor cores for the FP32 "
+               "matmuls: torch.set_float32_matmul_precision(\"high\") (PyTorch), CUPY_TF32=1 "
+               "(CuPy), CUBLAS_TF32_TENSOR_OP_MATH (cuBLAS): a 10-bit mantissa in, FP32 "
+               "accumulation, where the accuracy allows", requires=("fp32_data",),
+               changes_precision=True),
     CallerMove("gemm_fp8", "raise-the-roof", (GEMM,), "fp8 GEMMs (torch._scaled_mm, "
                "Transformer Engine) where the accuracy allows: twice the bf16 tensor roof",
                changes_precision=True),
