@@ -76,10 +76,10 @@ GPU_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 FIELDS = ("pair", "result", "family", "before", "after", "move")
 
 
-def load_pairs(path: Path, gpu: str) -> list[tuple[str, Pair]]:
+def load_pairs(path: Path, gpu: str) -> tuple[list[tuple[str, Pair]], int]:
     """The pairs of ``path`` measured on ``gpu`` (all, or those whose ``gpus`` name it),
     each with its result's path (GPU in it replaced by ``gpu``), every field checked before
-    any result is read."""
+    any result is read; and how many pairs were measured on other GPUs only."""
     try:
         entries = yaml.safe_load(path.read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -108,7 +108,7 @@ def load_pairs(path: Path, gpu: str) -> list[tuple[str, Pair]]:
             raise BadPairs(f"{where}: result {result!r} is outside the repository")
         pairs.append((result, Pair(entry["pair"], entry["family"], entry["before"],
                                    entry["after"], entry["move"], entry.get("trap") is True)))
-    return pairs
+    return pairs, len(entries) - len(pairs)
 
 
 def scores_of(pairs: list[tuple[str, Pair]]) -> tuple[list[PairScore], dict[str, RunResult]]:
@@ -145,10 +145,9 @@ def main() -> None:
         if not GPU_NAME.fullmatch(args.gpu):
             raise BadPairs(f"--gpu {args.gpu!r}: a GPU's short name, as h200")
         out = args.out or REPO / "benchmarks" / "results" / args.gpu / "moves.json"
-        pairs = load_pairs(args.pairs, args.gpu)
+        pairs, others = load_pairs(args.pairs, args.gpu)
         if not pairs:
             raise BadPairs(f"{args.pairs}: no pair was measured on {args.gpu}")
-        others = len(yaml.safe_load(args.pairs.read_text())) - len(pairs)
         inputs = {args.pairs.resolve(), *((REPO / path).resolve() for path, _ in pairs)}
         if out.resolve() in inputs:
             raise BadPairs(f"--out {out}: one of the board's inputs, not overwritten")
