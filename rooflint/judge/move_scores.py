@@ -22,7 +22,6 @@ from rooflint.analysis.moves import GainBasis
 from rooflint.formats.results import VariantResult
 
 
-
 @dataclass(frozen=True)
 class Pair:
     """Two variants of one family in one result, the second the first plus ``move``."""
