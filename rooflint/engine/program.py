@@ -266,14 +266,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     result = profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
                             chosen, counters, spec, device, calibration, settings, models,
                             missing)
-    result.program = pass1_timing(first)
+    result.program = one.timing
     return result, stopped
-
-
-def pass1_timing(first: Pass) -> ProgramTiming | None:
-    """The program's wall time, GPU busy time, idle gaps and steps from pass 1's trace;
-    None where Nsight Compute timed pass 1 (its launches carry no timestamps)."""
-    return program_timing(first.trace) if first.timer.traced and first.trace else None
 
 
 # Nsight Compute saves the device memory a program holds before a profiled launch's first
@@ -402,6 +396,9 @@ class PassOne:
     tuning: Autotuning
     unrecorded: list[Unrecorded]
     every: list[KernelTime]
+    # The program's wall time, GPU busy time, idle gaps and steps from the trace; None
+    # where Nsight Compute timed pass 1 (its launches carry no timestamps).
+    timing: ProgramTiming | None = None
 
 
 def timed_kernels(first: Pass, filters: Filters) -> PassOne:
@@ -420,7 +417,7 @@ def timed_kernels(first: Pass, filters: Filters) -> PassOne:
         kernels = kernel_times_from_trace(kept)
         every = kernels if len(found) == len(launches) else \
             kernel_times_from_trace(trace_without_autotuning(launches, steps)[0])
-        return PassOne(kernels, tuning, unrecorded(first.trace or {}), every)
+        return PassOne(kernels, tuning, unrecorded(first.trace or {}), every, timing)
     rows, tuning = rows_without_autotuning(parse_rows(first.log))
     kernels = kernel_times(rows)
     return PassOne(kernels, tuning, [], kernels)

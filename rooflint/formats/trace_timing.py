@@ -139,8 +139,15 @@ def gaps(busy: list[Span], region: Span) -> list[Span]:
 
 
 def overlap(spans: list[Span], within: Span) -> float:
-    """How long the merged spans ``spans`` cover of ``within``."""
-    return sum(max(0.0, min(end, within[1]) - max(start, within[0])) for start, end in spans)
+    """How long the merged spans ``spans`` (disjoint, in order: union's) cover of
+    ``within``: only those from the last to start before it are read, so the idle gaps of a
+    trace (20,000 in a ResNet-50's 13 steps) cost their own spans, not every span each."""
+    covered, i = 0.0, max(0, bisect_right(spans, (within[0], within[0])) - 1)
+    while i < len(spans) and spans[i][0] < within[1]:
+        start, end = spans[i]
+        covered += max(0.0, min(end, within[1]) - max(start, within[0]))
+        i += 1
+    return covered
 
 
 def _add_gap(idle: IdleTime, gap: Span, copies: list[Span], host: _Host) -> None:

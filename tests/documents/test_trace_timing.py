@@ -5,11 +5,13 @@ every gap is known."""
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
 from edges import REPO
-from rooflint.formats.trace_timing import IdleTime, Steps, program_timing, step_spans
+from rooflint.formats.trace_timing import (IdleTime, Steps, overlap, program_timing, step_spans,
+                                           union)
 
 TRACES = REPO / "tests" / "fixtures" / "trace"
 
@@ -165,3 +167,19 @@ def test_with_steps_the_time_is_the_steps_after_the_first():
     assert timing.wall_s == pytest.approx(170e-6)
     assert timing.busy_s == pytest.approx(20e-6)
     assert timing.busy_s + timing.idle.total_s == pytest.approx(timing.wall_s)
+
+
+def test_overlap_reads_only_the_spans_near_its_window_and_agrees_with_a_full_sum():
+    """overlap bisects to the spans around its window (a ResNet-50's 21,000 idle gaps over
+    all its spans took 43 s of a profile on an H200, 0.3 s this way); over random merged
+    spans and windows, including windows that start or end on a span's edge, it sums what
+    every span would."""
+    rng = random.Random(7)
+    for _ in range(300):
+        spans = union((t, t + rng.choice([0.0, 0.5, 1.0, 3.0]))
+                      for t in (rng.randrange(0, 60) for _ in range(rng.randrange(0, 25))))
+        edges = [t for span in spans for t in span] + [rng.uniform(-5, 70) for _ in range(4)]
+        start = rng.choice(edges)
+        window = (start, start + rng.choice([0.0, 0.25, 1.0, rng.uniform(0, 40)]))
+        full = sum(max(0.0, min(end, window[1]) - max(begin, window[0])) for begin, end in spans)
+        assert overlap(spans, window) == pytest.approx(full)
