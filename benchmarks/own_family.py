@@ -14,7 +14,8 @@ call, in this order:
    directory beside the user's own (on the same disk; this machine's calibrations copied
    in; removed at the end), so the kernels are built and every reference is computed and
    written to the reference cache;
-2. the second run of the unchanged family: every reference read from the cache;
+2. the second run of the unchanged family: every reference read from the cache, and
+   every variant's counters (formats/counter_cache.py: no counter pass);
 3. the first run with the builds cached: after `rooflint cache clear`, every reference
    computed again (what the reference cache alone saves is 3 against 2);
 4. Nsight Compute's full set (its kernels' builds cached by then, as for 2 and 3).
@@ -46,8 +47,9 @@ RUNS = {"first-run": "first run, nothing of rooflint's cached",
         "second-run": "second run, unchanged family",
         "first-run-builds-cached": "first run, builds cached (after rooflint cache clear)"}
 # figure -> (run, must, goal): the run's seconds over the full set's, at most these
-TARGETS = {"second run / ncu --set full": ("second-run", 0.6, 0.4),
-           "first run / ncu --set full": ("first-run", 1.0, 0.6)}
+# (issue 50's; issue 25's were 0.6x and 0.4x for the second run, 1.0x and 0.6x the first)
+TARGETS = {"second run / ncu --set full": ("second-run", 0.4, 0.25),
+           "first run / ncu --set full": ("first-run", 0.6, 0.4)}
 
 
 def use_private_cache(directory: Path) -> None:

@@ -172,6 +172,10 @@ def run(
                                             "host references afresh, neither reading nor "
                                             "writing the outputs kept from earlier runs "
                                             "(`rooflint cache clear` removes them)."),
+    no_counter_cache: bool = typer.Option(False, "--no-counter-cache", help="Profile every "
+                                          "variant afresh, neither reading nor writing the "
+                                          "counters kept from earlier runs of unchanged "
+                                          "variants (`rooflint cache clear` removes them)."),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run import run_command   # start-up: see the top
@@ -179,7 +183,8 @@ def run(
         target=target, variants=tuple(variants or ()), sizes=tuple(size), gpu=gpu,
         cache=cache, json_path=json_path, svg=svg, timeout_s=timeout, counters=counters,
         timings=timings, devices=devices, gpm=gpm, source=source,
-        exports=Exports(csv, markdown, html), reference_cache=not no_reference_cache))
+        exports=Exports(csv, markdown, html), reference_cache=not no_reference_cache,
+        counter_cache=not no_counter_cache))
 
 
 class ProgramCommand(Command):
@@ -255,13 +260,18 @@ def profile(
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
     detail: bool = typer.Option(ProfileRequest.detail, "--detail", help=DETAIL_HELP),
+    no_counter_cache: bool = typer.Option(False, "--no-counter-cache", help="Profile every "
+                                          "chosen kernel in pass 2, neither reading nor "
+                                          "writing the counters of PyTorch's own kernels "
+                                          "kept from earlier profiles (`rooflint cache "
+                                          "clear` removes them)."),
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
     from rooflint.commands.profile import profile_command   # start-up: see the top
     profile_command(ProfileRequest(
         command=tuple(command), top=top, coverage=coverage, nvtx=nvtx, kernel=kernel,
         skip=skip, gpu=gpu, json_path=json_path, svg=svg, logs=logs, model=model,
-        exports=Exports(csv, markdown, html), detail=detail))
+        exports=Exports(csv, markdown, html), detail=detail, counter_cache=not no_counter_cache))
 
 
 @app.command(cls=Command)
@@ -438,21 +448,26 @@ def compare(
 
 
 cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
-                        help="What rooflint keeps between runs: host references' outputs.")
+                        help="What rooflint keeps between runs: host references' outputs "
+                             "and unchanged kernels' counters.")
 app.add_typer(cache_app, name="cache")
 
 
 @cache_app.command("clear", cls=Command)
 @one_line_errors
 def cache_clear() -> None:
-    """Remove the host references' outputs kept between runs (builds and calibrations stay)."""
+    """Remove the host references' outputs and the kernels' counters kept between runs
+    (builds and calibrations stay)."""
     from rooflint.common.units import counted, format_bytes
-    from rooflint.formats import reference_cache    # start-up: see the top
+    from rooflint.formats import counter_cache, reference_cache  # start-up: see the top
 
     directory = reference_cache.references_directory()
     cleared = reference_cache.clear(directory)
     console.print(f"removed the outputs of {counted(cleared.entries, 'reference')} "
                   f"({format_bytes(cleared.size)}) from {directory}", markup=False)
+    kept = counter_cache.counters_directory()
+    console.print(f"removed the counters of {counted(counter_cache.clear(kept), 'kernel')} "
+                  f"from {kept}", markup=False)
 
 
 @app.command(cls=Command)

@@ -47,7 +47,8 @@ def profile_command(request: ProfileRequest) -> None:
                            top=request.top, nvtx=request.nvtx, kernel=request.kernel,
                            skip=request.skip, gpu=request.gpu,
                            logs=str(logs) if logs else None,
-                           model=str(model) if model else None), progress)
+                           model=str(model) if model else None,
+                           counter_cache=request.counter_cache), progress)
     finally:
         signal.signal(signal.SIGTERM, terminate)
     try:

@@ -47,6 +47,7 @@ class RunRequest:
     source: bool = False
     exports: Exports = Exports()
     reference_cache: bool = True
+    counter_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class ProfileRequest:
     model: Path | None = None
     exports: Exports = Exports()
     detail: bool = False                  # every kernel's row and notes under the summary
+    counter_cache: bool = True            # PyTorch's own kernels' counters kept between profiles
 
 
 @dataclass(frozen=True)

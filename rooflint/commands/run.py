@@ -43,7 +43,8 @@ def run_command(request: RunRequest) -> None:
                          gpu=request.gpu, cache=request.cache, timeout_s=request.timeout_s,
                          json_path=None if json_path == STDOUT else json_path,
                          counters=request.counters, devices=chosen, gpm=request.gpm,
-                         source=request.source, reference_cache=request.reference_cache)
+                         source=request.source, reference_cache=request.reference_cache,
+                         counter_cache=request.counter_cache)
     manifests = check_inputs(options, progress)   # every input mistake, before any worker starts
     pools = runner.timing_pools(chosen)   # their start-up runs while the rest of rooflint loads
     try:

@@ -34,6 +34,8 @@ from rooflint.formats.family_code import check_code
 from rooflint.formats.family_job import ResolvedFamily, check_sizes, resolve
 from rooflint.formats.manifest import Manifest, load_manifest, select_variants
 from rooflint.formats.reference_cache import size_limit
+from rooflint.formats.counter_cache import CounterCache
+from rooflint.formats.counter_key import variant_key
 from rooflint.formats.gpus import DeviceInfo
 from rooflint.formats.jobs import TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch
 from rooflint.analysis.counters import Counters
@@ -66,6 +68,7 @@ class RunOptions:
     gpm: bool = False            # sample NVML GPM utilizations (0.2 s a variant) as evidence
     source: bool = False         # a source pass: the source lines behind each move
     reference_cache: bool = True  # host references' outputs read from and kept on disk
+    counter_cache: bool = True    # variants' counters read from and kept on disk
 
 
 def parse_sizes(items: list[str]) -> dict[str, Number]:
@@ -142,6 +145,7 @@ class Lane:
     sources: Profiler | None = None   # the source pass's (run --source)
     device: DeviceInfo | None = None
     failure: str = ""                 # why its worker did not start
+    metrics: tuple[str, ...] = ()     # the counters its profiler reads
 
 
 @dataclass
@@ -156,6 +160,7 @@ class _Shared:
     watch: Stopwatch
     order: list[str]
     counters: CountersSwitch
+    counter_cache: CounterCache | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -168,6 +173,8 @@ class _Timed:
     watch: Stopwatch
     ticket: int | None = None         # the profiler's, once it is profiled
     source_ticket: int | None = None  # the source pass's
+    keys: dict[str, str] = field(default_factory=dict)        # the counter cache's, by variant
+    cached: dict[str, Counters] = field(default_factory=dict)  # read from it, by variant
 
 
 def run(options: RunOptions, listener: Listener | None = None,
@@ -205,7 +212,8 @@ def run(options: RunOptions, listener: Listener | None = None,
             if options.source:
                 listener.warn(NO_SOURCE_LINES)
         shared = _Shared(options, spec, calibration, result, listener, watch,
-                         [m.name for m in manifests], switch)
+                         [m.name for m in manifests], switch,
+                         CounterCache.default() if options.counter_cache else None)
         pending = deque(manifests)
         if len(lanes) == 1:
             _work(lanes[0], pending, shared)
@@ -238,7 +246,7 @@ def lanes_for(options: RunOptions, manifests: list[Manifest], pools: list[Worker
                     if counting else None)
         sources = (Profiler(options.cache, source_report.SourceCounting(), pool.env, preload)
                    if counting and options.source else None)
-        lanes.append(Lane(pool, visible, profiler, sources))
+        lanes.append(Lane(pool, visible, profiler, sources, metrics=tuple(metrics)))
     return lanes
 
 
@@ -326,7 +334,9 @@ def _work(lane: Lane, pending: deque, shared: _Shared) -> None:
         counters = close_profiler(lane, shared)
         sources = take_source_lines(lane, timed, shared) if lane.sources else {}
         for done in timed:
-            _publish(shared, done, counters.get(done.ticket, {}), lane, final=True,
+            measured = counters.get(done.ticket, {})
+            keep_counters(shared.counter_cache, done, measured)
+            _publish(shared, done, done.cached | measured, lane, final=True,
                      sources=sources.get(done.source_ticket, {}))
 
 
@@ -345,14 +355,53 @@ def time_family(lane: Lane, manifest: Manifest, shared: _Shared) -> _Timed:
 
 
 def profile_family(lane: Lane, done: _Timed, shared: _Shared) -> None:
-    """The variants that passed, each run once under the lane's profiler."""
-    variants = profiled_variants(done.family, done.measurements)
+    """The variants that passed, each run once under the lane's profiler, but for those
+    whose counters the counter cache holds (said in one line)."""
+    variants = cached_counters(lane, done, shared)
     if not variants:
         return
     progress = shared.listener.progress(done.family.manifest.name, "counters", len(variants))
     with done.watch.phase("counters"):
         done.ticket = lane.profiler.profile(replace(done.family.job, variants=variants),
                                             5 * shared.options.timeout_s, progress, done.watch)
+
+
+def cached_counters(lane: Lane, done: _Timed, shared: _Shared) -> list[VariantJob]:
+    """The variants that passed and still need counters: with a counter cache, each one's
+    key (counter_key) is set in ``done`` and the counters it holds are taken from it."""
+    variants = profiled_variants(done.family, done.measurements)
+    cache = shared.counter_cache
+    if cache is None or lane.profiler is None or not variants:
+        return variants
+    compilers = {m.variant: m.compiler for m in done.measurements}
+    done.keys = {v.name: variant_key(done.family.job, v, compilers.get(v.name, ""), lane.device,
+                                     ncu.version(), lane.metrics) for v in variants}
+    taken = {}
+    for v in variants:
+        hit = cache.read(done.keys[v.name])
+        if hit is not None:
+            done.cached[v.name], taken[v.name] = hit.counters, hit.taken
+    if taken:
+        shared.listener.warn(cached_words(done.family.manifest.name, taken, len(variants)))
+    return [v for v in variants if v.name not in done.cached]
+
+
+def cached_words(family: str, taken: dict[str, str], variants: int) -> str:
+    """The line saying which counters came from the cache, and since when."""
+    days = sorted(set(taken.values()))
+    since = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+    return (f"{family}: counters of {len(taken)} of {variants} variants from the counter cache "
+            f"(taken {since}; their code, launches, inputs, GPU and tools unchanged); "
+            f"--no-counter-cache profiles them again")
+
+
+def keep_counters(cache: CounterCache | None, done: _Timed, measured: dict[str, Counters]
+                  ) -> None:
+    """The counters just measured, kept under their variants' keys."""
+    if cache is not None:
+        for name, counters in measured.items():
+            if name in done.keys:
+                cache.write(done.keys[name], counters)
 
 
 NO_SOURCE_LINES = "no source lines: the source pass (--source) needs the counters that are off"
@@ -403,6 +452,7 @@ def _publish(shared: _Shared, done: _Timed, counters: dict[str, Counters], lane:
                                  lane.device, shared.calibration, sources or {})
     measured.timings = dict(done.watch.seconds)
     measured.device = lane.visible
+    measured.cached_counters = sorted(set(done.cached) & set(counters))
     with shared.lock:
         families = [f for f in shared.result.families if f.name != measured.name] + [measured]
         shared.result.families = sorted(families, key=lambda f: shared.order.index(f.name))

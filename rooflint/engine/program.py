@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter as Tally
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -46,6 +46,8 @@ from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.stats import TimeStats
 from rooflint.judge.autotuning import Autotuning, rows_without_autotuning, trace_without_autotuning
 from rooflint.judge.kernel_choice import choose
+from rooflint.judge.counter_reuse import kernel_key, reuse_context, served
+from rooflint.formats.counter_cache import CounterCache
 from rooflint.judge.kernel_libraries import caller_flags, library
 from rooflint.judge.distinct_names import unique_names
 from rooflint.judge.kernel_times import (Identity, KernelTime, kernel_times,
@@ -65,7 +67,7 @@ from rooflint.formats.settings import DEFAULT_COVERAGE, Settings
 from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Unrecorded, unrecorded
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
-from rooflint.formats.trace_events import union_unless_any
+from rooflint.formats.trace_events import libraries, union_unless_any
 from rooflint.formats.trace_timing import ProgramTiming, program_timing
 
 
@@ -200,6 +202,7 @@ class ProfileOptions:
     gpu: str | None = None
     logs: str | None = None          # keep Nsight Compute's CSV logs in this directory
     model: str | None = None         # a kernel_models file: kernels' FLOPs and bytes
+    counter_cache: bool = True       # PyTorch's own kernels' counters read from and kept on disk
 
 
 def profile_program(options: ProfileOptions, say: Callable[[str], None]
@@ -225,15 +228,20 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         return timed[id(first)]
 
     planned: list[Choice] = []                                   # the last is pass 2's
+    cache = CounterCache.default() if options.counter_cache else None
+    reuse = Reuse()
 
     def plan(first: Pass) -> Choice:
-        """The kernels pass 2 profiles, said before it starts."""
+        """The kernels pass 2 profiles (those the counter cache does not serve), said
+        before it starts."""
         one = kernels_of(first)
         chosen = choose(one.kernels, options.coverage, options.top)
-        choice = pass2_choice(chosen, one.every)
+        reuse.look_up(cache, first, chosen)
+        profiled = [k for k in chosen if k.identity not in reuse.served]
+        choice = pass2_choice(profiled, one.every)
         planned.append(choice)
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
-                       choice.tensor_precisions))
+                       choice.tensor_precisions, profiled))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))
         if one.unrecorded:
@@ -248,7 +256,9 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     kernels, tuning = one.kernels, one.tuning
     chosen = choose(kernels, options.coverage, options.top)
     profiled = parse_rows(second.log)
-    counters = counters_by_identity(chosen, profiled, kernels)
+    measured = counters_by_identity(chosen, profiled, kernels)
+    reuse.keep(cache, measured)
+    counters = reuse.served | measured
     stopped = second.stopped
     choice = planned[-1]
     missing = {k.identity: stopped_words(stopped.why) if stopped
@@ -260,6 +270,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     calibration = calibrations.find(spec.id, device.driver)
     settings = replace(passes_settings(options, first, second, len(profiled), choice,
                                        passes.selection(choice.patterns)),
+                       pass2_cached_kernels=[k.kernel for k in chosen
+                                             if k.identity in reuse.served] or None,
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
                        autotuners=list(tuning.tuners) or None,
                        unrecorded=one.unrecorded or None)
@@ -268,6 +280,51 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                             missing)
     result.program = one.timing
     return result, stopped
+
+
+@dataclass
+class Reuse:
+    """The counter cache's part in a profile (judge/counter_reuse.py): each chosen kernel's
+    key, and the counters it serves."""
+
+    keys: dict[Identity, str] = field(default_factory=dict)
+    served: dict[Identity, Counters] = field(default_factory=dict)
+
+    def look_up(self, cache: CounterCache | None, first: Pass, chosen: list[KernelTime]) -> None:
+        """Keys for the chosen kernels pass 1's trace lets the cache serve, and what it
+        holds of them (whole functions only)."""
+        if cache is None or not first.trace:
+            return
+        device = device_from_trace_or_none(first.trace)
+        context = reuse_context(libraries(first.trace), device, ncu_version()) if device else None
+        if context is None:
+            return
+        self.keys = {k.identity: key for k in chosen
+                     for key in [kernel_key(k, context, kernel_metrics(k))] if key}
+        held = {identity: hit.counters for identity, key in self.keys.items()
+                for hit in [cache.read(key)] if hit is not None}
+        self.served = served(chosen, held)[0]
+
+    def keep(self, cache: CounterCache | None, measured: dict[Identity, Counters]) -> None:
+        """The counters pass 2 just measured, kept under their kernels' keys."""
+        if cache is not None:
+            for identity, counters in measured.items():
+                if identity in self.keys:
+                    cache.write(self.keys[identity], counters)
+
+
+def kernel_metrics(k: KernelTime) -> list[str]:
+    """The counters pass 2 reads of ``k`` whichever kernels it is profiled with: the tensor
+    precisions its own operators name (a list read with others' holds these too)."""
+    return Choice([], k.tensor_precisions).metrics
+
+
+def device_from_trace_or_none(trace: dict | None) -> DeviceInfo | None:
+    """The GPU pass 1's trace names, with the driver NVML gives; None where it names none."""
+    try:
+        return device_from_trace(trace or {}, passes.driver_version())
+    except RooflintError:
+        return None
 
 
 # Nsight Compute saves the device memory a program holds before a profiled launch's first

@@ -169,6 +169,9 @@ class FamilyResult:
     # seconds per phase (rooflint.common.phases)
     timings: dict[str, Amount] = field(default_factory=dict)
     device: str | None = None           # the CUDA_VISIBLE_DEVICES entry it ran on (--devices)
+    # The variants whose counters were read from the counter cache, not profiled this run
+    # (rooflint.formats.counter_cache).
+    cached_counters: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -59,6 +59,8 @@ class Settings:
     pass2_tensor_precisions: list[str] | None = None   # None: every precision
     pass2_started_early: bool | None = None
     pass2_stopped: str | None = None      # why pass 2 ended early (a failure, Ctrl-C)
+    # the chosen kernels whose counters the counter cache served, not pass 2 (their names)
+    pass2_cached_kernels: list[str] | None = None
     gpu_time_s: float | None = None       # the GPU time of every kernel pass 1 kept
     kernels: int | None = None
     other_kernels: int | None = None      # kernels not chosen, and their share of that time

@@ -23,6 +23,7 @@ Pure: a parsed document in, launches out.
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
@@ -86,6 +87,8 @@ COPY = "aten::copy_"
 # The most device memory the program's allocator held, as measure/trace_bootstrap.py (which
 # imports nothing of rooflint) writes it at the trace's top level.
 PEAK_RESERVED = "rooflint_peak_reserved_bytes"
+# The versions of PyTorch, its CUDA and its cuDNN, as the bootstrap writes them there.
+LIBRARIES = "rooflint_libraries"
 
 
 @dataclass
@@ -106,6 +109,8 @@ class Launch:
     ranges: tuple[str, ...] = ()   # the NVTX / profiler ranges around its launch
     dtypes: tuple[str, ...] | None = None  # its ATen operator's input dtypes ("float"); None:
     #                                        no ATen operator launched it, or none recorded
+    inputs: str | None = None      # its ATen operator, input dims and types, as one text;
+    #                                None: no ATen operator launched it, or none recorded
     autotuner: str | None = None   # the benchmarking that launched it: "Triton's autotuner"
     weight: float = 1.0            # the launches it stands for: more than one where a run
     #                                of repeated calls recorded only its first (SAMPLED_RANGE)
@@ -341,6 +346,7 @@ class _Scopes:
         operators = self.operators.get(thread, _Intervals()).around(call["ts"])
         launch.operator = operators[-1]["name"] if operators else None
         launch.dtypes = _input_dtypes(operators[-1]) if operators else None
+        launch.inputs = _inputs(operators[-1]) if operators else None
         launch.ranges = tuple(dict.fromkeys(e["name"] for e in self.ranges.around(call["ts"])))
         tuning = self.autotuning.get(thread, _Intervals()).around(call["ts"])
         launch.autotuner = tuning[0]["name"].removeprefix(AUTOTUNING_RANGE) if tuning else None
@@ -417,6 +423,24 @@ def _input_dtypes(operator: dict) -> tuple[str, ...] | None:
         return None
     dims = dims if isinstance(dims, list) and len(dims) == len(types) else [[1]] * len(types)
     return tuple(t for t, d in zip(types, dims) if isinstance(t, str) and t and d)
+
+
+def _inputs(operator: dict) -> str | None:
+    """An ATen operator's name with its inputs' dims and types as the profiler recorded
+    them (record_shapes), as one text: what a PyTorch kernel's work depends on beside its
+    launch shape (a reduction's fixed grid reads any length); None for any other operator,
+    or a trace without them."""
+    args = operator.get("args") or {}
+    if not operator["name"].startswith(ATEN) or "Input Dims" not in args:
+        return None
+    return json.dumps([operator["name"], args.get("Input Dims"), args.get("Input type")])
+
+
+def libraries(trace: dict[str, Any]) -> dict[str, Any] | None:
+    """The versions of PyTorch, its CUDA and its cuDNN the program ran (the bootstrap writes
+    them); None where the trace does not say."""
+    value = trace.get(LIBRARIES)
+    return value if isinstance(value, dict) and value.get("torch") else None
 
 
 def _by_thread(events: list[dict]) -> dict[tuple[Any, Any], _Intervals]:

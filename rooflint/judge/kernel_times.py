@@ -47,6 +47,9 @@ class KernelTime:
     # the recorded ones.
     unrecorded_launches: int = 0
     unrecorded_s: float = 0.0
+    # Its launches' ATen operators with their input dims and types (trace_events.Launch's
+    # inputs); None where a launch came from no ATen operator, or any was not recorded.
+    inputs: frozenset[str] | None = None
 
     @property
     def identity(self) -> Identity:
@@ -97,9 +100,16 @@ def kernel_times_from_trace(launches: list[Launch]) -> list[KernelTime]:
                           upcasts=2 * sum(x.widens and not x.backward_of for x in mine)
                           > len(mine), cast=copied_dtypes(mine),
                           unrecorded_launches=round(sum(x.weight - 1 for x in mine)),
-                          unrecorded_s=sum(x.duration_s * (x.weight - 1) for x in mine))
+                          unrecorded_s=sum(x.duration_s * (x.weight - 1) for x in mine),
+                          inputs=_inputs(mine))
                for mine in groups.values()]
     return sorted(kernels, key=lambda k: k.total_s, reverse=True)
+
+
+def _inputs(launches: list[Launch]) -> frozenset[str] | None:
+    """The distinct inputs of these launches' operators; None unless every launch has some."""
+    found = [x.inputs for x in launches]
+    return None if None in found else frozenset(found)
 
 
 def copied_dtypes(launches: list[Launch]) -> tuple[str, str] | None:

@@ -95,6 +95,9 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
         first = timing_pass(command, filters, logs, say)
         if alone(waiting, first):
             choice = plan(first)
+            if not choice.patterns:        # every chosen kernel's counters are known
+                stop(waiting.process)
+                return first, Pass("", 0.0)
             return first, _second(lambda: _attach(waiting, choice, logs, say),
                                   attached=True)
         stop(waiting.process)
@@ -102,6 +105,8 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
         "its early-started second run may have overlapped the first")
     first = duration_pass(command, filters, logs, say)
     choice = plan(first)
+    if not choice.patterns:
+        return first, Pass("", 0.0)
     return first, _second(lambda: counter_pass(command, choice, logs, say))
 
 

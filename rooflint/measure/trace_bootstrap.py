@@ -73,6 +73,7 @@ import ast
 import functools
 import importlib.machinery
 import importlib.util
+import json
 import linecache
 import os
 import re
@@ -107,6 +108,9 @@ INJECTION = "CUDA_INJECTION64_PATH"
 # The trace's top-level key for the most device memory PyTorch's allocator held
 # (formats/trace_events.py reads it under the same name).
 PEAK_RESERVED = "rooflint_peak_reserved_bytes"
+# The trace's top-level key for the versions of PyTorch, its CUDA and its cuDNN, whose
+# kernels' code they fix (formats/trace_events.py reads it under the same name).
+LIBRARIES = "rooflint_libraries"
 # The prefix of the ranges around an autotuner's benchmarking (formats/trace_events.py
 # reads it under the same name).
 AUTOTUNING = "rooflint.autotuning: "
@@ -770,10 +774,13 @@ def _wrappers(kind, record, prefix, collection, runs, unlined, compiled):
 
 def _record_memory(torch, profiler):
     """The most device memory the program's allocator held, into the trace: pass 2's
-    replays save and restore what a program holds around each profiled launch."""
+    replays save and restore what a program holds around each profiled launch; and the
+    versions that fix the code of PyTorch's own kernels (the counter cache's key)."""
     add = getattr(profiler, "add_metadata_json", None)
     if add is not None:
         add(PEAK_RESERVED, str(torch.cuda.max_memory_reserved()))
+        add(LIBRARIES, json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda,
+                                   "cudnn": torch.backends.cudnn.version()}))
 
 
 def _import_dynamo():

@@ -26,16 +26,25 @@ def pass1_words(command: Sequence[str]) -> str:
 
 
 def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: list[KernelTime],
-               precisions: frozenset[str] | None) -> str:
+               precisions: frozenset[str] | None,
+               profiled: list[KernelTime] | None = None) -> str:
     """What pass 1 (timed by ``timer``, in ``wall_s``) found and what pass 2 will profile,
-    said before pass 2 starts."""
+    said before pass 2 starts: ``profiled`` of the chosen kernels (all of them by default;
+    the rest's counters come from the counter cache)."""
+    profiled = chosen if profiled is None else profiled
+    served = len(chosen) - len(profiled)
     covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
-    return (f"pass 1 ({timer}): {counted(len(kernels), 'kernel')} in "
-            f"{wall_s:.1f} s; pass 2: counters on {len(chosen)} of them "
-            f"({covered:.0%} of GPU time; every launch shape of their functions, as Nsight "
-            f"Compute selects by name), the first launch of each, tensor FLOPs in "
+    found = (f"pass 1 ({timer}): {counted(len(kernels), 'kernel')} in {wall_s:.1f} s; "
+             f"pass 2: counters on {len(chosen)} of them ({covered:.0%} of GPU time")
+    cached = (f"; {served} from the counter cache: PyTorch's own kernels at the launch shapes "
+              f"and inputs an earlier profile measured, --no-counter-cache profiles them "
+              f"again" if served else "")
+    if served == len(chosen):
+        return f"{found}{cached}): pass 2 is not run"
+    return (f"{found}{cached}; every launch shape of their functions, as Nsight Compute "
+            f"selects by name), the first launch of each, tensor FLOPs in "
             f"{precisions_words(precisions)}: about "
-            f"{pass2_estimate_s(chosen):.0f} s and the rest of the program")
+            f"{pass2_estimate_s(profiled):.0f} s and the rest of the program")
 
 
 def precisions_words(precisions: frozenset[str] | None) -> str:
