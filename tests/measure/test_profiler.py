@@ -127,3 +127,26 @@ def test_a_profiler_given_nothing_to_profile_is_no_failure(stand_in):
     profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)))
     profiler.start()                   # started with the run; every variant then failed
     assert profiler.close() == {}
+
+
+def test_a_session_never_given_a_job_is_ended_at_once(tmp_path, monkeypatch):
+    """Every family's counters came from the counter cache: the session started with the run
+    is killed at close, not left to end as ncu ends one (a second of its teardown, here a
+    stand-in that takes 30 s to end once its input closes)."""
+    import time
+    script = tmp_path / "slow_end.py"
+    script.write_text(textwrap.dedent('''
+        import json, sys, time
+        print(json.dumps({"event": "hello", "device": None}), flush=True)
+        sys.stdin.read()
+        time.sleep(30)
+    '''))
+    monkeypatch.setattr(runner.ncu, "command",
+                        lambda log, cache, metrics: [sys.executable, str(script), log, "--"])
+    profiler = runner.Profiler("cold", ncu.Counting(tuple(ncu.BASE_METRICS)))
+    profiler.start()
+    profiler.sessions[-1].pool.start()          # its hello read: it is up and idle
+    began = time.perf_counter()
+    assert profiler.close() == {}
+    assert time.perf_counter() - began < 5
+    assert profiler.sessions[-1].pool.worker.process.poll() is not None
