@@ -68,7 +68,7 @@ from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Unrecorded, unrecorded
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import libraries, union_unless_any
-from rooflint.formats.trace_timing import ProgramTiming, program_timing
+from rooflint.formats.trace_timing import ProgramTiming, program_timing, second_step_start_us
 
 
 def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
@@ -470,10 +470,11 @@ def timed_kernels(first: Pass, filters: Filters) -> PassOne:
                                 f"--nvtx, --kernel and --skip")
         timing = program_timing(first.trace or {})
         steps = timing.steps.count if timing and timing.steps else None
-        kept, tuning = trace_without_autotuning(found, steps)
+        steady = second_step_start_us(first.trace or {}) if steps else None
+        kept, tuning = trace_without_autotuning(found, steps, steady)
         kernels = kernel_times_from_trace(kept)
         every = kernels if len(found) == len(launches) else \
-            kernel_times_from_trace(trace_without_autotuning(launches, steps)[0])
+            kernel_times_from_trace(trace_without_autotuning(launches, steps, steady)[0])
         return PassOne(kernels, tuning, unrecorded(first.trace or {}), every, timing)
     rows, tuning = rows_without_autotuning(parse_rows(first.log))
     kernels = kernel_times(rows)

@@ -86,17 +86,43 @@ class ProgramTiming:
     steps: Steps | None = None
 
 
+@dataclass
+class _Region:
+    """A trace's busy spans (merged), the region they make and its steps."""
+
+    events: list[dict]
+    kernels: list[Span]
+    copies: list[Span]
+    region: Span
+    steps: list[Span]
+
+    @classmethod
+    def of(cls, trace: dict[str, Any]) -> _Region | None:
+        events = _timed_events(trace)
+        kernels = union([_span(e) for e in events if e.get("cat") == "kernel"])
+        if not kernels:
+            return None
+        copies = union([_span(e) for e in events if e.get("cat") in COPIES])
+        whole = union([*kernels, *copies])
+        region = (whole[0][0], whole[-1][1])
+        return cls(events, kernels, copies, region, step_spans(events, region))
+
+
+def second_step_start_us(trace: dict[str, Any]) -> float | None:
+    """When the region's second step began, in the trace's microseconds: what ran only
+    before it is warm-up (autotuning.benchmark_trials); None with fewer than two steps."""
+    found = _Region.of(trace)
+    return found.steps[1][0] if found and len(found.steps) >= 2 else None
+
+
 def program_timing(trace: dict[str, Any]) -> ProgramTiming | None:
     """The program's time in ``trace``; None where it holds no timed kernel (Nsight
     Compute's launches carry no timestamps, and a trace with no kernel has no region)."""
-    events = _timed_events(trace)
-    kernels = union([_span(e) for e in events if e.get("cat") == "kernel"])
-    if not kernels:
+    found = _Region.of(trace)
+    if found is None:
         return None
-    copies = union([_span(e) for e in events if e.get("cat") in COPIES])
-    whole = union([*kernels, *copies])
-    region = (whole[0][0], whole[-1][1])
-    spans = step_spans(events, region)
+    events, kernels, copies, region, spans = (found.events, found.kernels, found.copies,
+                                              found.region, found.steps)
     measured = _after_warmup(spans) or region
     host = _Host.of(events)
     idle = IdleTime()

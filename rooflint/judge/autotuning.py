@@ -74,31 +74,42 @@ def without_autotuning(launches: list[L], name_and_stream: Callable[[L], tuple[s
 # of the program's around it: each trial kernel runs once or a few times in the warm-up,
 # where each kernel the program keeps runs at least once a step (a ResNet-50's training
 # step, H200: 73 of 196 profiled kernels, 13 % of the GPU time, were such trials). Told by
-# its operators, in a trace of enough steps to tell once from every step.
+# its operators, in a trace of enough steps to tell once from every step. A candidate it
+# times more often than the region has steps is told by when it ran: only before the
+# second step began (the same ResNet-50 in 13 steps: six candidates launched 14 to 44
+# times, all in the first step, had been chosen as the program's kernels).
 CONVOLUTION_OPERATOR = re.compile(r"convolution|cudnn_conv")
 CUDNN_BENCHMARK = "cuDNN's benchmark (cudnn.benchmark)"
 FEWEST_STEPS = 3
 
 
-def benchmark_trials(launches: list[Launch], steps: int | None) -> list[Launch]:
+def benchmark_trials(launches: list[Launch], steps: int | None,
+                     steady_from_us: float | None = None) -> list[Launch]:
     """``launches`` with the trials of cuDNN's benchmark marked as its (``autotuner``): a
     convolution operator's kernel, by name and grid, launched fewer times than the region
-    ran ``steps``; none marked in a region of fewer than FEWEST_STEPS steps."""
+    ran ``steps``, or only before ``steady_from_us`` (when the second step began); none
+    marked in a region of fewer than FEWEST_STEPS steps."""
     if not steps or steps < FEWEST_STEPS:
         return launches
     convolving = [x for x in launches if x.operator and CONVOLUTION_OPERATOR.search(x.operator)]
     counts = Counter((x.name, x.grid) for x in convolving)
-    trials = {key for key, n in counts.items() if n < steps}
+    last = {}
+    for x in convolving:
+        last[x.name, x.grid] = max(last.get((x.name, x.grid), x.start_us), x.start_us)
+    trials = {key for key, n in counts.items() if n < steps
+              or steady_from_us is not None and last[key] < steady_from_us}
     return [replace(x, autotuner=CUDNN_BENCHMARK) if x.autotuner is None and x.operator
             and CONVOLUTION_OPERATOR.search(x.operator) and (x.name, x.grid) in trials else x
             for x in launches]
 
 
-def trace_without_autotuning(launches: list[Launch], steps: int | None = None
+def trace_without_autotuning(launches: list[Launch], steps: int | None = None,
+                             steady_from_us: float | None = None
                              ) -> tuple[list[Launch], Autotuning]:
     """A trace's launches less the autotuners' (and cuDNN's benchmark's, given the number
-    of steps the region ran)."""
-    return without_autotuning(benchmark_trials(launches, steps), lambda x: (x.name, x.stream),
+    of steps the region ran and when its second began)."""
+    return without_autotuning(benchmark_trials(launches, steps, steady_from_us),
+                              lambda x: (x.name, x.stream),
                               lambda x: x.duration_s, lambda x: x.autotuner)
 
 

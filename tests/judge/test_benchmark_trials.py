@@ -4,6 +4,10 @@ cudnn.benchmark, left out of the program's kernels; nothing is told in too few s
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 from rooflint.formats.trace_events import Launch
 from rooflint.judge.autotuning import (CUDNN_BENCHMARK, FEWEST_STEPS, benchmark_trials,
                                        trace_without_autotuning)
@@ -62,3 +66,37 @@ def test_the_kept_algorithm_is_never_a_trial_whatever_the_step_count():
         launches = [x for s in range(steps) for x in step_of_a_convnet(first=s == 0)]
         marked = benchmark_trials(launches, steps)
         assert all((x.autotuner == CUDNN_BENCHMARK) == ("trial" in x.name) for x in marked)
+
+
+def test_a_candidate_timed_more_often_than_the_steps_is_told_by_when_it_ran():
+    """cuDNN's benchmark may time a candidate more often than the region has steps (six of a
+    ResNet-50's, 14 to 44 times in 13 steps, H200): launched only before the second step
+    began, it is a trial; a kernel the program keeps runs in every step."""
+    steps = 4
+
+    def at(step: int, x: Launch) -> Launch:
+        return replace(x, start_us=1000.0 * step + 10)
+    repeated = [at(0, launch("sm90_xmma_fprop_candidate", "aten::cudnn_convolution"))
+                for _ in range(3 * steps)]
+    launches = repeated + [at(s, x) for s in range(steps) for x in step_of_a_convnet(s == 0)]
+    told = {x.name for x in benchmark_trials(launches, steps, steady_from_us=1000.0)
+            if x.autotuner == CUDNN_BENCHMARK}
+    assert "sm90_xmma_fprop_candidate" in told and "sm90_xmma_fprop_kept" not in told
+    unknown = {x.name for x in benchmark_trials(launches, steps) if x.autotuner}
+    assert "sm90_xmma_fprop_candidate" not in unknown    # no second step known: counted only
+
+
+def test_the_second_step_starts_where_the_warm_up_step_ends():
+    """On the recorded H200 training step: the region starts at its first GPU activity, its
+    first step (the warm-up) lasts warmup_s, and the second starts there."""
+    import json
+    from pathlib import Path
+    from rooflint.formats.trace_timing import program_timing, second_step_start_us
+    trace = json.loads((Path(__file__).parents[1] / "fixtures" / "trace" /
+                        "h200-step-trace.json").read_text())
+    steps = program_timing(trace).steps
+    region_start = min(e["ts"] for e in trace["traceEvents"]
+                       if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    assert steps.count >= 2
+    assert second_step_start_us(trace) == pytest.approx(region_start + steps.warmup_s * 1e6)
+    assert second_step_start_us({"traceEvents": []}) is None
