@@ -19,21 +19,32 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import re
 import sys
 
 import typer
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from collections.abc import Iterable
+
+from rich.console import Console, ConsoleDimensions, ConsoleOptions, RenderableType, RenderResult
 from rich.segment import Segment
 
 from rooflint.common.errors import RooflintError
 from rooflint.common.printable import printable, printable_lines
 
 
+# The width text is laid out in when it goes to a pipe or a file and COLUMNS does not say
+# one: wide enough that no line is wrapped (`rooflint show r.json | grep naive` had lost
+# every line's continuation at rich's 80).
+UNWRAPPED_WIDTH = 10_000
+
+
 class PrintableConsole(Console):
     """A rich console whose every piece of text is made printable_lines as it is rendered,
     before rich adds its own styles and cursor moves (which it marks as control segments,
     left alone): a name in a table or a path in a message cannot reach the terminal raw
-    even where its call site forgot to escape it."""
+    even where its call site forgot to escape it. Into a pipe or a file, lines are not
+    wrapped (unless COLUMNS sets a width) and carry no trailing spaces (a table pads its
+    last column), so that grep, diff and cut see each line whole and as written."""
 
     def render(self, renderable: RenderableType,
                options: ConsoleOptions | None = None) -> RenderResult:
@@ -41,13 +52,32 @@ class PrintableConsole(Console):
             yield segment if segment.control else Segment(printable_lines(segment.text),
                                                           segment.style)
 
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        text = super()._render_buffer(buffer)
+        return text if self.is_terminal else TRAILING_SPACES.sub("\n", text)
 
-# NO_COLOR (no-color.org): no colour, and no bold or highlighting either (rich alone drops
-# only the colour): no escape sequence at all.
+    @property
+    def size(self) -> ConsoleDimensions:
+        found = super().size
+        if self.is_terminal or self._width is not None or "COLUMNS" in os.environ:
+            return found
+        return ConsoleDimensions(UNWRAPPED_WIDTH, found.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)
+
+
+TRAILING_SPACES = re.compile(r" +\n")
+
+
+# NO_COLOR (no-color.org): no colour, and no bold either (rich alone drops only the
+# colour): no escape sequence at all. Never rich's highlighter, which coloured the parts of
+# plain text it took for numbers and paths (a driver version in two colours).
 _PLAIN = bool(os.environ.get("NO_COLOR"))
-console = PrintableConsole(color_system=None if _PLAIN else "auto", highlight=not _PLAIN)
+console = PrintableConsole(color_system=None if _PLAIN else "auto", highlight=False)
 errors = PrintableConsole(stderr=True, color_system=None if _PLAIN else "auto",
-                          highlight=not _PLAIN)
+                          highlight=False)
 _messages = PrintableConsole(stderr=True, color_system=None)   # errors and progress: lines
 _quiet = False
 

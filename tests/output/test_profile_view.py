@@ -3,6 +3,7 @@ summary, the fixes and the top kernels in at most 40 lines at 100 and 140 column
 line saying where the rest is; ``--detail`` prints every kernel's row and notes as before."""
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -26,12 +27,12 @@ def show(*args: str, width: int) -> str:
 
 def summary_and_tables(path, width: int) -> str:
     """What `show` printed for a profile before ``--detail``: the summary, then every
-    kernel's table and notes."""
+    kernel's table and notes (as into a pipe: lines without the tables' padding)."""
     result = read_result(path)
     console = Console(file=io.StringIO(), width=width)
     render_program_summary(console, result, fixes_of(result))
     render_run(console, result)
-    return console.file.getvalue()
+    return re.sub(r" +\n", "\n", console.file.getvalue())
 
 
 @pytest.mark.parametrize("width", [100, 140])

@@ -330,3 +330,39 @@ def test_gate_shows_which_variant_it_measures(monkeypatch, tmp_path, recording):
     assert outcome.exit_code == 0, outcome.output
     assert "gemm_fp32: timing blocked_2d 5/6" in recording
     assert "baseline written" in outcome.stdout and "blocked_2d" not in outcome.stdout
+
+
+def _piped_show(extra_env: dict[str, str]) -> str:
+    """`rooflint show` with its standard output a pipe, as `| grep` or `> file` gives it,
+    COLUMNS unset (as in a script or CI) unless ``extra_env`` sets it."""
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+    done = subprocess.run([sys.executable, "-m", "rooflint", "show", str(EXAMPLE)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**env, "PYTHONPATH": str(REPO), **extra_env})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_piped_output_is_neither_wrapped_nor_padded_nor_coloured():
+    """Issue 51: `rooflint show r.json | grep naive` saw each line cut at 80 columns, and
+    most lines ended in a table's padding."""
+    shown = _piped_show({})
+    lines = shown.splitlines()
+    header = next(line for line in lines if line.startswith("NVIDIA H200"))
+    assert header.endswith("DRAM bytes from ncu counters")        # one line, as written
+    assert max(map(len, lines)) > 120
+    assert not [line for line in lines if line.endswith(" ")]
+    assert "\x1b" not in shown
+    narrow = _piped_show({"COLUMNS": "100"}).splitlines()           # a width asked for holds
+    assert max(map(len, narrow)) <= 100 and len(narrow) > len(lines)
+
+
+def test_numbers_in_plain_text_are_not_coloured_in_a_terminal():
+    """rich's highlighter had coloured what it took for numbers: the driver version came
+    out in two colours. Styles are rooflint's own (the GPU's name in bold)."""
+    shown = _piped_show({"FORCE_COLOR": "1"})
+    header = next(line for line in shown.splitlines() if "driver" in line)
+    assert "driver 580.159.04" in header and "\x1b[1mNVIDIA H200\x1b[0m" in header
