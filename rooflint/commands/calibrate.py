@@ -15,7 +15,7 @@ from rooflint.commands.requests import CalibrateRequest
 from rooflint.commands.writing import write_json
 from rooflint.judge.measurement import device_spec
 from rooflint.engine.named_gpu import check_gpu_option
-from rooflint.commands.stdio import console, errors
+from rooflint.commands.stdio import console, errors, status
 from rooflint.formats.gpus import load_specs
 from rooflint.measure.runner import calibrate as measure_ceilings
 from rooflint.output.live import progress_bar
@@ -49,6 +49,6 @@ def calibrate_command(request: CalibrateRequest) -> None:
     if copy:
         calibrations.save(calibration, copy)
     render_calibration(screen, calibration, spec)
-    screen.print(calibration_saved(path, copy))
+    status(calibration_saved(path, copy))
     if json_path == STDOUT:
         write_json(calibration.to_json(), STDOUT)

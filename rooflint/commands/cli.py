@@ -29,6 +29,14 @@ from rooflint.commands.requests import (CalibrateRequest, CompareRequest, Explai
                                         RunRequest, ShowRequest)
 from rooflint.formats.thresholds import DEFAULT_MAX_GROWTH, DEFAULT_MAX_SLOWDOWN, as_percent
 
+# click's usage error (a missing or unknown option, a bad value), whichever click typer
+# builds on: its own copy since typer 0.2x, click itself before.
+UsageError = typer.BadParameter.__mro__[1]
+QUIET = ("-q", "--quiet")
+QUIET_HELP = ("Print no tables, progress or warnings: only errors, and the outputs asked for "
+              "on standard output (--json -, --csv -).")
+
+
 app = typer.Typer(cls=CompletingGroup, no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
 
@@ -45,9 +53,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def main(version: bool = typer.Option(False, "--version", callback=_print_version,
                                       is_eager=True, help="Print the version and exit."),
-         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print no tables, progress "
-                                    "or warnings: only errors, and the outputs asked for on "
-                                    "standard output (--json -, --csv -).")) -> None:
+         quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)) -> None:
     """Roofline profiler and kernel diagnostician for NVIDIA GPUs."""
     if not isinstance(sys.stdout, GuardedOutput):
         sys.stdout = GuardedOutput(sys.stdout)
@@ -72,9 +78,24 @@ class Command(TyperCommand):
     """Every command's parser: arguments shown by their names alone in --help, not with
     the Python types typer adds (``RESULT <list[Path]>``); options show their metavars.
     ``renamed`` maps an option's old spelling to its name now (issue 27: one name for one
-    kind of output in every command); the old one still works, and says it is deprecated."""
+    kind of output in every command); the old one still works, and says it is deprecated.
+    Every command takes ``-q`` as rooflint itself does (`rooflint show -q r.json`), and a
+    mistake in its options is one line, as every rooflint error is, not click's usage
+    block."""
 
     renamed: dict[str, str] = {}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.epilog = f"{' or '.join(QUIET)} (here or before the command): {QUIET_HELP}"
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as exc:
+            said = exc.format_message().rstrip(".")
+            fail(f"{info_name}: {said[:1].lower()}{said[1:]} (rooflint {info_name} --help "
+                 f"lists what it takes)")
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
@@ -84,7 +105,17 @@ class Command(TyperCommand):
         return params
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, respelled(args, self.renamed))
+        return super().parse_args(ctx, respelled(without_quiet(args), self.renamed))
+
+
+def without_quiet(args: list[str]) -> list[str]:
+    """``args`` less ``-q``/``--quiet`` before a program's ``--``, which turn quiet on: the
+    option rooflint takes before the command, taken after it too."""
+    end = args.index("--") if "--" in args else len(args)
+    if not set(QUIET) & set(args[:end]):
+        return args
+    set_quiet(True)
+    return [a for a in args[:end] if a not in QUIET] + args[end:]
 
 
 def respelled(args: list[str], renamed: dict[str, str]) -> list[str]:

@@ -17,7 +17,8 @@ from rooflint.judge.gate import evaluate, recheck as gate_recheck
 from rooflint.commands.requests import GateRequest
 from rooflint.engine.families import RunOptions, check_inputs, run as run_families
 from rooflint.engine.compare_sides import remeasure_against
-from rooflint.commands.stdio import console, fail, progress, say
+from rooflint.commands import writing
+from rooflint.commands.stdio import console, emit, errors, fail, progress, say, status
 from rooflint.common.errors import RooflintError
 from rooflint.formats import baseline as baselines
 from rooflint.formats.gate_outcomes import Report
@@ -27,6 +28,7 @@ from rooflint.formats.thresholds import threshold_option
 from rooflint.output import outputs
 from rooflint.output.gate_report import gate_junit, gate_markdown, render_gate
 from rooflint.output.live import RunDisplay
+from rooflint.output.outputs import STDOUT
 from rooflint.output.written import baseline_written
 
 
@@ -37,6 +39,7 @@ def gate_command(request: GateRequest) -> None:
     update, markdown, junit = request.update, request.markdown, request.junit
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     summary_path = Path(step_summary) if step_summary else None
+    piped = writing.to_stdout(("--markdown", markdown), ("--junit", junit))
     guard_gate_files(baseline_path, current, update, markdown, junit, summary_path)
     if current and targets:
         fail(f"--current {current} is judged instead of measuring, so TARGET "
@@ -60,14 +63,14 @@ def gate_command(request: GateRequest) -> None:
     measured = baselines.from_result(result)
     if update:
         baselines.write(measured, baseline_path)
-        console.print(baseline_written(baseline_path, len(measured.entries), measured.gpu,
-                                       measured.driver), markup=False)
+        status(baseline_written(baseline_path, len(measured.entries), measured.gpu,
+                                measured.driver))
         return
     reference = baselines.read(baseline_path)
     report = evaluate(reference, measured, overrides, request.gpu_mismatch)
     if request.recheck:
         report = gate_recheck(report, remeasure_against(reference, result))
-    render_gate(console, report)
+    render_gate(errors if piped else console, report)
     written = write_gate_reports(report, markdown, junit, summary_path)
     if not report.passed:
         raise typer.Exit(1)
@@ -91,22 +94,25 @@ def guard_gate_files(baseline: Path, current: Path | None, update: bool, markdow
                        ("--markdown", markdown, outputs.GATE_SUMMARY, False),
                        ("--junit", junit, outputs.JUNIT, False),
                        ("GITHUB_STEP_SUMMARY", step_summary, outputs.STEP_SUMMARY, True))
-                   if path]
+                   if path and path != STDOUT]
     outputs.guard_outputs(written, read, writable=current is None)
 
 
 def write_gate_reports(report: Report, markdown: Path | None, junit: Path | None,
                        step_summary: Path | None) -> bool:
-    """Write every report the gate was asked for, after its verdict is on the screen; one
-    that cannot be written is one line on stderr, and neither stops the others nor hides
-    the verdict. False if any failed."""
+    """Write every report the gate was asked for, after its verdict is on the screen (one
+    named ``-`` printed on standard output, the verdict then on standard error); one that
+    cannot be written is one line on stderr, and neither stops the others nor hides the
+    verdict. False if any failed."""
     summary = gate_markdown(report)
     writes = [(write_text, summary, markdown), (append_text, summary, step_summary),
               (write_text, gate_junit(report), junit)]
     written = True
     for write, text, path in writes:
         try:
-            if path:
+            if path == STDOUT:
+                emit(text.rstrip("\n"))
+            elif path:
                 write(text, path)
         except RooflintError as exc:
             say(str(exc))

@@ -5,7 +5,7 @@ documents read, the roofline drawn to its file or, for ``-o -``, as SVG to stand
 from __future__ import annotations
 
 from rooflint.commands.requests import PlotRequest
-from rooflint.commands.stdio import console, emit
+from rooflint.commands.stdio import emit, status
 from rooflint.formats.results import read_result
 from rooflint.output import plotting
 from rooflint.output.outputs import PICTURE, STDOUT, Named, Output, guard_outputs
@@ -26,4 +26,4 @@ def plot_command(request: PlotRequest) -> None:
             emit(plotting.rendered(figure, "svg").decode().rstrip("\n"))
             return
         plotting.save(figure, output)
-    console.print(roofline_drawn(output), markup=False)
+    status(roofline_drawn(output))

@@ -18,7 +18,7 @@ from typing import Optional
 from rooflint.commands.requests import ProfileRequest
 from rooflint.commands import writing
 from rooflint.engine.program import ProfileOptions, profile_program
-from rooflint.commands.stdio import console, emit, errors, fail, progress
+from rooflint.commands.stdio import console, emit, errors, fail, progress, status
 from rooflint.formats.results import RunResult, write_result
 from rooflint.output.exports import Export
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
@@ -68,15 +68,15 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
         write_result(result, json_path)
-        screen.print(result_written(json_path), markup=False)
+        status(result_written(json_path))
     named = json_path if json_path and json_path != STDOUT else "rooflint profile"
     for said in writing.write(tables, [result], str(named)):
-        screen.print(said, markup=False)
+        status(said)
     if svg and drawn:
         from rooflint.output import plotting    # matplotlib, only for --svg
         with plotting.drawn([result]) as figure:
             plotting.save(figure, svg)
-        screen.print(roofline_drawn(svg), markup=False)
+        status(roofline_drawn(svg))
 
 
 def _check_logs_folder(logs: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rooflint.judge.comparison import compare as compare_variants
 from rooflint.engine.compare_sides import Side, gpu_warning, paired, result_sides, unmatched_names
-from rooflint.commands.stdio import console, emit
+from rooflint.commands.stdio import emit, status
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import read_result
@@ -34,7 +34,7 @@ def report_command(paths: list[Path], output: Path) -> None:
         emit(html.rstrip("\n"))
         return
     write_text(html, output)
-    console.print(report_written(output), markup=False, soft_wrap=True)
+    status(report_written(output))
 
 
 def compared(a: Document, b: Document) -> ComparisonView:

@@ -17,7 +17,7 @@ from rooflint.common.vocabularies import CountersMode
 from rooflint.commands import writing
 from rooflint.commands.requests import RunRequest
 from rooflint.engine.families import RunOptions, check_inputs, parse_sizes, run as run_families
-from rooflint.commands.stdio import console, emit, errors, fail, progress
+from rooflint.commands.stdio import console, emit, errors, fail, progress, status
 from rooflint.formats.status import Status
 from rooflint.measure import runner
 from rooflint.measure.devices import device_indices, parse_devices, visible_devices
@@ -67,14 +67,14 @@ def run_command(request: RunRequest) -> None:
     if json_path == STDOUT:
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
-        screen.print(result_written(json_path), markup=False)
+        status(result_written(json_path))
     for said in writing.write(tables, [result], str(options.json_path or "rooflint run")):
-        screen.print(said, markup=False)
+        status(said)
     if svg:
         from rooflint.output import plotting    # matplotlib, only for --svg
         with plotting.drawn([result]) as figure:
             plotting.save(figure, svg)
-        screen.print(roofline_drawn(svg), markup=False)
+        status(roofline_drawn(svg))
     if any(v.status in (Status.FAIL, Status.ERROR) for f in result.families for v in f.variants):
         raise typer.Exit(1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rooflint.commands.requests import ShowRequest
 from rooflint.commands import writing
-from rooflint.commands.stdio import console
+from rooflint.commands.stdio import console, status
 from rooflint.formats.results import read_result
 from rooflint.judge.program_fixes import fixes_of
 from rooflint.output.outputs import Named, export_outputs, guard_outputs
@@ -23,4 +23,4 @@ def show_command(request: ShowRequest) -> None:
     if not piped:
         render_result(console, result, fixes_of(result), request.detail)
     for said in writing.write(tables, [result], str(result_path)):
-        console.print(said, markup=False)
+        status(said)

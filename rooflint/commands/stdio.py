@@ -178,6 +178,13 @@ def progress(message: str) -> None:
         say(message)
 
 
+def status(line: str) -> None:
+    """A line saying what was done (a file written, a picture drawn), on standard error
+    as every status line is: standard output holds only what a command was asked to
+    print there (its tables, or the document ``-`` names); none under --quiet."""
+    errors.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def fail(message: str, code: int = 2) -> None:
     say(message)
     raise typer.Exit(code)

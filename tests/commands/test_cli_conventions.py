@@ -105,7 +105,7 @@ def test_plot_draws_svg_to_standard_output(tmp_path):
     assert printed.code == 0 and printed.stderr == ""
     assert printed.stdout.startswith("<?xml") and printed.stdout.rstrip().endswith("</svg>")
     assert rooflint("plot", BUNDLED, "-o", "-").stdout == (tmp_path / "r.svg").read_text()
-    assert drawn.stdout.startswith("roofline drawn to ")
+    assert drawn.stdout == "" and drawn.stderr.startswith("roofline drawn to ")   # a status line
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_calibrate_writes_its_json_as_the_other_commands_do(measured_ceilings, t
     written = invoke("calibrate", "--json", str(copy))
     assert written.exit_code == 0, written.output
     assert json.loads(copy.read_text())["spec_id"] == "h200"
-    assert f"and{copy}" in "".join(written.stdout.split()) and written.stderr == ""
+    assert f"and{copy}" in "".join(written.stderr.split())
     printed = invoke("calibrate", "--json", "-")
     assert printed.exit_code == 0, printed.output
     assert json.loads(printed.stdout) == json.loads(copy.read_text()) | {
@@ -141,7 +141,9 @@ def test_calibrates_old_output_option_still_works_and_says_so(measured_ceilings,
     assert old.exit_code == 0, old.output
     assert json.loads(copy.read_text())["spec_id"] == "h200"
     name = spelling[0].partition("=")[0]
-    assert old.stderr.splitlines() == [f"rooflint: {name} is deprecated: write --json FILE"]
+    said = old.stderr.splitlines()
+    assert said[0] == f"rooflint: {name} is deprecated: write --json FILE"
+    assert [line for line in said[1:] if line.startswith("rooflint:")] == []   # the rest: status
 
 
 def test_an_old_spelling_after_a_programs_double_dash_is_the_programs():
@@ -230,12 +232,12 @@ def test_each_file_written_is_said_once_in_the_same_words(tmp_path):
                        cwd=tmp_path)
     entries = len(json.loads(baseline.read_text())["entries"])
     assert outcome.code == 0, outcome.stderr
-    assert outcome.stdout.count(f"baseline written to b.json: {entries} variants on "
-                                f"NVIDIA H200, driver ") == 1, outcome.stdout
+    assert outcome.stderr.count(f"baseline written to b.json: {entries} variants on "
+                                f"NVIDIA H200, driver ") == 1, outcome.stderr
     outcome = rooflint("show", str(result), "--csv", "t.csv", "--markdown", "t.md",
                        "--html", "p.html", cwd=tmp_path)
     assert outcome.code == 0, outcome.stderr
-    said = outcome.stdout + outcome.stderr
+    said = outcome.stderr                                # status lines, all on stderr
     for line in ("csv table written to t.csv", "markdown table written to t.md",
                  "report written to p.html"):
         assert said.count(line) == 1, said
@@ -267,3 +269,49 @@ def test_every_option_is_registered_under_the_name_it_is_documented_by():
     run = typer.main.get_command(app).commands["run"]
     named = {n for p in run.params for n in getattr(p, "opts", [])}
     assert {"--gpu", "--devices", "--source", "--counters"} <= named
+
+
+def test_every_command_takes_quiet_after_its_name_as_rooflint_does_before_it():
+    """Issue 51: `rooflint show -q r.json` was "No such option: -q"."""
+    assert rooflint("show", "-q", BUNDLED) == rooflint("--quiet", "show", BUNDLED)
+    assert rooflint("show", BUNDLED, "--quiet").stdout == ""
+    for command in COMMANDS:
+        words = ("cache", "clear") if command == "cache" else (command,)
+        assert "-q or --quiet" in rooflint(*words, "--help", env={"COLUMNS": "200"}).stdout
+
+
+def test_a_programs_own_quiet_after_its_double_dash_is_the_programs():
+    from rooflint.commands.cli import without_quiet
+    assert without_quiet(["--top", "3", "--", "train.py", "-q"]) == ["--top", "3", "--",
+                                                                     "train.py", "-q"]
+    assert without_quiet(["-q", "--top", "3", "--", "prog", "--quiet"]) == [
+        "--top", "3", "--", "prog", "--quiet"]
+
+
+@pytest.mark.parametrize("args, said", [
+    (("explain",), "rooflint: explain: missing option '--time'"),
+    (("show", "--nope", BUNDLED), "rooflint: show: no such option: --nope"),
+    (("gate", "--baseline", "b.json", "--gpu-mismatch", "maybe"),
+     "rooflint: gate: invalid value for '--gpu-mismatch'")])
+def test_a_mistake_in_a_commands_options_is_one_line_like_every_error(args, said):
+    """click's usage block ("Usage: ... Try 'rooflint explain --help' for help. Error:
+    Missing option") stood beside rooflint's one-line errors."""
+    outcome = rooflint(*args)
+    assert outcome.code == 2 and outcome.stdout == ""
+    assert len(outcome.stderr.splitlines()) == 1 and outcome.stderr.startswith(said)
+    assert outcome.stderr.rstrip().endswith(f"(rooflint {args[0]} --help lists what it takes)")
+
+
+def test_gate_prints_its_markdown_on_standard_output_and_its_verdict_beside_it(tmp_path):
+    """`gate --markdown -` was refused where `show --markdown -` worked."""
+    args = ("gate", "--current", BUNDLED, "--baseline",
+            str(REPO / "examples" / "ci" / "h200-baseline.json"))
+    piped = rooflint(*args, "--markdown", "-")
+    assert piped.code == 0, piped.stderr
+    assert piped.stdout.startswith("### rooflint gate: PASS")
+    assert "rooflint gate" in piped.stderr and "| family |" not in piped.stderr
+    written = rooflint(*args, "--markdown", str(tmp_path / "gate.md"))
+    assert (tmp_path / "gate.md").read_text().rstrip("\n") == piped.stdout.rstrip("\n")
+    both = rooflint(*args, "--markdown", "-", "--junit", "-")
+    assert both.code == 2 and "only one output can go" in both.stderr
+    assert written.code == 0

@@ -92,7 +92,7 @@ def test_a_path_echoed_in_a_message_is_escaped(tmp_path):
     outcome = rooflint("plot", str(RESULT), "-o", picture, cwd=tmp_path)
     assert outcome.code == 0, outcome.stderr
     assert not any(c in outcome.stdout + outcome.stderr for c in RAW)
-    assert "roofline drawn to \\x1b[2J...x.svg" in outcome.stdout
+    assert "roofline drawn to \\x1b[2J...x.svg" in outcome.stderr
     assert (tmp_path / picture).read_bytes().lstrip().startswith(b"<")   # named as asked
 
 
@@ -111,7 +111,7 @@ def test_a_surrogate_in_a_name_is_escaped_in_a_csv_file(tmp_path):
     table = tmp_path / "out.csv"
     outcome = rooflint("show", str(named(tmp_path, SURROGATE)), "--csv", str(table),
                        env=STRICT)
-    assert outcome.code == 0 and not outcome.stderr, outcome.stderr
+    assert outcome.code == 0 and outcome.stderr == f"csv table written to {table}\n"
     assert cells(table.read_text())[1][1] == "tiled\\udcff"
 
 
@@ -124,8 +124,8 @@ def test_a_surrogate_in_a_name_is_escaped_on_standard_output(tmp_path):
 def test_a_report_under_an_undecodable_file_name_is_written_and_said(tmp_path):
     page = "r\udcff.html"                  # $'r\377.html': the byte Python cannot decode
     outcome = rooflint("report", str(RESULT), "-o", page, cwd=tmp_path, env=STRICT)
-    assert outcome.code == 0 and not outcome.stderr, outcome.stderr
-    assert outcome.stdout == "report written to r\\udcff.html\n"
+    assert outcome.code == 0 and not outcome.stdout, outcome.stdout
+    assert outcome.stderr == "report written to r\\udcff.html\n"
     assert (tmp_path / page).read_text().startswith("<!DOCTYPE")
 
 

@@ -41,7 +41,8 @@ def report(tmp_path: Path, *results: Path, name: str = "report.html") -> str:
     """The page `rooflint report RESULTS -o tmp_path/name` writes."""
     output = tmp_path / name
     outcome = rooflint("report", *map(str, results), "-o", str(output))
-    assert outcome.code == 0 and outcome.stdout == f"report written to {output}\n", outcome.stderr
+    assert outcome.code == 0 and outcome.stderr == f"report written to {output}\n", outcome.stderr
+    assert outcome.stdout == ""
     return output.read_text()
 
 

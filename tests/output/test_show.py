@@ -329,7 +329,7 @@ def test_gate_shows_which_variant_it_measures(monkeypatch, tmp_path, recording):
                                   "gemm_fp32", "--counters", "off"])
     assert outcome.exit_code == 0, outcome.output
     assert "gemm_fp32: timing blocked_2d 5/6" in recording
-    assert "baseline written" in outcome.stdout and "blocked_2d" not in outcome.stdout
+    assert "baseline written" in outcome.stderr and "blocked_2d" not in outcome.stdout
 
 
 def _piped_show(extra_env: dict[str, str]) -> str:
