@@ -187,3 +187,16 @@ def test_a_model_of_zero_compulsory_bytes_is_no_ratio_not_a_division_by_zero():
                                          sms=132, precision="fp32"))
     assert "compulsory bytes are 0" in evidence.flags["no_algorithmic_model"]
     assert "extra_traffic" not in evidence.flags
+
+
+def test_the_workflows_install_rooflint_not_the_users_project():
+    """Issue 51: `pip install ".[cuda13]"` in a user's repository installs the user's
+    project; the examples install rooflint from where the ROOFLINT variable says."""
+    github = yaml.safe_load((CI / "github-actions.yml").read_text())
+    gitlab = yaml.safe_load((CI / "gitlab-ci.yml").read_text())
+    installs = [step["run"] for step in github["jobs"]["gate"]["steps"]
+                if "pip install" in step.get("run", "")]
+    installs += [line for line in gitlab["kernel-gate"]["script"] if "pip install" in line]
+    assert len(installs) == 2
+    assert all(line.startswith('pip install "rooflint[cuda13] @ ') and "ROOFLINT" in line
+               for line in installs), installs
