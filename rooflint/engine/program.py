@@ -68,7 +68,7 @@ from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Unrecorded, unrecorded
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import libraries, union_unless_any
-from rooflint.formats.trace_timing import ProgramTiming, program_timing, second_step_start_us
+from rooflint.formats.trace_timing import ProgramTiming, timing_and_second_step
 
 
 def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
@@ -468,9 +468,8 @@ def timed_kernels(first: Pass, filters: Filters) -> PassOne:
         if not found:
             raise RooflintError(f"no kernel launch that {first.timer.words} recorded passed "
                                 f"--nvtx, --kernel and --skip")
-        timing = program_timing(first.trace or {})
+        timing, steady = timing_and_second_step(first.trace or {})
         steps = timing.steps.count if timing and timing.steps else None
-        steady = second_step_start_us(first.trace or {}) if steps else None
         kept, tuning = trace_without_autotuning(found, steps, steady)
         kernels = kernel_times_from_trace(kept)
         every = kernels if len(found) == len(launches) else \

@@ -108,19 +108,25 @@ class _Region:
         return cls(events, kernels, copies, region, step_spans(events, region))
 
 
-def second_step_start_us(trace: dict[str, Any]) -> float | None:
-    """When the region's second step began, in the trace's microseconds: what ran only
-    before it is warm-up (autotuning.benchmark_trials); None with fewer than two steps."""
-    found = _Region.of(trace)
-    return found.steps[1][0] if found and len(found.steps) >= 2 else None
-
-
 def program_timing(trace: dict[str, Any]) -> ProgramTiming | None:
     """The program's time in ``trace``; None where it holds no timed kernel (Nsight
     Compute's launches carry no timestamps, and a trace with no kernel has no region)."""
+    return timing_and_second_step(trace)[0]
+
+
+def timing_and_second_step(trace: dict[str, Any]) -> tuple[ProgramTiming | None, float | None]:
+    """program_timing, and when the region's second step began in the trace's microseconds
+    (what ran only before it is warm-up: autotuning.benchmark_trials; None with fewer than
+    two steps), from one reading of the trace."""
     found = _Region.of(trace)
     if found is None:
-        return None
+        return None, None
+    second = found.steps[1][0] if len(found.steps) >= 2 else None
+    return _timing(found), second
+
+
+def _timing(found: _Region) -> ProgramTiming:
+    """The wall, busy and idle time of a region with kernels, over its steps after the first."""
     events, kernels, copies, region, spans = (found.events, found.kernels, found.copies,
                                               found.region, found.steps)
     measured = _after_warmup(spans) or region

@@ -196,3 +196,25 @@ def test_clear_removes_its_own_entries_only_and_nothing_through_a_link(tmp_path)
     with pytest.raises(RooflintError, match="symbolic link"):
         counter_cache.clear(link)
     assert counter_cache.clear(tmp_path / "never") == 0
+
+
+def test_an_include_that_leaves_the_family_directory_is_not_read(family, tmp_path):
+    """`#include "../x.cuh"` names a file outside the family: the key reads nothing there
+    (the module docstring says such a change needs --no-counter-cache), and a path like
+    ../../etc/passwd is never opened."""
+    outside = tmp_path / "outside.cuh"
+    outside.write_text("#define A 1\n")
+    manifest = load_manifest(str(family))
+    source = family / manifest.variants[0].source
+    source.write_text('#include "../outside.cuh"\n#include "../../../../etc/passwd"\n'
+                      + source.read_text())
+    job = resolve(manifest, {}, {"num_sms": 132}, TimingJob()).job
+
+    def key():
+        return variant_key(job, job.variants[0], "nvrtc 12.8", RECORDED.gpu, "2025.3.1.0",
+                           ("dram__bytes_read.sum",))
+    before = key()
+    outside.write_text("#define A 2\n")
+    assert key() == before
+    source.write_text(source.read_text() + "// changed\n")
+    assert key() != before

@@ -91,12 +91,13 @@ def test_the_second_step_starts_where_the_warm_up_step_ends():
     first step (the warm-up) lasts warmup_s, and the second starts there."""
     import json
     from pathlib import Path
-    from rooflint.formats.trace_timing import program_timing, second_step_start_us
+    from rooflint.formats.trace_timing import timing_and_second_step
     trace = json.loads((Path(__file__).parents[1] / "fixtures" / "trace" /
                         "h200-step-trace.json").read_text())
-    steps = program_timing(trace).steps
+    timing, second = timing_and_second_step(trace)
+    steps = timing.steps
     region_start = min(e["ts"] for e in trace["traceEvents"]
                        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
     assert steps.count >= 2
-    assert second_step_start_us(trace) == pytest.approx(region_start + steps.warmup_s * 1e6)
-    assert second_step_start_us({"traceEvents": []}) is None
+    assert second == pytest.approx(region_start + steps.warmup_s * 1e6)
+    assert timing_and_second_step({"traceEvents": []}) == (None, None)
