@@ -32,7 +32,7 @@ class KernelRecords:
     """What the processes' files say together."""
 
     trace: dict[str, Any]                       # {"traceEvents": [...], "deviceProperties": [...]}
-    processes: int = 0                          # processes that launched a kernel
+    pids: list[int] = field(default_factory=list)   # the processes that launched a kernel
     unfinished: int = 0                         # files with no LAST line: a process that died
     dropped: int = 0                            # records CUPTI dropped (its buffers were full)
     refused: list[str] = field(default_factory=list)   # CUPTI's refusals, one per process
@@ -57,12 +57,19 @@ def read_records(texts: list[str]) -> KernelRecords:
             raise UnreadableRecords(f"a line with a field that is not a number ({exc})") \
                 from None
         events += mine
-        records.processes += bool(mine)
+        if mine:
+            records.pids.append(_pid(lines[0]))
         records.unfinished += not last
         records.refused += [parts[1] for parts in _lines_of(lines, REFUSED, 2)]
     records.trace = {"traceEvents": sorted(events, key=lambda e: e["ts"]),
                      "deviceProperties": list(devices.values())}
     return records
+
+
+def _pid(header: str) -> int:
+    """The process id a file's header names (-1 where it names none that is a number)."""
+    parts = header.split("\t")
+    return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else -1
 
 
 def _lines_of(lines: list[str], kind: str, fields: int) -> list[list[str]]:

@@ -5,6 +5,7 @@ what profiling them costs."""
 from __future__ import annotations
 
 from rooflint.formats.settings import DEFAULT_COVERAGE
+from rooflint.judge.kernel_libraries import is_collective
 from rooflint.judge.kernel_names import name_key
 from rooflint.judge.kernel_times import KernelTime
 
@@ -24,7 +25,12 @@ def choose(kernels: list[KernelTime], coverage: float = DEFAULT_COVERAGE,
     and its siblings' counters come with it: they are chosen too, and count towards
     ``coverage``. A profiled launch is the cost (about 0.3 s each, H100): on the training
     step this took 46 kernels (90 % of the GPU time) in 46 launches, where choosing kernels
-    one by one had taken 39 (90 %) in 60."""
+    one by one had taken 39 (90 %) in 60.
+
+    A collective (NCCL's) is never chosen, and its time is not counted: the trace times it,
+    and replayed under Nsight Compute it would wait for peers that are not replaying it
+    (ranks whose launches ncu serialises never finish a collective)."""
+    kernels = [k for k in kernels if not is_collective(k.kernel)]
     family_s: dict[str, float] = {}
     for k in kernels:
         family_s[name_key(k.kernel)] = family_s.get(name_key(k.kernel), 0.0) + k.total_s

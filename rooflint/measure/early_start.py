@@ -76,8 +76,10 @@ WAIT_FOR_LINE_S = 5.0
 def alone(waiting: Waiting, first: Pass) -> bool:
     """Whether the early start was sound: ncu started the waiting program (whose first
     CUDA call then waits for pass 2, so it ran nothing on the GPU; it may not have reached
-    that call yet, program._attach), and pass 1 saw every kernel launched by one process."""
-    return first.processes == 1 and _says_it_waits(waiting)
+    that call yet, program._attach), and pass 1 saw every kernel launched by one process,
+    the one rooflint started: a process it starts (torchrun's rank) is not held, so it ran
+    beside pass 1, and pass 2 would attach to a process that launches nothing."""
+    return first.processes == 1 and first.own_process and _says_it_waits(waiting)
 
 
 def _says_it_waits(waiting: Waiting) -> bool:

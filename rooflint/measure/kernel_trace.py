@@ -57,7 +57,7 @@ def kernel_trace_pass(command: list[str], trace_log: Path | None,
         wall = time.perf_counter() - began
         if done.returncode != 0:
             raise command_failed(done)
-        return recorded_pass(Path(scratch), wall, trace_log, say)
+        return recorded_pass(Path(scratch), wall, trace_log, say, done.pid)
 
 
 def has_records(folder: Path) -> bool:
@@ -66,9 +66,10 @@ def has_records(folder: Path) -> bool:
 
 
 def recorded_pass(folder: Path, wall: float, trace_log: Path | None,
-                  say: Callable[[str], None]) -> Pass:
-    """Pass 1 from the records the recorder wrote into ``folder`` (one file a process);
-    what it lost said; the trace kept as ``trace_log`` where given."""
+                  say: Callable[[str], None], started: int) -> Pass:
+    """Pass 1 from the records the recorder wrote into ``folder`` (one file a process) of
+    the program whose process rooflint ``started``; what it lost said; the trace kept as
+    ``trace_log`` where given."""
     texts = [path.read_text(errors="replace") for path in sorted(folder.glob("*.tsv"))]
     if not texts:
         raise KernelTraceUnavailable("no process of the program loaded CUPTI's recorder")
@@ -76,7 +77,7 @@ def recorded_pass(folder: Path, wall: float, trace_log: Path | None,
         records = read_records(texts)
     except UnreadableRecords as exc:
         raise KernelTraceUnavailable(f"CUPTI's records are unreadable: {exc}") from None
-    if records.refused and not records.processes:
+    if records.refused and not records.pids:
         raise KernelTraceUnavailable(f"CUPTI recorded nothing: {records.refused[0]}")
     if records.dropped:
         say(f"pass 1: CUPTI dropped {records.dropped} kernel records: those launches are not "
@@ -86,7 +87,8 @@ def recorded_pass(folder: Path, wall: float, trace_log: Path | None,
             f"written out: their last launches may be missing")
     if trace_log:
         trace_log.write_text(json.dumps(records.trace))
-    return Pass("", wall, timer=Timer.cupti, processes=records.processes, trace=records.trace)
+    return Pass("", wall, timer=Timer.cupti, processes=len(records.pids),
+                own_process=set(records.pids) <= {started}, trace=records.trace)
 
 
 def injection_library() -> Path:

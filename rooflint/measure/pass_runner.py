@@ -61,6 +61,9 @@ class Pass:
     attached: bool = False         # pass 2 profiled the program started early (two_passes)
     timer: Timer = Timer.ncu
     processes: int = 1
+    # Every kernel it saw ran in the process rooflint started, not in one that process
+    # started (a launcher's rank, the program a shell script runs): early_start.alone.
+    own_process: bool = True
     trace: dict | None = None      # the profiler's trace, parsed (Timer.traced)
     stopped: Stopped | None = None  # pass 2 failed or was interrupted: no log
 
@@ -131,8 +134,17 @@ def program_environment() -> dict[str, str]:
     return {**PROGRAM_DEFAULTS, **os.environ}
 
 
+class Finished(subprocess.CompletedProcess):
+    """A finished pass's program, with the id its process had (records name their
+    process by it)."""
+
+    def __init__(self, args: list[str], returncode: int, stdout: str, stderr: str, pid: int):
+        super().__init__(args, returncode, stdout, stderr)
+        self.pid = pid
+
+
 def output_of(args: list[str], progress: PassProgress,
-              environment: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+              environment: dict[str, str] | None = None) -> Finished:
     """subprocess.run(args, capture_output=True, text=True), saying how long a long pass
     has run (communicate loses no output across its timeouts); the process is killed when
     rooflint is interrupted while it runs. ``environment`` is added to the program's. One
@@ -150,7 +162,7 @@ def output_of(args: list[str], progress: PassProgress,
         except BaseException:
             process.kill()
             raise
-    return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+    return Finished(args, process.returncode, stdout, stderr, process.pid)
 
 
 def command_failed(done: subprocess.CompletedProcess) -> RooflintError:

@@ -90,20 +90,22 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     """Pass 1, then pass 2 on the kernels ``plan`` chooses from it,
     pass 2's program started early when that is sound (see early_start.py). A
     pass 2 that fails or is interrupted is a Pass that says why (see _second): what pass 1
-    measured is kept."""
-    with started_early(early_command(command)) as waiting:
-        first = timing_pass(command, filters, logs, say)
-        if alone(waiting, first):
-            choice = plan(first)
-            if not choice.patterns:        # every chosen kernel's counters are known
-                stop(waiting.process)
-                return first, Pass("", 0.0)
-            return first, _second(lambda: _attach(waiting, choice, logs, say),
-                                  attached=True)
-        stop(waiting.process)
-    say("pass 1 again, alone: this program's kernels do not all run in its own process, so "
-        "its early-started second run may have overlapped the first")
-    first = duration_pass(command, filters, logs, say)
+    measured is kept. A launcher's program (starts_its_program) is not started early: only
+    the launcher would wait, and its ranks would run beside pass 1."""
+    if not starts_its_program(command):
+        with started_early(early_command(command)) as waiting:
+            first = timing_pass(command, filters, logs, say)
+            if alone(waiting, first):
+                choice = plan(first)
+                if not choice.patterns:        # every chosen kernel's counters are known
+                    stop(waiting.process)
+                    return first, Pass("", 0.0)
+                return first, _second(lambda: _attach(waiting, choice, logs, say),
+                                      attached=True)
+            stop(waiting.process)
+        say("pass 1 again, alone: this program's kernels do not all run in its own process, "
+            "so its early-started second run may have overlapped the first")
+    first = every_process_pass(command, filters, logs, say)
     choice = plan(first)
     if not choice.patterns:
         return first, Pass("", 0.0)
@@ -134,6 +136,16 @@ def timing_pass(command: list[str], filters: Filters, logs: Path | None,
         traced = _torch_trace(command, filters, logs, say)
         if traced is not None:
             return traced
+    return every_process_pass(command, filters, logs, say)
+
+
+def every_process_pass(command: list[str], filters: Filters, logs: Path | None,
+                       say: Callable[[str], None]) -> Pass:
+    """Pass 1 of a program whose kernels may run in processes it starts (a launcher's
+    ranks, a script's program): CUPTI's recorder, which the driver loads into every
+    process, at the program's own speed (PyTorch's profiler sees only the process it runs
+    in); else Nsight Compute, which serialises every launch of every process, and sees
+    NVTX ranges the recorder does not."""
     if not filters.nvtx:
         try:
             return kernel_trace_pass(command, logs / TRACE_LOG if logs else None, say)
@@ -173,6 +185,20 @@ class UnreadableTrace(Exception):
 
 
 PYTHON = re.compile(r"python[\d.]*")
+# Commands whose kernels run in processes they start: launchers (one process a rank) and
+# shells; and Python's module forms of PyTorch's launchers.
+LAUNCHER = re.compile(r"torchrun|mpirun|mpiexec|srun|deepspeed|accelerate|horovodrun"
+                      r"|(ba|z|da|k)?sh")
+LAUNCHER_MODULE = re.compile(r"torch\.distributed\.(run|launch)")
+
+
+def starts_its_program(command: list[str]) -> bool:
+    """Whether ``command`` is a launcher or a shell (LAUNCHER, LAUNCHER_MODULE), whose
+    program's kernels run in processes it starts."""
+    if LAUNCHER.fullmatch(Path(command[0]).name):
+        return True
+    return is_python(command) and command[1] == "-m" and bool(
+        LAUNCHER_MODULE.fullmatch(command[2]))
 
 
 def is_python(command: list[str]) -> bool:
@@ -216,7 +242,8 @@ def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
         if done.returncode != 0:
             raise command_failed(done)
         if not trace.exists() and has_records(records):
-            return recorded_pass(records, wall, logs / TRACE_LOG if logs else None, say)
+            return recorded_pass(records, wall, logs / TRACE_LOG if logs else None, say,
+                                 done.pid)
         document = _read_trace(trace)
     kernels = any(isinstance(e, dict) and e.get("cat") == "kernel"
                   for e in document.get("traceEvents", []))

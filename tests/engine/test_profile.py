@@ -115,6 +115,23 @@ def test_the_choice_takes_whole_functions_until_they_cover_the_share(seed):
     assert without_last < coverage * total
 
 
+@pytest.mark.parametrize("top", [None, 1, 2])
+def test_a_collective_is_never_chosen_nor_counted_in_the_share(top):
+    """NCCL's all-reduce, the most GPU time of a data-parallel step, is timed by the trace:
+    replayed under Nsight Compute it would wait for peers that are not replaying it. The
+    share to cover is the other kernels' time."""
+    all_reduce = kernel_times.KernelTime(
+        "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+        "(24, 1, 1)", [4e-3], block="(640, 1, 1)")
+    gemm = kernel_times.KernelTime("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_NNT", "(132, 1, 1)",
+                                   [2e-3])
+    norm = kernel_times.KernelTime("void at::native::(anonymous namespace)::"
+                                   "vectorized_layer_norm_kernel<float, float>(int)",
+                                   "(4096, 1, 1)", [1e-4])
+    picked = kernel_choice.choose([all_reduce, gemm, norm], 0.9, top)
+    assert picked == ([gemm] if top == 1 else [gemm, norm] if top else [gemm])
+
+
 @pytest.mark.parametrize("seed", range(50))
 def test_top_n_takes_the_n_first_kernels_and_their_siblings(seed):
     rng = random.Random(seed)

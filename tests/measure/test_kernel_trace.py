@@ -35,7 +35,7 @@ def _kernel(start: int, end: int, name: str = "scale(float*, int)", grid: str = 
 
 def test_a_recorded_file_reads_as_the_launches_the_program_made():
     records = read_records([RECORDED.read_text()])
-    assert records.processes == 1 and not records.unfinished and not records.dropped
+    assert len(records.pids) == 1 and not records.unfinished and not records.dropped
     found = launches(records.trace)
     assert found and all(x.name == "layernorm_forward_kernel3(float*, float*, float*, float "
                          "const*, float const*, float const*, int, int)" for x in found)
@@ -57,7 +57,7 @@ def test_processes_are_counted_and_their_kernels_merged_in_time_order():
     second = "rooflint-kernel-trace\t1\t4243\n" + _kernel(1000, 1500, "other") + "L\t3\n"
     idle = "rooflint-kernel-trace\t1\t4244\nL\t0\n"       # a process that launched nothing
     records = read_records([first, second, idle])
-    assert records.processes == 2 and records.dropped == 3
+    assert records.pids == [4242, 4243] and records.dropped == 3
     events = records.trace["traceEvents"]
     assert [e["name"] for e in events] == ["other", "scale(float*, int)"]
     assert events[1]["ts"] == 2.0 and events[1]["dur"] == 1.0          # microseconds
@@ -72,7 +72,7 @@ def test_a_process_killed_mid_write_keeps_its_whole_lines_and_says_it_did_not_fi
 
 def test_cuptis_refusal_is_kept_as_said():
     records = read_records([HEADER + "E\tCUPTI refused the kernel activity\n"])
-    assert records.refused == ["CUPTI refused the kernel activity"] and records.processes == 0
+    assert records.refused == ["CUPTI refused the kernel activity"] and records.pids == []
 
 
 @pytest.mark.parametrize("text", ["", "not a trace\n", "rooflint-kernel-trace\t2\t1\n",
@@ -208,22 +208,50 @@ def test_the_recorders_source_names_every_line_kind_the_reader_reads():
 
 
 
+OWN = "rooflint-kernel-trace\t1\tPID\n"      # a header naming the writing process
+
+
 def _program(records: str, exit_code: int = 0) -> list[str]:
-    """A stand-in program: writes ``records`` where the recorder would, as one process."""
+    """A stand-in program: writes ``records`` where the recorder would, as one process (PID
+    in them its process id)."""
     code = (f"import os, pathlib, sys; folder = os.environ[{kernel_trace.RECORDS_FOLDER!r}]; "
-            f"pathlib.Path(folder, 'kernels.1.tsv').write_text({records!r}) if {records!r} "
-            f"else None; sys.exit({exit_code})")
+            f"pathlib.Path(folder, 'kernels.1.tsv').write_text({records!r}.replace('PID', "
+            f"str(os.getpid()))) if {records!r} else None; sys.exit({exit_code})")
     return [sys.executable, "-c", code]
 
 
 def test_the_records_become_the_passes_trace_and_its_log(tmp_path, monkeypatch):
     monkeypatch.setattr(kernel_trace, "injection_library", lambda: tmp_path / "lib.so")
     log = tmp_path / "pass1-trace.json"
-    first = kernel_trace.kernel_trace_pass(_program(HEADER + _kernel(0, 5000) + "L\t0\n"),
+    first = kernel_trace.kernel_trace_pass(_program(OWN + _kernel(0, 5000) + "L\t0\n"),
                                            log, print)
-    assert first.timer is Timer.cupti and first.processes == 1
+    assert first.timer is Timer.cupti and first.processes == 1 and first.own_process
     assert [x.duration_s for x in launches(first.trace)] == [pytest.approx(5e-6)]
     assert json.loads(log.read_text()) == first.trace
+
+
+def test_kernels_a_process_the_program_started_launched_are_not_its_own(tmp_path,
+                                                                          monkeypatch):
+    """torchrun's ranks, the program a shell script runs: their records name a process
+    other than the one rooflint started, which early_start.alone must not take for the
+    program's own (the early-started run's child is not held: it ran beside pass 1)."""
+    monkeypatch.setattr(kernel_trace, "injection_library", lambda: tmp_path / "lib.so")
+    child = kernel_trace.kernel_trace_pass(_program(HEADER + _kernel(0, 5000) + "L\t0\n"),
+                                           None, print)
+    assert child.processes == 1 and not child.own_process
+
+
+def test_pass_one_again_records_every_process_where_the_recorder_serves(monkeypatch):
+    """Timed again alone, a program whose kernels run in processes it starts is recorded
+    by CUPTI in every process, not serialised under Nsight Compute (ranks waiting on each
+    other's collectives never finish so); Nsight Compute where an NVTX range is asked."""
+    traced = Pass("", 1.0, timer=Timer.cupti, processes=2, own_process=False)
+    monkeypatch.setattr(program, "kernel_trace_pass", lambda *_: traced)
+    monkeypatch.setattr(program, "duration_pass", lambda *_: Pass("csv", 1.0))
+    launcher = ["torchrun", "--nproc_per_node=2", "train.py"]
+    assert program.every_process_pass(launcher, program.Filters(), None, print) is traced
+    assert program.every_process_pass(launcher, program.Filters(nvtx="step"), None,
+                                      print).timer is Timer.ncu
 
 
 def test_a_failing_program_or_one_that_never_loaded_the_recorder_says_so(tmp_path,
@@ -262,3 +290,29 @@ def test_no_recorder_is_offered_where_none_can_be_built(monkeypatch):
         raise KernelTraceUnavailable("no nvcc to build CUPTI's recorder with")
     monkeypatch.setattr(kernel_trace, "_recorder", unavailable)
     assert kernel_trace.recorder_if_built() is None
+
+
+@pytest.mark.parametrize("command", [["torchrun", "--nproc_per_node=2", "train.py"],
+                                     ["bash", "run.sh"],
+                                     [sys.executable, "-m", "torch.distributed.run", "t.py"]])
+def test_a_launchers_program_is_not_started_early_and_every_process_is_recorded(
+        monkeypatch, command):
+    """A launcher's or a shell's program runs its kernels in processes it starts, which an
+    early start would not hold (ncu holds the launcher alone): they ran beside pass 1, and
+    pass 2 attached to the launcher found no kernel (torchrun, one rank, H200). Pass 1 is
+    CUPTI's records of every process, pass 2 an ordinary run under Nsight Compute."""
+    monkeypatch.setattr(program, "started_early", lambda *_: pytest.fail("started early"))
+    first = Pass("", 1.0, timer=Timer.cupti, processes=1, own_process=False)
+    monkeypatch.setattr(program, "kernel_trace_pass", lambda *_: first)
+    monkeypatch.setattr(program, "counter_pass", lambda *_: Pass("csv", 2.0))
+    said = []
+    one, two = program.two_passes(command, program.Filters(), None,
+                                  lambda _: program.Choice(["nvjet"]), said.append)
+    assert one is first and two.log == "csv" and not two.attached
+    assert not any("again" in line for line in said)
+
+
+def test_a_program_is_a_launcher_by_its_name_not_by_its_arguments():
+    assert not program.starts_its_program([sys.executable, "train.py", "torchrun"])
+    assert not program.starts_its_program(["./shell", "bash"])
+    assert program.starts_its_program(["/usr/local/bin/torchrun", "t.py"])

@@ -119,6 +119,8 @@ def test_the_early_start_is_sound_only_for_one_process_that_waited(tmp_path):
     output.write_text("==PROF== Waiting for profiler to attach on ports 1-2\n")
     assert early_start.alone(waiting, pass_runner.Pass(log, 1.0, processes=1))
     assert not early_start.alone(waiting, pass_runner.Pass(log, 1.0, processes=2))
+    assert not early_start.alone(waiting, pass_runner.Pass("", 1.0, timer=pass_runner.Timer.cupti,
+                                                           own_process=False))
     assert not early_start.alone(waiting, pass_runner.Pass("{}", 1.0, timer=pass_runner.Timer.torch,
                                                            processes=0))
     output.write_text("")                      # never reached a CUDA call, and exited
