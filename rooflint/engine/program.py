@@ -44,7 +44,8 @@ from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
 from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.stats import TimeStats
-from rooflint.judge.autotuning import Autotuning, rows_without_autotuning, trace_without_autotuning
+from rooflint.judge.autotuning import (Autotuning, benchmark_trials, launches_to_skip,
+                                      rows_without_autotuning, trace_without_autotuning)
 from rooflint.judge.kernel_choice import choose
 from rooflint.judge.counter_reuse import kernel_key, reuse_context, served
 from rooflint.formats.counter_cache import CounterCache
@@ -65,7 +66,7 @@ from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.formats.settings import DEFAULT_COVERAGE, Settings
 from rooflint.formats.status import Status
-from rooflint.formats.trace_events import Unrecorded, unrecorded
+from rooflint.formats.trace_events import Launch, Unrecorded, unrecorded
 from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
 from rooflint.formats.trace_events import libraries, union_unless_any
 from rooflint.formats.trace_timing import ProgramTiming, timing_and_second_step
@@ -238,10 +239,12 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         chosen = choose(one.kernels, options.coverage, options.top)
         reuse.look_up(cache, first, chosen)
         profiled = [k for k in chosen if k.identity not in reuse.served]
-        choice = pass2_choice(profiled, one.every)
+        choice = pass2_choice(profiled, one.every,
+                              launches_to_skip(one.launches, {k.identity for k in profiled})
+                              if first.processes == 1 else 0)
         planned.append(choice)
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
-                       choice.tensor_precisions, profiled))
+                       choice.tensor_precisions, profiled, choice.skip))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))
         if one.unrecorded:
@@ -269,7 +272,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
     settings = replace(passes_settings(options, first, second, len(profiled), choice,
-                                       passes.selection(choice.patterns)),
+                                       passes.selection(choice.patterns, choice.skip)),
                        pass2_cached_kernels=[k.kernel for k in chosen
                                              if k.identity in reuse.served] or None,
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
@@ -368,12 +371,14 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
         ncu_version=ncu_version())
 
 
-def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime]) -> Choice:
+def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime], skip: int = 0) -> Choice:
     """Pass 2's patterns (on mangled names: the chosen kernels among all of pass 1's,
-    ``timed``), and the tensor precisions the chosen kernels' operators name (all of them
-    when one kernel's operators are unknown)."""
+    ``timed``), the tensor precisions the chosen kernels' operators name (all of them
+    when one kernel's operators are unknown), and the program's first ``skip`` launches
+    left out (only where one process launched them all: Nsight Compute counts every
+    process's launches, in an order between processes no trace fixes)."""
     return Choice(mangled_patterns(chosen, timed),
-                  union_unless_any(k.tensor_precisions for k in chosen))
+                  union_unless_any(k.tensor_precisions for k in chosen), skip)
 
 
 def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:
@@ -456,6 +461,9 @@ class PassOne:
     # The program's wall time, GPU busy time, idle gaps and steps from the trace; None
     # where Nsight Compute timed pass 1 (its launches carry no timestamps).
     timing: ProgramTiming | None = None
+    # Every launch of the trace in launch order, cuDNN's benchmark's trials marked (pass 2's
+    # skip: autotuning.launches_to_skip); none where Nsight Compute timed pass 1.
+    launches: list[Launch] = field(default_factory=list)
 
 
 def timed_kernels(first: Pass, filters: Filters) -> PassOne:
@@ -474,7 +482,8 @@ def timed_kernels(first: Pass, filters: Filters) -> PassOne:
         kernels = kernel_times_from_trace(kept)
         every = kernels if len(found) == len(launches) else \
             kernel_times_from_trace(trace_without_autotuning(launches, steps, steady)[0])
-        return PassOne(kernels, tuning, unrecorded(first.trace or {}), every, timing)
+        return PassOne(kernels, tuning, unrecorded(first.trace or {}), every, timing,
+                       benchmark_trials(launches, steps, steady))
     rows, tuning = rows_without_autotuning(parse_rows(first.log))
     kernels = kernel_times(rows)
     return PassOne(kernels, tuning, [], kernels)

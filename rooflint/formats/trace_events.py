@@ -114,6 +114,7 @@ class Launch:
     autotuner: str | None = None   # the benchmarking that launched it: "Triton's autotuner"
     weight: float = 1.0            # the launches it stands for: more than one where a run
     #                                of repeated calls recorded only its first (SAMPLED_RANGE)
+    graph: bool = False            # launched by a CUDA graph's replay (cudaGraphLaunch)
 
     @property
     def tensor_precisions(self) -> frozenset[str] | None:
@@ -241,6 +242,10 @@ def _went_past(count: re.Match | None) -> bool:
     return count is not None and 0 < int(count["recorded"]) < int(count["calls"])
 
 
+# The runtime or driver call that replays a CUDA graph: cudaGraphLaunch, cuGraphLaunch.
+GRAPH_LAUNCH = "GraphLaunch"
+
+
 def launches(trace: dict[str, Any]) -> list[Launch]:
     """Every kernel launch in ``trace``, in launch order, with its origin."""
     # an event whose name is not text (a foreign or hand-edited trace) is not read
@@ -259,7 +264,8 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
                         duration_s=float(kernel.get("dur", 0.0)) * 1e-6,
                         start_us=float(call["ts"] if call else kernel.get("ts", 0.0)),
                         stream=str(kernel["args"].get("stream", "")),
-                        traced_call=call is not None)
+                        traced_call=call is not None,
+                        graph=bool(call) and GRAPH_LAUNCH in str(call.get("name", "")))
         if call:
             scopes.attribute(launch, call)
         found.append(launch)

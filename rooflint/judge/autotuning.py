@@ -13,6 +13,8 @@ from typing import Callable, TypeVar
 
 from rooflint.formats.ncu_log import DURATION, KERNEL_NAME as NAME, STREAM
 from rooflint.formats.trace_events import Launch
+from rooflint.judge.kernel_names import name_key
+from rooflint.judge.kernel_times import Identity
 
 # XLA's autotuner (JAX's and TensorFlow's compiler) times candidate kernels while the program
 # compiles: stream_executor checks each trial's buffers for overruns with its redzone kernel
@@ -116,3 +118,34 @@ def trace_without_autotuning(launches: list[Launch], steps: int | None = None,
 def rows_without_autotuning(rows: list[dict]) -> tuple[list[dict], Autotuning]:
     return without_autotuning(rows, lambda r: (str(r[NAME]), str(r.get(STREAM, ""))),
                               lambda r: float(r[DURATION]) * 1e-9)
+
+
+# Launches each chosen kernel must still make after the launches pass 2 skips: two runs of
+# one program need not launch in one order.
+LAUNCHES_AFTER_SKIP = 2
+
+
+def launches_to_skip(launches: list[Launch], chosen: set[Identity]) -> int:
+    """How many of the program's first launches pass 2 can leave out (Nsight Compute's
+    ``--launch-skip-before-match`` counts every launch, whatever its name): those up to
+    cuDNN's benchmark's last trial, where every ``chosen`` kernel launches
+    LAUNCHES_AFTER_SKIP times after it; else none. Pass 2 selects kernels by name, so
+    the trials of a chosen kernel's function are otherwise profiled too, one launch each
+    (a ResNet-50's training step, H200: 62 of pass 2's launch shapes, about 18 s).
+
+    ``launches`` are pass 1's, in launch order, trials marked (benchmark_trials). The
+    other autotuners' trials before the last are not counted: pass 2 may not run them again
+    (Triton's autotuner reads what it chose from its cache), and to skip fewer launches is
+    only to profile more. A launch pass 1 did not record (a paused region) makes the count
+    smaller, as safely. None under a CUDA graph, whose launches Nsight Compute may count
+    otherwise."""
+    last = max((i for i, x in enumerate(launches) if x.autotuner == CUDNN_BENCHMARK),
+               default=None)
+    if last is None or any(x.graph for x in launches):
+        return 0
+    after = Counter((name_key(x.name), x.grid, x.block) for x in launches[last + 1:])
+    if any(after[identity] < LAUNCHES_AFTER_SKIP for identity in chosen):
+        return 0
+    others = sum(x.autotuner is not None and x.autotuner != CUDNN_BENCHMARK
+                 for x in launches[:last + 1])
+    return last + 1 - others

@@ -76,6 +76,7 @@ class Choice:
 
     patterns: list[str]
     tensor_precisions: frozenset[str] | None = None
+    skip: int = 0                  # the program's first launches, left out (launches_to_skip)
 
     @property
     def metrics(self) -> list[str]:
@@ -315,13 +316,14 @@ def counter_pass(command: list[str], choice: Choice,
     """rooflint's counters on the first launch of each launch configuration of the chosen
     kernels (see selection)."""
     args = [*ncu.BASE_OPTIONS, "--cache-control", "all",
-            "--metrics", ",".join(choice.metrics), *selection(choice.patterns)]
+            "--metrics", ",".join(choice.metrics), *selection(choice.patterns, choice.skip)]
     return run_ncu(args, command, logs, COUNTERS_LOG, PassProgress("pass 2", say))
 
 
-def selection(patterns: list[str]) -> list[str]:
+def selection(patterns: list[str], skip: int = 0) -> list[str]:
     """Pass 2's launches, as ncu options: LAUNCHES_PER_CONFIG of each launch configuration
-    of the kernels whose mangled names ``patterns`` match, names printed demangled. Kept in
+    of the kernels whose mangled names ``patterns`` match, after the program's first
+    ``skip`` launches (of any kernel), names printed demangled. Kept in
     the result's settings, so the same launches can be profiled again
     (benchmarks/profile.sh's ``--set full``).
 
@@ -335,6 +337,7 @@ def selection(patterns: list[str]) -> list[str]:
     do not need the steady state: bytes, FLOPs and stalls are the kernel's own, and every
     profiled launch starts from flushed caches."""
     return ["--filter-mode", "per-launch-config", "--launch-count", str(LAUNCHES_PER_CONFIG),
+            *(["--launch-skip-before-match", str(skip)] if skip else []),
             "--kernel-name-base", "mangled", "--print-kernel-base", "demangled",
             "-k", f"regex:{'|'.join(patterns)}"]
 
@@ -351,7 +354,7 @@ def _attach(waiting: Waiting, choice: Choice,
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
             "--max-connections", str(PORTS), *ncu.BASE_OPTIONS,
             "--cache-control", "all", "--metrics", ",".join(choice.metrics),
-            *selection(choice.patterns)]
+            *selection(choice.patterns, choice.skip)]
     began, progress, said_why = time.perf_counter(), PassProgress("pass 2", say), False
     while True:
         try:

@@ -27,10 +27,11 @@ def pass1_words(command: Sequence[str]) -> str:
 
 def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: list[KernelTime],
                precisions: frozenset[str] | None,
-               profiled: list[KernelTime] | None = None) -> str:
+               profiled: list[KernelTime] | None = None, skip: int = 0) -> str:
     """What pass 1 (timed by ``timer``, in ``wall_s``) found and what pass 2 will profile,
     said before pass 2 starts: ``profiled`` of the chosen kernels (all of them by default;
-    the rest's counters come from the counter cache)."""
+    the rest's counters come from the counter cache), after the program's first ``skip``
+    launches."""
     profiled = chosen if profiled is None else profiled
     served = len(chosen) - len(profiled)
     covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
@@ -41,8 +42,9 @@ def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: lis
               f"again" if served else "")
     if served == len(chosen):
         return f"{found}{cached}): pass 2 is not run"
-    return (f"{found}{cached}; every launch shape of their functions, as Nsight Compute "
-            f"selects by name), the first launch of each, tensor FLOPs in "
+    after = f" after cuDNN's benchmark's trials (the first {skip:,} launches)" if skip else ""
+    return (f"{found}{cached}; every launch shape of their functions{after}, as Nsight "
+            f"Compute selects by name), the first launch of each, tensor FLOPs in "
             f"{precisions_words(precisions)}: about "
             f"{pass2_estimate_s(profiled):.0f} s and the rest of the program")
 

@@ -485,6 +485,18 @@ MANGLED = {
 }
 
 
+def test_pass_two_skips_the_programs_first_launches_only_when_asked():
+    """Nsight Compute's --launch-skip-before-match counts every launch, whatever its name
+    (checked on an H200: a program launching a fill, then three rounds of foo at four grids
+    and bar at two; foo profiled from round 1's fourth grid on after 10 skipped, from round
+    2's second after 14), where --launch-skip counts only the matching ones."""
+    from rooflint.measure import program as passes
+    args = passes.selection(["nvjet"], 2669)
+    assert args[args.index("--launch-skip-before-match") + 1] == "2669"
+    assert "--launch-skip" not in args
+    assert "--launch-skip-before-match" not in passes.selection(["nvjet"])
+
+
 def _pass2_expression(chosen_names: list[str]) -> str:
     from rooflint.measure import program as passes
     timed = [kernel_times.KernelTime(name, "(1, 1, 1)", [1e-6]) for name in MANGLED.values()]

@@ -101,3 +101,77 @@ def test_the_second_step_starts_where_the_warm_up_step_ends():
     assert steps.count >= 2
     assert second == pytest.approx(region_start + steps.warmup_s * 1e6)
     assert timing_and_second_step({"traceEvents": []}) == (None, None)
+
+
+def _kept_identities(launches: list[Launch]) -> set:
+    from rooflint.judge.kernel_names import name_key
+    return {(name_key(x.name), x.grid, x.block) for x in launches if x.autotuner is None}
+
+
+@pytest.mark.parametrize("steps", range(FEWEST_STEPS, 9))
+def test_pass_two_skips_the_launches_up_to_the_last_trial(steps):
+    """Nsight Compute selects pass 2's kernels by name: without the skip it profiles each
+    trial of a chosen convolution function once. The skip ends right after the last trial,
+    and every kept kernel still launches after it."""
+    from rooflint.judge.autotuning import launches_to_skip
+    marked = benchmark_trials([x for s in range(steps) for x in step_of_a_convnet(s == 0)],
+                              steps)
+    skip = launches_to_skip(marked, _kept_identities(marked))
+    assert skip == 5                          # the first step's five trials come first
+    assert all(x.autotuner is None for x in marked[skip:])
+
+
+def test_another_tuners_trials_before_the_last_are_not_skipped():
+    """Triton's autotuner may not run its trials again in pass 2 (its cache): they are not
+    counted, so pass 2 skips fewer launches, never a kept kernel's."""
+    from rooflint.judge.autotuning import launches_to_skip
+    triton = [launch(f"triton_trial_{i}", None, autotuner="Triton's autotuner") for i in range(3)]
+    steps = 4
+    marked = benchmark_trials(triton + [x for s in range(steps)
+                                        for x in step_of_a_convnet(s == 0)], steps)
+    assert launches_to_skip(marked, _kept_identities(marked)) == 5
+
+
+def test_nothing_is_skipped_without_trials_under_a_graph_or_when_a_kernel_would_be_lost():
+    from rooflint.judge.autotuning import launches_to_skip
+    steps = 4
+    plain = [x for s in range(steps) for x in step_of_a_convnet(first=False)]
+    assert launches_to_skip(benchmark_trials(plain, steps), _kept_identities(plain)) == 0
+    marked = benchmark_trials([x for s in range(steps) for x in step_of_a_convnet(s == 0)],
+                              steps)
+    kept = _kept_identities(marked)
+    graphed = [replace(x, graph=True) if i == len(marked) - 1 else x
+               for i, x in enumerate(marked)]
+    assert launches_to_skip(graphed, kept) == 0
+    once = launch("init_kernel", "aten::fill_")   # chosen, launched only before the last trial
+    early = benchmark_trials([once, *marked], steps)
+    assert launches_to_skip(early, kept | _kept_identities([once])) == 0
+    assert launches_to_skip(early, kept) == 6
+
+
+def test_a_resnets_pass_two_leaves_out_the_trials_of_its_chosen_functions():
+    """pass 1 of a ResNet-50 training step under cuDNN's benchmark (H200; each launch's
+    name, grid and block, whether it was a trial, whether it was chosen): pass 2 skips the
+    launches up to the last trial, every chosen kernel still launching after them, and so
+    leaves out the launch shapes of the chosen functions that only the warm-up ran."""
+    import lzma
+    from collections import Counter
+    from pathlib import Path
+    from rooflint.judge.autotuning import LAUNCHES_AFTER_SKIP, launches_to_skip
+    from rooflint.judge.kernel_names import name_key
+    rows = [line.split("\t") for line in lzma.decompress(
+        (Path(__file__).parents[1] / "fixtures" / "trace" / "h200-convnet-launches.tsv.xz")
+        .read_bytes()).decode().splitlines() if not line.startswith("#")]
+    marked = [Launch(name=name, grid=grid, block=block, duration_s=1e-6, start_us=float(i),
+                     autotuner=CUDNN_BENCHMARK if trial == "1" else None)
+              for i, (name, grid, block, trial, _) in enumerate(rows)]
+    chosen = {(name_key(name), grid, block) for name, grid, block, _, was in rows if was == "1"}
+    assert (len(marked), len(chosen)) == (13419, 93)
+    skip = launches_to_skip(marked, chosen)
+    assert skip == 2669
+    after = Counter((name_key(x.name), x.grid, x.block) for x in marked[skip:])
+    assert min(after[identity] for identity in chosen) >= LAUNCHES_AFTER_SKIP
+    functions = {identity[0] for identity in chosen}
+    shapes = {(name_key(x.name), x.grid, x.block) for x in marked
+              if name_key(x.name) in functions}
+    assert len(shapes - set(after)) == 62          # pass 2's launches left out
