@@ -3,7 +3,8 @@ for a program PyTorch's profiler cannot enter: measure/kernel_trace_injection.cp
 per process), as a trace in the shape PyTorch's profiler writes, so one reader
 (trace_events.py) serves both.
 
-A file's lines, tab-separated: a header (MAGIC, the format's version, the process id); ``K``
+A file's lines, tab-separated: a header (MAGIC, the format's version, the process id, which
+each of its kernels keeps as ``process``); ``K``
 per kernel (start and end in ns, device, stream, grid, block, correlation id, demangled
 name); ``D`` per device used (SMs, memory, compute capability, name); ``L`` with the
 records CUPTI dropped, written last; ``E`` when CUPTI refused to record.
@@ -56,9 +57,11 @@ def read_records(texts: list[str]) -> KernelRecords:
         except ValueError as exc:
             raise UnreadableRecords(f"a line with a field that is not a number ({exc})") \
                 from None
-        events += mine
         if mine:
             records.pids.append(_pid(lines[0]))
+            for event in mine:                # which process (a rank) launched it
+                event["args"]["process"] = records.pids[-1]
+        events += mine
         records.unfinished += not last
         records.refused += [parts[1] for parts in _lines_of(lines, REFUSED, 2)]
     records.trace = {"traceEvents": sorted(events, key=lambda e: e["ts"]),

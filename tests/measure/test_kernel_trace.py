@@ -62,6 +62,7 @@ def test_processes_are_counted_and_their_kernels_merged_in_time_order():
     assert [e["name"] for e in events] == ["other", "scale(float*, int)"]
     assert events[1]["ts"] == 2.0 and events[1]["dur"] == 1.0          # microseconds
     assert events[1]["args"]["grid"] == [64, 1, 1] and events[1]["args"]["correlation"] == 5
+    assert [e["args"]["process"] for e in events] == [4243, 4242]
 
 
 def test_a_process_killed_mid_write_keeps_its_whole_lines_and_says_it_did_not_finish():
