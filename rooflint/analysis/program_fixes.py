@@ -33,6 +33,7 @@ class Saving(Enum):
     REMOVAL = "removal"          # the kernels go: their whole time
     ROOF_DISTANCE = "roof distance"   # each kernel's own upside (judge/upside.py), summed
     RAISE_ROOF = "raise the roof"     # kernels at their roof: half their time (a roof 2x higher)
+    EXPOSED = "exposed"          # the collectives' time no other kernel of their rank ran beside
     NONE = "none"                # nothing the program can change is estimated
 
 
@@ -153,8 +154,8 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "step's kernels at once", Saving.NONE, program=True),
     ProgramFix("overlap_collectives", "overlap the collectives with compute (DDP's bucket "
                "size, FSDP's prefetch), fewer and larger ones", "a collective waits on its "
-               "peers: its time is not the kernel's to save", Saving.NONE,
-               libraries=(library_moves.NCCL,)),
+               "peers and the interconnect: only the part of its time no compute runs beside "
+               "costs the step", Saving.EXPOSED, libraries=(library_moves.NCCL,)),
     ProgramFix("fuse_cupy", "fuse the element-wise chain (cupy.fuse, an ElementwiseKernel)",
                "each CuPy operator is a kernel of its own", Saving.FUSION,
                libraries=(library_moves.CUPY,)),

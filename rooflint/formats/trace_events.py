@@ -242,6 +242,9 @@ def _went_past(count: re.Match | None) -> bool:
     return count is not None and 0 < int(count["recorded"]) < int(count["calls"])
 
 
+# NCCL's collectives (ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...): kernels that
+# wait on their peers on the other GPUs.
+COLLECTIVE = re.compile(r"nccl")
 # The runtime or driver call that replays a CUDA graph: cudaGraphLaunch, cuGraphLaunch.
 GRAPH_LAUNCH = "GraphLaunch"
 

@@ -33,7 +33,7 @@ from statistics import fmean
 from typing import Any, Iterable
 
 from rooflint.common.sense import Amount, Size
-from rooflint.formats.trace_events import AUTOTUNING_RANGE
+from rooflint.formats.trace_events import AUTOTUNING_RANGE, COLLECTIVE
 
 Span = tuple[float, float]             # start and end, in the trace's microseconds
 
@@ -76,6 +76,24 @@ class Steps:
 
 
 @dataclass
+class Communication:
+    """A rank's collectives (NCCL's kernels) over the profiled region, the mean of its ranks:
+    their GPU time, and the part of it no other kernel of the rank ran beside (exposed: the
+    rank's GPU did nothing but wait on its peers and the interconnect). A collective that
+    compute overlaps costs the step nothing; an exposed one is what overlapping saves (HTA's
+    computation-communication overlap, from the other side)."""
+
+    collective_s: Amount
+    exposed_s: Amount
+    ranks: Size                 # the processes and GPUs whose kernels the trace holds
+
+    @property
+    def overlapped(self) -> float:
+        """The share of the collectives' time that other kernels ran beside."""
+        return 1.0 - self.exposed_s / self.collective_s if self.collective_s else 1.0
+
+
+@dataclass
 class ProgramTiming:
     """The wall time of the profiled region (of its steps after the first, where it has
     steps), the GPU's busy time in it, the idle rest by cause."""
@@ -84,6 +102,8 @@ class ProgramTiming:
     busy_s: Amount
     idle: IdleTime = field(default_factory=IdleTime)
     steps: Steps | None = None
+    # The whole region's (as a profile's GPU time and savings are), where it ran collectives.
+    communication: Communication | None = None
 
 
 @dataclass
@@ -136,7 +156,30 @@ def _timing(found: _Region) -> ProgramTiming:
         _add_gap(idle, gap, copies, host)
     return ProgramTiming(wall_s=(measured[1] - measured[0]) * 1e-6,
                          busy_s=overlap(kernels, measured) * 1e-6, idle=idle,
-                         steps=_steps_of([end - start for start, end in spans]) if spans else None)
+                         steps=_steps_of([end - start for start, end in spans]) if spans else None,
+                         communication=communication(events))
+
+
+def communication(events: list[dict]) -> Communication | None:
+    """The collectives' time and its exposed part (Communication), each rank's kernels
+    apart: a rank is a process (CUPTI's records name it) on a GPU; None where no collective
+    ran."""
+    ranks: dict[tuple[Any, Any], tuple[list[Span], list[Span]]] = {}
+    for event in events:
+        if event.get("cat") != "kernel":
+            continue
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        collectives, others = ranks.setdefault((args.get("process"), args.get("device")),
+                                               ([], []))
+        (collectives if COLLECTIVE.search(event["name"]) else others).append(_span(event))
+    merged = [(union(collectives), union(others)) for collectives, others in ranks.values()]
+    collective = sum(end - start for spans, _ in merged for start, end in spans)
+    if not collective:
+        return None
+    exposed = sum(end - start - overlap(others, (start, end))
+                  for spans, others in merged for start, end in spans)
+    return Communication(collective_s=collective * 1e-6 / len(ranks),
+                         exposed_s=exposed * 1e-6 / len(ranks), ranks=len(ranks))
 
 
 def _after_warmup(spans: list[Span]) -> Span | None:

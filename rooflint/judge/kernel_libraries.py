@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from rooflint.analysis import caller_moves as library_moves
-from rooflint.formats.trace_events import ATEN
+from rooflint.formats.trace_events import ATEN, COLLECTIVE
 from rooflint.judge.kernel_times import KernelTime
 
 # Who wrote a kernel, from the PyTorch operator that launched it, where the operator says
@@ -36,9 +36,6 @@ CONVOLUTION_OPERATOR = re.compile(r"^aten::(_?convolution|cudnn_convolution\w*|c
 # matched a GEMM's name): a ConvNet was told to shape its GEMMs for cuBLAS's tiles.
 CONVOLUTION_NAMES = (r"cudnn|_(fprop|dgrad|wgrad)_|^(fprop|dgrad|wgrad)_|implicit_?gemm"
                      r"|implicit_convolve|convolve_sgemm|winograd|fft2d_")
-# NCCL's collectives (ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...): kernels that
-# wait on their peers on the other GPUs.
-COLLECTIVE = r"nccl"
 # Who wrote a kernel, from its name: (pattern, plain words). First match wins. Only names a
 # library writes: a program's own kernel called sgemm, flash_attention or layer_norm is
 # its own (SGEMM_CUDA's sgemm2DBlocktiling had read as cuBLAS's, and been told to shape
@@ -47,7 +44,7 @@ LIBRARIES = (
     (r"^(triton_|cutlass_)?gemm_fusion", library_moves.XLA_GEMM),
     (r"^(loop|input)_\w*fusion|^fusion(_\d+)?$|^wrapped_\w+$", library_moves.XLA_FUSION),
     (r"^triton_", library_moves.INDUCTOR),
-    (COLLECTIVE, library_moves.NCCL),
+    (COLLECTIVE.pattern, library_moves.NCCL),
     (r"fmha|flash::|sdpa|cudnn\w*(flash|attention)|compute_dot_do_o|convert_dq_to_16bits",
      library_moves.ATTENTION),
     (r"cudnn::bn_|^bn_(fw|bw)_", library_moves.NORM),      # cuDNN's BatchNorm, not a convolution
@@ -99,7 +96,7 @@ def library(kernel: str, operator: str | None = None) -> str | None:
 
 def is_collective(kernel: str) -> bool:
     """Whether a kernel is a collective, which waits on its peers (COLLECTIVE)."""
-    return bool(re.search(COLLECTIVE, kernel))
+    return bool(COLLECTIVE.search(kernel))
 
 
 def _first(patterns: tuple[tuple[str, str], ...], text: str) -> str | None:

@@ -26,7 +26,10 @@ How a saving is estimated, by the entry's :class:`Saving`:
   without counters adds nothing.
 - raise the roof: kernels at their roof (evidence.AT_ROOF) save half their time under a roof
   twice as high (fp8's tensor roof over bf16's); kernels below it save nothing from it.
-- none: nothing is estimated (a collective waits on its peers).
+- exposed: the part of the collectives' time that no other kernel of their rank ran beside
+  (formats/trace_timing.Communication): overlapped with compute, it would cost the step
+  nothing. The group's time times the trace's exposed share.
+- none: nothing is estimated.
 
 Savings are over the profiled region, as the shares are; the summary says them a step
 where the profile found its steps (output/program_summary.py). One fix is for the program's
@@ -46,6 +49,7 @@ from rooflint.analysis.program_fixes import (FIXES_BY_ID, PROGRAM_FIXES, Kind, P
                                              Saving, fix_for, kind_of)
 from rooflint.formats.results import FixLine, ProgramFixResult, RunResult, VariantResult
 from rooflint.formats.trace_events import Origin
+from rooflint.formats.trace_timing import ProgramTiming
 
 NO_FIX = "none"
 NO_LINE = "no source line"
@@ -185,8 +189,9 @@ def group_fix(group: KernelGroup) -> ProgramFix | None:
                                        group.library, group.at_roof)
 
 
-def saving(fix: ProgramFix, group: KernelGroup) -> float:
-    """The time a fix could save on a group, as the module's docstring says."""
+def saving(fix: ProgramFix, group: KernelGroup, program: ProgramTiming | None = None) -> float:
+    """The time a fix could save on a group, as the module's docstring says (``program``:
+    the trace's timing, for the collectives' exposed share)."""
     if fix.saving is Saving.FUSION:
         return max(0.0, group.total_s - remaining_s(group))
     if fix.saving is Saving.REMOVAL:
@@ -195,6 +200,9 @@ def saving(fix: ProgramFix, group: KernelGroup) -> float:
         return sum(v.share.upside_s or 0.0 for v in group.variants)
     if fix.saving is Saving.RAISE_ROOF:
         return sum(v.share.total_s for v in group.variants if is_at_roof(v)) * (1 - 1 / RAISED_ROOF)
+    if fix.saving is Saving.EXPOSED and program and program.communication:
+        found = program.communication
+        return group.total_s * found.exposed_s / found.collective_s
     return 0.0
 
 
@@ -259,7 +267,7 @@ def roll_up(result: RunResult) -> list[ProgramFixResult]:
     for group in groups_of(variants):
         fix = group_fix(group) or no_fix(group)
         by_fix[fix.id + (fix.why if fix.id == NO_FIX else "")].append((fix, group))
-    fixes = [fix_result(pairs, region) for pairs in by_fix.values()]
+    fixes = [fix_result(pairs, region, result.program) for pairs in by_fix.values()]
     return sorted(fixes, key=lambda f: (-f.saving_s, -f.share)) + launch_bound_fixes(result)
 
 
@@ -278,11 +286,12 @@ def launch_bound_fixes(result: RunResult) -> list[ProgramFixResult]:
                              saving_s=0.0, saving_share=0.0)]
 
 
-def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float) -> ProgramFixResult:
+def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float,
+               program: ProgramTiming | None) -> ProgramFixResult:
     """One fix's groups added up into the document's record."""
     fix = pairs[0][0]
     variants = [v for _, g in pairs for v in g.variants]
-    saved = sum(saving(f, g) for f, g in pairs)
+    saved = sum(saving(f, g, program) for f, g in pairs)
     return ProgramFixResult(
         id=fix.id, action=fix.action, why=fix.why, estimate=fix.saving.value,
         kernels=[v.name for v in variants], lines=line_shares(variants, region_s),

@@ -183,3 +183,58 @@ def test_overlap_reads_only_the_spans_near_its_window_and_agrees_with_a_full_sum
         window = (start, start + rng.choice([0.0, 0.25, 1.0, rng.uniform(0, 40)]))
         full = sum(max(0.0, min(end, window[1]) - max(begin, window[0])) for begin, end in spans)
         assert overlap(spans, window) == pytest.approx(full)
+
+
+def _kernel(name: str, start: float, end: float, process: int | None, device: int) -> dict:
+    args = {"device": device, **({"process": process} if process is not None else {})}
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": start, "dur": end - start,
+            "args": args}
+
+
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def test_a_collective_is_exposed_where_no_kernel_of_its_own_rank_runs_beside_it():
+    """Two ranks, by hand: rank 0's all-reduce (50-150 us) half under its GEMM (0-100 us),
+    rank 1's (100-200 us) wholly after its own GEMM (0-60 us), and rank 0's GEMM hides
+    nothing of rank 1's: exposed 50 and 100 us, a mean of 75 of 100."""
+    from rooflint.formats.trace_timing import communication
+    events = [_kernel("nvjet_sm90_tst_128x128", 0, 100, 11, 0),
+              _kernel(ALL_REDUCE, 50, 150, 11, 0),
+              _kernel("nvjet_sm90_tst_128x128", 0, 60, 12, 1),
+              _kernel(ALL_REDUCE, 100, 200, 12, 1)]
+    found = communication(events)
+    assert found.ranks == 2
+    assert found.collective_s == pytest.approx(100e-6)
+    assert found.exposed_s == pytest.approx(75e-6)
+    assert found.overlapped == pytest.approx(0.25)
+    assert communication([e for e in events if "nccl" not in e["name"]]) is None
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_exposed_communication_is_the_collective_time_a_sweep_finds_uncovered(seed):
+    """Property, one rank of PyTorch's profiler (no process named): exposed time is the
+    collectives' union less its overlap with the other kernels' union, as a sweep over
+    every microsecond counts it; never more than the collectives' time."""
+    from rooflint.formats.trace_timing import communication
+    rng = random.Random(seed)
+    events = []
+    for _ in range(rng.randint(1, 12)):
+        start = rng.randrange(0, 500)
+        name = ALL_REDUCE if rng.random() < 0.4 else "gemm"
+        events.append(_kernel(name, start, start + rng.randrange(1, 80), None, 0))
+    def covered(collectives: bool) -> set[int]:
+        return {t for e in events if (e["name"] == ALL_REDUCE) == collectives
+                for t in range(int(e["ts"]), int(e["ts"] + e["dur"]))}
+    collective, others = covered(True), covered(False)
+    found = communication(events)
+    if not collective:
+        assert found is None
+        return
+    assert found.collective_s == pytest.approx(len(collective) * 1e-6)
+    assert found.exposed_s == pytest.approx(len(collective - others) * 1e-6)
+    assert 0.0 <= found.overlapped <= 1.0
+
+
+def test_a_one_gpu_trace_has_no_communication():
+    assert program_timing(load("h200-step-trace.json")).communication is None

@@ -65,3 +65,24 @@ def test_every_catalog_entry_says_what_and_why():
     for fix in PROGRAM_FIXES:
         assert fix.action and fix.why, fix.id
     assert len({f.id for f in PROGRAM_FIXES}) == len(PROGRAM_FIXES)
+
+
+@pytest.mark.parametrize("exposed", [0.0, 0.4, 1.0])
+def test_overlapping_the_collectives_saves_their_exposed_share(exposed):
+    """A data-parallel step's all-reduce (the recorded step's largest GEMM renamed to one):
+    the overlap fix saves the part of its time that no compute ran beside, as the trace's
+    Communication says, nothing where compute covered it all."""
+    from dataclasses import replace
+    from rooflint.analysis import caller_moves
+    from rooflint.formats.trace_timing import Communication, ProgramTiming
+    result = read_result(TRAIN_EAGER[1])
+    variant = max((v for f in result.families for v in f.variants if v.share),
+                  key=lambda v: v.share.total_s)
+    variant.share = replace(variant.share, library=caller_moves.NCCL, origins=[],
+                            kernel="ncclDevKernel_AllReduce_Sum_bf16_RING_LL("
+                                   "ncclDevKernelArgsStorage<4096ul>)")
+    result.program = ProgramTiming(wall_s=0.1, busy_s=0.05, communication=Communication(
+        collective_s=2e-3, exposed_s=2e-3 * exposed, ranks=2))
+    fix = next(f for f in roll_up(result) if f.id == "overlap_collectives")
+    assert fix.kernels == [variant.name]
+    assert fix.saving_s == pytest.approx(variant.share.total_s * exposed)

@@ -77,3 +77,16 @@ def test_the_program_s_timing_is_kept_in_the_document(tmp_path):
 def jsonschema_valid(data: dict) -> bool:
     jsonschema = pytest.importorskip("jsonschema")
     return jsonschema.Draft202012Validator(schema_of("result")).is_valid(data)
+
+
+def test_the_summary_says_the_collectives_exposed_time_a_step():
+    """A data-parallel step's collectives: 44 ms over the 11 steps' region, 17.6 ms of it
+    with no compute beside it, on each of two ranks."""
+    from rooflint.formats.trace_timing import Communication
+    result = with_program(read_result(REPO / "examples" / "profile" /
+                                      "h200-profile-train-eager.json"))
+    result.program.communication = Communication(collective_s=44e-3, exposed_s=17.6e-3,
+                                                 ranks=2)
+    said = summary_lines(result, fixes_of(result), 400)[1]
+    assert said.endswith("warm-up; collectives 4 ms a step on each of 2 ranks, 60% beside "
+                         "compute, 1.6 ms exposed"), said
