@@ -14,8 +14,6 @@ then hang the program at exit).
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
 import tempfile
@@ -26,7 +24,7 @@ from pathlib import Path
 from typing import Iterator
 
 from rooflint.common.errors import RooflintError
-from rooflint.measure.pass_runner import Pass, ncu_executable, program_environment
+from rooflint.measure.pass_runner import Pass, ncu_executable, program_environment, stop
 
 
 @dataclass
@@ -112,41 +110,3 @@ def _is_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Kill a waiting program, its ncu and whatever of theirs outlived them (one process
-    group), and wait for the group to be gone: ncu's launcher is reaped at once, but the
-    program it started may still hold the GPU's memory (a JAX program timed out under
-    `timeout`: the command after it found the GPU full), and a program that ended may
-    leave workers behind (torch.compile's)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
-    _wait_while_running(process.pid)
-
-
-# How long a stopped group may take to exit (a program holding tens of GB of GPU memory
-# takes about a second to give it back).
-GROUP_EXIT_S = 10.0
-
-
-def _wait_while_running(group: int) -> None:
-    """Until no process of ``group`` runs (zombies, whose memory is freed, count as gone),
-    or GROUP_EXIT_S: Linux's /proc; elsewhere, nothing to wait on."""
-    deadline = time.monotonic() + GROUP_EXIT_S
-    while _running_in(group) and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-def _running_in(group: int) -> bool:
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue                 # gone meanwhile, or not readable
-        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(group):
-            return True
-    return False

@@ -11,6 +11,7 @@ log is kept in the user's --logs directory or a temporary one.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -99,6 +100,9 @@ class PassProgress:
     say: Callable[[str], None]
     began: float = field(default_factory=time.monotonic)
     said_at: float = field(default_factory=time.monotonic)
+    # The pass is stopped (PassTooLong) once it has run this long, for the reason ``over``.
+    limit_s: float | None = None
+    over: str = ""
 
     def wait(self, until_done: Callable[[float], T]) -> T:
         """``until_done(timeout)``, called again after each subprocess.TimeoutExpired."""
@@ -113,9 +117,16 @@ class PassProgress:
         ago or more: for a pass made of short steps (pass 2 attaching again and again to
         a program not yet attachable), which ``wait`` alone would never interrupt."""
         now = time.monotonic()
+        if self.limit_s is not None and now - self.began > self.limit_s:
+            raise PassTooLong(f"{self.step} stopped after {now - self.began:.0f} s: "
+                              f"{self.over}")
         if now - self.said_at >= PROGRESS_EVERY_S:
             self.say(f"{self.step}: {now - self.began:.0f} s so far")
             self.said_at = now
+
+
+class PassTooLong(RooflintError):
+    """A pass stopped at its PassProgress.limit_s; its program's processes are killed."""
 
 
 # What every pass sets in the program's environment, unless the user set it. JAX takes 75 %
@@ -146,12 +157,13 @@ class Finished(subprocess.CompletedProcess):
 def output_of(args: list[str], progress: PassProgress,
               environment: dict[str, str] | None = None) -> Finished:
     """subprocess.run(args, capture_output=True, text=True), saying how long a long pass
-    has run (communicate loses no output across its timeouts); the process is killed when
-    rooflint is interrupted while it runs. ``environment`` is added to the program's. One
+    has run (communicate loses no output across its timeouts). It runs in a process group
+    of its own, killed whole (a launcher's ranks outlive the launcher) when rooflint is
+    interrupted or the pass reaches its limit. ``environment`` is added to the program's. One
     that cannot be started (missing, not executable) is a RooflintError naming it."""
     try:
         process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, errors="replace",
+                                   text=True, errors="replace", start_new_session=True,
                                    env={**program_environment(), **(environment or {})})
     except OSError as exc:
         raise RooflintError(f"cannot start {Path(args[0]).name}: {exc.strerror or exc}") \
@@ -160,9 +172,47 @@ def output_of(args: list[str], progress: PassProgress,
         try:
             stdout, stderr = progress.wait(lambda seconds: process.communicate(timeout=seconds))
         except BaseException:
-            process.kill()
+            stop(process)
             raise
     return Finished(args, process.returncode, stdout, stderr, process.pid)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Kill a waiting program, its ncu and whatever of theirs outlived them (one process
+    group), and wait for the group to be gone: ncu's launcher is reaped at once, but the
+    program it started may still hold the GPU's memory (a JAX program timed out under
+    `timeout`: the command after it found the GPU full), and a program that ended may
+    leave workers behind (torch.compile's)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+    _wait_while_running(process.pid)
+
+
+# How long a stopped group may take to exit (a program holding tens of GB of GPU memory
+# takes about a second to give it back).
+GROUP_EXIT_S = 10.0
+
+
+def _wait_while_running(group: int) -> None:
+    """Until no process of ``group`` runs (zombies, whose memory is freed, count as gone),
+    or GROUP_EXIT_S: Linux's /proc; elsewhere, nothing to wait on."""
+    deadline = time.monotonic() + GROUP_EXIT_S
+    while _running_in(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _running_in(group: int) -> bool:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue                 # gone meanwhile, or not readable
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(group):
+            return True
+    return False
 
 
 def command_failed(done: subprocess.CompletedProcess) -> RooflintError:

@@ -46,7 +46,8 @@ from rooflint.measure.kernel_trace import (RECORDS_FOLDER, KernelTraceUnavailabl
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
 from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, RECORDER,
                                              STARTING_IMPORTS)
-from rooflint.measure.pass_runner import (NotAttachable, Pass, PassProgress, Stopped, Timer,
+from rooflint.measure.pass_runner import (NotAttachable, Pass, PassProgress, PassTooLong,
+                                          Stopped, Timer,
                                           command_failed, output_of, program_tail,
                                           run_ncu)
 from rooflint.formats.trace_events import LINE_RANGE
@@ -110,7 +111,27 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     choice = plan(first)
     if not choice.patterns:
         return first, Pass("", 0.0)
-    return first, _second(lambda: counter_pass(command, choice, logs, say))
+    return first, _second(lambda: counter_pass(command, choice, logs,
+                                                pass_two_progress(first, say)))
+
+
+def pass_two_progress(first: Pass, say: Callable[[str], None]) -> PassProgress:
+    """Pass 2's progress, with a limit where pass 1 saw kernels of several processes."""
+    if first.processes <= 1:
+        return PassProgress("pass 2", say)
+    return PassProgress(
+        "pass 2", say, limit_s=SEVERAL_PROCESSES_LIMIT * first.wall_s + SEVERAL_PROCESSES_MORE_S,
+        over=f"more than {SEVERAL_PROCESSES_LIMIT}x pass 1's time: the program's "
+             f"{first.processes} processes may wait on each other (a collective waits for its "
+             f"peers), which Nsight Compute, profiling one kernel at a time, never lets finish")
+
+
+# Pass 2 of a program whose kernels ran in several processes (a launcher's ranks) is stopped
+# after this many times pass 1's time and SEVERAL_PROCESSES_MORE_S more: ranks waiting on
+# each other's collectives may never finish under Nsight Compute, and pass 1's times are
+# kept (a 2-rank DDP step, 21.7 s plain, had run 300 s when its user gave up; issue 49).
+SEVERAL_PROCESSES_LIMIT = 5
+SEVERAL_PROCESSES_MORE_S = 120.0
 
 
 def _second(run: Callable[[], Pass], attached: bool = False) -> Pass:
@@ -122,6 +143,8 @@ def _second(run: Callable[[], Pass], attached: bool = False) -> Pass:
         return run()
     except KeyboardInterrupt:
         stopped = Stopped("pass 2 was interrupted", interrupted=True)
+    except PassTooLong as exc:
+        stopped = Stopped(str(exc))
     except RooflintError as exc:
         stopped = Stopped(f"pass 2 failed: {exc}")
     return Pass("", time.perf_counter() - began, attached=attached, stopped=stopped)
@@ -311,13 +334,13 @@ def duration_pass(command: list[str], filters: Filters, logs: Path | None,
 LAUNCHES_PER_CONFIG = 1
 
 
-def counter_pass(command: list[str], choice: Choice,
-                 logs: Path | None, say: Callable[[str], None]) -> Pass:
+def counter_pass(command: list[str], choice: Choice, logs: Path | None,
+                 progress: PassProgress) -> Pass:
     """rooflint's counters on the first launch of each launch configuration of the chosen
     kernels (see selection)."""
     args = [*ncu.BASE_OPTIONS, "--cache-control", "all",
             "--metrics", ",".join(choice.metrics), *selection(choice.patterns, choice.skip)]
-    return run_ncu(args, command, logs, COUNTERS_LOG, PassProgress("pass 2", say))
+    return run_ncu(args, command, logs, COUNTERS_LOG, progress)
 
 
 def selection(patterns: list[str], skip: int = 0) -> list[str]:

@@ -317,3 +317,34 @@ def test_a_program_is_a_launcher_by_its_name_not_by_its_arguments():
     assert not program.starts_its_program([sys.executable, "train.py", "torchrun"])
     assert not program.starts_its_program(["./shell", "bash"])
     assert program.starts_its_program(["/usr/local/bin/torchrun", "t.py"])
+
+
+def test_a_pass_past_its_limit_is_stopped_with_every_process_of_its_program(tmp_path,
+                                                                           monkeypatch):
+    """Ranks that wait on each other's collectives may never finish under Nsight Compute:
+    pass 2 of a program of several processes stops at its limit, and the program's
+    processes (the launcher's children too, which outlive a killed launcher) are killed."""
+    from rooflint.measure import pass_runner
+    monkeypatch.setattr(pass_runner, "PROGRESS_EVERY_S", 0.05)
+    child = tmp_path / "child.pid"
+    began = time.monotonic()
+    with pytest.raises(pass_runner.PassTooLong, match="pass 2 stopped after 0 s: ranks wait"):
+        pass_runner.output_of(["sh", "-c", f"sleep 30 & echo $! > {child}; wait"],
+                              pass_runner.PassProgress("pass 2", print, limit_s=0.3,
+                                                       over="ranks wait"))
+    assert time.monotonic() - began < 5
+    stat = Path(f"/proc/{child.read_text().strip()}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(") ", 1)[1].startswith("Z")  # gone
+
+
+def test_pass_two_of_several_processes_has_a_limit_and_one_process_none(monkeypatch):
+    """5x pass 1's time and 2 minutes more: a 2-rank step of 25 s is stopped at 245 s, where
+    its user gave up at 300 s and got nothing; the limit's stop keeps pass 1 (a Stopped)."""
+    two = program.pass_two_progress(Pass("", 25.0, processes=2), print)
+    assert two.limit_s == 245.0 and "2 processes may wait on each other" in two.over
+    assert program.pass_two_progress(Pass("", 25.0, processes=1), print).limit_s is None
+
+    def too_long():
+        raise program.PassTooLong("pass 2 stopped after 245 s: ranks")
+    stopped = program._second(too_long).stopped
+    assert stopped.why == "pass 2 stopped after 245 s: ranks" and not stopped.interrupted

@@ -248,12 +248,12 @@ def test_stopping_the_early_start_waits_until_its_group_has_exited():
     memory (a JAX program killed by `timeout` left the GPU full for the next command): the
     stop returns only once no process of the group runs."""
     import time
-    from rooflint.measure import early_start
+    from rooflint.measure import pass_runner
     group = subprocess.Popen(["sh", "-c", "sleep 0.6 & wait"], start_new_session=True)
     began = time.monotonic()
-    early_start._wait_while_running(group.pid)
+    pass_runner._wait_while_running(group.pid)
     assert time.monotonic() - began > 0.5
-    assert group.poll() is not None or not early_start._running_in(group.pid)
+    assert group.poll() is not None or not pass_runner._running_in(group.pid)
     group.wait()
 
 
@@ -261,10 +261,10 @@ def test_stopping_the_early_start_kills_what_outlived_its_leader():
     """A program that ended may leave workers behind in its group (torch.compile's): they
     are killed, not waited for until GROUP_EXIT_S."""
     import time
-    from rooflint.measure import early_start
+    from rooflint.measure import pass_runner
     group = subprocess.Popen(["sh", "-c", "sleep 30 & exit 0"], start_new_session=True)
     group.wait()                                        # the leader is gone, its child not
-    assert early_start._running_in(group.pid)
+    assert pass_runner._running_in(group.pid)
     began = time.monotonic()
-    early_start.stop(group)
-    assert time.monotonic() - began < 2 and not early_start._running_in(group.pid)
+    pass_runner.stop(group)
+    assert time.monotonic() - began < 2 and not pass_runner._running_in(group.pid)
