@@ -83,12 +83,13 @@ class References:
         if len(names) < 2:
             return {}
         host = self.buffers.host
-        for name in host:
-            host[name]
-        with ThreadPoolExecutor(min(REFERENCES_AT_ONCE, len(names)),
-                                thread_name_prefix="rooflint-reference") as pool:
-            ahead = {name: pool.submit(self._host_outputs_found, name) for name in names}
-            pool.shutdown(wait=False)
+        with self.watch.phase("inputs"):
+            for name in host:
+                host[name]
+        pool = ThreadPoolExecutor(min(REFERENCES_AT_ONCE, len(names)),
+                                  thread_name_prefix="rooflint-reference")
+        ahead = {name: pool.submit(self._host_outputs_found, name) for name in names}
+        pool.shutdown(wait=False)   # not a with-block, whose exit waits for them all
         return ahead
 
     def _host_reference(self, reference: str) -> bool:
@@ -101,9 +102,16 @@ class References:
 
     def wait_for_ahead(self) -> None:
         """Every host reference started ahead is done: timing runs with no reference
-        competing for the host (a failed one is reported by its own variant's check)."""
-        for future in self.ahead.values():
-            future.exception()
+        competing for the host (a failed one is reported by its own variant's check). The
+        wait is the references' time (a family of ten numpy references over GiB arrays
+        spent most of its first run here, uncounted by any phase), named by whether the
+        reference cache had them all."""
+        with self.watch.phase("reference") as phase:
+            failed = [future.exception() for future in self.ahead.values()]
+            if self.cache is not None and self.ahead:
+                missed = any(error is None and not future.result()[1]
+                             for future, error in zip(self.ahead.values(), failed))
+                phase.name = REFERENCE_CACHE_MISS if missed else REFERENCE_CACHE_HIT
 
     def _host_outputs(self, reference: str, function: Callable, phase: Phase
                       ) -> dict[str, np.ndarray]:

@@ -212,6 +212,7 @@ def test_a_familys_host_references_start_together_and_each_fails_alone(launch, t
     assert list(references.ahead) == ["tripled", "halved", "raises"]
     assert set(measuring.buffers.host.copied) == {"x"}
     references.wait_for_ahead()
+    assert "reference (cache miss)" in measuring.watch.seconds    # the wait is counted
     x = np.asarray(measuring.buffers.pristine["x"])
     np.testing.assert_array_equal(references.on_gpu("halved")["y"], x / 2)
     np.testing.assert_array_equal(references.on_gpu("tripled")["y"], 3 * x)
@@ -223,3 +224,27 @@ def test_a_familys_host_references_start_together_and_each_fails_alone(launch, t
 
 def test_one_host_reference_is_not_started_ahead(launch, job):
     assert session(launch, job).references.ahead == {}
+
+
+def test_the_session_starts_before_its_host_references_are_done(launch, tmp_path):
+    """The references started ahead run behind the session: its start does not wait for
+    them (a with-block around their pool had: a first run of a family of ten numpy
+    references over GiB arrays waited for all ten before its first variant, uncounted),
+    and the wait for them is counted where a variant's measurement asks for it."""
+    import time
+    (tmp_path / "kernel.yaml").write_text(TWO_REFERENCES)
+    (tmp_path / "reference.py").write_text(
+        "import time\n\n\ndef tripled(bufs, params):\n    time.sleep(0.6)\n"
+        "    return {'y': 3 * bufs['x']}\n\n\ndef halved(bufs, params):\n    time.sleep(0.6)\n"
+        "    return {'y': bufs['x'] / 2}\n\n\ndef raises(bufs, params):\n    time.sleep(0.6)\n"
+        "    raise RuntimeError('no such output')\n")
+    (tmp_path / "kernel.cu").write_text("")
+    job = resolve(load_manifest(tmp_path), {}, {"num_sms": H100.sms}, TimingJob()).job
+    began = time.monotonic()
+    measuring = session(launch, job)
+    assert time.monotonic() - began < 0.5
+    assert not any(f.done() for f in measuring.references.ahead.values())
+    measuring.references.wait_for_ahead()
+    assert all(f.done() for f in measuring.references.ahead.values())
+    assert measuring.watch.seconds[REFERENCE_CACHE_MISS] > 0.3
+    measuring.references.finish_writes()
