@@ -28,6 +28,7 @@ from rooflint.commands.requests import (CalibrateRequest, CompareRequest, Explai
                                         Exports, GateRequest, PlotRequest, ProfileRequest,
                                         RunRequest, ShowRequest)
 from rooflint.formats.thresholds import DEFAULT_MAX_GROWTH, DEFAULT_MAX_SLOWDOWN, as_percent
+from rooflint.output.depth import Depth
 
 # click's usage error (a missing or unknown option, a bad value), whichever click typer
 # builds on: its own copy since typer 0.2x, click itself before.
@@ -68,8 +69,17 @@ CSV_HELP = ("Also write a CSV table here, a row per variant or kernel: time, FLO
 MARKDOWN_HELP = "Also write that table as Markdown here (- for standard output)."
 HTML_HELP = ("Also write the result as `rooflint report` would: one self-contained HTML page "
              "(- for standard output).")
-DETAIL_HELP = ("A program profile: every kernel's table row and notes under the summary "
-               "(the default prints the summary, the fixes and the top kernels).")
+SUMMARY_HELP = ("Print the verdicts alone: each family's table, a profile's fixes (the "
+                "default adds the roofs and the notes that matter, a profile's top kernels).")
+DETAIL_HELP = ("Print everything: each variant's notes with the moves its verdict ruled out, "
+               "a profile's every kernel row under its fixes.")
+
+
+def depth_of(summary: bool, detail: bool) -> Depth:
+    """The depth --summary or --detail asks for; both at once is a usage mistake."""
+    if summary and detail:
+        raise RooflintError("--summary and --detail ask for opposite things: give one")
+    return Depth.SUMMARY if summary else Depth.DETAIL if detail else Depth.DEFAULT
 GPU_HELP = ("GPU spec id (see `rooflint specs`), or its family (h100: the board in this "
             "machine)")
 
@@ -207,6 +217,8 @@ def run(
                                           "variant afresh, neither reading nor writing the "
                                           "counters kept from earlier runs of unchanged "
                                           "variants (`rooflint cache clear` removes them)."),
+    summary: bool = typer.Option(False, "--summary", help=SUMMARY_HELP),
+    detail: bool = typer.Option(False, "--detail", help=DETAIL_HELP),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run import run_command   # start-up: see the top
@@ -215,7 +227,7 @@ def run(
         cache=cache, json_path=json_path, svg=svg, timeout_s=timeout, counters=counters,
         timings=timings, devices=devices, gpm=gpm, source=source,
         exports=Exports(csv, markdown, html), reference_cache=not no_reference_cache,
-        counter_cache=not no_counter_cache))
+        counter_cache=not no_counter_cache, depth=depth_of(summary, detail)))
 
 
 class ProgramCommand(Command):
@@ -290,7 +302,8 @@ def profile(
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
-    detail: bool = typer.Option(ProfileRequest.detail, "--detail", help=DETAIL_HELP),
+    summary: bool = typer.Option(False, "--summary", help=SUMMARY_HELP),
+    detail: bool = typer.Option(False, "--detail", help=DETAIL_HELP),
     no_counter_cache: bool = typer.Option(False, "--no-counter-cache", help="Profile every "
                                           "chosen kernel in pass 2, neither reading nor "
                                           "writing the counters of PyTorch's own kernels "
@@ -302,7 +315,8 @@ def profile(
     profile_command(ProfileRequest(
         command=tuple(command), top=top, coverage=coverage, nvtx=nvtx, kernel=kernel,
         skip=skip, gpu=gpu, json_path=json_path, svg=svg, logs=logs, model=model,
-        exports=Exports(csv, markdown, html), detail=detail, counter_cache=not no_counter_cache))
+        exports=Exports(csv, markdown, html), depth=depth_of(summary, detail),
+        counter_cache=not no_counter_cache))
 
 
 @app.command(cls=Command)
@@ -310,17 +324,20 @@ def profile(
 def show(
     result_path: Path = typer.Argument(..., metavar="RESULT", help="A result file written by "
                                        "`rooflint run --json`."),
-    variants: Optional[List[str]] = typer.Argument(None, help="Only these variants (default: all).",
-                                                   metavar="VARIANT"),
+    variants: Optional[List[str]] = typer.Argument(None, help="Only these families or "
+                                                   "variants (default: all).",
+                                                   metavar="NAME"),
     csv: Optional[Path] = typer.Option(None, "--csv", help=CSV_HELP, metavar="FILE"),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help=MARKDOWN_HELP, metavar="FILE"),
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
-    detail: bool = typer.Option(ShowRequest.detail, "--detail", help=DETAIL_HELP),
+    summary: bool = typer.Option(False, "--summary", help=SUMMARY_HELP),
+    detail: bool = typer.Option(False, "--detail", help=DETAIL_HELP),
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
     from rooflint.commands.show import show_command    # start-up: see the top
     show_command(ShowRequest(result_path=result_path, variants=tuple(variants or ()),
-                             exports=Exports(csv, markdown, html), detail=detail))
+                             exports=Exports(csv, markdown, html),
+                             depth=depth_of(summary, detail)))
 
 
 @app.command(cls=JsonFileCommand)

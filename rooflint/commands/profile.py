@@ -52,7 +52,7 @@ def profile_command(request: ProfileRequest) -> None:
     finally:
         signal.signal(signal.SIGTERM, terminate)
     try:
-        render_result(screen, result, result.fixes, request.detail)
+        render_result(screen, result, result.fixes, request.depth)
     finally:   # minutes of profiling: kept when nobody reads the table (`| head`)
         _write_outputs(result, json_path, tables, svg, stopped is None, screen)
     if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is

@@ -19,6 +19,7 @@ from pathlib import Path
 from rooflint.common.vocabularies import CacheMode, CountersMode, GpuMismatch, Precision
 from rooflint.formats.settings import (DEFAULT_CACHE, DEFAULT_COUNTERS, DEFAULT_COVERAGE,
                                        DEFAULT_TIMEOUT_S)
+from rooflint.output.depth import Depth
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class RunRequest:
     exports: Exports = Exports()
     reference_cache: bool = True
     counter_cache: bool = True
+    depth: Depth = Depth.DEFAULT          # how much of each family is printed
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class ProfileRequest:
     logs: Path | None = None
     model: Path | None = None
     exports: Exports = Exports()
-    detail: bool = False                  # every kernel's row and notes under the summary
+    depth: Depth = Depth.DEFAULT          # the fixes; and the top kernels; and every kernel
     counter_cache: bool = True            # PyTorch's own kernels' counters kept between profiles
 
 
@@ -89,7 +91,7 @@ class ShowRequest:
     result_path: Path
     variants: tuple[str, ...] = ()        # none: every variant
     exports: Exports = Exports()
-    detail: bool = False                  # a profile's every kernel row and note
+    depth: Depth = Depth.DEFAULT          # how much of the result is printed
 
 
 @dataclass(frozen=True)

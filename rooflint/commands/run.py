@@ -51,7 +51,7 @@ def run_command(request: RunRequest) -> None:
         # here, not at the top: loaded while the pools above start
         from rooflint.output.live import RunDisplay
         screen = errors if to_stdout else console
-        display = RunDisplay(screen, tables=True)
+        display = RunDisplay(screen, tables=True, depth=request.depth)
         try:
             with display:
                 result = run_families(options, display.listener(), pools, manifests)

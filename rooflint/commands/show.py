@@ -21,6 +21,6 @@ def show_command(request: ShowRequest) -> None:
     guard_outputs(export_outputs(tables), [Named("RESULT", result_path)])
     result = only_variants(read_result(result_path), list(request.variants), result_path)
     if not piped:
-        render_result(console, result, fixes_of(result), request.detail)
+        render_result(console, result, fixes_of(result), request.depth)
     for said in writing.write(tables, [result], str(result_path)):
         status(said)

@@ -25,6 +25,7 @@ from rooflint.common.units import counted, format_bytes, format_params, format_r
 from rooflint.formats.results import FamilyResult, RunResult, VariantResult
 from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Origin
+from rooflint.output.depth import Depth
 from rooflint.output.terminal import (
     BOUND_STYLE, HEAD_RULE, STATUS_STYLE, WHOLE_NAME, ai_text, labelled, lead_phrase,
     roofs_line, shortened, shortened_names,
@@ -69,16 +70,42 @@ NUMERIC = {"time", "DRAM", "FLOP/s", "AI obs/alg"}
 UNBOUNDED = 10**6  # a width no table reaches: measures its natural (unwrapped) width
 
 
-def render_family(console: Console, family: FamilyResult) -> None:
+def render_family(console: Console, family: FamilyResult, depth: Depth) -> None:
+    """The family's title and table; at the default depth its roofs and notes, the traps
+    its verdicts ruled out named once (traps_line); at DETAIL each variant's traps too."""
     family = printable_fields(family)
     console.print(Text(family_title(family), "table.title"))
     wide = _family_table(family, WIDE)
     compact = console.measure(wide, options=console.options.update_width(UNBOUNDED)).maximum \
         > console.width
     console.print(_family_table(family, COMPACT) if compact else wide)
+    if depth is Depth.SUMMARY:
+        return
     for line in family_roofs(family):
         console.print(escape(line))
-    console.print(_notes_grid(family, top_move=compact))
+    console.print(_notes_grid(family, top_move=compact, traps=depth is Depth.DETAIL))
+    traps = traps_line(family)
+    if depth is Depth.DEFAULT and traps:
+        console.print(Text(traps, "dim"))
+
+
+# Where the traps a verdict rules out come from (analysis/moves.py's TRAPS).
+TRAPS_SOURCE = "the kernel book's traps, Part 5 (5.14)"
+
+
+def traps_line(family: FamilyResult) -> str | None:
+    """The moves the family's verdicts ruled out, each named once with how many variants it
+    was ruled out for (``not split-K / more SMs: 3 variants``), and where --detail says
+    why; None where none was."""
+    counts: dict[str, int] = {}
+    for v in family.variants:
+        for text in (v.verdict.ruled_out if v.verdict else []):
+            head = text.split(":", 1)[0]
+            counts[head] = counts.get(head, 0) + 1
+    if not counts:
+        return None
+    named = "; ".join(f"{head}: {counted(n, 'variant')}" for head, n in counts.items())
+    return f"  ruled out ({TRAPS_SOURCE}; --detail says why for each variant): {named}"
 
 
 def family_title(family: FamilyResult) -> str:
@@ -143,12 +170,13 @@ def variant_cells(v: VariantResult, shown: str | None = None) -> dict[str, Text]
     }
 
 
-def _notes_grid(family: FamilyResult, top_move: bool) -> Padding:
-    """Each variant's notes, one per row behind its name (see _labelled)."""
+def _notes_grid(family: FamilyResult, top_move: bool, traps: bool) -> Padding:
+    """Each variant's notes, one per row behind its name (see _labelled); the moves its
+    verdict ruled out only with ``traps``."""
     baseline = baseline_variant(family)
     names = shortened_names(v.name for v in family.variants)
     return labelled([(names[v.name], note) for v in family.variants
-                      for note in _notes(v, top_move, baseline)])
+                      for note in _notes(v, top_move, baseline, traps)])
 
 
 def baseline_variant(family: FamilyResult) -> VariantResult | None:
@@ -156,9 +184,10 @@ def baseline_variant(family: FamilyResult) -> VariantResult | None:
     return next((v for v in family.variants if v.name == family.baseline), None)
 
 
-def _notes(v: VariantResult, top_move: bool,
-           baseline: VariantResult | None = None) -> list[Text]:
-    """What the table has no room for; with ``top_move`` the move leads its reason."""
+def _notes(v: VariantResult, top_move: bool, baseline: VariantResult | None,
+           traps: bool) -> list[Text]:
+    """What the table has no room for; with ``top_move`` the move leads its reason; the
+    moves the verdict ruled out with ``traps``."""
     notes = measurement_notes(v)
     if v.verdict:
         notes += [Text(f"{c.name}: {c.detail}") for c in v.verdict.causes]
@@ -168,7 +197,7 @@ def _notes(v: VariantResult, top_move: bool,
                     else f"why {top.direction}")
             notes.append(Text(f"{lead}: {top.reason}; expect {top.expect}"))
             notes += [Text(f"  {line}", "cyan") for line in move_lines(v, top)]
-        notes += [Text(text) for text in v.verdict.ruled_out]
+        notes += [Text(text) for text in v.verdict.ruled_out if traps]
     return notes + context_notes(v, baseline)
 
 

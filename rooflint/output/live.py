@@ -21,6 +21,7 @@ from rich.text import Text
 from rooflint.common.printable import printable
 from rooflint.formats.results import FamilyResult, RunResult
 from rooflint.output.family_table import render_family, render_run_header
+from rooflint.output.depth import Depth
 
 if TYPE_CHECKING:
     from rooflint.measure import runner
@@ -85,9 +86,10 @@ class RunDisplay:
     timed and profiled (Nsight Compute gives its counters when its session ends).
     """
 
-    def __init__(self, console: Console, tables: bool) -> None:
+    def __init__(self, console: Console, tables: bool, depth: Depth = Depth.DEFAULT) -> None:
         self.console = console
         self.tables = tables
+        self.depth = depth                 # how much of each family is printed
         self.timed: list[str] = []         # families in the result (written, with --json)
         self.done: list[str] = []          # of those, the complete ones (counters taken)
         self.bar = progress_bar(console, TextColumn("{task.description}"), BarColumn(),
@@ -158,7 +160,7 @@ class RunDisplay:
         self._end(family.name)
         self.done.append(family.name)
         if self.tables:
-            render_family(self.console, family)
+            render_family(self.console, family, self.depth)
 
     def warn(self, message: str) -> None:
         self.console.print(Text(f"rooflint: {printable(message)}", "yellow"))

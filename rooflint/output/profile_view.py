@@ -20,6 +20,7 @@ from rooflint.common.units import counted, format_time
 from rooflint.formats.results import ProgramFixResult, RunResult, VariantResult
 from rooflint.judge.upside import best_move, is_done
 from rooflint.output.family_table import render_run_header
+from rooflint.output.depth import Depth
 from rooflint.output.program_summary import render_program_summary
 from rooflint.output.tables import (
     COLUMN_GAP, at_roof_cell, autotuning_line, render_run, unprofiled_line, unrecorded_line,
@@ -31,6 +32,7 @@ TOP_KERNELS = 10     # kernel rows at most; fewer where the summary's fixes take
 MIN_KERNELS = 3      # kernel rows at least, whatever the summary takes
 TOP_COLUMNS = ("kernel", "share", "verdict", "at roof", "saves", "top move")
 DETAIL_LINE = "every kernel's row and notes: add --detail (the HTML report holds them too)"
+SUMMARY_LINE = "the top kernels: leave out --summary; every kernel's row and notes: --detail"
 
 
 def is_profile(result: RunResult) -> bool:
@@ -39,12 +41,19 @@ def is_profile(result: RunResult) -> bool:
 
 
 def render_result(console: Console, result: RunResult, fixes: list[ProgramFixResult],
-                  detail: bool) -> None:
-    """A result as `profile` and `show` print it: a profile's summary first, then its top
-    kernels, or (``detail``, or a manifest run) every table and note."""
+                  depth: Depth) -> None:
+    """A result as `profile` and `show` print it. A profile: its summary (the fixes), then
+    at the default depth its top kernels, at DETAIL every table and note; a manifest run:
+    its families at ``depth``."""
+    if not is_profile(result):
+        render_run(console, result, depth)
+        return
     render_program_summary(console, result, fixes)
-    if detail or not is_profile(result):
-        render_run(console, result)
+    if depth is Depth.SUMMARY:
+        console.print(Text(SUMMARY_LINE))
+        return
+    if depth is Depth.DETAIL:
+        render_run(console, result, depth)
         return
     fixed = (printed_lines(console.width, lambda p: render_program_summary(p, result, fixes))
              + printed_lines(console.width, lambda p: render_brief(p, result, fixes, 0)))

@@ -26,18 +26,19 @@ from rooflint.common.printable import printable_fields
 from rooflint.common.units import counted, format_bytes, format_rate, format_time
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
 from rooflint.output.family_table import render_family, render_run_header
+from rooflint.output.depth import Depth
 from rooflint.output.terminal import (
     BOUND_STYLE, HEAD_RULE, labelled, lead_phrase, shortened, shortened_names,
 )
 
 
-def render_run(console: Console, result: RunResult) -> None:
+def render_run(console: Console, result: RunResult, depth: Depth) -> None:
     result = printable_fields(result)
     render_run_header(console, result)
     for family in result.families:
         if result.settings.mode == "profile":
             render_upside(console, result, family)
-        render_family(console, family)
+        render_family(console, family, depth)
 
 
 def render_timings(console: Console, result: RunResult) -> None:
@@ -200,12 +201,14 @@ def biggest_upside_line(family: FamilyResult, region: float,
 
 
 def only_variants(result: RunResult, names: list[str], path: Path) -> RunResult:
-    """The result cut down to the named variants (all with no names), families in order;
-    a name the file does not hold is bad input, answered with the names it does hold."""
+    """The result cut down to the named families (each whole) and variants (all with no
+    names), families in order; a name the file does not hold is bad input, answered with
+    the names it does hold."""
     if not names:
         return result
-    check_held({path: result}, names)
-    families = [replace(f, variants=[v for v in f.variants if v.name in names])
+    check_held({path: result}, [n for n in names if n not in {f.name for f in result.families}])
+    families = [f if f.name in names else replace(f, variants=[v for v in f.variants
+                                                               if v.name in names])
                 for f in result.families]
     return replace(result, families=[f for f in families if f.variants])
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rooflint.output.depth import Depth
 from rooflint.analysis import causes as registry
 from rooflint.analysis import moves as catalog
 from rooflint.analysis.ceilings import roofs as roofs_for
@@ -301,7 +302,7 @@ def test_a_result_carries_its_levels_and_names_the_one_that_binds(specs, tmp_pat
     assert l1.intensity < l2.intensity < dram.intensity          # the traffic grows inward
     assert l1.fraction == pytest.approx(0.98) and l2.fraction is None   # no L2 calibration
     console = Console(file=io.StringIO(), width=100)
-    render_family(console, result)
+    render_family(console, result, Depth.DETAIL)
     assert "AI" in console.file.getvalue() and "(binds)" in console.file.getvalue()
     path = tmp_path / "r.json"
     write_result(RunResult(gpu=H100, spec_id="h100-sxm", families=[result]), path)

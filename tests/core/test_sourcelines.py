@@ -223,7 +223,7 @@ def test_a_result_naming_a_move_this_version_lacks_still_shows_its_lines(tmp_pat
     strided = next(v for f in result.families for v in f.variants if v.name == "strided_read")
     strided.verdict = Verdict("bandwidth", "", moves=[Move("tile_for_l1", "up", "old", "", "")])
     strided.source_lines = profile
-    texts = [note.plain for note in _notes(strided, top_move=True)]
+    texts = [note.plain for note in _notes(strided, True, None, traps=True)]
     assert f"  stream.cu:36  89% of stall samples  {STRIDED}" in texts   # 46092 of 51906
 
 

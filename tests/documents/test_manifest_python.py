@@ -17,6 +17,7 @@ import yaml
 from rich.console import Console
 
 from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
+from rooflint.output.depth import Depth
 from rooflint.formats.gpus import find_spec
 from rooflint.formats.family_job import resolve
 from rooflint.formats.manifest import load_manifest
@@ -224,7 +225,7 @@ def test_a_python_variant_is_reported_like_a_cuda_one(specs):
     assert rows["triton"].speed_vs_baseline == pytest.approx(140 / 130)
     assert rows["triton"].source_sha256 is None and rows["triton"].verdict.bound == "bandwidth"
     console = Console(record=True, width=200)
-    render_family(console, result)
+    render_family(console, result, Depth.DETAIL)
     text = console.export_text()
     assert "torch (baseline)" in text and "triton (baseline)" not in text
     assert "triton: 1.08x the speed of the baseline" in " ".join(text.split())

@@ -16,6 +16,7 @@ import pytest
 from rich.console import Console
 from edges import cli_runner
 
+from rooflint.output.depth import Depth
 from rooflint.formats import baseline as baselines
 from rooflint.formats.baseline import Baseline, Entry
 from rooflint.commands.cli import app
@@ -241,7 +242,7 @@ def test_noisy_is_one_threshold_on_the_spread():
 
 def test_the_run_table_flags_a_noisy_time_and_every_speed_against_it(result):
     w4a16 = next(f for f in result.families if f.name == "w4a16_gemv")
-    text = text_of(render_family, w4a16)
+    text = text_of(render_family, w4a16, Depth.DETAIL)
     [cublas_row] = [line for line in text.splitlines() if line.startswith("cublas_fp16")]
     assert "17.5 us ±88% noisy" in cublas_row
     text = " ".join(text.split())       # notes sit in a grid: names are padded to one width
@@ -250,7 +251,7 @@ def test_the_run_table_flags_a_noisy_time_and_every_speed_against_it(result):
            "±88%)" in text
     assert "ksplit_3c: 0.28x the speed of the baseline (a noisy baseline" in text
     gemm = next(f for f in result.families if f.name == "gemm_fp32")
-    assert "noisy" not in text_of(render_family, gemm)      # cuBLAS there spreads ±0%
+    assert "noisy" not in text_of(render_family, gemm, Depth.DETAIL)      # cuBLAS there spreads ±0%
 
 
 def test_compare_prints_a_warning_naming_the_noisy_side(result):

@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 
 from edges import REPO, rooflint
+from rooflint.output.depth import Depth
 from rooflint.formats.results import read_result
 from rooflint.judge.program_fixes import fixes_of
 from rooflint.output.profile_view import DETAIL_LINE, TOP_KERNELS, LINE_BUDGET
@@ -31,7 +32,7 @@ def summary_and_tables(path, width: int) -> str:
     result = read_result(path)
     console = Console(file=io.StringIO(), width=width)
     render_program_summary(console, result, fixes_of(result))
-    render_run(console, result)
+    render_run(console, result, Depth.DETAIL)
     return re.sub(r" +\n", "\n", console.file.getvalue())
 
 
@@ -61,5 +62,15 @@ def test_the_top_kernels_are_the_largest_shares_each_with_its_move():
     assert all(row.split()[-1] not in ("", "-") for row in rows)
 
 
-def test_a_manifest_run_prints_whole_without_detail():
-    assert show(BUNDLED, width=140) == show(BUNDLED, "--detail", width=140)
+def test_a_manifest_runs_three_depths_add_to_each_other():
+    """--summary: the tables alone; the default: and the roofs and notes, the moves the
+    verdicts ruled out named once a family; --detail: and those for each variant, why."""
+    summary, default, detail = (show(BUNDLED, *depth, width=2000).splitlines()
+                                for depth in (["--summary"], [], ["--detail"]))
+    assert set(summary) <= set(default) <= set(detail) | {
+        line for line in default if line.startswith("  ruled out (")}
+    families = sum(line.startswith("variant ") for line in summary)
+    assert sum(line.startswith("  ruled out (the kernel book's traps") for line in default) \
+        <= families and not any("roofs (" in line for line in summary)
+    assert not any("INT8-KV" in line for line in default)
+    assert any("INT8-KV" in line for line in detail)

@@ -14,6 +14,7 @@ from edges import cli_runner
 
 from edges import REPO, Outcome, assert_intact, assert_one_line_error, rooflint, snapshot
 from recorded import RecordedPool, RecordedProfiler, use_stand_in_pools
+from rooflint.output.depth import Depth
 from rooflint.formats import baseline as baselines
 from rooflint.output import live as report
 from rooflint.engine import families as run_module
@@ -37,7 +38,7 @@ def show(*args: str, width: int = 100) -> Outcome:
 
 def rendered(result, width: int) -> str:
     console = Console(file=io.StringIO(), width=width)
-    render_run(console, result)
+    render_run(console, result, Depth.DETAIL)
     return console.file.getvalue()
 
 
@@ -77,7 +78,13 @@ def test_show_prints_what_run_printed():
     assert "roofs (DRAM calibrated 2026-11-21, fp32 calibrated): DRAM 4.4 TB/s" in text
     assert re.search(r"^  tiled: +shared_memory_pipe: mio_throttle stalls", text, re.M)  # cause
     assert re.search(r"^  tiled: +move up: register-block; why: mio_throttle", text, re.M)
-    assert re.search(r"^  tiled: +not split-K / more SMs", text, re.M)                 # ruled out
+    assert not re.search(r"^  tiled: +not split-K / more SMs", text, re.M)   # ruled out: once
+    unwrapped = show(EXAMPLE, width=2000).stdout
+    assert re.search(r"^  ruled out \(the kernel book's traps, Part 5 \(5.14\); --detail says "
+                     r"why for each variant\): .*not split-K / more SMs: \d variants?", unwrapped,
+                     re.M)
+    detail = show(EXAMPLE, "--detail").stdout
+    assert re.search(r"^  tiled: +not split-K / more SMs", detail, re.M)    # each, with why
 
 
 def test_a_wide_terminal_keeps_the_top_move_in_the_table():
@@ -366,3 +373,44 @@ def test_numbers_in_plain_text_are_not_coloured_in_a_terminal():
     shown = _piped_show({"FORCE_COLOR": "1"})
     header = next(line for line in shown.splitlines() if "driver" in line)
     assert "driver 580.159.04" in header and "\x1b[1mNVIDIA H200\x1b[0m" in header
+
+
+BUNDLED_H200 = REPO / "examples" / "h200-bundled.json"
+
+
+def test_a_family_of_ten_or_more_is_summarised_in_under_thirty_lines():
+    """decode_attention's thirteen variants: the device line, the family's title and
+    table, a verdict and top move a row, no notes, into a pipe."""
+    text = show(BUNDLED_H200, "decode_attention", "--summary", width=2000).stdout
+    lines = text.splitlines()
+    assert len(lines) <= 30 and len([line for line in lines if " OK " in line]) == 13
+    assert not any(line.startswith("  ") for line in lines)        # no notes
+    assert all(line == line.rstrip() for line in lines)            # no padding
+
+
+def test_show_selects_whole_families_beside_single_variants():
+    text = show(BUNDLED_H200, "reduction", "triad", "--summary").stdout
+    assert row_names(text) >= {"atomics", "smem_tree", "warp_shuffle", "triad"}
+    assert "copy_scalar" not in row_names(text) and "naive" not in row_names(text)
+    assert_one_line_error(show(BUNDLED_H200, "reductions"), 2, "has no variant reductions",
+                          "reduction: atomics, smem_tree, warp_shuffle")
+
+
+@pytest.mark.parametrize("command, program", [(["show", str(BUNDLED_H200)], []),
+                                              (["run", "stream"], []),
+                                              (["profile"], ["--", "python", "train.py"])])
+def test_summary_and_detail_together_are_one_mistake_before_any_work(command, program):
+    outcome = rooflint(*command, "--summary", "--detail", *program)
+    assert_one_line_error(outcome, 2, "--summary and --detail ask for opposite things")
+
+
+def test_each_depth_names_the_traps_as_it_should():
+    """The default names each family's ruled-out moves once, with the book they come from;
+    --detail gives each variant's, with why; --summary none."""
+    summary, default, detail = (show(BUNDLED_H200, *depth, width=2000).stdout
+                                for depth in (["--summary"], [], ["--detail"]))
+    assert "ruled out" not in summary and "not split-K" not in summary
+    ruling = [f for f in read_result(BUNDLED_H200).families
+              if any(v.verdict and v.verdict.ruled_out for v in f.variants)]
+    assert default.count("the kernel book's traps, Part 5 (5.14)") == len(ruling) == 7
+    assert "INT8-KV" not in default and detail.count("INT8-KV trap") >= 10
