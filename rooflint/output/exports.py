@@ -20,7 +20,7 @@ from typing import Protocol
 
 from rooflint.common.printable import printable
 from rooflint.analysis.evidence import pct
-from rooflint.common.units import format_rate, format_time
+from rooflint.common.units import format_bytes, format_rate, format_time
 from rooflint.formats.results import FamilyResult, RunResult, VariantResult
 
 
@@ -33,74 +33,122 @@ class Cell:
     text: bool = False          # words from a document (a name, a move), not a number
 
 
-Value = Callable[[FamilyResult, VariantResult], "float | str | None"]
+@dataclass(frozen=True)
+class Row:
+    """Where a row's values come from: a variant (or a profiled kernel), its family and the
+    result that holds them."""
+
+    result: RunResult
+    family: FamilyResult
+    variant: VariantResult
+
+
+Value = Callable[[Row], "float | str | None"]
 
 
 @dataclass(frozen=True)
 class Column:
-    name: str
+    name: str                   # the CSV's header, and the API's: plain, with units
     value: Value
     show: Callable[[float], str] = lambda x: f"{x:.3g}"
+    title: str = ""             # the Markdown summary's header, where it has the column
+    #                             (BRIEF); the name where none
 
 
 def _level(name: str, field: str) -> Value:
-    def read(_: FamilyResult, v: VariantResult) -> float | None:
-        found = next((level for level in v.levels if level.name == name), None)
+    def read(r: Row) -> float | None:
+        found = next((level for level in r.variant.levels if level.name == name), None)
         return getattr(found, field) if found else None
     return read
 
 
 def _point(field: str) -> Value:
-    return lambda _, v: getattr(v.point, field) if v.point else None
+    return lambda r: getattr(r.variant.point, field) if r.variant.point else None
 
 
 def _top_move(field: str) -> Value:
-    return lambda _, v: getattr(v.verdict.moves[0], field) if v.verdict and v.verdict.moves \
-        else None
+    return lambda r: getattr(r.variant.verdict.moves[0], field) \
+        if r.variant.verdict and r.variant.verdict.moves else None
 
 
 def _share(field: str) -> Value:
-    return lambda _, v: getattr(v.share, field) if v.share else None
+    return lambda r: getattr(r.variant.share, field) if r.variant.share else None
+
+
+def _counted(field: str) -> Value:
+    """A byte count Nsight Compute measured over the variant's launches."""
+    return lambda r: getattr(r.variant.counters, field) if r.variant.counters else None
+
+
+def _origin(field: str) -> Value:
+    """The operator or source line that launched most of a profiled kernel's time."""
+    def read(r: Row) -> str | None:
+        origins = r.variant.share.origins if r.variant.share else []
+        main = max(origins, key=lambda o: o.time_s, default=None)
+        return getattr(main, field) if main else None
+    return read
 
 
 def _times(x: float) -> str:
     return f"{x:.2f}x"
 
 
+def _bytes(x: float) -> str:
+    return format_bytes(x)
+
+
 COLUMNS: tuple[Column, ...] = (
-    Column("family", lambda f, _: f.name),
-    Column("variant", lambda _, v: v.name),
-    Column("status", lambda _, v: v.status),
-    Column("precision", lambda _, v: v.precision),
-    Column("time_s", lambda _, v: v.time.median_s if v.time else None, format_time),
-    Column("time_spread", lambda _, v: v.time.spread if v.time else None, pct),
+    Column("family", lambda r: r.family.name, title="family"),
+    Column("variant", lambda r: r.variant.name, title="variant"),
+    Column("gpu", lambda r: r.result.gpu.name),
+    Column("status", lambda r: r.variant.status),
+    Column("precision", lambda r: r.variant.precision),
+    Column("time_s", lambda r: r.variant.time.median_s if r.variant.time else None,
+           format_time, title="time"),
+    Column("time_spread", lambda r: r.variant.time.spread if r.variant.time else None, pct),
+    Column("share", _share("share"), pct, title="share"),
+    Column("launches", _share("launches"), lambda x: f"{x:.0f}"),
+    Column("flops", lambda r: r.variant.flops.get("ncu"), lambda x: format_rate(x, "FLOP")),
+    Column("model_flops", lambda r: r.variant.flops.get("model"),
+           lambda x: format_rate(x, "FLOP")),
+    Column("dram_bytes", lambda r: r.variant.dram_bytes.get("ncu"), _bytes),
+    Column("model_dram_bytes", lambda r: r.variant.dram_bytes.get("model"), _bytes),
+    Column("l2_bytes", _counted("l2_bytes"), _bytes),
+    Column("l1_bytes", _counted("l1_bytes"), _bytes),
     Column("flops_per_s", _point("achieved_flops"), lambda x: format_rate(x, "FLOP/s")),
     Column("compute_fraction", _point("compute_fraction"), pct),
     Column("dram_bytes_per_s", _point("achieved_bandwidth"), lambda x: format_rate(x, "B/s")),
     Column("dram_fraction", _point("dram_fraction"), pct),
     Column("observed_ai", _point("observed_ai")),
-    Column("algorithmic_ai", lambda _, v: v.point.algorithmic_ai
-           if v.point and v.point.algorithmic_known else None),
+    Column("algorithmic_ai", lambda r: r.variant.point.algorithmic_ai
+           if r.variant.point and r.variant.point.algorithmic_known else None),
     Column("applicable_roof_flops_per_s", _point("applicable_roof"),
            lambda x: format_rate(x, "FLOP/s")),
-    Column("roof_fraction", _point("roof_fraction"), pct),
+    Column("roof_fraction", _point("roof_fraction"), pct, title="of roof"),
     Column("l2_ai", _level("l2", "intensity")),
     Column("l2_fraction", _level("l2", "fraction"), pct),
     Column("l1_ai", _level("l1", "intensity")),
     Column("l1_fraction", _level("l1", "fraction"), pct),
-    Column("bound", lambda _, v: v.verdict.bound if v.verdict else None),
-    Column("binding_level", lambda _, v: v.verdict.level if v.verdict else None),
-    Column("top_move", _top_move("action")),
+    Column("bound", lambda r: r.variant.verdict.bound if r.variant.verdict else None,
+           title="bound"),
+    Column("binding_level", lambda r: r.variant.verdict.level if r.variant.verdict else None),
+    Column("top_move", _top_move("action"), title="top move"),
     Column("move_direction", _top_move("direction")),
-    Column("move_gain", _top_move("gain"), _times),
-    Column("share", _share("share"), pct),
-    Column("launches", _share("launches"), lambda x: f"{x:.0f}"),
-    Column("upside_s", _share("upside_s"), format_time),
+    Column("move_gain", _top_move("gain"), _times, title="gain"),
+    Column("upside_s", _share("upside_s"), format_time, title="saves"),
+    Column("operator", _origin("operator")),
+    Column("source_line", _origin("line")),
 )
+# The Markdown summary's columns, sized for a PR comment: a run's six or seven, a profile's
+# eight (its kernel's saving in place of its move's gain: BRIEF_INSTEAD).
+BRIEF = tuple(c.name for c in COLUMNS if c.title)
+BRIEF_INSTEAD = {"upside_s": "move_gain"}
+TITLES = {c.name: c.title for c in COLUMNS if c.title}
+NAMES = {title: name for name, title in TITLES.items()}
 
 
-def _cell(column: Column, family: FamilyResult, variant: VariantResult) -> Cell:
-    value = column.value(family, variant)
+def _cell(column: Column, row: Row) -> Cell:
+    value = column.value(row)
     if value is None:
         return Cell("", "-")
     if isinstance(value, str):
@@ -109,12 +157,19 @@ def _cell(column: Column, family: FamilyResult, variant: VariantResult) -> Cell:
                 column.show(value))
 
 
-def table(results: Sequence[RunResult]) -> tuple[list[str], list[list[Cell]]]:
+def table(results: Sequence[RunResult], brief: bool = False
+          ) -> tuple[list[str], list[list[Cell]]]:
     """The header and one row per variant (or profiled kernel) of every result, in order;
-    a column no row has a value in (a run's share, a profile's algorithmic AI) left out."""
-    rows = [[_cell(c, f, v) for c in COLUMNS]
+    a column no row has a value in (a run's share, a profile's algorithmic AI) left out;
+    ``brief``: the BRIEF columns alone."""
+    rows = [[_cell(c, Row(result, f, v)) for c in COLUMNS]
             for result in results for f in result.families for v in f.variants]
-    kept = [i for i in range(len(COLUMNS)) if any(row[i].raw for row in rows)]
+    kept = [i for i in range(len(COLUMNS)) if any(row[i].raw for row in rows)
+            and (not brief or COLUMNS[i].name in BRIEF)]
+    names = [COLUMNS[i].name for i in kept]
+    if brief:
+        kept = [i for i in kept if COLUMNS[i].name not in
+                {BRIEF_INSTEAD[n] for n in names if n in BRIEF_INSTEAD}]
     return [COLUMNS[i].name for i in kept], [[row[i] for i in kept] for row in rows]
 
 
@@ -123,6 +178,7 @@ class Exporter(Protocol):
     a file of it, to replace only a table of rooflint's, by parsing it back)."""
 
     name: str
+    brief: bool                  # the BRIEF columns alone, or every one
 
     def render(self, header: list[str], rows: list[list[Cell]]) -> str: ...
 
@@ -131,12 +187,14 @@ FIRST = (COLUMNS[0].name, COLUMNS[1].name)      # every table's first two column
 
 
 class Csv:
-    """RFC 4180 CSV, the values raw: a spreadsheet or pandas reads them as numbers. A cell
-    is quoted when it holds a comma, a quote or any line break, not only the line ending
-    written (\\n): a reader that ends a row at a CR (Python's csv does) or at another
-    Unicode line break would otherwise start a new row, and a new cell, inside a name."""
+    """RFC 4180 CSV of every column, the values raw: a spreadsheet or pandas reads them as
+    numbers. A cell is quoted when it holds a comma, a quote or any line break, not only
+    the line ending written (\\n): a reader that ends a row at a CR (Python's csv does) or
+    at another Unicode line break would otherwise start a new row, and a new cell, inside a
+    name."""
 
     name = "a rooflint CSV table"
+    brief = False
 
     def render(self, header: list[str], rows: list[list[Cell]]) -> str:
         lines = [header, *([_inert(cell) for cell in row] for row in rows)]
@@ -169,13 +227,15 @@ def _inert(cell: Cell) -> str:
 
 
 class Markdown:
-    """A GitHub-flavoured table, the values as the terminal shows them; text from the
-    document made printable, its pipes escaped, so no cell breaks the table."""
+    """A GitHub-flavoured table of the BRIEF columns (export asks for them), under their
+    titles, the values as the terminal shows them; text from the document made printable,
+    its pipes escaped, so no cell breaks the table."""
 
     name = "a rooflint Markdown table"
+    brief = True
 
     def render(self, header: list[str], rows: list[list[Cell]]) -> str:
-        lines = [_row(header), "|" + "---|" * len(header)]
+        lines = [_row([TITLES.get(name, name) for name in header]), "|" + "---|" * len(header)]
         lines += [_row([cell.shown for cell in row]) for row in rows]
         return "\n".join(lines) + "\n"
 
@@ -189,7 +249,8 @@ EXPORTERS: dict[str, Exporter] = {"csv": Csv(), "markdown": Markdown()}
 
 def export(results: Sequence[RunResult], format: str) -> str:
     """The results' table in ``format`` (a key of EXPORTERS)."""
-    return EXPORTERS[format].render(*table(results))
+    exporter = EXPORTERS[format]
+    return exporter.render(*table(results, exporter.brief))
 
 
 PAGE = "html"        # the export that is the report's page, not a table

@@ -248,7 +248,8 @@ def _markdown_table(text: str) -> bool:
     show): its header one of rooflint's, laid out as rooflint does with its rule under
     it, then rows as wide, each on its line, and nothing else."""
     lines = text.split("\n")
-    header = _markdown_cells(lines[0])
+    titles = _markdown_cells(lines[0])
+    header = [exports.NAMES.get(title, title) for title in titles] if titles else None
     return (header is not None and _rooflint_header(header) and lines[-1] == ""
             and _laid_out_as("markdown", header, text)
             and _markdown_rows(lines[2:-1], len(header)))

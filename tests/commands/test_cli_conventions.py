@@ -66,7 +66,7 @@ def test_a_document_can_come_from_standard_input(tmp_path):
     document = (REPO / "examples" / "h200-bundled.json").read_bytes()
     shown = piped("show", "-", "naive", "--csv", "-", stdin=document)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.decode().splitlines()[1].startswith("gemm_fp32,naive,ok,")
+    assert shown.stdout.decode().splitlines()[1].startswith("gemm_fp32,naive,NVIDIA H200,ok,")
     drawn = piped("plot", "-", "-o", str(tmp_path / "r.svg"), stdin=document)
     assert drawn.returncode == 0 and (tmp_path / "r.svg").stat().st_size > 1000
     twice = piped("report", "-", "-", "-o", str(tmp_path / "r.html"), stdin=document)

@@ -63,14 +63,45 @@ def test_csv_round_trips_every_variant_with_its_numbers():
             assert float(row["l1_fraction"]) == l1.fraction
 
 
-def test_markdown_is_the_same_table_as_shown():
+def test_markdown_is_the_brief_table_as_shown():
     result = read_result(BUNDLED)
-    header, cells = table([result])
+    header, cells = table([result], brief=True)
     rows = markdown_rows(export([result], "markdown"))
-    assert rows[0] == header
+    assert rows[0] == ["family", "variant", "time", "of roof", "bound", "top move", "gain"]
+    assert header == ["family", "variant", "time_s", "roof_fraction", "bound", "top_move",
+                      "move_gain"]
     assert [row[:2] for row in rows[1:]] == [[f.name, v.name] for f, v in variants_of(result)]
     assert all(len(row) == len(header) for row in rows)
     assert [row for row in rows[1:]] == [[c.shown for c in r] for r in cells]
+
+
+@pytest.mark.parametrize("path", [BUNDLED, PROFILE], ids=["run", "profile"])
+def test_the_markdown_summary_fits_a_pr_comment(path):
+    """At most 8 columns under formatted headers; a profile's kernel says what it could
+    save, a run's variant what its move could gain."""
+    header = markdown_rows(export([read_result(path)], "markdown"))[0]
+    assert len(header) <= 8 and not any("_" in title for title in header)
+    assert ("saves" in header) == (path == PROFILE) and ("gain" in header) == (path == BUNDLED)
+
+
+def test_the_csv_holds_the_gpu_the_raw_counts_and_where_a_kernel_came_from():
+    """A pandas user groups by GPU, by operator or by source line, and sums bytes and
+    FLOPs: the profile's CSV has them, each kernel's main origin its most-time one."""
+    import csv
+    import io
+    result = read_result(PROFILE)
+    rows = list(csv.DictReader(io.StringIO(export([result], "csv"))))
+    assert {row["gpu"] for row in rows} == {result.gpu.name}
+    by_name = {v.name: v for f in result.families for v in f.variants}
+    for row in rows:
+        v = by_name[row["variant"]]
+        if v.counters:
+            assert float(row["dram_bytes"]) == pytest.approx(v.dram_bytes["ncu"])
+            assert float(row["l2_bytes"]) == pytest.approx(v.counters.l2_bytes)
+        main = max(v.share.origins, key=lambda o: o.time_s, default=None)
+        assert row["source_line"] == ((main.line or "") if main else "")
+        assert row["operator"] == ((main.operator or "") if main else "")
+    assert any(row["source_line"].startswith("train_step.py:") for row in rows)
 
 
 def test_a_profile_has_shares_and_no_algorithmic_intensity():
