@@ -164,9 +164,19 @@ def find_spec(spec_id: str, specs: list[GpuSpec],
     members = family(spec_id, specs)
     if members:
         return family_member(spec_id, members, present)
+    known = ', '.join(s.id for s in specs)
+    if DEVICE_INDICES.fullmatch(spec_id.strip()):
+        raise RooflintError(f"{spec_id!r} is a device index, and --gpu takes the spec of a GPU "
+                            f"to judge against ({known}; `rooflint specs`); the GPUs to run "
+                            f"on are --devices' (`rooflint run --devices {spec_id.strip()}`), "
+                            f"a profiled program's CUDA_VISIBLE_DEVICES")
     near = _near(spec_id, specs)
     guess = f"did you mean {' or '.join(near)}? " if near else ""
-    raise RooflintError(f"unknown GPU {spec_id!r}; {guess}known: {', '.join(s.id for s in specs)}")
+    raise RooflintError(f"unknown GPU {spec_id!r}; {guess}known: {known}")
+
+
+# What --devices takes (0, or 0,2), given to --gpu by mistake (`explain --gpu 0`).
+DEVICE_INDICES = re.compile(r"\d+(,\d+)*")
 
 
 def family(name: str, specs: list[GpuSpec]) -> list[GpuSpec]:

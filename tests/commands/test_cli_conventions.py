@@ -315,3 +315,16 @@ def test_gate_prints_its_markdown_on_standard_output_and_its_verdict_beside_it(t
     both = rooflint(*args, "--markdown", "-", "--junit", "-")
     assert both.code == 2 and "only one output can go" in both.stderr
     assert written.code == 0
+
+
+@pytest.mark.parametrize("command", [["explain", "--time", "1ms", "--flops", "1e9", "--bytes",
+                                      "1e9", "--gpu", "0"],
+                                     ["run", "stream", "--gpu", "0,1"],
+                                     ["profile", "--gpu", "1", "--", "python", "train.py"]])
+def test_a_device_index_given_to_gpu_is_told_it_belongs_to_devices(command):
+    """`explain --gpu 0` had answered with ten spec ids that looked like the index: --gpu
+    takes a spec id to judge against, and the GPUs to run on are --devices' (said before
+    any GPU work)."""
+    from edges import assert_one_line_error
+    assert_one_line_error(rooflint(*command), 2, "is a device index",
+                          "--gpu takes the spec of a GPU", "--devices", "CUDA_VISIBLE_DEVICES")
