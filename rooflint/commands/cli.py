@@ -487,12 +487,17 @@ def compare(
                                                "manifest threshold, else "
                                                f"{as_percent(DEFAULT_MAX_SLOWDOWN)}).",
                                                metavar="PERCENT"),
+    summary: bool = typer.Option(False, "--summary", help="Print each pair's sentence alone "
+                                 "(the default adds where the change came from, the movement, "
+                                 "the figures side by side and the prediction)."),
+    detail: bool = typer.Option(False, "--detail", help="Print everything (as the default "
+                                "does for compare)."),
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from rooflint.commands.compare import compare_command   # start-up: see the top
     compare_command(CompareRequest(
         a=a, b=b, rev=rev, json_path=json_path, allow_different_gpu=allow_different_gpu, gpu=gpu,
-        counters=counters, max_slowdown=max_slowdown))
+        counters=counters, max_slowdown=max_slowdown, depth=depth_of(summary, detail)))
 
 
 cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,

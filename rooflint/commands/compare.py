@@ -24,7 +24,8 @@ from rooflint.common.printable import printable
 from rooflint.formats.thresholds import threshold_option
 from rooflint.engine.named_gpu import check_gpu_option
 from rooflint.output.fix_comparison import render_fix_comparison
-from rooflint.output.tables import render_comparison
+from rooflint.output.depth import Depth
+from rooflint.output.tables import decisions_line, render_comparison, render_comparison_sentence
 from rooflint.output.terminal import shortened_names
 
 
@@ -61,8 +62,13 @@ def compare_command(request: CompareRequest) -> None:
         errors.print(f"rooflint: {printable(warning)}", style="bold yellow", markup=False)
     render_fix_comparison(console, program)
     shown = shown_labels([side for pair in pairs for side in pair])
+    if len(comparisons) > 1:
+        console.print(decisions_line(comparisons), markup=False)
     for comparison in comparisons:
-        render_comparison(console, comparison, shown)
+        if request.depth is Depth.SUMMARY:
+            render_comparison_sentence(console, comparison, shown)
+        else:
+            render_comparison(console, comparison, shown)
     for what, names in (("only in A (vanished in B)", vanished), ("only in B (new)", new)):
         if names:
             console.print(f"{what}: {printable(', '.join(names))}", markup=False)

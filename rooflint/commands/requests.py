@@ -130,3 +130,4 @@ class CompareRequest:
     gpu: str | None = None                # the spec measured sides are judged against
     counters: CountersMode = DEFAULT_COUNTERS
     max_slowdown: str | None = None       # as typed (5%): read by formats.thresholds
+    depth: Depth = Depth.DEFAULT          # the sentences alone, or with figures and notes

@@ -228,16 +228,35 @@ def check_held(results: dict[Path, RunResult], names: list[str]) -> None:
                             f"{', '.join(unknown)}; {'it has' if one else 'they have'} {listing}")
 
 
+DECISION_STYLE = {Decision.FASTER: "green", Decision.SLOWER: "red", Decision.SAME: "cyan",
+                  Decision.INCONCLUSIVE: "yellow"}
+
+
+def render_comparison_sentence(console: Console, c: Comparison,
+                               shown: dict[str, str] | None = None) -> None:
+    """A comparison's verdict on speed, in one sentence (`compare --summary` prints these
+    alone), coloured by its decision."""
+    c = printable_fields(c)
+    shown = {c.a: c.a, c.b: c.b, **(shown or {})}
+    console.print(f"[bold {DECISION_STYLE[c.speedup.decision]}]"
+                  f"{escape(c.sentence_naming(shown[c.a], shown[c.b]))}[/]")
+
+
+def decisions_line(comparisons: list[Comparison]) -> str:
+    """``12 pairs: 3 faster, 1 slower, 8 the same``: a whole-file comparison's count."""
+    counts = {d: sum(c.speedup.decision == d for c in comparisons) for d in Decision}
+    words = {Decision.SAME: "the same"}
+    told = ", ".join(f"{n} {words.get(d, d.value)}" for d, n in counts.items() if n)
+    return f"{counted(len(comparisons), 'pair')}: {told}"
+
+
 def render_comparison(console: Console, c: Comparison, shown: dict[str, str] | None = None
                       ) -> None:
     """One comparison: the verdict on speed, where it came from, the figures side by side;
     each side called as ``shown`` says (a label -> what the screen has room for)."""
     c = printable_fields(c)
-    style = {Decision.FASTER: "green", Decision.SLOWER: "red", Decision.SAME: "cyan",
-             Decision.INCONCLUSIVE: "yellow"}
     shown = {c.a: c.a, c.b: c.b, **(shown or {})}
-    console.print(f"[bold {style[c.speedup.decision]}]"
-                  f"{escape(c.sentence_naming(shown[c.a], shown[c.b]))}[/]")
+    render_comparison_sentence(console, c, shown)
     console.print(labelled([("warning", f"[bold yellow]{escape(w)}[/]") for w in c.warnings]
                             + ([("where it came from", c.attribution.sentence)]
                                if c.attribution else [])

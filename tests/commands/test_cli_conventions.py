@@ -328,3 +328,17 @@ def test_a_device_index_given_to_gpu_is_told_it_belongs_to_devices(command):
     from edges import assert_one_line_error
     assert_one_line_error(rooflint(*command), 2, "is a device index",
                           "--gpu takes the spec of a GPU", "--devices", "CUDA_VISIBLE_DEVICES")
+
+
+def test_a_whole_file_compare_has_a_count_and_a_summary_of_one_sentence_a_pair():
+    """Two results of 38 matching variants: 612 lines by default had no count; --summary
+    prints the count, then one sentence a pair; the default keeps the figures."""
+    a, b = (str(REPO / "examples" / f"{gpu}-bundled.json") for gpu in ("h100", "h200"))
+    brief = rooflint("compare", a, b, "--allow-different-gpu", "--summary",
+                     env={"COLUMNS": "2000"})
+    lines = brief.stdout.splitlines()
+    assert brief.code == 0 and lines[0] == "38 pairs: 14 faster, 22 the same, 2 inconclusive"
+    assert len(lines) == 39 and all(" (h200-bundled.json)" in line for line in lines[1:])
+    full = rooflint("compare", a, b, "--allow-different-gpu", env={"COLUMNS": "2000"}).stdout
+    assert full.splitlines()[0] == lines[0] and "time (median ± IQR)" in full
+    assert "time (median ± IQR)" not in brief.stdout
