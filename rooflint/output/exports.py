@@ -22,6 +22,7 @@ from rooflint.common.printable import printable
 from rooflint.analysis.evidence import pct
 from rooflint.common.units import format_bytes, format_rate, format_time
 from rooflint.formats.results import FamilyResult, RunResult, VariantResult
+from rooflint.judge.program_fixes import main_origin
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,10 @@ def _counted(field: str) -> Value:
 
 
 def _origin(field: str) -> Value:
-    """The operator or source line that launched most of a profiled kernel's time."""
+    """The operator or source line of a profiled kernel's main origin (the one the program's
+    fixes group it by: program_fixes.main_origin)."""
     def read(r: Row) -> str | None:
-        origins = r.variant.share.origins if r.variant.share else []
-        main = max(origins, key=lambda o: o.time_s, default=None)
+        main = main_origin(r.variant) if r.variant.share else None
         return getattr(main, field) if main else None
     return read
 

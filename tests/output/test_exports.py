@@ -86,7 +86,8 @@ def test_the_markdown_summary_fits_a_pr_comment(path):
 
 def test_the_csv_holds_the_gpu_the_raw_counts_and_where_a_kernel_came_from():
     """A pandas user groups by GPU, by operator or by source line, and sums bytes and
-    FLOPs: the profile's CSV has them, each kernel's main origin its most-time one."""
+    FLOPs: the profile's CSV has them, each kernel's origin the one with most launches, as
+    the program's fixes group it."""
     import csv
     import io
     result = read_result(PROFILE)
@@ -98,7 +99,7 @@ def test_the_csv_holds_the_gpu_the_raw_counts_and_where_a_kernel_came_from():
         if v.counters:
             assert float(row["dram_bytes"]) == pytest.approx(v.dram_bytes["ncu"])
             assert float(row["l2_bytes"]) == pytest.approx(v.counters.l2_bytes)
-        main = max(v.share.origins, key=lambda o: o.time_s, default=None)
+        main = max(v.share.origins, key=lambda o: o.launches, default=None)
         assert row["source_line"] == ((main.line or "") if main else "")
         assert row["operator"] == ((main.operator or "") if main else "")
     assert any(row["source_line"].startswith("train_step.py:") for row in rows)
