@@ -21,7 +21,12 @@ from rooflint.engine.program import ProfileOptions, profile_program
 from rooflint.commands.stdio import console, emit, errors, fail, progress, status
 from rooflint.formats.results import RunResult, write_result
 from rooflint.output.exports import Export
-from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
+from rooflint.common.errors import RooflintError
+from rooflint.formats.ranks import rank_path
+from rooflint.judge.ranks import job_of
+from rooflint.output.outputs import (RESULT, STDOUT, Output, check_outputs, export_outputs,
+                                     guard_outputs)
+from rooflint.output.rank_view import render_job
 from rooflint.output.profile_words import pass2_stopped_words
 from rooflint.output.profile_view import render_result
 from rooflint.output.written import result_written, roofline_drawn
@@ -42,7 +47,7 @@ def profile_command(request: ProfileRequest) -> None:
     screen = errors if piped else console
     terminate = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        result, stopped = profile_program(
+        profiled = profile_program(
             ProfileOptions(command=list(request.command), coverage=request.coverage,
                            top=request.top, nvtx=request.nvtx, kernel=request.kernel,
                            skip=request.skip, gpu=request.gpu,
@@ -51,10 +56,16 @@ def profile_command(request: ProfileRequest) -> None:
                            counter_cache=request.counter_cache), progress)
     finally:
         signal.signal(signal.SIGTERM, terminate)
+    result, stopped = profiled.result, profiled.stopped
     try:
         render_result(screen, result, result.fixes, request.depth)
+        if profiled.ranks:
+            render_job(screen, job_of(profiled.ranks, [r.rank.label for r in profiled.ranks]),
+                       request.depth)
     finally:   # minutes of profiling: kept when nobody reads the table (`| head`)
         _write_outputs(result, json_path, tables, svg, stopped is None, screen)
+        if json_path and json_path != STDOUT:
+            _write_ranks(profiled.ranks, json_path)
     if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
         fail(pass2_stopped_words(stopped.why, json_path, json_path == STDOUT, svg),
              130 if stopped.interrupted else 2)
@@ -77,6 +88,21 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
         with plotting.drawn([result]) as figure:
             plotting.save(figure, svg)
         status(roofline_drawn(svg))
+
+
+def _write_ranks(ranks: list[RunResult], json_path: Path) -> None:
+    """Each rank's own document beside the job's (``r.json``: ``r.rank0.json``, ...), for
+    `show` to merge with the documents of ranks profiled elsewhere; one that would replace
+    a file that is not a rooflint result is not written, and said."""
+    for rank in ranks:
+        path = rank_path(json_path, rank.rank)
+        try:
+            guard_outputs([Output(f"{rank.rank.label}'s document", path, RESULT)])
+        except RooflintError as refused:
+            status(f"not written: {refused}")
+            continue
+        write_result(rank, path)
+        status(result_written(path))
 
 
 def _check_logs_folder(logs: Path) -> None:

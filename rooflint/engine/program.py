@@ -20,7 +20,9 @@ by ``say``.
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 from collections import Counter as Tally
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,6 +37,7 @@ from rooflint.judge.measurement import device_spec
 from rooflint.engine.named_gpu import check_gpu_option
 from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.formats.gpus import DeviceInfo, load_specs
+from rooflint.formats.ranks import RANK_VARIABLES, RankInfo, ranks_of, trace_of
 from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
 from rooflint.measure import program as passes
 from rooflint.measure.program import Choice, Filters
@@ -135,7 +138,7 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         kernel=time.kernel, library=owner, launches=time.launches,
         total_s=time.total_s, share=time.total_s / region_s if region_s else 0.0,
         best_fraction=best, upside_s=upside(time.total_s, analysis.verdict, best),
-        origins=time.origins)
+        origins=time.origins, grid=time.grid, block=time.block)
     return VariantResult(
         name=name, description=time.kernel, status=Status.OK,
         message=("" if analysis.counters else
@@ -180,7 +183,8 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
                               model_for((k.kernel, names[k.identity]), models or []),
                               (missing or {}).get(k.identity, NO_COUNTERS))
                 for k in chosen]
-    rest = kernels[len(chosen):]
+    profiled = {k.identity for k in chosen}
+    rest = [k for k in kernels if k.identity not in profiled]
     settings = replace(settings, mode="profile", gpu_time_s=region, kernels=len(kernels),
                        other_kernels=len(rest),
                        other_share=sum(k.total_s for k in rest) / region if region else 0.0,
@@ -207,12 +211,12 @@ class ProfileOptions:
 
 
 def profile_program(options: ProfileOptions, say: Callable[[str], None]
-                    ) -> tuple[RunResult, Stopped | None]:
+                    ) -> Profiled:
     """Both passes over the program (the only part that runs anything), then the analysis.
     ``say`` hears what is about to happen, before the longer second pass, and how long a
     long pass has run. A pass 2 that failed or was interrupted leaves a result of pass 1's
     kernel times, each chosen kernel's row saying why it has no counters, and what stopped
-    it (else None)."""
+    it."""
     models = kernel_models.load(Path(options.model)) if options.model else []  # mistakes first
     check_program(options.command)
     check_gpu_option(options.gpu)
@@ -278,11 +282,56 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
                        autotuners=list(tuning.tuners) or None,
                        unrecorded=one.unrecorded or None)
-    result = profile_result(program_name(options.command), portable_path(Path.cwd()), kernels,
-                            chosen, counters, spec, device, calibration, settings, models,
-                            missing)
-    result.program = one.timing
-    return result, stopped
+    def judged(kernels_of_rank: PassOne) -> RunResult:
+        ids = {k.identity for k in chosen}
+        result = profile_result(program_name(options.command), portable_path(Path.cwd()),
+                                kernels_of_rank.kernels,
+                                [k for k in kernels_of_rank.kernels if k.identity in ids],
+                                counters, spec, device, calibration, settings, models, missing)
+        result.program = kernels_of_rank.timing
+        return result
+
+    job = judged(one)
+    if first.processes == 1:
+        job.rank = own_rank(first)
+        return Profiled(job, stopped)
+    ranks = []
+    for rank, kernels_of_rank in rank_kernels(first, filters):
+        ranks.append(judged(kernels_of_rank))
+        ranks[-1].rank = rank
+    return Profiled(job, stopped, ranks)
+
+
+def rank_kernels(first: Pass, filters: Filters) -> list[tuple[RankInfo, PassOne]]:
+    """Each process's own kernels, where pass 1 saw kernels of several (a launcher's
+    ranks), as pass 1 of that process alone would have found them."""
+    trace = first.trace or {}
+    return [(rank, timed_kernels(replace(first, trace=trace_of(trace, rank), processes=1),
+                                 filters))
+            for rank in ranks_of(trace)]
+
+
+@dataclass
+class Profiled:
+    """What a profile leaves: the job's result, what stopped its pass 2 (None: nothing did),
+    and, where pass 1 saw kernels of several processes (a launcher's ranks), each rank's
+    own document (formats/ranks.py), its kernels judged on the job's counters."""
+
+    result: RunResult
+    stopped: Stopped | None
+    ranks: list[RunResult] = field(default_factory=list)
+
+
+def own_rank(first: Pass) -> RankInfo | None:
+    """The rank of a program of one process that a launcher started rooflint in (``srun
+    rooflint profile -- python train.py``: a rank's profile on each node, merged later),
+    as its launcher numbered it; None where no launcher did."""
+    number = next((os.environ[v] for v in RANK_VARIABLES if os.environ.get(v)), None)
+    if number is None or not number.isdigit():
+        return None
+    found = ranks_of(first.trace or {})
+    return RankInfo(process=found[0].process if found else -1, rank=int(number),
+                    host=socket.gethostname(), device=found[0].device if found else None)
 
 
 @dataclass

@@ -4,7 +4,8 @@ per process), as a trace in the shape PyTorch's profiler writes, so one reader
 (trace_events.py) serves both.
 
 A file's lines, tab-separated: a header (MAGIC, the format's version, the process id, which
-each of its kernels keeps as ``process``); ``K``
+each of its kernels keeps as ``process``, then its launcher's rank or ``-`` and its host,
+which the trace's ``processes`` keep: formats/ranks.py); ``K``
 per kernel (start and end in ns, device, stream, grid, block, correlation id, demangled
 name); ``D`` per device used (SMs, memory, compute capability, name); ``L`` with the
 records CUPTI dropped, written last; ``E`` when CUPTI refused to record.
@@ -42,6 +43,7 @@ class KernelRecords:
 def read_records(texts: list[str]) -> KernelRecords:
     """The kernels of every process's file, in one trace."""
     events: list[dict[str, Any]] = []
+    processes: list[dict[str, Any]] = []
     devices: dict[int, dict[str, Any]] = {}
     records = KernelRecords({})
     for text in texts:
@@ -59,13 +61,14 @@ def read_records(texts: list[str]) -> KernelRecords:
                 from None
         if mine:
             records.pids.append(_pid(lines[0]))
+            processes.append(_process(lines[0]))
             for event in mine:                # which process (a rank) launched it
                 event["args"]["process"] = records.pids[-1]
         events += mine
         records.unfinished += not last
         records.refused += [parts[1] for parts in _lines_of(lines, REFUSED, 2)]
     records.trace = {"traceEvents": sorted(events, key=lambda e: e["ts"]),
-                     "deviceProperties": list(devices.values())}
+                     "deviceProperties": list(devices.values()), "processes": processes}
     return records
 
 
@@ -73,6 +76,15 @@ def _pid(header: str) -> int:
     """The process id a file's header names (-1 where it names none that is a number)."""
     parts = header.split("\t")
     return int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else -1
+
+
+def _process(header: str) -> dict[str, Any]:
+    """The process a file's header names: its pid, its rank (None where its launcher set
+    none, or a file from before ranks were written) and its host."""
+    parts = header.split("\t")
+    rank = parts[3] if len(parts) > 3 else ""
+    return {"pid": _pid(header), "rank": int(rank) if rank.isdigit() else None,
+            "host": parts[4] if len(parts) > 4 else ""}
 
 
 def _lines_of(lines: list[str], kind: str, fields: int) -> list[list[str]]:

@@ -21,6 +21,7 @@ from rooflint.analysis.counters import Counters
 from rooflint.analysis.gpu_spec import PrecisionWord
 from rooflint.formats.gpus import DeviceInfo, KnownSpecId
 from rooflint.formats.jobs import Clocks, OutputCheck
+from rooflint.formats.ranks import RankInfo
 from rooflint.analysis.roofline import Level, Point, Roofs
 from rooflint.common.sense import Amount, Positive, Seconds, Sense, Size, shown
 from rooflint.analysis.sourcelines import SourceProfile
@@ -46,6 +47,10 @@ class KernelShare:
     best_fraction: Amount | None  # of its nearest roof (DRAM, L2, L1 or compute); None: no counters
     upside_s: Amount | None     # what its best move could save (judge/upside.py)
     origins: list[Origin] = field(default_factory=list)   # operators and lines that launched it
+    # its launch shape, "(1056, 1, 1)" and "(256, 1, 1)": with its name, which kernel it is
+    # on every rank of a job (judge/ranks.py); "" in a document written before they were
+    grid: str = ""
+    block: str = ""
 
 
 def _upside_without_roof(s: KernelShare) -> str | None:
@@ -216,6 +221,9 @@ class RunResult:
     # trace (formats/trace_timing.py); None, and not written, for a manifest's run, a
     # profile timed by Nsight Compute (no timestamps) and a document written before it was
     program: ProgramTiming | None = None
+    # a rank's own document: one process of a job of several (formats/ranks.py, merged by
+    # judge/ranks.py); None, and not written, for any other result
+    rank: RankInfo | None = None
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     tool_version: str = __version__
@@ -223,8 +231,9 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         document = {**asdict(self), "settings": self.settings.to_json()}
-        if self.program is None:
-            del document["program"]
+        for optional in ("program", "rank"):
+            if document[optional] is None:
+                del document[optional]
         return document
 
 

@@ -20,6 +20,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <string>
@@ -114,7 +115,18 @@ extern "C" int InitializeInjection(void) {
   std::string path = std::string(folder) + "/kernels." + std::to_string(getpid()) + ".tsv";
   out = std::fopen(path.c_str(), "w");
   if (!out) return 1;
-  std::fprintf(out, "rooflint-kernel-trace\t1\t%d\n", static_cast<int>(getpid()));
+  // the process, its rank as its launcher set it (torchrun's RANK, Open MPI's, MPICH's and
+  // PMIx's, Slurm's: formats/ranks.py's RANK_VARIABLES), and the host: ranks profiled on
+  // several machines merge by these
+  const char* rank = nullptr;
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                           "SLURM_PROCID"}) {
+    if ((rank = std::getenv(name))) break;
+  }
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::fprintf(out, "rooflint-kernel-trace\t1\t%d\t%s\t%s\n", static_cast<int>(getpid()),
+               rank && *rank ? rank : "-", host);
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
       cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
     std::fprintf(out, "E\tCUPTI refused the kernel activity\n");

@@ -19,6 +19,7 @@ from rooflint.judge.kernel_times import kernel_times_from_trace
 from rooflint.common.errors import RooflintError
 from rooflint.engine.program import device_from_trace
 from rooflint.formats.kernel_records import UnreadableRecords, read_records
+from rooflint.formats.ranks import ranks_of, trace_of
 from rooflint.formats.trace_events import launches
 from rooflint.measure import kernel_trace, program
 from rooflint.measure.kernel_trace import KernelTraceUnavailable
@@ -63,6 +64,19 @@ def test_processes_are_counted_and_their_kernels_merged_in_time_order():
     assert events[1]["ts"] == 2.0 and events[1]["dur"] == 1.0          # microseconds
     assert events[1]["args"]["grid"] == [64, 1, 1] and events[1]["args"]["correlation"] == 5
     assert [e["args"]["process"] for e in events] == [4243, 4242]
+
+
+def test_each_process_keeps_its_rank_and_host_and_a_file_from_before_ranks_has_none():
+    ranked = "rooflint-kernel-trace\t1\t4242\t1\tnode-b\n" + _kernel(0, 10) + "L\t0\n"
+    unranked = "rooflint-kernel-trace\t1\t4243\t-\tnode-a\n" + _kernel(5, 9) + "L\t0\n"
+    older = HEADER.replace("4242", "4244") + _kernel(20, 30) + "L\t0\n"
+    trace = read_records([ranked, unranked, older]).trace
+    assert trace["processes"] == [{"pid": 4242, "rank": 1, "host": "node-b"},
+                                  {"pid": 4243, "rank": None, "host": "node-a"},
+                                  {"pid": 4244, "rank": None, "host": ""}]
+    ranks = ranks_of(trace)
+    assert [r.label for r in ranks] == ["rank 1", "process 4243", "process 4244"]
+    assert [e["ts"] for e in trace_of(trace, ranks[1])["traceEvents"]] == [0.005]
 
 
 def test_a_process_killed_mid_write_keeps_its_whole_lines_and_says_it_did_not_finish():

@@ -1,0 +1,69 @@
+"""The ranks of a program that ran in several processes (a launcher's: torchrun, mpirun,
+srun), as pass 1's kernel records name them: each process's rank, host and GPU, and the
+trace of one process alone.
+
+A rank's own document (a profile of its kernels only) is what a job profiled on several
+machines is merged from (judge/ranks.py): each node profiles its ranks, and the documents
+meet afterwards. A rank is the number its launcher gave the process (RANK and its MPI and
+Slurm names, read by the recorder); a process no launcher numbered is known by its pid.
+
+Pure: a parsed trace in, ranks and traces out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rooflint.common.sense import Count
+
+# Where launchers put a process's rank: torchrun, Open MPI, MPICH, PMIx, Slurm (the
+# recorder, measure/kernel_trace_injection.cpp, reads the same, in this order).
+RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """One process of a job: what the launcher called it and where it ran."""
+
+    process: int                # its pid on its host (-1: not known)
+    rank: Count | None = None   # its launcher's number; None where none was set
+    host: str = ""
+    device: Count | None = None  # the CUDA device its kernels ran on (its ordinal there)
+
+    @property
+    def label(self) -> str:
+        """``rank 1``, or ``process 4242`` for a process no launcher numbered."""
+        return f"rank {self.rank}" if self.rank is not None else f"process {self.process}"
+
+
+def ranks_of(trace: dict[str, Any]) -> list[RankInfo]:
+    """The processes whose kernels ``trace`` holds, by rank (then pid), each with the
+    device its first kernel ran on."""
+    named = {p["pid"]: p for p in trace.get("processes", [])}
+    devices: dict[int, int | None] = {}
+    for event in trace.get("traceEvents", []):
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        if event.get("cat") == "kernel" and "process" in args:
+            devices.setdefault(args["process"], args.get("device"))
+    ranks = [RankInfo(process=pid, rank=named.get(pid, {}).get("rank"),
+                      host=named.get(pid, {}).get("host", ""), device=device)
+             for pid, device in devices.items()]
+    return sorted(ranks, key=lambda r: (r.rank is None, r.rank or 0, r.process))
+
+
+def trace_of(trace: dict[str, Any], rank: RankInfo) -> dict[str, Any]:
+    """``trace`` with only ``rank``'s kernels: the trace one process alone would have left."""
+    mine = [e for e in trace.get("traceEvents", [])
+            if (e.get("args") or {}).get("process") == rank.process]
+    return {**trace, "traceEvents": mine,
+            "processes": [p for p in trace.get("processes", []) if p["pid"] == rank.process]}
+
+
+def rank_path(job: Path, rank: RankInfo | None) -> Path:
+    """Where a rank's own document goes beside its job's ``job``: ``r.json`` ->
+    ``r.rank1.json`` (``r.process4242.json`` for a process no launcher numbered)."""
+    assert rank is not None
+    tag = f"rank{rank.rank}" if rank.rank is not None else f"process{rank.process}"
+    return job.with_name(f"{job.stem}.{tag}{job.suffix}")

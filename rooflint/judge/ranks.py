@@ -1,0 +1,154 @@
+"""One view of a job from its ranks' documents (issue 49, item 2): each rank's kernel time
+beside its collectives, the same kernel's time on every rank side by side, and the
+straggler, the rank the others wait for.
+
+The ranks of a data-parallel job meet at every collective, so their steps take the same
+wall time whichever is slow; what tells the straggler is the GPU time its own kernels take
+(compute, everything but the collectives): a rank that computes longer makes every other
+rank wait, and that wait is their collectives' exposed time (formats/trace_timing.py's
+Communication). The kernels that make it slower are those whose time on it exceeds their
+time on the other ranks the most.
+
+The documents are each a rank's own profile (formats/ranks.py): written together by one
+profile of a launcher's job, or one a node by profiles that ran on several machines, and
+merged here, so a job of any size is read the same way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from statistics import median
+
+from rooflint.common.errors import RooflintError
+from rooflint.formats.ranks import RankInfo
+from rooflint.formats.results import RunResult
+
+# A rank whose kernels take this much longer than the median of the other ranks' is a
+# straggler: two runs of one rank's step differ by a percent or two (the profiles of one
+# program on one H200, docs/history.md), so 5 % is a rank that is slower, not noise.
+STRAGGLER_MARGIN = 0.05
+STRAGGLER_KERNELS = 3       # the kernels named as what makes a straggler slower
+
+
+@dataclass
+class RankTime:
+    """A rank's GPU time over the profiled region: its own kernels, and its collectives
+    with the part no other kernel of it overlapped."""
+
+    rank: RankInfo
+    compute_s: float
+    collective_s: float
+    exposed_s: float
+
+
+@dataclass
+class KernelAcross:
+    """A chosen kernel's GPU time on each rank (None: not among that rank's chosen kernels)."""
+
+    name: str                       # the variant's name in every rank's document
+    seconds: list[float | None]
+
+    @property
+    def spread(self) -> float | None:
+        """The slowest rank's time over the fastest's, less one; None on fewer than two."""
+        times = [s for s in self.seconds if s is not None]
+        return max(times) / min(times) - 1 if len(times) > 1 and min(times) > 0 else None
+
+
+@dataclass
+class Straggler:
+    rank: RankInfo
+    excess: float                       # its compute time over the others' median, less one
+    extra_s: float                      # that excess in seconds
+    kernels: list[tuple[str, float]]    # the kernels it spent the most extra time in
+    waited_s: float                     # how much longer the others' collectives were exposed
+
+
+@dataclass
+class Job:
+    ranks: list[RankTime]
+    kernels: list[KernelAcross]         # the most GPU time over all ranks first
+    straggler: Straggler | None
+    results: list[RunResult]            # the ranks' documents, in rank order
+
+
+def job_of(results: list[RunResult], names: list[str]) -> Job:
+    """The job the ranks' documents ``results`` (read from ``names``) make: each must be a
+    rank's own profile, each rank once."""
+    for result, name in zip(results, names):
+        if result.rank is None:
+            raise RooflintError(f"{name}: not a rank's document (a profile of a program "
+                                f"whose kernels ran in several processes writes one for "
+                                f"each rank beside its --json)")
+    ordered = sorted(results, key=lambda r: _order(r.rank))
+    keys = [_key(r.rank) for r in ordered]
+    repeated = next((r.rank for r, key in zip(ordered, keys) if keys.count(key) > 1), None)
+    if repeated is not None:
+        raise RooflintError(f"{_where(repeated)} is in more than one of the documents")
+    ranks = [_rank_time(r) for r in ordered]
+    kernels = _kernels_across(ordered)
+    return Job(ranks, kernels, _straggler(ranks, kernels), ordered)
+
+
+def _order(rank: RankInfo | None) -> tuple:
+    assert rank is not None
+    return rank.rank is None, rank.rank or 0, rank.host, rank.process
+
+
+def _key(rank: RankInfo | None) -> tuple:
+    """What tells ranks apart: the launcher's number, else the process on its host."""
+    assert rank is not None
+    return (rank.rank,) if rank.rank is not None else (rank.host, rank.process)
+
+
+def _where(rank: RankInfo) -> str:
+    return f"{rank.label} on {rank.host}" if rank.host else rank.label
+
+
+def _rank_time(result: RunResult) -> RankTime:
+    assert result.rank is not None
+    communication = result.program.communication if result.program else None
+    collective = communication.collective_s if communication else 0.0
+    exposed = communication.exposed_s if communication else 0.0
+    total = result.settings.gpu_time_s or 0.0
+    return RankTime(result.rank, max(total - collective, 0.0), collective, exposed)
+
+
+def _kernels_across(results: list[RunResult]) -> list[KernelAcross]:
+    """Every chosen kernel of any rank, with its time on each: one kernel is one name at
+    one launch shape, whatever name its rank's document gave it (a name tells apart the
+    shapes of one function among that rank's chosen kernels, which differ between ranks)."""
+    names: dict[tuple[str, str, str], str] = {}
+    times: dict[tuple[str, str, str], list[float | None]] = {}
+    for i, result in enumerate(results):
+        for variant in result.families[0].variants:
+            share = variant.share
+            if share is None:
+                continue
+            key = (share.kernel, share.grid, share.block) if share.grid else (variant.name, "", "")
+            names.setdefault(key, variant.name)
+            times.setdefault(key, [None] * len(results))[i] = share.total_s
+    taken = Counter(names.values())
+    across = [KernelAcross(names[key] if taken[names[key]] == 1 else f"{names[key]} {key[1]}",
+                           seconds) for key, seconds in times.items()]
+    return sorted(across, key=lambda k: -sum(s or 0.0 for s in k.seconds))
+
+
+def _straggler(ranks: list[RankTime], kernels: list[KernelAcross]) -> Straggler | None:
+    """The rank whose kernels take the longest, where that is STRAGGLER_MARGIN over the
+    median of the others'; None with fewer than two ranks or none so slow."""
+    if len(ranks) < 2:
+        return None
+    slowest = max(range(len(ranks)), key=lambda i: ranks[i].compute_s)
+    others = [r for i, r in enumerate(ranks) if i != slowest]
+    usual = median(r.compute_s for r in others)
+    if usual <= 0 or ranks[slowest].compute_s < usual * (1 + STRAGGLER_MARGIN):
+        return None
+    extra = [(k.name, k.seconds[slowest] - median(s or 0.0 for i, s in enumerate(k.seconds)
+                                                   if i != slowest))
+             for k in kernels if k.seconds[slowest] is not None]
+    named = sorted((e for e in extra if e[1] > 0), key=lambda e: -e[1])[:STRAGGLER_KERNELS]
+    waited = median(r.exposed_s for r in others) - ranks[slowest].exposed_s
+    return Straggler(ranks[slowest].rank, ranks[slowest].compute_s / usual - 1,
+                     ranks[slowest].compute_s - usual, named, max(waited, 0.0))

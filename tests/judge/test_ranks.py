@@ -1,0 +1,140 @@
+"""One job from its ranks (issue 49, item 2), on what one H200 recorded: two data-parallel
+ranks of tests/fixtures/ranks/ddp_straggler.py on one GPU under torchrun, rank 1 doing four
+extra 4096x4096 matmuls a step: pass 1's CUPTI records of both processes, and the rank
+documents `rooflint profile --json` wrote beside the job's. Then hand-made ranks for what
+one GPU cannot show (collectives, three ranks, ranks from several hosts)."""
+
+from __future__ import annotations
+
+import json
+import lzma
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from edges import REPO, rooflint
+from rooflint.common.errors import RooflintError
+from rooflint.engine.program import rank_kernels, timed_kernels
+from rooflint.formats.ranks import RankInfo, rank_path, ranks_of
+from rooflint.formats.results import read_result
+from rooflint.formats.trace_timing import Communication, ProgramTiming
+from rooflint.judge.ranks import STRAGGLER_MARGIN, job_of
+from rooflint.measure.pass_runner import Pass, Timer
+from rooflint.measure.program import Filters
+
+TRACE = REPO / "tests" / "fixtures" / "ranks" / "h200-ddp-gloo-pass1-trace.json.xz"
+JOB = REPO / "examples" / "profile" / "h200-profile-ddp-gloo.json"
+RANK_DOCUMENTS = [rank_path(JOB, RankInfo(process=0, rank=r)) for r in (0, 1)]
+EXTRA_GEMM_LAUNCHES = 4 * 8          # rank 1's own matmuls: four a step, eight steps
+
+
+@pytest.fixture(scope="module")
+def first() -> Pass:
+    trace = json.loads(lzma.decompress(TRACE.read_bytes()))
+    return Pass("", 20.0, timer=Timer.cupti, processes=2, own_process=False, trace=trace)
+
+
+def test_the_recorded_processes_are_torchruns_two_ranks_on_one_gpu(first):
+    ranks = ranks_of(first.trace)
+    assert [(r.rank, r.device, r.host) for r in ranks] == [(0, 0, "vm"), (1, 0, "vm")]
+    assert ranks[0].process != ranks[1].process
+
+
+def test_each_ranks_kernels_add_up_to_the_jobs(first):
+    job = timed_kernels(first, Filters())
+    by_rank = rank_kernels(first, Filters())
+    assert [rank.rank for rank, _ in by_rank] == [0, 1]
+    for identity in {k.identity for k in job.kernels}:
+        launches = sum(k.launches for _, one in by_rank for k in one.kernels
+                       if k.identity == identity)
+        assert launches == next(k.launches for k in job.kernels if k.identity == identity)
+    total = sum(k.total_s for k in job.kernels)
+    assert sum(k.total_s for _, one in by_rank for k in one.kernels) == pytest.approx(total)
+
+
+def test_the_rank_that_does_more_work_is_the_straggler_and_its_gemm_is_named():
+    job = job_of([read_result(p) for p in reversed(RANK_DOCUMENTS)],
+                 [str(p) for p in reversed(RANK_DOCUMENTS)])
+    assert [r.rank.rank for r in job.ranks] == [0, 1]            # in rank order, as given or not
+    straggler = job.straggler
+    assert straggler is not None and straggler.rank.rank == 1
+    assert straggler.excess == pytest.approx(job.ranks[1].compute_s / job.ranks[0].compute_s - 1)
+    assert straggler.excess > STRAGGLER_MARGIN
+    gemm, extra_s = straggler.kernels[0]
+    assert extra_s > straggler.extra_s > 0.05          # the GEMM alone: contention on one GPU
+    only_rank_1 = next(k for k in job.kernels if k.name == gemm)
+    assert only_rank_1.seconds[0] is None and only_rank_1.spread is None
+    rank_1 = read_result(RANK_DOCUMENTS[1])
+    assert next(v.share.launches for v in rank_1.families[0].variants
+                if v.name == gemm) == EXTRA_GEMM_LAUNCHES
+
+
+def test_the_job_and_its_rank_documents_are_not_one_job():
+    with pytest.raises(RooflintError, match="h200-profile-ddp-gloo.json: not a rank's document"):
+        job_of([read_result(JOB), read_result(RANK_DOCUMENTS[0])],
+               [str(JOB), str(RANK_DOCUMENTS[0])])
+    with pytest.raises(RooflintError, match="rank 0 on vm is in more than one"):
+        job_of([read_result(RANK_DOCUMENTS[0])] * 2, [str(RANK_DOCUMENTS[0])] * 2)
+
+
+def _rank(number: int | None, compute_s: float, collective_s: float, exposed_s: float,
+          host: str = "node-a", process: int = 100):
+    """A rank's document: the recorded rank 0's, with its times replaced."""
+    result = read_result(RANK_DOCUMENTS[0])
+    result.rank = RankInfo(process=process, rank=number, host=host, device=0)
+    result.settings = replace(result.settings, gpu_time_s=compute_s + collective_s)
+    result.program = ProgramTiming(wall_s=1.0, busy_s=compute_s + collective_s,
+                                   communication=Communication(collective_s, exposed_s, 1))
+    return result
+
+
+def test_the_others_wait_for_the_straggler_in_their_exposed_collectives():
+    ranks = [_rank(0, 1.00, 0.30, 0.12), _rank(1, 1.10, 0.30, 0.02), _rank(2, 1.01, 0.30, 0.11)]
+    job = job_of(ranks, ["a", "b", "c"])
+    assert [r.compute_s for r in job.ranks] == pytest.approx([1.00, 1.10, 1.01])
+    straggler = job.straggler
+    assert straggler.rank.rank == 1
+    assert straggler.excess == pytest.approx(1.10 / 1.005 - 1)        # the others' median
+    assert straggler.waited_s == pytest.approx(0.115 - 0.02)
+
+
+def test_within_the_margin_no_rank_is_a_straggler():
+    job = job_of([_rank(0, 1.00, 0.3, 0.1), _rank(1, 1.00 * (1 + STRAGGLER_MARGIN) - 1e-3,
+                                                  0.3, 0.1)], ["a", "b"])
+    assert job.straggler is None
+
+
+def test_processes_no_launcher_numbered_are_told_apart_by_host():
+    job = job_of([_rank(None, 1.0, 0.1, 0.0, "node-b", 7),
+                  _rank(None, 1.0, 0.1, 0.0, "node-a", 7)],
+                 ["a", "b"])
+    assert [r.rank.host for r in job.ranks] == ["node-a", "node-b"]
+    with pytest.raises(RooflintError, match="process 100 on node-a is in more than one"):
+        job_of([_rank(None, 1.0, 0.1, 0.0), _rank(None, 1.0, 0.1, 0.0)], ["a", "b"])
+
+
+def test_show_prints_the_ranks_documents_as_one_job():
+    out = rooflint("show", *map(str, RANK_DOCUMENTS))
+    assert out.code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("2 ranks:")
+    assert next(line for line in lines if line.startswith("straggler: rank 1, its kernels take"))
+    assert any(line.startswith("kernel") and line.split()[1:3] == ["rank", "0"] for line in lines)
+    brief = rooflint("show", *map(str, RANK_DOCUMENTS), "--summary")
+    assert brief.code == 0 and "straggler: rank 1" in brief.stdout
+    assert not any(line.startswith("kernel") for line in brief.stdout.splitlines())
+
+
+@pytest.mark.parametrize("extra, said", [
+    (["--csv", "t.csv"], "an export with several documents"),
+    (["gemm"], "gemm with several documents"),
+])
+def test_show_of_several_documents_refuses_what_it_cannot_do_with_them(extra, said, tmp_path):
+    out = rooflint("show", *map(str, RANK_DOCUMENTS), *extra, cwd=tmp_path)
+    assert out.code == 2 and said in out.stderr and not (tmp_path / "t.csv").exists()
+
+
+def test_a_rank_documents_path_sits_beside_its_jobs():
+    assert rank_path(Path("r/job.json"), RankInfo(process=9, rank=3)) == Path("r/job.rank3.json")
+    assert rank_path(Path("job.json"), RankInfo(process=9)) == Path("job.process9.json")
