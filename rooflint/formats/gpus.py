@@ -181,7 +181,8 @@ DEVICE_INDICES = re.compile(r"\d+(,\d+)*")
 
 def family(name: str, specs: list[GpuSpec]) -> list[GpuSpec]:
     """The specs a family name stands for: those whose id is the name and a board after a
-    dash (``h100``: h100-sxm and h100-pcie; ``a100``: both A100 SXMs)."""
+    dash (``h100``: h100-sxm and h100-pcie; ``a100``: the four A100 boards, ``a100-sxm``
+    and ``a100-pcie`` two each)."""
     return [s for s in specs if s.id.startswith(name.lower() + "-")]
 
 

@@ -32,7 +32,8 @@ def test_specs_lists_every_gpu():
     result = invoke("specs")
     assert result.exit_code == 0
     for spec_id in ("h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s",
-                    "l4", "a10", "rtx4090", "rtx3090", "t4", "v100-sxm2"):
+                    "l4", "a10", "rtx4090", "rtx3090", "t4", "v100-sxm2", "b200", "gb200",
+                    "rtx5090", "h20", "a100-pcie-40gb", "a100-pcie-80gb"):
         assert spec_id in result.output
 
 
@@ -40,6 +41,24 @@ def test_specs_shows_one_gpu_with_ridges():
     result = invoke("specs", "h200")
     assert result.exit_code == 0
     assert "ridge" in result.output and "13.9" in result.output  # 66.9 TFLOP/s / 4.8 TB/s
+
+
+def test_specs_shows_blackwell_dense_peaks_and_their_clocks():
+    result = invoke("specs", "b200")
+    assert result.exit_code == 0, result.output
+    assert "compute capability 10.0, 148 SMs" in result.output
+    assert "2.25 PFLOP/s" in result.output and "1855 MHz" in result.output
+    assert "292" in result.output   # the bf16 ridge: 2.25 PFLOP/s / 7.7 TB/s
+
+
+def test_explain_judges_against_a_b200():
+    """1 TFLOP in 1 ms with 1 GB: 7.7 TB/s and 75 TFLOP/s (FP32, the default roof) put the
+    floor at the FLOPs, 13.3 ms: faster than the GPU can go."""
+    doc = explain_json("--gpu", "b200", "--time", "1ms", "--flops", "1e12", "--bytes", "1GB")
+    assert doc["gpu"]["id"] == "b200"
+    assert doc["roofs"]["compute"] == pytest.approx(75e12)
+    assert doc["roofs"]["dram_bandwidth"] == pytest.approx(7.7e12)
+    assert doc["point"]["ridge"] == pytest.approx(75e12 / 7.7e12)
 
 
 def explain_json(*args):
@@ -88,7 +107,7 @@ def test_explain_text_output():
 
 @pytest.mark.parametrize("args, message", [
     (("--time", "3 parsecs"), "unknown unit"),
-    (("--gpu", "b200"), "unknown GPU 'b200'"),
+    (("--gpu", "b300"), "unknown GPU 'b300'"),
     (("--precision", "fp7"), "unknown precision"),
     (("--precision", "fp8-tensor", "--gpu", "v100-sxm2"), "no fp8-tensor peak"),
 ])

@@ -473,9 +473,10 @@ def test_the_picture_draws_names_as_written(evil, tmp_path):
 @pytest.mark.parametrize("text, suggestion", [
     ("h10", "did you mean h100-pcie or h100-sxm?"),
     ("H10", "did you mean h100-pcie or h100-sxm?"),
-    ("hopper", "did you mean h100-pcie or h100-sxm or h200?"),
+    ("hopper", "did you mean h100-pcie or h100-sxm or h20 or h200?"),
+    ("blackwell", "did you mean b200 or gb200 or rtx5090?"),
     ("a100-sxm-40", "did you mean a100-sxm-40gb?"),
-    ("h20", "did you mean h200?"),
+    ("h2", "did you mean h20 or h200?"),
 ])
 def test_specs_suggests_the_ids_meant(text, suggestion):
     """Names that are no id, device name or family name (h100 is one: test_specs.py)."""

@@ -8,7 +8,8 @@ from rooflint.common.vocabularies import Precision
 from rooflint.formats.gpus import find_spec, load_spec, match_device, normalize_name
 
 REQUIRED_IDS = {"h100-sxm", "h100-pcie", "h200", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l4",
-                "a10", "rtx4090", "rtx3090", "t4", "v100-sxm2"}
+                "a10", "rtx4090", "rtx3090", "t4", "v100-sxm2", "b200", "gb200", "rtx5090", "h20",
+                "a100-pcie-40gb", "a100-pcie-80gb"}
 
 
 def test_bundled_specs_cover_the_required_gpus(specs):
@@ -21,7 +22,9 @@ def test_bundled_specs_cover_the_required_gpus(specs):
 @pytest.mark.parametrize("spec_id, bandwidth, fp32, sms", [
     ("h100-sxm", 3.35e12, 66.9e12, 132), ("h200", 4.8e12, 66.9e12, 132),
     ("a100-sxm-80gb", 2.039e12, 19.5e12, 108), ("rtx4090", 1.008e12, 82.6e12, 128),
-    ("t4", 320e9, 8.1e12, 40),
+    ("t4", 320e9, 8.1e12, 40), ("b200", 7.7e12, 75e12, 148), ("gb200", 8e12, 80e12, 152),
+    ("rtx5090", 1.792e12, 104.8e12, 170), ("h20", 4e12, 44e12, 78),
+    ("a100-pcie-40gb", 1.555e12, 19.5e12, 108), ("a100-pcie-80gb", 1.935e12, 19.5e12, 108),
 ])
 def test_datasheet_numbers(specs, spec_id, bandwidth, fp32, sms):
     spec = find_spec(spec_id, specs)
@@ -39,6 +42,38 @@ def test_hopper_peaks_are_dense_with_their_clocks(specs):
     assert h100.peaks["fp16-tensor"].clock_mhz < h100.peaks["fp32"].clock_mhz
 
 
+# The published dense tensor peaks (half the sparse figures NVIDIA's tables lead with):
+# HGX B200 per GPU 2.25 / 4.5 PF, a GB200 superchip's GPU 2.5 / 5 PF, the RTX 5090's
+# FP32-accumulate 16-bit rate 209.5, the H20's 148 / 296, the A100 PCIe boards' 312 / 624.
+@pytest.mark.parametrize("spec_id, precision, tflops", [
+    ("b200", "tf32-tensor", 1125), ("b200", "bf16-tensor", 2250), ("b200", "fp8-tensor", 4500),
+    ("b200", "int8-tensor", 4500), ("b200", "fp64-tensor", 37),
+    ("gb200", "tf32-tensor", 1250), ("gb200", "fp16-tensor", 2500),
+    ("gb200", "fp8-tensor", 5000), ("gb200", "fp64", 40),
+    ("rtx5090", "tf32-tensor", 104.8), ("rtx5090", "bf16-tensor", 209.5),
+    ("rtx5090", "int8-tensor", 838),
+    ("h20", "tf32-tensor", 74), ("h20", "fp16-tensor", 148), ("h20", "fp8-tensor", 296),
+    ("a100-pcie-40gb", "fp16-tensor", 312), ("a100-pcie-80gb", "int8-tensor", 624),
+])
+def test_published_dense_tensor_peaks(specs, spec_id, precision, tflops):
+    assert find_spec(spec_id, specs).peaks[precision].flops_per_s == pytest.approx(tflops * 1e12)
+
+
+@pytest.mark.parametrize("spec_id", ["b200", "gb200"])
+def test_blackwell_peaks_fit_their_clocks(specs, spec_id):
+    """SMs x FLOP per clock x the clock each peak records: 8192 dense FP16 FLOP per SM and
+    clock on Blackwell's tensor cores (2x Hopper's), 256 FP32 and 128 FP64 on its CUDA cores.
+    The tensor peaks assume a lower clock than the vector ones, as on Hopper."""
+    spec = find_spec(spec_id, specs)
+    for precision, per_clock in (("fp16-tensor", 8192), ("fp8-tensor", 16384),
+                                 ("fp32", 256), ("fp64", 128)):
+        peak = spec.peaks[precision]
+        assert spec.sms * per_clock * peak.clock_mhz * 1e6 == \
+            pytest.approx(peak.flops_per_s, rel=0.01), precision
+    assert spec.peaks["fp16-tensor"].clock_mhz < spec.peaks["fp32"].clock_mhz
+    assert spec.peaks["fp32"].clock_mhz == spec.boost_clock_mhz
+
+
 def test_ridge_points(specs):
     h200 = find_spec("h200", specs)
     assert h200.ridge("fp32") == pytest.approx(66.9e12 / 4.8e12, rel=0.01)
@@ -52,6 +87,9 @@ def test_ridge_points(specs):
     ("NVIDIA A100-SXM4-40GB", "a100-sxm-40gb"), ("NVIDIA GeForce RTX 4090", "rtx4090"),
     ("Tesla T4", "t4"), ("Tesla V100-SXM2-32GB", "v100-sxm2"), ("NVIDIA L40S", "l40s"),
     ("NVIDIA L4", "l4"), ("NVIDIA A10", "a10"), ("NVIDIA GeForce RTX 3090", "rtx3090"),
+    ("NVIDIA B200", "b200"), ("NVIDIA GB200", "gb200"), ("NVIDIA GeForce RTX 5090", "rtx5090"),
+    ("NVIDIA H20", "h20"), ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"),
+    ("A100-PCIE-40GB", "a100-pcie-40gb"), ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
 ])
 def test_matches_nvml_names(specs, device_name, spec_id):
     assert match_device(device_name, specs).id == spec_id
@@ -60,13 +98,22 @@ def test_matches_nvml_names(specs, device_name, spec_id):
 def test_unknown_devices_do_not_match(specs):
     assert match_device("NVIDIA H200 NVL", specs) is None
     assert match_device("NVIDIA A10G", specs) is None
+    assert match_device("NVIDIA GeForce RTX 5090 D", specs) is None
+
+
+def test_no_two_specs_claim_one_device_name(specs):
+    """The first spec whose NVML name matches wins, so a name two files claimed (H20 and
+    H200, B200 and GB200 differ by one letter) would judge one GPU against the other's."""
+    names = [normalize_name(name) for s in specs for name in s.nvml_names]
+    assert len(names) == len(set(names))
 
 
 def test_find_spec_by_id_or_name(specs):
     assert find_spec("H200", specs).id == "h200"
     assert find_spec("NVIDIA GeForce RTX 4090", specs).id == "rtx4090"
-    with pytest.raises(RooflintError, match="unknown GPU 'b200'"):
-        find_spec("b200", specs)
+    assert find_spec("NVIDIA GB200", specs).id == "gb200"
+    with pytest.raises(RooflintError, match="unknown GPU 'b300'; did you mean b200"):
+        find_spec("b300", specs)
 
 
 H100_PCIE, H100_SXM, L4 = "NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3", "NVIDIA L4"
@@ -79,6 +126,8 @@ def no_gpu_asked():
 @pytest.mark.parametrize("name, present, spec_id", [
     ("h100", [H100_PCIE], "h100-pcie"), ("H100", [H100_SXM], "h100-sxm"),
     ("h100", [L4, H100_SXM], "h100-sxm"), ("a100-sxm", ["NVIDIA A100-SXM4-40GB"], "a100-sxm-40gb"),
+    ("a100", ["NVIDIA A100 80GB PCIe"], "a100-pcie-80gb"),
+    ("a100-pcie", ["NVIDIA A100-PCIE-40GB"], "a100-pcie-40gb"),
 ])
 def test_a_family_name_is_the_member_the_gpu_here_is(specs, name, present, spec_id):
     """CI labels and baselines say h100; the GPU in the machine says which board it is."""

@@ -1,6 +1,8 @@
-"""Every bundled source builds for Hopper with nvcc and defines every entry its manifest
-launches, template instantiations included: syntax, type and entry-name errors caught
-without a GPU (CuPy's NVRTC build runs on the GPU machine; nvcc is rooflint's other path).
+"""Every bundled source builds with nvcc for Hopper and for both Blackwells (sm_100: B200
+and GB200; sm_120: the RTX 5090), as a run on them asks (runners.py: sm_ and the compute
+capability), and defines every entry its manifest launches, template instantiations
+included: syntax, type and entry-name errors caught without a GPU (CuPy's NVRTC build runs
+on the GPU machine; nvcc is rooflint's other path).
 """
 
 from pathlib import Path
@@ -31,9 +33,10 @@ def test_there_are_kernels():
     assert len(bundled_sources()) >= 5
 
 
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100", "sm_120"])
 @pytest.mark.parametrize("source, entries, options", bundled_sources(),
                          ids=lambda x: str(x.relative_to(KERNELS_DIR)) if isinstance(x, Path)
                          else None)
-def test_builds_with_every_entry(source, entries, options, tmp_path):
-    cubin = build.build(source, entries, options, "sm_90", tmp_path)
+def test_builds_with_every_entry(source, entries, options, arch, tmp_path):
+    cubin = build.build(source, entries, options, arch, tmp_path)
     assert sorted(cubin.symbols) == entries
