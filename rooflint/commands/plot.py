@@ -21,9 +21,9 @@ def plot_command(request: PlotRequest) -> None:
                   [Named("RESULT", p) for p in paths])
     results = [read_result(path) for path in paths]
     check_held(dict(zip(paths, results)), variants)
-    with plotting.drawn(results, variants or None, request.trajectory) as figure:
-        if output == STDOUT:
-            emit(plotting.rendered(figure, "svg").decode().rstrip("\n"))
-            return
-        plotting.save(figure, output)
+    figure = plotting.figure(results, variants or None, request.trajectory)
+    if output == STDOUT:
+        emit(plotting.rendered(figure, "svg").decode().rstrip("\n"))
+        return
+    plotting.save(figure, output)
     status(roofline_drawn(output))

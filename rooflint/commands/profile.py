@@ -85,8 +85,7 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
         status(said)
     if svg and drawn:
         from rooflint.output import plotting    # matplotlib, only for --svg
-        with plotting.drawn([result]) as figure:
-            plotting.save(figure, svg)
+        plotting.save(plotting.figure([result]), svg)
         status(roofline_drawn(svg))
 
 

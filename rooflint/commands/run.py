@@ -72,8 +72,7 @@ def run_command(request: RunRequest) -> None:
         status(said)
     if svg:
         from rooflint.output import plotting    # matplotlib, only for --svg
-        with plotting.drawn([result]) as figure:
-            plotting.save(figure, svg)
+        plotting.save(plotting.figure([result]), svg)
         status(roofline_drawn(svg))
     if any(v.status in (Status.FAIL, Status.ERROR) for f in result.families for v in f.variants):
         raise typer.Exit(1)

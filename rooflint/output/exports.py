@@ -148,30 +148,42 @@ TITLES = {c.name: c.title for c in COLUMNS if c.title}
 NAMES = {title: name for name, title in TITLES.items()}
 
 
-def _cell(column: Column, row: Row) -> Cell:
-    value = column.value(row)
-    if value is None:
-        return Cell("", "-")
-    if isinstance(value, str):
-        return Cell(value, value, text=True)
-    return Cell(repr(float(value)) if isinstance(value, float) else str(value),
-                column.show(value))
+NAMED = {c.name: c for c in COLUMNS}
 
 
-def table(results: Sequence[RunResult], brief: bool = False
-          ) -> tuple[list[str], list[list[Cell]]]:
-    """The header and one row per variant (or profiled kernel) of every result, in order;
-    a column no row has a value in (a run's share, a profile's algorithmic AI) left out;
-    ``brief``: the BRIEF columns alone."""
-    rows = [[_cell(c, Row(result, f, v)) for c in COLUMNS]
+def values(results: Sequence[RunResult], brief: bool = False
+           ) -> tuple[list[str], list[list[float | str | None]]]:
+    """The header and one row per variant (or profiled kernel) of every result, in order,
+    each value as the document holds it (None: none); a column no row has a value in (a
+    run's share, a profile's algorithmic AI) left out; ``brief``: the BRIEF columns alone.
+    The notebook API's DataFrame is this table (rooflint.to_pandas)."""
+    rows = [[c.value(Row(result, f, v)) for c in COLUMNS]
             for result in results for f in result.families for v in f.variants]
-    kept = [i for i in range(len(COLUMNS)) if any(row[i].raw for row in rows)
+    kept = [i for i in range(len(COLUMNS)) if any(row[i] not in (None, "") for row in rows)
             and (not brief or COLUMNS[i].name in BRIEF)]
     names = [COLUMNS[i].name for i in kept]
     if brief:
         kept = [i for i in kept if COLUMNS[i].name not in
                 {BRIEF_INSTEAD[n] for n in names if n in BRIEF_INSTEAD}]
     return [COLUMNS[i].name for i in kept], [[row[i] for i in kept] for row in rows]
+
+
+def table(results: Sequence[RunResult], brief: bool = False
+          ) -> tuple[list[str], list[list[Cell]]]:
+    """The values' table (header and rows, as :func:`values` says) in cells, as a format
+    lays them out."""
+    header, rows = values(results, brief)
+    columns = [NAMED[name] for name in header]
+    return header, [[_cell(c, value) for c, value in zip(columns, row)] for row in rows]
+
+
+def _cell(column: Column, value: float | str | None) -> Cell:
+    if value is None:
+        return Cell("", "-")
+    if isinstance(value, str):
+        return Cell(value, value, text=True)
+    return Cell(repr(float(value)) if isinstance(value, float) else str(value),
+                column.show(value))
 
 
 class Exporter(Protocol):
@@ -236,9 +248,14 @@ class Markdown:
     brief = True
 
     def render(self, header: list[str], rows: list[list[Cell]]) -> str:
-        lines = [_row([TITLES.get(name, name) for name in header]), "|" + "---|" * len(header)]
+        lines = [_row(titles(header)), "|" + "---|" * len(header)]
         lines += [_row([cell.shown for cell in row]) for row in rows]
         return "\n".join(lines) + "\n"
+
+
+def titles(header: list[str]) -> list[str]:
+    """The summary's headers of ``header``'s columns (the name of one with no title)."""
+    return [TITLES.get(name, name) for name in header]
 
 
 def _row(cells: list[str]) -> str:

@@ -61,8 +61,7 @@ def _by_gpu(results: Sequence[RunResult]) -> list[list[RunResult]]:
 
 def _figure(results: list[RunResult], prefix: str) -> Html:
     """The figure `rooflint plot` draws of ``results``, as an inline <svg>."""
-    with plotting.drawn(results) as fig:
-        svg = plotting.rendered(fig, "svg")
+    svg = plotting.rendered(plotting.figure(results), "svg")
     caption = tag("figcaption", f"{results[0].gpu.name}: " + ", ".join(
         f"run of {r.created}" for r in results), class_="muted")
     return tag("figure", [_inline(svg, prefix), caption], class_="roofline")

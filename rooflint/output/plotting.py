@@ -1,4 +1,4 @@
-"""The roofline picture: results -> SVG, PNG or PDF (matplotlib, Agg backend, no display).
+"""The roofline picture: results -> SVG, PNG or PDF (matplotlib's Agg canvas, no display).
 
 Log-log axes, x in FLOP per DRAM byte, y in FLOP/s labelled in TFLOP/s; the DRAM roof and
 one compute roof per precision present, calibrated ones solid and datasheet ones dashed;
@@ -18,6 +18,11 @@ the dots last, where no label overlaps another, a marker or a text. The CLI and
 ``rooflint.plot`` import this module inside their functions, so matplotlib, imported here
 at the top, costs the CLI's start-up only when a picture is drawn.
 
+A figure is made without pyplot (a RooflineFigure on an Agg canvas of its own), so drawing
+one changes no matplotlib state: a notebook keeps its backend (``matplotlib.use("Agg")``
+here once switched a notebook's inline plots off), nothing has to be closed, and the figure
+shows itself as a PNG where IPython displays it.
+
 Several result files: each variant is labelled ``NAME (K)``, K being the file's place in
 the order given (1, 2, ...), and the legend says which run K is. A name that two families
 of one file share is written ``FAMILY/NAME``.
@@ -35,34 +40,43 @@ The SVG is byte-for-byte reproducible for the same input (fixed hash salt, no da
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
+from matplotlib import ticker
+from matplotlib.axes import Axes
+from matplotlib.backend_bases import RendererBase
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
-from matplotlib.backend_bases import RendererBase  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from rooflint.common.errors import RooflintError  # noqa: E402
-from rooflint.common.printable import printable, printable_fields  # noqa: E402
-from rooflint.formats.jsonfile import require_directory, write_bytes  # noqa: E402
-from rooflint.formats.results import FamilyResult, RunResult  # noqa: E402
-from rooflint.common.units import format_params  # noqa: E402
-from rooflint.output.picture_marks import METADATA  # noqa: E402
-from rooflint.output.plot_labels import label_points  # noqa: E402
-from rooflint.output.plot_marks import (  # noqa: E402
+from rooflint.common.errors import RooflintError
+from rooflint.common.printable import printable, printable_fields
+from rooflint.formats.jsonfile import require_directory, write_bytes
+from rooflint.formats.results import FamilyResult, RunResult
+from rooflint.common.units import format_params
+from rooflint.output.picture_marks import METADATA
+from rooflint.output.plot_labels import label_points
+from rooflint.output.plot_marks import (
     Placed, draw_legend, draw_points, draw_trajectory, inner_levels, literal, placeable)
 
 FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
 TERA = 1e12                      # the y axis reads in TFLOP/s; a power of ten, so decades stay
 
 
+class RooflineFigure(Figure):
+    """The roofline's figure, on an Agg canvas of its own (no pyplot: see the top); in a
+    notebook it shows itself as the PNG `rooflint plot -o roofline.png` writes."""
+
+    def __init__(self) -> None:
+        super().__init__(figsize=(11, 6), dpi=100)
+        FigureCanvasAgg(self)
+
+    def _repr_png_(self) -> bytes:
+        return rendered(self, "png")
+
+
 def figure(results: list[RunResult], names: list[str] | None = None, trajectory: bool = False,
-           ax: plt.Axes | None = None) -> Figure:
+           ax: Axes | None = None) -> Figure:
     """Draw the roofline of ``results`` (all from one GPU) and return the figure. Names
     are drawn printable (they came from files), so the SVG's text is valid XML."""
     if not results:
@@ -78,7 +92,8 @@ def figure(results: list[RunResult], names: list[str] | None = None, trajectory:
         raise RooflintError("no variant can be placed: none has a measured point with FLOPs "
                             "(copies have no arithmetic intensity on log axes)")
     if ax is None:
-        fig, ax = plt.subplots(figsize=(11, 6), dpi=100)
+        fig = RooflineFigure()
+        ax = fig.add_subplot()
     else:
         fig = ax.figure
     x_low, x_high = _x_range(placed)
@@ -190,20 +205,6 @@ def _draw_roofs(ax, placed: list[Placed], result: RunResult, x_low: float, x_hig
                        f"{level.upper()} roof (calibrated)")
 
 
-@contextmanager
-def drawn(results: list[RunResult], names: list[str] | None = None,
-          trajectory: bool = False) -> Iterator[Figure]:
-    """A command's figure, closed once the command has written it: pyplot keeps every
-    figure it made until closed, and a process that runs several commands (a notebook, the
-    tests) would keep them all. The notebook API's figure (``rooflint.plot``) is the
-    user's, and stays open."""
-    fig = figure(results, names, trajectory)
-    try:
-        yield fig
-    finally:
-        plt.close(fig)
-
-
 def save(fig: Figure, path: Path) -> None:
     """Write by extension (.svg, .png, .pdf), all or nothing (jsonfile.write_bytes: a failed
     write leaves no partial file and an existing one untouched). The SVG is deterministic."""
@@ -217,7 +218,7 @@ def rendered(fig: Figure, kind: str) -> bytes:
     deterministic (no date, a fixed hash salt) and keeps its text as text, so a file and a
     report that inlines it draw the same picture."""
     picture = io.BytesIO()
-    with plt.rc_context({"svg.hashsalt": "rooflint", "svg.fonttype": "none"}):
+    with matplotlib.rc_context({"svg.hashsalt": "rooflint", "svg.fonttype": "none"}):
         fig.savefig(picture, format=kind, metadata=METADATA[kind], bbox_inches="tight")
     return picture.getvalue()
 

@@ -4,6 +4,8 @@ one line and no file."""
 
 import copy
 import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from itertools import combinations
@@ -45,7 +47,8 @@ def earlier():
 
 @pytest.fixture(autouse=True)
 def close_figures():
-    """figure() makes its figures through pyplot, which keeps them until closed."""
+    """The axes a test passes as a user would (plt.subplots) are pyplot's, kept until closed;
+    figure()'s own are not pyplot's (test_a_figure_leaves_pyplot_alone)."""
     before = set(plt.get_fignums())
     yield
     for number in set(plt.get_fignums()) - before:
@@ -56,9 +59,7 @@ def close_figures():
 def everything():
     """Every variant of the recorded H200 run (tests/fixtures/results/h200-bundled.json),
     drawn once for the tests that only look."""
-    fig = figure([read_result(EXAMPLE)])
-    yield fig
-    plt.close(fig)
+    return figure([read_result(EXAMPLE)])
 
 
 def svg_ids(path: Path) -> list[str]:
@@ -226,6 +227,30 @@ def test_the_title_names_family_size_and_gpu_and_stays_short(result, everything)
     _, narrow = plt.subplots(figsize=(6, 4))
     fig = rooflint.plot(result, ax=narrow)                       # the Python API, on your axes
     assert fig is narrow.figure and narrow.get_title() == "6 families on NVIDIA H200"
+
+
+# A notebook's session: its backend chosen (the inline one is a module; svg stands in for it
+# here), one plot of its own open; then rooflint draws a profile's roofline and shows it.
+IN_A_NOTEBOOK = """
+import matplotlib.pyplot as plt
+import rooflint
+from rooflint.output.plotting import rendered
+plt.subplots()
+fig = rooflint.plot(rooflint.load("examples/profile/h200-profile-eager.json"))
+png = fig._repr_png_()
+print(plt.get_backend(), plt.get_fignums(), png[:8] == b"\\x89PNG\\r\\n\\x1a\\n",
+      png == rendered(fig, "png"))
+"""
+
+
+def test_a_figure_leaves_pyplot_alone():
+    """Drawing changes no matplotlib state: the notebook keeps its backend (forcing Agg once
+    switched a notebook's inline plots off) and pyplot holds only the user's figure; the
+    figure shows itself as the PNG `plot -o roofline.png` writes. In a fresh interpreter:
+    a backend is chosen once a process."""
+    done = subprocess.run([sys.executable, "-c", IN_A_NOTEBOOK], capture_output=True,
+                          text=True, cwd=REPO, env={**os.environ, "MPLBACKEND": "svg"})
+    assert (done.returncode, done.stdout, done.stderr) == (0, "svg [1] True True\n", "")
 
 
 # --- the SVG, the CLI, the API -----------------------------------------------------------

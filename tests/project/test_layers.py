@@ -48,8 +48,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "commands": ("rooflint.commands", "rooflint.__main__"),
     # Small modules any layer may use.
     "shared": ("rooflint.common",),
-    # The package itself: the notebook API (rooflint.load, plot, compare), above all else.
-    "api": ("rooflint",),
+    # The package itself: the notebook API (rooflint.load, plot, compare), above all else,
+    # and what it gives (notebook.py: results and explanations that show themselves).
+    "api": ("rooflint", "rooflint.notebook"),
 }
 # What each layer may not import, and why: every edge that would point up.
 FORBIDDEN = {
