@@ -120,6 +120,25 @@ def levels(point: Point, roofs: Roofs, l2_bytes: float, l2_roof: float | None,
             level("l1", l1_bytes, l1_roof, l1_fraction)]
 
 
+# An inner level (L2, L1) that moved less than this share of a kernel's DRAM bytes was gone
+# around by most of its data, and its intensity says nothing of that data. Every byte read
+# from DRAM crosses L2, and crosses L1 when the SMs load it; but TMA and bulk copies take it
+# from L2 straight to shared memory (cuBLAS's and cuDNN's Hopper kernels), so L1 counts only
+# the few bytes that did go through it (an epilogue's): the cuBLAS GEMMs of the recorded
+# profiles (examples/profile) have L1 intensities of 2e3 to 3e8 FLOP/B, or none where L1
+# counted nothing. There, kernels that load through L1 move 0.96 or more of their DRAM bytes
+# through it (a one-block cast 0.56), the others 0.40 and less; half lies between.
+# (evidence.moved_through_l1 asks another question of the same TMA path: whether L1's
+# throughput reading, shared-memory traffic included, is a bandwidth that could bind.)
+BYPASSED_BELOW = 0.5
+
+
+def bypassed(level: Level, dram_bytes: float) -> bool:
+    """Whether most of a kernel's data went around this inner level (BYPASSED_BELOW), so
+    that its intensity is not the kernel's at that level."""
+    return level.bytes < BYPASSED_BELOW * dram_bytes
+
+
 # Rates this far above a datasheet roof are no measurement (a unit slip in typed numbers, a
 # counter gone wrong): datasheet peaks assume a boost clock that real clocks can beat by a
 # few percent, never by a quarter.

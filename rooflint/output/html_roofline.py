@@ -69,13 +69,17 @@ def _figure(results: list[RunResult], prefix: str) -> Html:
 
 def _inline(svg: bytes, prefix: str) -> Html:
     """The SVG as an element of the page: no XML prologue, no metadata (matplotlib's name
-    and address), and each id, and each reference to one, prefixed with ``prefix``.
+    and address), no dot's <title> (the page's own tooltip shows more, and a browser would
+    show both), and each id, and each reference to one, prefixed with ``prefix``.
     Parsed and written again by ElementTree, which escapes every text and attribute."""
     ET.register_namespace("", SVG)
     ET.register_namespace("xlink", XLINK)
     root = ET.fromstring(svg)
     for metadata in root.findall(f"{{{SVG}}}metadata"):
         root.remove(metadata)
+    for group in root.iter(f"{{{SVG}}}g"):
+        for title in group.findall(f"{{{SVG}}}title"):
+            group.remove(title)
     if prefix:
         for element in root.iter():
             _prefix_ids(element, prefix)

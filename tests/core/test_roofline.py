@@ -155,6 +155,23 @@ def test_each_memory_level_has_its_intensity_and_its_fraction_of_its_roof():
     assert uncalibrated_l1.roof is None and uncalibrated_l1.fraction == 0.7
 
 
+def test_a_level_most_of_the_data_went_around_is_bypassed():
+    """The recorded H200 training step (examples/profile/h200-profile-train-eager.json):
+    cuBLAS's nvjet_..._coopB_NTT GEMM moved 88,359,424 DRAM bytes and 1,984 L1 bytes (TMA
+    takes its tiles from L2 to shared memory), an L1 intensity of 26 million FLOP/B that says
+    nothing of its data; layer norm's backward moved 26,477,824 and 89,242,336, and the
+    one-block bf16 cast 8,192 and 4,608 (0.56: still its data). No bytes at all is bypassed
+    too (an infinite intensity)."""
+    from rooflint.analysis.roofline import BYPASSED_BELOW, Level, bypassed
+
+    def l1(moved: float) -> Level:
+        return Level("l1", moved, 1.0, 1.0, None, None)
+    assert bypassed(l1(1984), 88_359_424) and bypassed(l1(0), 12_600_576)
+    assert not bypassed(l1(89_242_336), 26_477_824) and not bypassed(l1(4608), 8192)
+    assert bypassed(l1(BYPASSED_BELOW * 1000 - 1), 1000)
+    assert not bypassed(l1(BYPASSED_BELOW * 1000), 1000)
+
+
 def test_launch_facts_of_a_kernel_whose_launch_is_not_known():
     """LaunchFacts.of, the one constructor: a launch not given is one launch of a grid not
     known, and every roof not given is unknown (explain and upside.best_fraction rely on it)."""
