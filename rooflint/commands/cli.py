@@ -25,8 +25,8 @@ from rooflint.common.errors import RooflintError
 from rooflint.common.vocabularies import CacheMode, CountersMode, GpuMismatch, Precision
 from rooflint.common.version import __version__
 from rooflint.commands.requests import (CalibrateRequest, CompareRequest, ExplainRequest,
-                                        Exports, GateRequest, PlotRequest, ProfileRequest,
-                                        RunRequest, ShowRequest)
+                                        Exports, GateRequest, ImportRequest, PlotRequest,
+                                        ProfileRequest, RunRequest, ShowRequest)
 from rooflint.formats.thresholds import DEFAULT_MAX_GROWTH, DEFAULT_MAX_SLOWDOWN, as_percent
 from rooflint.output.depth import Depth
 
@@ -317,6 +317,28 @@ def profile(
         skip=skip, gpu=gpu, json_path=json_path, svg=svg, logs=logs, model=model,
         exports=Exports(csv, markdown, html), depth=depth_of(summary, detail),
         counter_cache=not no_counter_cache))
+
+
+@app.command("import", cls=Command)
+@one_line_errors
+def import_(
+    files: List[Path] = typer.Argument(..., metavar="FILE", help="An Nsight Compute report "
+                                       "(REPORT.ncu-rep, or its raw page: ncu -i REPORT.ncu-rep "
+                                       "--csv --page raw), a PyTorch profiler trace (chrome-"
+                                       "trace JSON), or one of each."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} to judge against "
+                                      "(default: the GPU the files name).", metavar="GPU"),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
+                                             "(the schema show, plot, compare and gate read; "
+                                             "- for standard output).", metavar="FILE"),
+    summary: bool = typer.Option(False, "--summary", help=SUMMARY_HELP),
+    detail: bool = typer.Option(False, "--detail", help=DETAIL_HELP),
+) -> None:
+    """Judge the kernels of an existing Nsight Compute report or PyTorch profiler trace as a
+    profile's, without running anything (no GPU needed)."""
+    from rooflint.commands.import_ import import_command   # start-up: see the top
+    import_command(ImportRequest(files=tuple(files), gpu=gpu, json_path=json_path,
+                                 depth=depth_of(summary, detail)))
 
 
 @app.command(cls=Command)

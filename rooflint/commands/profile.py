@@ -8,7 +8,6 @@ Apart from engine/program.py, which profiles a program for any caller: this is o
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -18,8 +17,8 @@ from typing import Optional
 from rooflint.commands.requests import ProfileRequest
 from rooflint.commands import writing
 from rooflint.engine.program import ProfileOptions, profile_program
-from rooflint.commands.stdio import console, emit, errors, fail, progress, status
-from rooflint.formats.results import RunResult, write_result
+from rooflint.commands.stdio import console, errors, fail, progress, status
+from rooflint.formats.results import RunResult
 from rooflint.output.exports import Export
 from rooflint.common.errors import RooflintError
 from rooflint.formats.ranks import rank_path
@@ -29,7 +28,7 @@ from rooflint.output.outputs import (RESULT, STDOUT, Output, check_outputs, expo
 from rooflint.output.rank_view import render_job
 from rooflint.output.profile_words import pass2_stopped_words
 from rooflint.output.profile_view import render_result
-from rooflint.output.written import result_written, roofline_drawn
+from rooflint.output.written import roofline_drawn
 
 
 def profile_command(request: ProfileRequest) -> None:
@@ -75,11 +74,8 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
                    svg: Optional[Path], drawn: bool, screen) -> None:
     """The result document, the tables and the roofline picture (``drawn``: there are
     counters to draw), each said as it is written."""
-    if json_path == STDOUT:
-        emit(json.dumps(result.to_json(), indent=1))
-    elif json_path:
-        write_result(result, json_path)
-        status(result_written(json_path))
+    if json_path:
+        writing.write_result_document(result, json_path)
     named = json_path if json_path and json_path != STDOUT else "rooflint profile"
     for said in writing.write(tables, [result], str(named)):
         status(said)
@@ -100,8 +96,7 @@ def _write_ranks(ranks: list[RunResult], json_path: Path) -> None:
         except RooflintError as refused:
             status(f"not written: {refused}")
             continue
-        write_result(rank, path)
-        status(result_written(path))
+        writing.write_result_document(rank, path)
 
 
 def _check_logs_folder(logs: Path) -> None:

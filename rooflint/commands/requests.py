@@ -87,6 +87,14 @@ class ProfileRequest:
 
 
 @dataclass(frozen=True)
+class ImportRequest:
+    files: tuple[Path, ...]               # a trace, a report, or one of each
+    gpu: str | None = None                # the spec judged against; None: the files' GPU's
+    json_path: Path | None = None
+    depth: Depth = Depth.DEFAULT          # the fixes; and the top kernels; and every kernel
+
+
+@dataclass(frozen=True)
 class ShowRequest:
     result_path: Path
     variants: tuple[str, ...] = ()        # none: every variant

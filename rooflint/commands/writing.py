@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from rooflint.commands.requests import Exports
-from rooflint.commands.stdio import emit
+from rooflint.commands.stdio import emit, status
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_text
-from rooflint.formats.results import RunResult
+from rooflint.formats.results import RunResult, write_result
 from rooflint.output.exports import PAGE, Export, rendered
 from rooflint.output.outputs import STDOUT
-from rooflint.output.written import report_written, table_written
+from rooflint.output.written import report_written, result_written, table_written
 
 
 def asked(exports: Exports) -> list[Export]:
@@ -48,6 +48,15 @@ def write_json(document: dict, path: Path) -> None:
         emit(text)
     else:
         write_text(text + "\n", path)
+
+
+def write_result_document(result: RunResult, path: Path) -> None:
+    """A result document to --json's ``path``, said when written; printed for ``-``."""
+    if path == STDOUT:
+        emit(json.dumps(result.to_json(), indent=1))
+    else:
+        write_result(result, path)
+        status(result_written(path))
 
 
 def write(wanted: Sequence[Export], results: Sequence[RunResult], name: str) -> list[str]:

@@ -76,13 +76,14 @@ from rooflint.formats.trace_timing import ProgramTiming, timing_and_second_step
 
 
 def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
-                         timed: list[KernelTime] | None = None) -> dict[Identity, Counters]:
+                         timed: list[KernelTime] | None = None,
+                         loosely: bool = True) -> dict[Identity, Counters]:
     """Each chosen kernel's counters from its launches among pass 2's rows
     (launches_by_identity: by identity, wherever they sit in pass 2's launch order),
     averaged per launch, so two profiles that caught different numbers of its launches
     still compare (in `compare` and `gate`)."""
     return {key: per_launch(summarize(mine), len(mine))
-            for key, mine in launches_by_identity(chosen, rows, timed).items()}
+            for key, mine in launches_by_identity(chosen, rows, timed, loosely).items()}
 
 
 def device_from(rows: list[dict], driver: str) -> DeviceInfo:
@@ -117,11 +118,13 @@ def dominant_precision(counters: Counters | None, spec: GpuSpec) -> str:
 def kernel_result(time: KernelTime, name: str, counters: Counters | None, region_s: float,
                   spec: GpuSpec, device: DeviceInfo,
                   calibration: calibrations.Calibration | None,
-                  model: Model | None = None, missing: str = "") -> VariantResult:
+                  model: Model | None = None, missing: str = "",
+                  missing_metrics: list[str] | None = None) -> VariantResult:
     """One kernel judged as any variant is, with its share and upside; with the user's
     ``model`` of it (see kernel_models), its algorithmic intensity too; without counters,
-    ``missing`` says why. A library kernel's verdict leads with its caller's moves
-    (caller_moves.py); its upside stays the kernel-level arithmetic."""
+    ``missing`` says why; ``missing_metrics`` are those of rooflint's list its counters
+    were taken without (an imported report's). A library kernel's verdict leads with its
+    caller's moves (caller_moves.py); its upside stays the kernel-level arithmetic."""
     precision = dominant_precision(counters, spec)
     analysis = analyse(Observation(
         name=name, precision=precision, samples_s=time.durations_s, counters=counters,
@@ -150,7 +153,8 @@ def kernel_result(time: KernelTime, name: str, counters: Counters | None, region
         verdict=analysis.verdict and library_moves.with_caller_moves(
             analysis.verdict, owner, caller_flags(time)),
         expect={}, expectation_mismatch=None, versus=None,
-        speed_vs_baseline=None, share=share, levels=analysis.levels)
+        speed_vs_baseline=None, share=share, levels=analysis.levels,
+        missing_metrics=missing_metrics or [])
 
 
 def explained_spread(time: KernelTime) -> tuple[TimeStats, str] | None:
@@ -172,16 +176,19 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
                    spec: GpuSpec,
                    device: DeviceInfo, calibration: calibrations.Calibration | None,
                    settings: Settings, models: list[KernelModel] | None = None,
-                   missing: dict[Identity, str] | None = None) -> RunResult:
+                   missing: dict[Identity, str] | None = None,
+                   missing_metrics: dict[Identity, list[str]] | None = None) -> RunResult:
     """The result document of a profile: one family (the program), one variant per chosen
-    kernel (those without counters with the reason in ``missing``); the rest of the GPU
-    time is summarised in the settings."""
+    kernel (those without counters with the reason in ``missing``, those whose counters
+    lack metrics with them in ``missing_metrics``); the rest of the GPU time is summarised
+    in the settings."""
     region = sum(k.total_s for k in kernels)
     names = unique_names(chosen)
     variants = [kernel_result(k, names[k.identity], counters.get(k.identity), region, spec,
                               device, calibration,
                               model_for((k.kernel, names[k.identity]), models or []),
-                              (missing or {}).get(k.identity, NO_COUNTERS))
+                              (missing or {}).get(k.identity, NO_COUNTERS),
+                              (missing_metrics or {}).get(k.identity))
                 for k in chosen]
     profiled = {k.identity for k in chosen}
     rest = [k for k in kernels if k.identity not in profiled]
@@ -517,23 +524,34 @@ class PassOne:
 
 def timed_kernels(first: Pass, filters: Filters) -> PassOne:
     """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
-    autotuning.without_autotuning); the profiler's trace is filtered here as ncu
-    filtered its own launches (which leaves it no kernel but those)."""
+    autotuning.without_autotuning)."""
     if first.timer.traced:
-        launches = trace_launches(first.trace or {})
-        found = selected(launches, filters.nvtx, filters.kernel, filters.skip)
-        if not found:
-            raise RooflintError(f"no kernel launch that {first.timer.words} recorded passed "
-                                f"--nvtx, --kernel and --skip")
-        timing, steady = timing_and_second_step(first.trace or {})
-        steps = timing.steps.count if timing and timing.steps else None
-        kept, tuning = trace_without_autotuning(found, steps, steady)
-        kernels = kernel_times_from_trace(kept)
-        every = kernels if len(found) == len(launches) else \
-            kernel_times_from_trace(trace_without_autotuning(launches, steps, steady)[0])
-        return PassOne(kernels, tuning, unrecorded(first.trace or {}), every, timing,
-                       benchmark_trials(launches, steps, steady))
-    rows, tuning = rows_without_autotuning(parse_rows(first.log))
+        return traced_kernels(first.trace or {}, filters, first.timer.words)
+    return ncu_timed_kernels(parse_rows(first.log))
+
+
+def traced_kernels(trace: dict, filters: Filters, timer: str) -> PassOne:
+    """The kernels of a trace (PyTorch's profiler's, CUPTI's records), filtered here as
+    ncu filters its own launches (which leaves it no kernel but those); ``timer`` names
+    who recorded it, for the refusal of a trace with no launch through the filters."""
+    launches = trace_launches(trace)
+    found = selected(launches, filters.nvtx, filters.kernel, filters.skip)
+    if not found:
+        raise RooflintError(f"no kernel launch that {timer} recorded passed --nvtx, --kernel "
+                            f"and --skip")
+    timing, steady = timing_and_second_step(trace)
+    steps = timing.steps.count if timing and timing.steps else None
+    kept, tuning = trace_without_autotuning(found, steps, steady)
+    kernels = kernel_times_from_trace(kept)
+    every = kernels if len(found) == len(launches) else \
+        kernel_times_from_trace(trace_without_autotuning(launches, steps, steady)[0])
+    return PassOne(kernels, tuning, unrecorded(trace), every, timing,
+                   benchmark_trials(launches, steps, steady))
+
+
+def ncu_timed_kernels(rows: list[dict]) -> PassOne:
+    """The kernels of Nsight Compute's rows, each launch timed by its gpu__time_duration."""
+    rows, tuning = rows_without_autotuning(rows)
     kernels = kernel_times(rows)
     return PassOne(kernels, tuning, [], kernels)
 

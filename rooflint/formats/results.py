@@ -123,6 +123,9 @@ class VariantResult:
     compiler: str = ""                  # what built it ("nvcc 13.0.88"); "" for a Python call
     levels: list[Level] = field(default_factory=list)  # DRAM, L2, L1 (hierarchical roofline)
     source_lines: SourceProfile | None = None   # the lines behind its moves (run --source)
+    # rooflint's metrics the report a kernel was imported from lacked (`rooflint import`):
+    # what they would have judged is not judged
+    missing_metrics: list[str] = field(default_factory=list)
 
 
 def _ok_but_not(v: VariantResult) -> str | None:

@@ -69,6 +69,10 @@ class Settings:
     autotuning_s: float | None = None         # and their GPU time
     autotuners: list[str] | None = None       # whose: "XLA's autotuner", ...
     unrecorded: list[Unrecorded] | None = None  # repeated calls pass 1 did not record
+    # `rooflint import`: the files the result was made from (a trace, a report), and the
+    # torch.profiler options the trace was recorded without (trace_events.recorded_without)
+    imported: list[str] | None = None
+    trace_lacks: list[str] | None = None
 
     @property
     def counting(self) -> bool:

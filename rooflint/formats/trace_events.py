@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
@@ -242,6 +243,8 @@ def _went_past(count: re.Match | None) -> bool:
     return count is not None and 0 < int(count["recorded"]) < int(count["calls"])
 
 
+KERNEL = "kernel"        # a kernel's event: its category in the trace
+
 # NCCL's collectives (ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...): kernels that
 # wait on their peers on the other GPUs.
 COLLECTIVE = re.compile(r"nccl")
@@ -257,7 +260,7 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
     calls = {e["args"]["correlation"]: e for e in events
              if e.get("cat") in ("cuda_runtime", "cuda_driver")
              and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
-    kernels = [e for e in events if e.get("cat") == "kernel" and "grid" in e.get("args", {})]
+    kernels = [e for e in events if e.get("cat") == KERNEL and "grid" in e.get("args", {})]
     scopes = _Scopes(events)
     found = []
     for kernel in kernels:
@@ -330,6 +333,12 @@ class _Scopes:
         self.operators = _by_thread([e for e in timed if e.get("cat") == "cpu_op"])
         ranges = [e for e in timed if e.get("cat") == "user_annotation"]
         self.lines = _by_thread([e for e in ranges if e["name"].startswith(LINE_RANGE)])
+        # a trace the bootstrap did not write (torch.profiler's, with_stack=True): its
+        # Python frames stand for the line ranges, the nearest of the program's the line
+        self.frames = not self.lines
+        if self.frames:
+            self.lines = _by_thread([e for e in timed if e.get("cat") == PYTHON_FRAME
+                                     and _programs_frame(e["name"])])
         self.autotuning = _by_thread([e for e in ranges
                                       if e["name"].startswith(AUTOTUNING_RANGE)])
         self.sampled = _by_thread([e for e in ranges if e["name"].startswith(SAMPLED_RANGE)
@@ -366,12 +375,12 @@ class _Scopes:
             launch.backward_of = node["name"].removeprefix(AUTOGRAD_NODE)
             own = self.lines.get(thread, _Intervals()).around(call["ts"])
             if own:       # the program's own backward (a torch.autograd.Function's) launched it
-                launch.line, launch.via = _line_and_caller(own)
+                launch.line, launch.via = self._line_and_caller(own)
                 return
             forward = self._forward_of(node)
             if forward is None:   # none (AccumulateGrad's): the line that ran backward()
-                launch.line, launch.via = _line_and_caller(self._lines_elsewhere(thread,
-                                                                                 call["ts"]))
+                launch.line, launch.via = self._line_and_caller(
+                    self._lines_elsewhere(thread, call["ts"]))
                 return
             at, thread = forward, (forward.get("pid"), forward.get("tid"))
         launch.line, launch.via = self._lines_at(thread, at["ts"])
@@ -410,7 +419,42 @@ class _Scopes:
                       *self.ranges.around(moment)]
             region = next((r for r in scopes if r["name"].startswith(COMPILED_REGION)), None)
             calls = lines.within(region)[:1] if region is not None else []
-        return _line_and_caller(calls)
+        return self._line_and_caller(calls)
+
+    def _line_and_caller(self, calls: list[dict]) -> tuple[str | None, str | None]:
+        """The line and the program's line that called it, of the line ranges ``calls``
+        (outermost first); of Python frames, the innermost alone: they tell no installed
+        package from the program, so the outermost is the program's entry (its
+        ``<module>``), not a line that called on its behalf."""
+        return _line_and_caller(calls[-1:] if self.frames else calls)
+
+
+# PyTorch's profiler's Python frames (with_stack=True), each named ``file(line):
+# function`` by the line its function begins at (it records calls, not lines), the file
+# relative to the sys.path entry it was found under (``torch/nn/modules/linear.py``,
+# ``typing.py``, the program's ``train.py``), or absolute where none held it. The frames of
+# these packages and of Python's standard library are not the program's.
+PYTHON_FRAME = "python_function"
+NOT_THE_PROGRAMS = frozenset({"torch", "triton", "functorch", "torchgen", "torchvision",
+                              "torchaudio", "pytorch_triton"})
+INSTALLED = ("site-packages", "dist-packages")
+
+
+def _programs_frame(name: str) -> bool:
+    """Whether a Python frame of the profiler's is the program's own code: neither
+    PyTorch's nor another of NOT_THE_PROGRAMS, nor the standard library's, nor a
+    built-in (``<built-in method ...>``), nor a module's range (``nn.Module: Linear_0``)."""
+    frame = FRAME.match(name)
+    if frame is None or frame["file"].startswith("<"):
+        return False
+    parts = frame["file"].split("/")
+    installed = [i for i, part in enumerate(parts) if part in INSTALLED]
+    if installed:
+        parts = parts[installed[-1] + 1:]
+    elif frame["file"].startswith("/") and re.search(r"/lib/python3[\d.]*/", frame["file"]):
+        return False
+    top = parts[0].removesuffix(".py")
+    return top not in NOT_THE_PROGRAMS and top not in sys.stdlib_module_names
 
 
 def _line_and_caller(calls: list[dict]) -> tuple[str | None, str | None]:
@@ -466,3 +510,21 @@ def _line(frame: str) -> str:
     if match is None:
         return frame
     return f"{match['file'].rsplit('/', 1)[-1]}:{match['line']} in {match['function']}"
+
+
+# What torch.profiler records only when asked, by the option that asks for it: the CPU's
+# activity (the operators behind each kernel), the operators' input shapes and dtypes, and
+# the Python stack (the program's lines; the bootstrap's line ranges stand for it).
+CPU_ACTIVITY, RECORD_SHAPES, WITH_STACK = "ProfilerActivity.CPU", "record_shapes", "with_stack"
+
+
+def recorded_without(trace: dict[str, Any], found: list[Launch]) -> list[str]:
+    """The options above that ``trace``, whose launches are ``found``, was recorded
+    without: a trace PyTorch's profiler wrote for its user, asked for no more than its
+    kernels (``prof.export_chrome_trace``), has no shapes and no stack."""
+    if not any(x.operator for x in found):
+        return [CPU_ACTIVITY]
+    lacks = [] if any(x.inputs for x in found) else [RECORD_SHAPES]
+    frames = any(isinstance(e, dict) and e.get("cat") == PYTHON_FRAME
+                 for e in trace.get("traceEvents", []))
+    return lacks if frames or any(x.line for x in found) else [*lacks, WITH_STACK]

@@ -19,13 +19,14 @@ def name_key(name: str) -> str:
     """A demangled kernel name reduced to what any demangler writes alike, so that pass 1's
     names (PyTorch's profiler, from the C++ runtime's demangler) and pass 2's (Nsight
     Compute's own) meet: the parameter list, namespaces, integer suffixes (``32u``), casts
-    of enum constants (``(NormType)1``), the parameters of the function a lambda is defined
-    in and the words in DEMANGLER_WORDS are dropped,
+    of constants (``(NormType)1``; ``(unsigned long)1``, as ncu_report demangles), the
+    parameters of the function a lambda is defined in and the words in DEMANGLER_WORDS
+    are dropped,
     ``false``/``true`` read as 0/1; what is left are the function's and its template
     arguments' own names and numbers, in order. Cached: a trace asks it of every launch
     (thousands), under a few dozen names of up to a thousand characters."""
     head = _without_enclosing_parameters(without_parameters(name))
-    head = re.sub(r"\((?:[A-Za-z_][\w:]*)\)(?=-?\d)", "", head)         # (NormType)1 -> 1
+    head = re.sub(r"\([A-Za-z_][\w:]*(?: [A-Za-z_][\w:]*)*\)(?=-?\d)", "", head)  # (int)4 -> 4
     words = re.findall(r"[A-Za-z_]\w*(?:::)?|\d+", head)
     kept = [{"false": "0", "true": "1"}.get(w, w) for w in words
             if not w.endswith("::") and w not in DEMANGLER_WORDS

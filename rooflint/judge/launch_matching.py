@@ -11,12 +11,16 @@ from rooflint.formats.ncu_log import KERNEL_NAME as NAME
 from rooflint.judge.kernel_times import Identity, KernelTime, identity
 
 def launches_by_identity(chosen: list[KernelTime], rows: list[dict],
-                         timed: list[KernelTime] | None = None) -> dict[Identity, list[dict]]:
+                         timed: list[KernelTime] | None = None,
+                         loosely: bool = True) -> dict[Identity, list[dict]]:
     """Each chosen kernel's launches among pass 2's rows, found by identity wherever they
     sit in pass 2's launch order. A name the two demanglers still write apart (a lambda's
     enclosing template: ``T1`` for ``CUDAGeneratorImpl``) is matched on its function's
     name, grid and block when exactly one of pass 2's kernels and none other of pass 1's
-    (``timed``) has those."""
+    (``timed``) has those; not ``loosely``, never: rows that were not profiled for these
+    kernels (an imported report's) can hold another kernel of the function at that shape
+    (a report's fill kernel, a trace's cast, both PyTorch's vectorized_elementwise_kernel
+    at 4096 blocks of 128 threads, H200)."""
     launches: dict[Identity, list[dict]] = {}
     for row in rows:
         launches.setdefault(identity(row), []).append(row)
@@ -29,7 +33,7 @@ def launches_by_identity(chosen: list[KernelTime], rows: list[dict],
     found = {}
     for k in chosen:
         mine = launches.get(k.identity)
-        if not mine and _loosely(k.identity) not in taken:
+        if not mine and loosely and _loosely(k.identity) not in taken:
             candidates = loose.get(_loosely(k.identity), [])
             mine = launches[candidates[0]] if len(candidates) == 1 else None
         if mine:

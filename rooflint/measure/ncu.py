@@ -19,9 +19,7 @@ This module imports no CuPy: the parsers are tested on CSVs recorded on our H100
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import math
 import re
 import shutil
@@ -37,7 +35,7 @@ from rooflint.analysis.counters import Counters
 from rooflint.analysis.sourcelines import (Instruction, Place, SourceLine, SourceProfile,
                                            profile_of, with_inlined_code)
 from rooflint.common.errors import RooflintError
-from rooflint.formats.ncu_log import DURATION, ID, KERNEL_NAME
+from rooflint.formats.ncu_log import DURATION, ID, KERNEL_NAME, number, parse_rows
 
 VARIANT_RANGE = "rooflint-variant"    # the NVTX range around a variant's profiled run
 _RANGE_INDEX = re.compile(rf"{VARIANT_RANGE}/(\d+)")
@@ -126,8 +124,9 @@ def _stall(reason: str) -> str:
 # replay passes of each launch (benchmarks/replay_passes.py, H100; with five L1 stages, 9
 # on an H100 and an H200 alike). Every other tensor precision read costs more (all six:
 # METRICS).
+SASS_FLOP_COUNTERS = tuple(_sass(op) for ops in SASS_FLOPS.values() for op in ops)
 BASE_METRICS = [DURATION, DRAM_READ, DRAM_WRITE, L2_BYTES, L1_BYTES, *LOCAL_BYTES,
-                *[_sass(op) for ops in SASS_FLOPS.values() for op in ops],
+                *SASS_FLOP_COUNTERS,
                 OCCUPANCY, XU_PIPE, TENSOR_PIPE, WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE,
                 *[_stall(r) for r in STALL_REASONS],
                 *L1_STAGES, SHARED_LOADS, SHARED_WAVEFRONTS, *BANK_CONFLICTS]
@@ -249,7 +248,7 @@ def read_source_csv(report: Path) -> dict[int, SourceProfile]:
     """Each profiled variant's source lines, by its NVTX range index, read with ``ncu -i``
     (a process for each launch: about a second each, eight at once): the raw page says
     which launches (by ID) ran in which range, each launch's source page gives its lines."""
-    rows = parse_rows(_imported(report, "--page", "raw"))
+    rows = parse_rows(raw_page(report))
     launches = {index: [int(row[ID]) for row in group]
                 for index, group in split_by_variant(rows).items()}
     ids = [launch for group in launches.values() for launch in group]
@@ -257,6 +256,11 @@ def read_source_csv(report: Path) -> dict[int, SourceProfile]:
         pages = dict(zip(ids, pool.map(lambda launch: launch_source_page(report, launch), ids)))
     return {index: profile_of(line for launch in group for line in source_page_lines(pages[launch]))
             for index, group in launches.items()}
+
+
+def raw_page(report: Path) -> str:
+    """A report's raw page as CSV (``ncu -i REPORT --csv --page raw``), in base units."""
+    return _imported(report, "--page", "raw", "--print-units", "base")
 
 
 def launch_source_page(report: Path, launch: int) -> str:
@@ -310,7 +314,7 @@ def parse_source_page(text: str) -> tuple[list[SourceLine], list[Instruction]]:
 
 def _count(text: str) -> float:
     """A line's measure; 0 where the page has no number (``-``)."""
-    value = _number(text)
+    value = number(text)
     return value if isinstance(value, float) else 0.0
 
 
@@ -345,25 +349,6 @@ def failure_reason(text: str, failures: Iterable[str] = ()) -> str:
     if errors:
         return errors[0]
     return next(iter(failures), "ncu recorded no kernels")
-
-
-def _number(text: str) -> float | str:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return text
-
-
-def parse_rows(text: str) -> list[dict[str, float | str]]:
-    """Kernel rows of an ``ncu --csv --page raw`` log (profiler messages and units skipped)."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith(f'"{ID}"')), None)
-    if start is None:
-        return []
-    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
-    return [{key: _number(value) if key != KERNEL_NAME else value
-             for key, value in row.items()}
-            for row in reader if row.get(ID) not in (None, "")]
 
 
 def variant_range(index: int) -> str:

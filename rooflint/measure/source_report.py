@@ -129,7 +129,7 @@ def profiles_by_variant(context: Any, source_page: Callable[[int], str] | None =
     ``source_page(launch)``, instead: the page knows the inline chains this API does not,
     so that code counts at its caller's line."""
     launches: dict[int, list[list[SourceLine]]] = {}
-    for launch, action in enumerate(_actions(context)):
+    for launch, action in enumerate(report_actions(context)):
         index = ncu.range_index(" ".join(_ranges(action)))
         if index is None:
             continue
@@ -143,7 +143,7 @@ def profiles_by_variant(context: Any, source_page: Callable[[int], str] | None =
             for index, group in launches.items()}
 
 
-def _actions(context: Any) -> list[Any]:
+def report_actions(context: Any) -> list[Any]:
     """Every launch of the report, in the order it was profiled."""
     ranges = [context.range_by_idx(i) for i in range(context.num_ranges())]
     return [r.action_by_idx(i) for r in ranges for i in range(r.num_actions())]

@@ -25,6 +25,7 @@ from rooflint.common.units import counted, format_bytes, format_params, format_r
 from rooflint.formats.results import FamilyResult, RunResult, VariantResult
 from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Origin
+from rooflint.output.profile_words import imported_words, missing_metrics_words
 from rooflint.output.depth import Depth
 from rooflint.output.terminal import (
     BOUND_STYLE, HEAD_RULE, STATUS_STYLE, WHOLE_NAME, ai_text, labelled, lead_phrase,
@@ -37,6 +38,9 @@ def render_run_header(console: Console, result: RunResult) -> None:
     the byte source is the one it will try (a fallback is announced when it happens)."""
     result = printable_fields(result)
     console.print(device_markup(result))
+    imported = imported_words(result.settings)
+    if imported:
+        console.print(Text(imported))
     if result.settings.counters_unavailable:
         console.print(Text(f"counters unavailable: {result.settings.counters_unavailable}",
                            style="yellow"))
@@ -248,6 +252,8 @@ def measurement_notes(v: VariantResult) -> list[Text]:
         notes.append(Text("launched " + origins_words(v.share.origins)))
     if v.share and v.message:
         notes.append(Text(v.message, "yellow"))
+    if v.missing_metrics:
+        notes.append(Text(missing_metrics_words(v.missing_metrics), "yellow"))
     if v.time and v.time.noisy:
         notes.append(Text(f"noisy time: {v.time.noise}; its median is uncertain", "yellow"))
     if v.counters:

@@ -131,10 +131,12 @@ def _document(number: int, d: Document) -> Html:
 
 
 def _provenance(result: RunResult) -> str:
-    """What made the document, and when: a run, or a profile of which program."""
-    command = result.settings.command
-    what = f"a profile of {shlex.join(command)}" if command else (
-        "a profile" if result.settings.mode == "profile" else "a run")
+    """What made the document, and when: a run, or a profile of which program (or imported
+    from which files)."""
+    command, imported = result.settings.command, result.settings.imported
+    what = (f"a profile of {shlex.join(command)}" if command else
+            f"a profile imported from {' and '.join(imported)}" if imported else
+            "a profile" if result.settings.mode == "profile" else "a run")
     return f"{what}, {result.created}, rooflint {result.tool_version}"
 
 

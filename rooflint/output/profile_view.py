@@ -23,7 +23,8 @@ from rooflint.output.family_table import render_run_header
 from rooflint.output.depth import Depth
 from rooflint.output.program_summary import render_program_summary
 from rooflint.output.tables import (
-    COLUMN_GAP, at_roof_cell, autotuning_line, render_run, unprofiled_line, unrecorded_line,
+    COLUMN_GAP, at_roof_cell, autotuning_line, missing_metrics_line, render_run,
+    unprofiled_line, unrecorded_line,
 )
 from rooflint.output.terminal import BOUND_STYLE, HEAD_RULE, lead_phrase, shortened_names
 
@@ -83,7 +84,7 @@ def render_brief(console: Console, result: RunResult, fixes: list[ProgramFixResu
     console.print(Text(top_heading(result, len(variants))))
     console.print(top_table(result, variants, console.width))
     notes = (autotuning_line(result), unrecorded_line(result),
-             None if fixes else unprofiled_line(result))
+             None if fixes else unprofiled_line(result), missing_metrics_line(result))
     for line in filter(None, notes):
         console.print(Text(f"  {line}"))
     console.print(Text(DETAIL_LINE))

@@ -1,7 +1,8 @@
 """The words `rooflint profile` says of a program's kernels: what pass 1 found and pass 2
 will profile, what was left out as benchmarking or not recorded, a warning on the memory
 the program holds, where a stopped pass 2 leaves pass 1's times, and the words its result
-keeps (why a kernel has no counters, why its times spread without noise). The decisions
+keeps (why a kernel has no counters, why its times spread without noise); and those of
+`rooflint import`'s result (which files, what they lacked). The decisions
 behind them are judge/'s (kernel_choice, autotuning, launch_matching, time_spread) and
 engine/program.py's; only the sentences are made here."""
 
@@ -11,7 +12,8 @@ from pathlib import Path
 from typing import Sequence
 
 from rooflint.common.units import counted, format_bytes, format_time
-from rooflint.formats.trace_events import Unrecorded
+from rooflint.formats.settings import Settings
+from rooflint.formats.trace_events import CPU_ACTIVITY, RECORD_SHAPES, WITH_STACK, Unrecorded
 from rooflint.judge.autotuning import XLA_AUTOTUNER, Autotuning
 from rooflint.judge.kernel_choice import pass2_estimate_s
 from rooflint.judge.kernel_names import short_name
@@ -101,17 +103,71 @@ def stopped_words(why: str) -> str:
     return f"no counters: {why}"
 
 
-def missed_words(k: KernelTime, missed: Missed) -> str:
-    """A chosen kernel's message when pass 2 ran but has no counters for it, from what it
-    did see (launch_matching.missed)."""
+def missed_words(k: KernelTime, missed: Missed, by: str = "pass 2") -> str:
+    """A chosen kernel's message when pass 2 (or a report, ``by``) has launches but none of
+    it, from what it did see (launch_matching.missed)."""
     if missed.other_shapes:
         shapes = sorted({f"grid {grid}, block {block}" for grid, block in missed.other_shapes})
-        return (f"no counters: pass 2 saw this kernel only at other launch shapes "
+        return (f"no counters: {by} saw this kernel only at other launch shapes "
                 f"({'; '.join(shapes[:3])}), not at grid {k.grid}, block {k.block}")
     if missed.twin:
-        return (f"no counters: at grid {k.grid}, block {k.block} pass 2 profiled only "
+        return (f"no counters: at grid {k.grid}, block {k.block} {by} profiled only "
                 f"{short_name(missed.twin)}, a name rooflint does not read as this kernel's")
-    return NO_COUNTERS
+    return NO_COUNTERS if by == "pass 2" else f"no counters: not among {by}'s launches"
+
+
+def imported_missed_words(k: KernelTime, missed: Missed) -> str:
+    """`rooflint import`'s message for a kernel of the trace its report has no launch of."""
+    return missed_words(k, missed, "the report")
+
+
+def trace_alone_words() -> str:
+    """`rooflint import`'s message for a kernel of a trace imported without a report."""
+    return ("no counters: the trace came alone (rooflint import TRACE REPORT adds an Nsight "
+            "Compute report's)")
+
+
+def point_lacks_words(lacks: Sequence[str]) -> str:
+    """`rooflint import`'s message for a kernel whose report lacks metrics its roofline
+    point stands on (imported_report.point_lacks)."""
+    flops = [m for m in lacks if "sass_thread_inst_executed" in m]
+    named = [m for m in lacks if m not in flops] + (
+        ["the FLOP counters (smsp__sass_thread_inst_executed_op_*_pred_on.sum)"] if flops else [])
+    return (f"no counters: the report lacks {' and '.join(named)}, without which there is no "
+            f"roofline point (profile it with ncu --set full)")
+
+
+def imported_words(settings: Settings) -> str | None:
+    """`rooflint import`'s line under the device's: the files, whose times, and what the
+    trace was recorded without; None for a result not imported."""
+    if not settings.imported:
+        return None
+    times = ("kernel times from the trace" if settings.pass1_timer == "torch" else
+             "kernel times as Nsight Compute replayed each profiled launch")
+    lacks = [f"{option} ({LACKING[option]})" for option in settings.trace_lacks or []]
+    return (f"imported from {' and '.join(settings.imported)}; {times}"
+            + (f"; the trace was recorded without {' and '.join(lacks)}" if lacks else ""))
+
+
+MISSING_NAMED = 6     # metrics an imported report lacked, named in a line; then how many more
+
+
+def names_words(names: Sequence[str]) -> str:
+    """``a, b, c and 4 more``: the first MISSING_NAMED of some metrics' names."""
+    more = len(names) - MISSING_NAMED
+    return ", ".join(names[:MISSING_NAMED]) + (f" and {more} more" if more > 0 else "")
+
+
+def missing_metrics_words(names: Sequence[str]) -> str:
+    """A kernel's note: the metrics of rooflint's list its imported report lacked."""
+    return (f"not in the report, so not judged: {', '.join(names)}")
+
+
+# What a trace recorded without a torch.profiler option lacks (trace_events.recorded_without).
+LACKING = {CPU_ACTIVITY: "no operators or source lines",
+           RECORD_SHAPES: "no operator shapes or dtypes: every tensor precision's FLOPs are "
+                          "wanted, casts are not told by their dtypes",
+           WITH_STACK: "no source lines"}
 
 
 def pass2_stopped_words(why: str, json_path: Path | None, json_to_stdout: bool,

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from rooflint.judge.comparison import Comparison, Decision, Figures, describe_movement
 from rooflint.analysis.evidence import pct
-from rooflint.output.profile_words import autotuners_words, unrecorded_words
+from rooflint.output.profile_words import autotuners_words, names_words, unrecorded_words
 from rooflint.judge.upside import is_done
 from rooflint.common.errors import RooflintError
 from rooflint.common.phases import PHASES
@@ -182,6 +182,19 @@ def unrecorded_line(result: RunResult) -> str | None:
     counted from the recorded ones; None if none."""
     unrecorded = result.settings.unrecorded
     return unrecorded_words(unrecorded) if unrecorded else None
+
+
+def missing_metrics_line(result: RunResult) -> str | None:
+    """The metrics an imported report lacked, over its kernels (each kernel's own are in
+    its notes); None where no kernel's report lacked any."""
+    lacking = [v.missing_metrics for f in result.families for v in f.variants
+               if v.missing_metrics]
+    if not lacking:
+        return None
+    every = list(dict.fromkeys(m for names in lacking for m in names))
+    return (f"the report lacks {counted(len(every), 'metric')} rooflint reads, for "
+            f"{counted(len(lacking), 'kernel')}: {names_words(every)}; what they would judge "
+            f"is not judged (--detail names each kernel's)")
 
 
 def biggest_upside_line(family: FamilyResult, region: float,

@@ -26,7 +26,8 @@ from rooflint.measure import ncu
 from rooflint.measure.program import Choice
 from rooflint.formats.trace_events import (AUTOGRAD_NODE, AUTOTUNING_RANGE, COMPILED_REGION,
                                            LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
-                                           Origin, launches, origins, tensor_precisions)
+                                           Origin, _programs_frame, launches, origins,
+                                           tensor_precisions)
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 TRACE = json.loads((FIXTURES / "trace" / "h100-step-trace.json").read_text())
@@ -94,11 +95,41 @@ def test_a_backward_kernel_is_traced_to_the_forward_line_it_differentiates(lined
     assert {x.line for x in addmm} == {f"step.py:{n} in Block.forward" for n in (10, 12, 13)}
 
 
-def test_a_trace_without_the_bootstraps_ranges_names_no_line(step):
-    """PyTorch's own Python frames know a function only by the line it starts at: a trace
-    with them but without the bootstrap's ranges gives every launch its operator and no
-    line it cannot vouch for."""
-    assert all(x.operator for x in step) and not any(x.line for x in step)
+def test_a_trace_with_pythons_frames_names_the_programs_function_by_its_first_line(step):
+    """PyTorch's own Python frames (with_stack=True) know a function only by the line it
+    begins at: a trace with them but without the bootstrap's ranges (a user's, for
+    `rooflint import`) gives each launch its operator and the program's innermost function
+    around its call, or around its forward operator's for a backward kernel, at that line:
+    Block.forward's for the blocks' kernels, forward and backward; step's for the loss, its
+    backward and the optimizer. PyTorch's, the standard library's and built-in frames are
+    not the program's."""
+    source = (FIXTURES / "trace" / "step.py").read_text().splitlines()
+    assert all(x.operator for x in step) and all(x.via is None for x in step)
+    assert {x.line for x in step} == {"step.py:9 in forward", "step.py:17 in step"}
+    assert source[8].strip().startswith("def forward") and source[16] == "def step():"
+    attention = [x for x in step if "attention" in (x.operator or "")]
+    assert {x.backward_of is None for x in attention} == {True, False}
+    assert {x.line for x in attention} == {"step.py:9 in forward"}
+    assert {x.line for x in step if x.operator == "aten::_fused_adamw_"} == {"step.py:17 in step"}
+
+
+@pytest.mark.parametrize("frame, programs", [
+    ("step.py(17): step", True),
+    ("/home/me/train/model.py(62): forward", True),
+    ("/venv/lib/python3.12/site-packages/transformers/models/gpt2/modeling_gpt2.py(400): "
+     "forward", True),                      # no installed package is told from the program
+    ("torch/nn/modules/linear.py(125): forward", False),
+    ("/usr/lib/python3/dist-packages/torch/nn/functional.py(1700): gelu", False),
+    ("typing.py(392): inner", False),
+    ("/usr/lib/python3.12/contextlib.py(81): inner", False),
+    ("<frozen runpy>(262): run_path", False),
+    ("<built-in method mm of type object at 0x7f302f33e180>", False),
+    ("nn.Module: Linear_0", False),
+])
+def test_the_programs_frames_are_neither_pytorchs_nor_pythons(frame, programs):
+    """The frames PyTorch's profiler names, relative to the sys.path entry that held the
+    file or absolute (trace_events._programs_frame)."""
+    assert _programs_frame(frame) is programs
 
 
 def test_line_ranges_are_not_nvtx_ranges(lined):
@@ -380,6 +411,15 @@ def test_name_keys_ignore_what_demanglers_disagree_on():
             == kernel_names.name_key("void k<1, float>(T1 *)"))
     assert kernel_names.name_key("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
     assert kernel_names.name_key("void k<4>(int)") != kernel_names.name_key("void k<8>(int)")
+    # the same launch as the trace names it, the raw page, and ncu_report's demangled name
+    # (an H200's report of tests/fixtures/import/prog.py): casts of several words dropped
+    assert len({kernel_names.name_key(name) for name in (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+        "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+        "void vectorized_elementwise_kernel<4, FillFunctor<float>, std::array<char *, 1>>(int, "
+        "T2, T3)",
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, "
+        "std::array<char *, (unsigned long)1>>(int, T2, T3)")}) == 1
 
 
 def test_origins_are_counted_and_ranked_by_their_time_none_dropped(step):
