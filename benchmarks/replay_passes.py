@@ -40,7 +40,8 @@ a = cp.ones((2048, 2048), dtype=cp.float16)
 c = a @ a
 cp.cuda.runtime.deviceSynchronize()
 """
-WHOLE = [m for m in ncu.metrics_for({"bf16-tensor"}) if m != ncu.DURATION]
+# By Hopper's names (no chip given): the GPUs these counts were taken on.
+WHOLE = [m for m in ncu.metrics_for({"bf16-tensor"}, None) if m != ncu.DURATION]
 # The counter list's parts, as measure/ncu.py names them.
 GROUPS: dict[str, list[str]] = {
     "bytes": [ncu.DRAM_READ, ncu.DRAM_WRITE, ncu.L2_BYTES, ncu.L1_BYTES, *ncu.LOCAL_BYTES],

@@ -1,7 +1,8 @@
 """A stand-in `ncu` for `rooflint profile` on a machine without a GPU: it runs the user's
 command as the real one would (pass 1 at once; pass 2 under ``--mode launch``, waiting
 until an ``--mode attach`` arrives), writes back the H200 logs recorded from
-examples/apps/transformer_block.py, and keeps every command line it was given."""
+examples/apps/transformer_block.py, and keeps every command line it was given (but
+``--version`` and ``--query-metrics``, which it answers as Nsight Compute 2025.3.1 did)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 NCU = Path(__file__).parent / "fixtures" / "ncu"
+METRIC_LISTS = NCU / "metrics"   # ncu --query-metrics --chip CHIP, by chip (2025.3.1)
 
 FAKE_NCU = textwrap.dedent('''\
     #!{python}
@@ -21,6 +23,10 @@ FAKE_NCU = textwrap.dedent('''\
     if args == ["--version"]:
         print("NVIDIA (R) Nsight Compute Command Line Profiler")
         print("Version 2025.3.1.0 (build 36398880) (public-release)")
+        sys.exit(0)
+    if args[:2] == ["--query-metrics", "--chip"]:   # the chip's list, as 2025.3.1 printed it
+        import lzma
+        print(lzma.decompress(Path({metrics!r}, args[2] + ".txt.xz").read_bytes()).decode())
         sys.exit(0)
     state = Path(os.environ["FAKE_NCU_STATE"])
     with (state / "calls.jsonl").open("a") as calls:
@@ -74,7 +80,7 @@ def stand_in(tmp_path: Path) -> tuple[dict[str, str], Path]:
     bin_dir.mkdir()
     state.mkdir()
     ncu = bin_dir / "ncu"
-    ncu.write_text(FAKE_NCU.format(python=sys.executable))
+    ncu.write_text(FAKE_NCU.format(python=sys.executable, metrics=str(METRIC_LISTS)))
     ncu.chmod(0o755)
     for n in (1, 2):
         (state / f"pass{n}.csv").write_text(

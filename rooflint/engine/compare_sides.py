@@ -212,7 +212,7 @@ def measured_pair(a: str, b: str | None, rev: str | None, measuring: Measuring
         sides = []
         for family, measurement, label in zip(families, measurements, labels):
             found = family_counters(family, [measurement], options, switch,
-                                    progress_for(family, "counters"))
+                                    progress_for(family, "counters"), device)
             result = RunResult(gpu=device, spec_id=spec.id, settings=replace(settings))
             result.families.append(family_result(family, [measurement], found, spec, device,
                                                  calibration))

@@ -141,11 +141,11 @@ class Lane:
 
     pool: WorkerPool
     visible: str | None = None        # its CUDA_VISIBLE_DEVICES entry; None: the default GPU
-    profiler: Profiler | None = None  # None with counters off
+    profiler: Profiler | None = None  # None with counters off (start_profilers)
     sources: Profiler | None = None   # the source pass's (run --source)
     device: DeviceInfo | None = None
     failure: str = ""                 # why its worker did not start
-    metrics: tuple[str, ...] = ()     # the counters its profiler reads
+    metrics: tuple[str, ...] = ()     # the counters its profiler reads, as its GPU names them
 
 
 @dataclass
@@ -189,11 +189,14 @@ def run(options: RunOptions, listener: Listener | None = None,
     specs = load_specs()
     unavailable = counters_unavailable(options.counters)
     counting = options.counters != CountersMode.OFF and not unavailable
-    every_lane = lanes_for(options, manifests, pools or timing_pools(options.devices), counting)
+    every_lane = [Lane(pool, visible) for visible, pool in
+                  zip(options.devices or [None], pools or timing_pools(options.devices))]
     watch = Stopwatch()
     try:
         with watch.phase("startup"):
             lanes = start_lanes(every_lane, listener.warn)
+            if counting:
+                start_profilers(lanes, options, manifests)
         device = lanes[0].device
         spec = device_spec(device, options.gpu, specs)
         calibration = calibrations.find(spec.id, device.driver)
@@ -232,35 +235,38 @@ def run(options: RunOptions, listener: Listener | None = None,
                     profiler.kill()
 
 
-def lanes_for(options: RunOptions, manifests: list[Manifest], pools: list[WorkerPool],
-              counting: bool) -> list[Lane]:
-    """A lane per device: its timing pool, and when counting its profilers (the counter
-    pass, the source pass with --source), which import PyTorch ahead when a python
-    variant uses it."""
-    metrics = ncu.metrics_for(v.precision for m in manifests for v in m.variants)
+def start_profilers(lanes: list[Lane], options: RunOptions, manifests: list[Manifest]) -> None:
+    """Each started lane's profilers (the counter pass, the source pass with --source),
+    which import PyTorch ahead when a python variant uses it. The counters are asked by
+    the names its GPU's chip lists (ncu.listed_metrics), known once its worker has said
+    hello; the counter pass's profiler is started and not waited for: ncu's start-up (about
+    2 s on an H100) runs while the lane's kernels are timed, its worker opening the GPU only
+    when the timing is done."""
+    precisions = {v.precision for m in manifests for v in m.variants}
     preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
                                    for m in manifests for v in m.variants) else ()
-    lanes = []
-    for visible, pool in zip(options.devices or [None], pools):
-        profiler = (Profiler(options.cache, ncu.Counting(tuple(metrics)), pool.env, preload)
-                    if counting else None)
-        sources = (Profiler(options.cache, source_report.SourceCounting(), pool.env, preload)
-                   if counting and options.source else None)
-        lanes.append(Lane(pool, visible, profiler, sources, metrics=tuple(metrics)))
-    return lanes
+    for lane in lanes:
+        listed = ncu.listed_metrics(lane.device.compute_capability)
+        lane.metrics = tuple(ncu.metrics_for(precisions, listed))
+        lane.profiler = Profiler(options.cache, ncu.Counting(lane.metrics), lane.pool.env,
+                                 preload)
+        if options.source:
+            lane.sources = Profiler(options.cache, source_report.SourceCounting(),
+                                    lane.pool.env, preload)
+        lane.profiler.start()
 
 
 def start_lanes(lanes: list[Lane], warn: Callable[[str], None]) -> list[Lane]:
-    """Start every lane's workers (together: each pays CuPy's start-up, a profiler ncu's
-    too); a GPU that does not start is left out with a warning, and so is one of another
-    model than the first (a result judges every family against one GPU's roofline)."""
+    """Start every lane's timing worker (together: each pays CuPy's start-up); a GPU that
+    does not start is left out with a warning, and so is one of another model than the
+    first (a result judges every family against one GPU's roofline)."""
     if len(lanes) == 1:
-        start_lane(lanes[0])   # its error is the run's
+        lanes[0].device = lanes[0].pool.start()   # its error is the run's
         return lanes
 
     def start(lane: Lane) -> None:
         try:
-            start_lane(lane)
+            lane.device = lane.pool.start()
         except RooflintError as exc:
             lane.failure = str(exc)
 
@@ -279,15 +285,6 @@ def start_lanes(lanes: list[Lane], warn: Callable[[str], None]) -> list[Lane]:
             warn(f"GPU {lane.visible} left out: it is a {lane.device.name}, GPU "
                  f"{working[0].visible} a {working[0].device.name} (run each model separately)")
     return [lane for lane in working if lane.device.name == working[0].device.name]
-
-
-def start_lane(lane: Lane) -> None:
-    """The profiler is started first and not waited for: ncu's start-up (about 2 s on an
-    H100) runs while this lane's kernels are timed, its worker opening the GPU only when
-    the timing is done."""
-    if lane.profiler:
-        lane.profiler.start()
-    lane.device = lane.pool.start()
 
 
 def _work_in_parallel(lanes: list[Lane], pending: deque, shared: _Shared) -> None:
@@ -466,16 +463,18 @@ def _publish(shared: _Shared, done: _Timed, counters: dict[str, Counters], lane:
 
 
 def family_counters(family: ResolvedFamily, measurements: list[Measurement],
-                    options: RunOptions, counters: CountersSwitch,
-                    progress: Progress) -> dict[str, Counters]:
-    """One family's counters in a profiler session of its own (`compare`'s sides); falls
-    back to model bytes if it can't (the switch goes off), or stops with ``--counters ncu``."""
+                    options: RunOptions, counters: CountersSwitch, progress: Progress,
+                    device: DeviceInfo) -> dict[str, Counters]:
+    """One family's counters in a profiler session of its own (`compare`'s sides), by the
+    names the chip of ``device`` lists; falls back to model bytes if it can't (the switch
+    goes off), or stops with ``--counters ncu``."""
     variants = profiled_variants(family, measurements)
     if not counters.on or not variants:
         return {}
     try:
         return profile(replace(family.job, variants=variants), 5 * options.timeout_s, progress,
-                       ncu.metrics_for(v.precision for v in family.manifest.variants))
+                       ncu.metrics_for((v.precision for v in family.manifest.variants),
+                                       ncu.listed_metrics(device.compute_capability)))
     except CountersUnavailable as exc:
         counters.off(without_counters(exc, options.counters))
         return {}

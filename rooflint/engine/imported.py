@@ -196,7 +196,9 @@ class ReportCounters:
     def of(cls, chosen: list[KernelTime], rows: list[dict],
            kernels: list[KernelTime]) -> "ReportCounters":
         mine = launches_by_identity(chosen, rows, kernels, loosely=False)
-        missing = {k.identity: missing_metrics(mine[k.identity], kernel_metrics(k))
+        # named as Hopper's chip names them (listed None): the report's own chip is known
+        # here only by its rows, and an import needs no Nsight Compute to ask it
+        missing = {k.identity: missing_metrics(mine[k.identity], kernel_metrics(k, None))
                    for k in chosen if k.identity in mine}
         counters = counters_by_identity(chosen, [filled(row) for row in rows], kernels,
                                         loosely=False)

@@ -41,7 +41,7 @@ from rooflint.formats.ranks import RANK_VARIABLES, RankInfo, ranks_of, trace_of
 from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
 from rooflint.measure import program as passes
 from rooflint.measure.program import Choice, Filters
-from rooflint.measure.ncu import parse_rows, summarize, version as ncu_version
+from rooflint.measure.ncu import listed_metrics, parse_rows, summarize, version as ncu_version
 from rooflint.formats.jobs import Clocks
 from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
@@ -248,11 +248,12 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         before it starts."""
         one = kernels_of(first)
         chosen = choose(one.kernels, options.coverage, options.top)
-        reuse.look_up(cache, first, chosen)
+        listed = listed_for(first)
+        reuse.look_up(cache, first, chosen, listed)
         profiled = [k for k in chosen if k.identity not in reuse.served]
         choice = pass2_choice(profiled, one.every,
                               launches_to_skip(one.launches, {k.identity for k in profiled})
-                              if first.processes == 1 else 0)
+                              if first.processes == 1 else 0, listed)
         planned.append(choice)
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
                        choice.tensor_precisions, profiled, choice.skip))
@@ -349,9 +350,11 @@ class Reuse:
     keys: dict[Identity, str] = field(default_factory=dict)
     served: dict[Identity, Counters] = field(default_factory=dict)
 
-    def look_up(self, cache: CounterCache | None, first: Pass, chosen: list[KernelTime]) -> None:
-        """Keys for the chosen kernels pass 1's trace lets the cache serve, and what it
-        holds of them (whole functions only)."""
+    def look_up(self, cache: CounterCache | None, first: Pass, chosen: list[KernelTime],
+                listed: frozenset[str] | None) -> None:
+        """Keys for the chosen kernels pass 1's trace lets the cache serve, read by the
+        names the GPU's chip lists (``listed``), and what it holds of them (whole functions
+        only)."""
         if cache is None or not first.trace:
             return
         device = device_from_trace_or_none(first.trace)
@@ -359,7 +362,7 @@ class Reuse:
         if context is None:
             return
         self.keys = {k.identity: key for k in chosen
-                     for key in [kernel_key(k, context, kernel_metrics(k))] if key}
+                     for key in [kernel_key(k, context, kernel_metrics(k, listed))] if key}
         held = {identity: hit.counters for identity, key in self.keys.items()
                 for hit in [cache.read(key)] if hit is not None}
         self.served = served(chosen, held)[0]
@@ -372,10 +375,20 @@ class Reuse:
                     cache.write(self.keys[identity], counters)
 
 
-def kernel_metrics(k: KernelTime) -> list[str]:
+def kernel_metrics(k: KernelTime, listed: frozenset[str] | None) -> list[str]:
     """The counters pass 2 reads of ``k`` whichever kernels it is profiled with: the tensor
-    precisions its own operators name (a list read with others' holds these too)."""
-    return Choice([], k.tensor_precisions).metrics
+    precisions its own operators name (a list read with others' holds these too), by the
+    names the GPU's chip lists."""
+    return Choice([], k.tensor_precisions, listed=listed).metrics
+
+
+def listed_for(first: Pass) -> frozenset[str] | None:
+    """The metric names Nsight Compute lists for the chip of the GPU pass 1 ran on
+    (ncu.listed_metrics); None where pass 1 names no GPU (Hopper's names are read)."""
+    try:
+        return listed_metrics(device_of(first, [], "").compute_capability)
+    except RooflintError:
+        return None
 
 
 def device_from_trace_or_none(trace: dict | None) -> DeviceInfo | None:
@@ -427,14 +440,16 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
         ncu_version=ncu_version())
 
 
-def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime], skip: int = 0) -> Choice:
+def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime], skip: int = 0,
+                 listed: frozenset[str] | None = None) -> Choice:
     """Pass 2's patterns (on mangled names: the chosen kernels among all of pass 1's,
     ``timed``), the tensor precisions the chosen kernels' operators name (all of them
     when one kernel's operators are unknown), and the program's first ``skip`` launches
     left out (only where one process launched them all: Nsight Compute counts every
-    process's launches, in an order between processes no trace fixes)."""
+    process's launches, in an order between processes no trace fixes), read by the names
+    the GPU's chip lists (``listed``)."""
     return Choice(mangled_patterns(chosen, timed),
-                  union_unless_any(k.tensor_precisions for k in chosen), skip)
+                  union_unless_any(k.tensor_precisions for k in chosen), skip, listed)
 
 
 def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:

@@ -14,7 +14,12 @@ ncu_report module where it imports, else as here): the raw page says which launc
 which variant's range, and the source page of each launch (``--print-source cuda,sass``)
 gives its counters summed per line of the CUDA source, which NVRTC and nvcc builds carry.
 
-This module imports no CuPy: the parsers are tested on CSVs recorded on our H100 and H200.
+The counters are named as on Hopper, where they were measured; a GPU of another chip is
+asked for them by the names its Nsight Compute lists for that chip (on_chip), since ncu
+answers a name the chip lacks with "n/a", not an error.
+
+This module imports no CuPy: the parsers are tested on CSVs recorded on our H100 and H200,
+the names on the metric lists of the chips rooflint has specs for (but the V100's).
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from rooflint.analysis.counters import Counters
 from rooflint.analysis.sourcelines import (Instruction, Place, SourceLine, SourceProfile,
                                            profile_of, with_inlined_code)
 from rooflint.common.errors import RooflintError
+from rooflint.common.paths import cache_dir
+from rooflint.formats.jsonfile import replacing
 from rooflint.formats.ncu_log import DURATION, ID, KERNEL_NAME, number, parse_rows
 
 VARIANT_RANGE = "rooflint-variant"    # the NVTX range around a variant's profiled run
@@ -138,6 +145,79 @@ BASE_METRICS += ACCESS_PATTERN_METRICS
 TENSOR_INSTRUCTIONS = [HMMA, GMMA]   # read with any tensor precision
 METRICS = [*BASE_METRICS, *TENSOR_FLOPS.values(), *TENSOR_INSTRUCTIONS]   # precisions unknown
 
+# The names above are Hopper's (gh100), where every one was measured. Nsight Compute writes
+# "n/a" for a metric the GPU's chip lacks, so each run asks for the names its chip lists
+# (on_chip): a quantity another chip names otherwise, or counts in two metrics whose sum it
+# is, has its names here in the order they are tried. Read off the metric lists and their
+# descriptions of Nsight Compute 2025.3.1 (``ncu --query-metrics --chip``, kept in
+# tests/fixtures/ncu/metrics) for tu104, ga100, ga102, ad102, gh100, gb100 and gb202.
+_ALTERNATIVES: dict[str, tuple[tuple[str, ...], ...]] = {
+    # gb202's "# of bytes read from DRAM" (and written), as gh100 describes its own.
+    DRAM_READ: ((DRAM_READ,), ("dram__bytes_op_read.sum",)),
+    DRAM_WRITE: ((DRAM_WRITE,), ("dram__bytes_op_write.sum",)),
+    # ad102's lists deprecate the tensor pipe's metrics for their _v2 ("use ... instead").
+    TENSOR_PIPE: (("sm__pipe_tensor_cycles_active_v2.avg.pct_of_peak_sustained_active",),
+                  (TENSOR_PIPE,)),
+    # Every floating-point MMA instruction: gh100's op_hmma counts HMMA, HFMA2.MMA, HGMMA and
+    # QGMMA; ad102's HMMA and QMMA; gb100's tensor subpipe HMMA, UTCHMMA, UTCQMMA and
+    # UTCOMMA, gb202's HMMA, QMMA and OMMA. (GMMA, wgmma, is Hopper's alone; gb100's
+    # tcgen05 instructions, sm__inst_executed_pipe_tc, count barriers and copies with the
+    # MMAs, so they are not read in its place.)
+    HMMA: (("sm__inst_executed_pipe_tensor_op_hmma_v2.sum",), (HMMA,),
+           ("sm__inst_executed_pipe_tensor_subpipe_hmma.sum",)),
+    # Source FP16 into either destination: one metric on gh100, one per destination on the
+    # others; tu104 counts its FP32 destination as "source FP16/BF16/TF32", of which Turing
+    # has only FP16.
+    TENSOR_FLOPS[Precision.FP16_TENSOR]: (
+        (TENSOR_FLOPS[Precision.FP16_TENSOR],),
+        ("sm__ops_path_tensor_src_fp16_dst_fp16.sum", "sm__ops_path_tensor_src_fp16_dst_fp32.sum"),
+        ("sm__ops_path_tensor_src_fp16_dst_fp16.sum",
+         "sm__ops_path_tensor_src_fp16_bf16_tf32_dst_fp32.sum")),
+    # Source FP8: gb202 counts it per destination ("one source FP8, the other FP4/FP6/FP8");
+    # gb100 only within its f8f6f4 MMAs (UTCQMMA: "source FP4/FP6/FP8"), which run FP4 and
+    # FP6 operands at FP8's rate, so on its FP8 roof. (Its double-rate FP4, UTCOMMA, is apart.)
+    TENSOR_FLOPS[Precision.FP8_TENSOR]: (
+        (TENSOR_FLOPS[Precision.FP8_TENSOR],),
+        ("sm__ops_path_tensor_src_fp8_dst_fp16.sum", "sm__ops_path_tensor_src_fp8_dst_fp32.sum"),
+        ("sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp16.sum",
+         "sm__ops_path_tensor_src_fp4_fp6_fp8_dst_fp32.sum")),
+}
+# What ncu computes from a launch itself: no chip's metric list names these.
+LAUNCH_ATTRIBUTES = frozenset({WAVES, REGISTERS, GRID_SIZE, BLOCK_SIZE, THEORETICAL_OCCUPANCY,
+                               *OCCUPANCY_LIMITS.values()})
+
+
+def _names_of(metric: str) -> tuple[tuple[str, ...], ...]:
+    """A quantity's names, in the order they are tried, each the metrics whose sum it is."""
+    return _ALTERNATIVES.get(metric, ((metric,),))
+
+
+def on_chip(metrics: Iterable[str], listed: frozenset[str] | None) -> list[str]:
+    """``metrics`` as the chip whose metric list is ``listed`` (listed_names) names them:
+    each quantity by the first of its names whose metrics are all listed; none where the
+    chip lists none of them (wgmma before Hopper), so it is not asked and reads as not read.
+    As they are where the chip is not known (None): Hopper's names."""
+    if listed is None:
+        return list(metrics)
+    return list(dict.fromkeys(name for metric in metrics for name in _chosen(metric, listed)))
+
+
+def _chosen(metric: str, listed: frozenset[str]) -> tuple[str, ...]:
+    if metric in LAUNCH_ATTRIBUTES:
+        return (metric,)
+    return next((names for names in _names_of(metric)
+                 if all(name.partition(".")[0] in listed for name in names)), ())
+
+
+# A metric's line in ``ncu --query-metrics``: its name (no submetric suffix), then its type.
+_LISTED = re.compile(r"^(\w+)\s+(?:Counter|Ratio|Throughput)\b", re.MULTILINE)
+
+
+def listed_names(text: str) -> frozenset[str]:
+    """The metric names an ``ncu --query-metrics --chip CHIP`` listing holds (the triage
+    groups' ``UNIT.TriageCompute.name`` lines left out)."""
+    return frozenset(_LISTED.findall(text))
+
 
 class CountersUnavailable(RooflintError):
     """ncu is missing, not permitted, or failed; the run continues on model bytes."""
@@ -164,18 +244,58 @@ def ncu_path() -> str:
     return path
 
 
+# The chip Nsight Compute's --chip names, by compute capability: those of the GPUs rooflint
+# has specs for (T4; A100; A10, RTX 3090; L4, L40S, RTX 4090; H100, H200, H20; B200, GB200;
+# RTX 5090). A capability's chips list the same metrics (ga102's and ga104's lists are one,
+# and so are ad102's and ad104's). gv100 (V100) is not in 2025.3.1's chips.
+CHIPS = {"7.5": "tu104", "8.0": "ga100", "8.6": "ga102", "8.9": "ad102", "9.0": "gh100",
+         "10.0": "gb100", "12.0": "gb202"}
+QUERY_TIMEOUT_S = 120
+
+
+def listed_metrics(compute_capability: str) -> frozenset[str] | None:
+    """The metric names this Nsight Compute lists for the chip of a GPU of this compute
+    capability: asked once (``ncu --query-metrics --chip``, no GPU needed) and kept in
+    rooflint's cache by ncu version and chip. None where the chip is not one of CHIPS or ncu
+    lists nothing for it: the names are then Hopper's."""
+    chip = CHIPS.get(compute_capability)
+    if chip is None:
+        return None
+    release = version()
+    kept = cache_dir() / "ncu-metrics" / f"{release}-{chip}.txt"
+    if release and kept.is_file():
+        return frozenset(kept.read_text().split())
+    try:
+        said = subprocess.run([ncu_path(), "--query-metrics", "--chip", chip],
+                              capture_output=True, text=True, timeout=QUERY_TIMEOUT_S).stdout
+    except (CountersUnavailable, OSError, subprocess.TimeoutExpired):
+        return None
+    listed = listed_names(said)
+    if not listed:
+        return None
+    if release:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        with replacing(kept) as temporary:
+            temporary.write_text("\n".join(sorted(listed)) + "\n")
+    return listed
+
+
 # Every ncu run of rooflint's: clocks as the GPU sets them (never locked on a shared
 # machine), one CSV row per launch with every metric, in base units.
 CLOCKS_UNTOUCHED = ("--clock-control", "none")
 BASE_OPTIONS = (*CLOCKS_UNTOUCHED, "--csv", "--page", "raw", "--print-units", "base")
 
 
-def metrics_for(precisions: Iterable[str]) -> list[str]:
-    """What a run reads: the base set, and the tensor-path FLOPs of the tensor precisions
-    its variants declare (a tensor pipe busy under another precision shows in TENSOR_PIPE)."""
+def metrics_for(precisions: Iterable[str] | None, listed: frozenset[str] | None) -> list[str]:
+    """What a run reads, as its GPU's chip names it (``listed``: listed_metrics): the base
+    set, and the tensor-path FLOPs of the tensor precisions its variants declare (a tensor
+    pipe busy under another precision shows in TENSOR_PIPE); all of them where the
+    precisions are not known (None)."""
+    if precisions is None:
+        return on_chip(METRICS, listed)
     declared = set(precisions)
     tensor = [m for p, m in TENSOR_FLOPS.items() if p in declared]
-    return [*BASE_METRICS, *tensor, *(TENSOR_INSTRUCTIONS if tensor else [])]
+    return on_chip([*BASE_METRICS, *tensor, *(TENSOR_INSTRUCTIONS if tensor else [])], listed)
 
 
 def command(log_path: str, cache: str, metrics: list[str]) -> list[str]:
@@ -377,11 +497,28 @@ def range_index(stack: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def _columns(row: dict[str, float | str], metric: str) -> tuple[str, ...] | None:
+    """The columns holding a quantity in a launch's row: the first of its names (_names_of)
+    whose metrics the row all has (a log holds those its chip was asked for); None where
+    it has none (not asked for)."""
+    return next((names for names in _names_of(metric) if all(name in row for name in names)),
+                None)
+
+
 def _cell(row: dict[str, float | str], metric: str) -> float:
-    """A metric's number; NaN where ncu wrote no number ("n/a"): a kernel whose counters
-    hold one is refused by the analysis (counters.implausible), never averaged in."""
-    value = row[metric]
-    return float(value) if isinstance(value, (int, float)) else math.nan
+    """A quantity's number, the sum of its columns; NaN where the row has none or ncu wrote
+    no number in one ("n/a"): a kernel whose counters hold one is refused by the analysis
+    (counters.implausible), never averaged in."""
+    values = [row[name] for name in _columns(row, metric) or ()]
+    if not values or not all(isinstance(value, (int, float)) for value in values):
+        return math.nan
+    return float(sum(values))
+
+
+def _read(rows: list[dict[str, float | str]], metric: str) -> bool:
+    """Whether every launch has a number for the quantity: not where the log has no column
+    for it or ncu wrote "n/a" there (a chip without the metric, asked for by Hopper's name)."""
+    return all(not math.isnan(_cell(r, metric)) for r in rows)
 
 
 def _whole(value: float) -> int:
@@ -397,19 +534,19 @@ def summarize(rows: list[dict[str, float | str]]) -> Counters:
         return float(sum(_cell(r, metric) for r in rows))
 
     def optional(metric: str) -> float:
-        """A sum that is 0 where the log has no such column (not asked for)."""
-        return total(metric) if all(metric in r for r in rows) else 0.0
+        """A sum that is 0 where it was not read (_read)."""
+        return total(metric) if _read(rows, metric) else 0.0
 
     def weighted(metric: str) -> float:
         """0 where the log has no such column (not asked for, or recorded before it was)."""
-        if not all(metric in r for r in rows):
+        if not all(_columns(r, metric) for r in rows):
             return 0.0
         return float(sum(_cell(r, metric) * _cell(r, DURATION) for r in rows) / total_time)
 
     flops = {precision: total(_sass(add)) + total(_sass(mul)) + 2 * total(_sass(fma))
              for precision, (add, mul, fma) in SASS_FLOPS.items()}
     flops |= {precision: total(metric) for precision, metric in TENSOR_FLOPS.items()
-              if all(metric in r for r in rows)}
+              if _read(rows, metric)}
     largest = max(rows, key=lambda r: _whole(_cell(r, GRID_SIZE)))
     return Counters(
         kernels=[str(r[KERNEL_NAME]) for r in rows],

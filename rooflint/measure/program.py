@@ -73,17 +73,17 @@ class Choice:
     """What pass 2 profiles: launches of the kernels whose mangled names these patterns
     match, with the tensor-path FLOPs of these precisions only (None: all of them; each
     costs up to three replay passes of every profiled launch, and a tensor pipe busy in
-    another shows in ncu.TENSOR_PIPE)."""
+    another shows in ncu.TENSOR_PIPE), by the names the GPU's chip lists (``listed``:
+    ncu.listed_metrics; None: Hopper's)."""
 
     patterns: list[str]
     tensor_precisions: frozenset[str] | None = None
     skip: int = 0                  # the program's first launches, left out (launches_to_skip)
+    listed: frozenset[str] | None = None
 
     @property
     def metrics(self) -> list[str]:
-        if self.tensor_precisions is None:
-            return ncu.METRICS
-        return ncu.metrics_for(self.tensor_precisions)
+        return ncu.metrics_for(self.tensor_precisions, self.listed)
 
 
 def two_passes(command: list[str], filters: Filters, logs: Path | None,

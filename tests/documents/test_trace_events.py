@@ -500,7 +500,7 @@ def test_every_tensor_dtype_names_a_precision_ncu_counts(dtype, precision):
     assert precision in ncu.TENSOR_FLOPS
     launch = kernel_launch("aten::mm", [dtype, dtype])
     assert launch.tensor_precisions == {precision}
-    assert Choice(["k"], launch.tensor_precisions).metrics == ncu.metrics_for([precision])
+    assert Choice(["k"], launch.tensor_precisions).metrics == ncu.metrics_for([precision], None)
 
 
 def test_a_kernel_no_aten_operator_launched_can_have_run_any_precision():

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from recorded import use_stand_in_pools
+from recorded import RECORDED, use_stand_in_pools
 
 from rooflint.engine import families as run_module
 from rooflint.engine.counters_switch import CountersSwitch
@@ -59,13 +59,13 @@ def test_auto_warns_once_and_falls_back(fake_ncu, stream):
     switch = CountersSwitch(True, settings, warnings.append)
     options = run_module.RunOptions(targets=[], variants=[], sizes={}, counters="auto")
     counters = run_module.family_counters(stream, [ok("copy_float4")], options, switch,
-                                          lambda e, v: None)
+                                          lambda e, v: None, RECORDED.gpu)
     assert counters == {}
     assert settings.counters == "off" and "ERR_NVGPUCTRPERM" in settings.counters_unavailable
     assert len(warnings) == 1 and "model bytes" in warnings[0]
     # the next family does not try again, and does not warn again
     assert run_module.family_counters(stream, [ok("copy_float4")], options, switch,
-                                      lambda e, v: None) == {}
+                                      lambda e, v: None, RECORDED.gpu) == {}
     assert len(warnings) == 1
 
 
@@ -73,7 +73,7 @@ def test_ncu_required_makes_it_an_error(fake_ncu, stream):
     options = run_module.RunOptions(targets=[], variants=[], sizes={}, counters="ncu")
     with pytest.raises(RooflintError, match="--counters ncu: ERR_NVGPUCTRPERM"):
         run_module.family_counters(stream, [ok("copy_float4")], options, switch_on(),
-                                   lambda e, v: None)
+                                   lambda e, v: None, RECORDED.gpu)
 
 
 def test_missing_ncu_falls_back(monkeypatch, tmp_path, stream):
@@ -81,7 +81,7 @@ def test_missing_ncu_falls_back(monkeypatch, tmp_path, stream):
     warnings = []
     options = run_module.RunOptions(targets=[], variants=[], sizes={})
     run_module.family_counters(stream, [ok("copy_float4")], options,
-                               switch_on(warnings.append), lambda e, v: None)
+                               switch_on(warnings.append), lambda e, v: None, RECORDED.gpu)
     assert "not on PATH" in warnings[0]
 
 
@@ -89,7 +89,7 @@ def test_failed_variants_are_not_profiled(stream):
     options = run_module.RunOptions(targets=[], variants=[], sizes={})
     failed = Measurement("copy_float4", "fail", "out: relative error 1.0e+00 > tolerance 0.0e+00")
     assert run_module.family_counters(stream, [failed], options, switch_on(),
-                                      lambda e, v: None) == {}
+                                      lambda e, v: None, RECORDED.gpu) == {}
 
 
 def test_no_ncu_on_path_is_known_before_any_gpu_work(monkeypatch, tmp_path):

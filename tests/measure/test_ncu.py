@@ -203,8 +203,8 @@ def test_a_two_launch_variant_sums_its_launches(counters):
 def test_a_run_reads_only_the_tensor_flops_it_declares():
     """Each tensor precision's FLOP counter costs replay passes (11 passes for all six
     against 6 without, on an H100): a run reads those its variants declare."""
-    assert ncu.metrics_for(["fp32", "fp16"]) == ncu.BASE_METRICS
-    assert ncu.metrics_for(["fp32", "bf16-tensor", "bf16-tensor"]) == \
+    assert ncu.metrics_for(["fp32", "fp16"], None) == ncu.BASE_METRICS
+    assert ncu.metrics_for(["fp32", "bf16-tensor", "bf16-tensor"], None) == \
         [*ncu.BASE_METRICS, ncu.TENSOR_FLOPS["bf16-tensor"], ncu.HMMA, ncu.GMMA]
     assert set(ncu.METRICS) - set(ncu.BASE_METRICS) == {*ncu.TENSOR_FLOPS.values(),
                                                         ncu.HMMA, ncu.GMMA}

@@ -7,7 +7,10 @@ waiting."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import lzma
 import subprocess
 import sys
 
@@ -55,6 +58,38 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     assert "pass 1 (Nsight Compute): 5 kernels" in outcome.stderr
     assert "pass 2: counters on 5 of them" in outcome.stderr
     assert waiting_program_is_gone(state)
+
+
+def test_pass_two_asks_for_the_counters_by_the_names_of_the_gpus_chip(fake_ncu):
+    """Pass 1's launches as if on an A100 (compute capability 8.0, the recorded log's one
+    change): pass 2 asks for ga100's names, its FP16 tensor FLOPs by destination and no
+    FP8 nor wgmma counter, which its ncu would leave "n/a" (tests/measure/test_chip_metrics)."""
+    env, state = fake_ncu
+    pass1 = ncu.parse_rows((state / "pass1.csv").read_text())
+    assert {r["device__attribute_compute_capability_major"] for r in pass1} == {9.0}
+    (state / "pass1.csv").write_text(with_column(
+        (state / "pass1.csv").read_text(), "device__attribute_compute_capability_major", "8"))
+    outcome = rooflint("profile", "--", sys.executable, "-c", "pass", env=env)
+    assert outcome.code == 0, outcome.stderr
+    (pass2,) = by_mode(state)["attach"]
+    asked = pass2[pass2.index("--metrics") + 1].split(",")
+    assert asked == ncu.metrics_for(None, ncu.listed_names(
+        lzma.decompress((NCU / "metrics" / "ga100.txt.xz").read_bytes()).decode()))
+    assert "sm__ops_path_tensor_src_fp16_dst_fp32.sum" in asked
+    assert ncu.GMMA not in asked and ncu.TENSOR_FLOPS["fp8-tensor"] not in asked
+
+
+def with_column(log: str, column: str, value: str) -> str:
+    """An ncu CSV log with every launch's ``column`` set to ``value``."""
+    lines = log.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    at = rows[0].index(column)
+    for row in rows[2:]:                                      # after the units' row
+        row[at] = value
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    return "\n".join(lines[:start]) + "\n" + out.getvalue()
 
 
 def test_a_profile_of_the_top_kernels_records_it_and_the_default_coverage(fake_ncu, tmp_path):
