@@ -77,7 +77,7 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
     if json_path:
         writing.write_result_document(result, json_path)
     named = json_path if json_path and json_path != STDOUT else "rooflint profile"
-    for said in writing.write(tables, [result], str(named)):
+    for said in writing.write(tables, [result], named):
         status(said)
     if svg and drawn:
         from rooflint.output import plotting    # matplotlib, only for --svg

@@ -27,7 +27,7 @@ def report_command(paths: list[Path], output: Path) -> None:
     to_stdout = output == STDOUT
     guard_outputs([] if to_stdout else [Output("--output", output, REPORT)],
                   [Named("RESULT", p) for p in paths])
-    documents = [Document(str(p), read_result(p)) for p in paths]
+    documents = [Document.of(p, read_result(p)) for p in paths]
     comparison = compared(documents[0], documents[1]) if len(documents) == 2 else None
     html = report_html(documents, comparison)
     if to_stdout:
@@ -42,7 +42,7 @@ def compared(a: Document, b: Document) -> ComparisonView:
     `compare A.json B.json` pairs them; results from different GPUs are compared (a report
     shows what it is given) under the warning compare gives them."""
     left, right = result_sides(a.result), result_sides(b.result)
-    pairs = paired(left, right, (Path(a.name).name, Path(b.name).name))
+    pairs = paired(left, right, (a.name, b.name))
     vanished, new = unmatched_names(left, right)
     return ComparisonView(warning=gpu_warning(pairs, allow_different_gpu=True) if pairs else None,
                           pairs=[_compared(x, y) for x, y in pairs], vanished=vanished, new=new)

@@ -68,7 +68,7 @@ def run_command(request: RunRequest) -> None:
         emit(json.dumps(result.to_json(), indent=1))
     elif json_path:
         status(result_written(json_path))
-    for said in writing.write(tables, [result], str(options.json_path or "rooflint run")):
+    for said in writing.write(tables, [result], options.json_path or "rooflint run"):
         status(said)
     if svg:
         from rooflint.output import plotting    # matplotlib, only for --svg

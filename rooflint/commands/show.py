@@ -31,7 +31,7 @@ def show_command(request: ShowRequest) -> None:
     result = only_variants(read_result(result_path), list(request.variants), result_path)
     if not piped:
         render_result(console, result, fixes_of(result), request.depth)
-    for said in writing.write(tables, [result], str(result_path)):
+    for said in writing.write(tables, [result], result_path):
         status(said)
 
 

@@ -59,12 +59,14 @@ def write_result_document(result: RunResult, path: Path) -> None:
         status(result_written(path))
 
 
-def write(wanted: Sequence[Export], results: Sequence[RunResult], name: str) -> list[str]:
-    """Each export written (``-``: printed); what was written where, to say so. ``name``
-    heads the page: the result document's path, or what made the result."""
+def write(wanted: Sequence[Export], results: Sequence[RunResult],
+          source: Path | str) -> list[str]:
+    """Each export written (``-``: printed); what was written where, to say so. ``source``
+    names the results on the page: the result document's path, or words saying what made
+    the result."""
     said = []
     for e in wanted:
-        text = rendered(e, results, name)
+        text = rendered(e, results, source)
         if e.path == STDOUT:
             emit(text.rstrip("\n"))
         else:

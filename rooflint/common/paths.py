@@ -11,8 +11,9 @@ in place (editable install, `python -m rooflint`) falls back to its own folders.
 from __future__ import annotations
 
 import os
+import re
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from rooflint.common.errors import RooflintError
 
@@ -53,6 +54,25 @@ def portable_path(path: Path) -> str:
     root = repository_root(path)
     resolved = path.resolve()
     return resolved.relative_to(root).as_posix() if root else str(resolved)
+
+
+# An absolute path in a line of text: two names or more, the first slash starting a word
+# (not the slash of B/s, obs/alg or a template's (int)/2, nor an address's //); a name ends
+# at a space, a colon (file.py:12) or a bracket (file.py(12)).
+_ABSOLUTE = re.compile(r"(?<![\w.:/~)\]>-])(?:/[\w.@+~%-]+){2,}/?")
+CUT = "…/"            # in front of a path's last name where the folders above were left out
+
+
+def relative_paths(text: str, directory: Path) -> str:
+    """``text`` with each absolute path in it written relative to ``directory`` (a result
+    file's folder) where it lies under it, else as its last name behind CUT: a page passed
+    on names none of the folders of the machine it was made on."""
+    base = PurePosixPath(os.path.abspath(directory))
+
+    def relative(match: re.Match[str]) -> str:
+        path = PurePosixPath(match.group())
+        return path.relative_to(base).as_posix() if path.is_relative_to(base) else CUT + path.name
+    return _ABSOLUTE.sub(relative, text)
 
 
 def locate_family(location: str, repository: Path | None = None) -> Path:

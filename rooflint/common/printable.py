@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TypeVar
+from typing import Callable, TypeVar
 
 T = TypeVar("T")
 
@@ -55,15 +55,22 @@ def printable_fields(document: T) -> T:
     """A copy of ``document`` (dataclasses, lists, tuples and dicts of them, as read from a
     file) with every string in it, dict keys included, made :func:`printable`; what is
     rendered from the copy cannot reach the terminal raw, whichever field it shows."""
+    return mapped_strings(document, printable)
+
+
+def mapped_strings(document: T, change: Callable[[str], str]) -> T:
+    """A copy of ``document`` (dataclasses, lists, tuples and dicts of them) with ``change``
+    made to every string in it, dict keys included."""
     if isinstance(document, str):
-        return printable(document)          # type: ignore[return-value]
+        return change(document)             # type: ignore[return-value]
     if dataclasses.is_dataclass(document) and not isinstance(document, type):
         return dataclasses.replace(document, **{  # type: ignore[return-value]
-            f.name: printable_fields(getattr(document, f.name))
+            f.name: mapped_strings(getattr(document, f.name), change)
             for f in dataclasses.fields(document) if f.init})
     if type(document) in (list, tuple):
-        return type(document)(printable_fields(item) for item in document)  # type: ignore[return-value]
+        return type(document)(mapped_strings(item, change)  # type: ignore[return-value]
+                              for item in document)
     if isinstance(document, dict):
-        return {printable_fields(k): printable_fields(v)    # type: ignore[return-value]
+        return {mapped_strings(k, change): mapped_strings(v, change)  # type: ignore[return-value]
                 for k, v in document.items()}
     return document

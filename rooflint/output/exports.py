@@ -284,15 +284,15 @@ class Export:
     path: Path
 
 
-def rendered(wanted: Export, results: Sequence[RunResult], name: str) -> str:
-    """The text ``wanted`` holds: the results' table, or their page headed by ``name``
-    (the result document's path, or what made the result)."""
-    return _page(results, name) if wanted.format == PAGE else export(results, wanted.format)
+def rendered(wanted: Export, results: Sequence[RunResult], source: Path | str) -> str:
+    """The text ``wanted`` holds: the results' table, or their page, which names them by
+    ``source``: the result document's path, or words saying what made the results."""
+    return _page(results, source) if wanted.format == PAGE else export(results, wanted.format)
 
 
-def _page(results: Sequence[RunResult], name: str) -> str:
+def _page(results: Sequence[RunResult], source: Path | str) -> str:
     """The report's page. Its module is imported here, not at the top: it draws with
     matplotlib, whose import is most of the time a profile takes to start (about 0.3 s
     warm, seconds on a fresh machine), and only --html needs it."""
     from rooflint.output.html_report import Document, report_html
-    return report_html([Document(name, r) for r in results])
+    return report_html([Document.of(source, r) for r in results])

@@ -20,6 +20,7 @@ import hashlib
 import html
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Union
 
 from rooflint.common.printable import printable
@@ -60,21 +61,60 @@ def tag(name: str, content: Content = None, **attributes: str | None) -> Html:
     return Html(f"<{name}{written}>{esc(content)}</{name}>")
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[Content]],
-          numeric: Iterable[str] = (), class_: str | None = None) -> Html:
+@dataclass(frozen=True)
+class Sorted:
+    """A cell shown as ``content`` and sorted by ``value``: a time written ``1.2 ms`` sorts
+    after one written ``980 us`` by its seconds, never by its text. A value of None (the
+    cell says ``-``) sorts last, whichever way the column is sorted."""
+
+    content: Content
+    value: float | None
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Content | Sorted]],
+          numeric: Iterable[str] = (), class_: str | None = None,
+          explorable: bool = False) -> Html:
     """A table with a header row; the ``numeric`` columns are aligned right, as the
-    terminal aligns them."""
+    terminal aligns them. An ``explorable`` table is sorted by a click on a column's header
+    (by the values of its Sorted cells, else by its text) and filtered by the words typed
+    above it; the script adds the buttons and the box, so without it the table is as
+    written."""
+    rows = [list(row) for row in rows]
     right = [column in set(numeric) for column in columns]
-    head = tag("tr", [tag("th", c, class_="num" if r else None) for c, r in zip(columns, right)])
-    body = [tag("tr", [tag("td", cell, class_="num" if r else None)
-                       for cell, r in zip(row, right)]) for row in rows]
-    return tag("table", [tag("thead", head), tag("tbody", body)], class_=class_)
+    by_value = [any(isinstance(row[i], Sorted) for row in rows) for i in range(len(columns))]
+    head = tag("tr", [tag("th", c, class_="num" if r else None,
+                          data_sort="number" if explorable and v else None)
+                      for c, r, v in zip(columns, right, by_value)])
+    body = [tag("tr", [_cell(cell, r) for cell, r in zip(row, right)]) for row in rows]
+    return tag("table", [tag("thead", head), tag("tbody", body)], class_=class_,
+               data_explore="" if explorable else None)
+
+
+def _cell(cell: Content | Sorted, right: bool) -> Html:
+    """A row's cell; a Sorted one carries its value for the sort."""
+    if isinstance(cell, Sorted):
+        value = "" if cell.value is None else repr(cell.value)
+        return tag("td", cell.content, class_="num" if right else None, data_value=value)
+    return tag("td", cell, class_="num" if right else None)
 
 
 def bulleted(items: Iterable[Content], class_: str | None = None) -> Html:
     """A list of ``items``; nothing at all when there are none."""
     items = list(items)
     return tag("ul", [tag("li", item) for item in items], class_=class_) if items else Html("")
+
+
+def coloured(text: Content, bound: str) -> Html:
+    """``text`` in the colour of ``bound``, its dots' colour on the roofline."""
+    return tag("span", text, class_=f"bound-{bound}")
+
+
+def folded(summary: Content, content: Content, class_: str | None = None,
+           id: str | None = None) -> Html:
+    """``content`` under a ``summary`` that opens it (closed at first); the browser opens and
+    closes it without the script, and finding a word in it or following a link into it
+    opens it."""
+    return tag("details", [tag("summary", summary), content], class_=class_, id=id)
 
 
 def script_data(data: Mapping[str, Any]) -> Html:
@@ -107,10 +147,27 @@ td:first-child { overflow-wrap: anywhere; min-width: 12em; }
 figure.roofline { margin: 1em 0; overflow-x: auto; }
 .dot { cursor: pointer; }
 .dot:focus { outline: 2px solid #222; }
-section.variant { border-left: 4px solid #ddd; padding: 0.4em 1em; margin: 1em 0;
+details.variant { border-left: 4px solid #ddd; padding: 0.3em 1em; margin: 0.4em 0;
                   scroll-margin-top: 1em; }
-section.variant:target { background: #fff8dc; border-left-color: #222; }
-section.variant ul { margin: 0.2em 0 0.6em; }
+details.variant:target { background: #fff8dc; border-left-color: #222; }
+details.variant[open] { padding-bottom: 0.8em; }
+details.variant ul { margin: 0.2em 0 0.6em; }
+details > summary { cursor: pointer; }
+summary h4 { display: inline; margin: 0; }
+details.table > summary { margin: 0.6em 0; color: #444; }
+td details { margin: 0; }
+td ul { margin: 0.1em 0; padding-left: 1.2em; }
+table.fixes td:first-child { min-width: 0; }
+table.fixes td:last-child, td summary { white-space: nowrap; }
+section.program p { margin: 0.3em 0; }
+th button.sort { font: inherit; font-weight: bold; color: inherit; background: none; border: 0;
+                 padding: 0; cursor: pointer; text-align: inherit; }
+th button.sort::after { content: " \\2195"; color: #aaa; font-weight: normal; }
+th[aria-sort="ascending"] button.sort::after { content: " \\25B2"; color: #222; }
+th[aria-sort="descending"] button.sort::after { content: " \\25BC"; color: #222; }
+div.filter { margin: 0.8em 0 0; }
+div.filter input { font: inherit; padding: 0.1em 0.4em; width: 22em; }
+div.filter span { margin-left: 0.8em; color: #666; }
 pre.lines { margin: 0.2em 0; font-size: 0.9em; background: #f6f6f6; padding: 0.3em 0.6em;
             white-space: pre-wrap; }
 pre.lines span { display: block; }
@@ -127,15 +184,20 @@ pre.lines span { display: block; }
 """ + "".join(f".bound-{bound} {{ color: {colour}; font-weight: 600; }}\n"
               for bound, colour in VERDICT_COLOURS.items())
 
-# The report's one script: a dot's numbers in the tooltip while the pointer (or the
-# keyboard's focus) is on it, and a click (or Enter) goes to the variant's details. The
-# numbers are read from the JSON block and written with textContent, never as markup.
+# The report's one script. A dot's numbers in the tooltip while the pointer (or the
+# keyboard's focus) is on it, and a click (or Enter) goes to the variant's details, opened.
+# Following any link into closed details opens them. An explorable table gets a button in
+# each header (a click sorts its rows: up, down, then back to the page's order) and a box
+# above it (the rows holding every word typed stay; a count says how many). The numbers
+# are read from the JSON block and written with textContent, never as markup.
 SCRIPT = """
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("%(data)s").textContent);
   var tip = document.getElementById("%(tooltip)s");
   var gap = 12;
+  var words = new Intl.Collator(undefined, {numeric: true, sensitivity: "base"});
+  var turns = {none: "ascending", ascending: "descending", descending: "none"};
 
   function fill(facts) {
     var title = document.createElement("strong");
@@ -168,17 +230,110 @@ SCRIPT = """
     tip.hidden = true;
   }
 
+  function reveal(target) {
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") {
+        node.open = true;
+      }
+    }
+  }
+
+  function revealHash() {
+    if (location.hash.length > 1) {
+      reveal(document.getElementById(decodeURIComponent(location.hash.slice(1))));
+    }
+  }
+
   function go(anchor) {
     var target = document.getElementById(anchor);
     if (!target) {
       return;
     }
     hide();
+    reveal(target);
     if (location.hash === "#" + anchor) {
       target.scrollIntoView();
     } else {
       location.hash = anchor;
     }
+  }
+
+  function key(cell, numeric) {
+    if (numeric) {
+      var value = cell ? cell.getAttribute("data-value") : null;
+      return value === null || value === "" ? null : Number(value);
+    }
+    var text = cell ? cell.textContent.trim() : "";
+    return text === "" || text === "-" ? null : text;
+  }
+
+  function sortRows(table, column, way) {
+    var heads = table.tHead.rows[0].cells;
+    var numeric = heads[column].getAttribute("data-sort") === "number";
+    var sign = way === "descending" ? -1 : 1;
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var order = 0;
+      if (way !== "none") {
+        var x = key(a.cells[column], numeric);
+        var y = key(b.cells[column], numeric);
+        if (x === null || y === null) {
+          order = Number(x === null) - Number(y === null);
+        } else {
+          order = sign * (numeric ? x - y : words.compare(x, y));
+        }
+      }
+      return order || Number(a.dataset.order) - Number(b.dataset.order);
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+    Array.prototype.forEach.call(heads, function (head, i) {
+      if (i === column && way !== "none") {
+        head.setAttribute("aria-sort", way);
+      } else {
+        head.removeAttribute("aria-sort");
+      }
+    });
+  }
+
+  function filterRows(table, text, count) {
+    var wanted = text.toLowerCase().split(/\\s+/).filter(Boolean);
+    var rows = table.tBodies[0].rows;
+    var shown = 0;
+    Array.prototype.forEach.call(rows, function (row) {
+      var held = row.textContent.toLowerCase();
+      row.hidden = !wanted.every(function (word) { return held.indexOf(word) >= 0; });
+      shown += row.hidden ? 0 : 1;
+    });
+    count.textContent = shown + " of " + rows.length + " rows";
+  }
+
+  function explore(table) {
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (row, i) {
+      row.dataset.order = i;
+    });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (head, column) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "sort";
+      button.title = "sort the rows by " + head.textContent;
+      button.append.apply(button, Array.prototype.slice.call(head.childNodes));
+      head.append(button);
+      button.addEventListener("click", function () {
+        sortRows(table, column, turns[head.getAttribute("aria-sort") || "none"]);
+      });
+    });
+    var box = document.createElement("input");
+    var count = document.createElement("span");
+    var filter = document.createElement("div");
+    box.type = "search";
+    box.placeholder = "filter rows";
+    box.setAttribute("aria-label", "filter the rows of the table below");
+    filter.className = "filter";
+    filter.append(box, count);
+    table.before(filter);
+    box.addEventListener("input", function () { filterRows(table, box.value, count); });
+    filterRows(table, "", count);
   }
 
   Object.keys(data.dots).forEach(function (id) {
@@ -206,6 +361,16 @@ SCRIPT = """
       }
     });
   });
+
+  document.querySelectorAll("table[data-explore]").forEach(explore);
+  document.addEventListener("click", function (e) {
+    var link = e.target.closest ? e.target.closest("a[href^='#']") : null;
+    if (link) {
+      reveal(document.getElementById(decodeURIComponent(link.hash.slice(1))));
+    }
+  });
+  window.addEventListener("hashchange", revealHash);
+  revealHash();
 })();
 """ % {"data": DATA_ID, "tooltip": TOOLTIP_ID}
 

@@ -1,26 +1,35 @@
 """`rooflint report`'s page: one self-contained HTML file from one or more result documents.
 
-It holds what `show` prints, in a form to read and pass around: the roofline with each
-dot's numbers on hover (html_roofline.py), per family the table the terminal prints,
+It holds what `show` prints, in a form to read, explore and pass around: the roofline with
+each dot's numbers on hover (html_roofline.py), per family the table the terminal prints,
 per variant its verdict, causes, moves (with the source lines behind them when the run
-had a source pass), the moves ruled out and its notes; for a profile, the application
-view; for two documents, how each variant of one compares with its namesake in the other.
-Every cell says what the terminal says (family_table.py, tables.py, roofs.py give both),
-so the page and the screen never disagree. html_page.py holds the page's frame and the
-escaping that keeps a name from another's file text, never markup.
+had a source pass), the moves ruled out and its notes, folded under its name and verdict;
+for a profile, the program's summary and fixes and the kernel table first
+(html_profile.py); for two documents, how each variant of one compares with its namesake
+in the other. Its tables sort and filter (html_page.py's script), and read as written
+without it. Every cell says what the terminal says (family_table.py, tables.py, roofs.py
+give both), so the page and the screen never disagree. html_page.py holds the page's frame
+and the escaping that keeps a name from another's file text, never markup.
+
+A page is mailed and kept as an artifact: it names a result by its file's name, and every
+path in a result, relative to the result's folder (common/paths.relative_paths), never
+the folders of the machine it was made on.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from pathlib import Path
 
 from rich.text import Text
 
 from rooflint.judge.comparison import Comparison, describe_movement
+from rooflint.judge.program_fixes import fixes_of
 from rooflint.analysis.diagnose import Move
-from rooflint.analysis.evidence import pct
-from rooflint.common.printable import printable_fields
+from rooflint.common.paths import relative_paths
+from rooflint.common.printable import mapped_strings, printable
 from rooflint.common.units import format_time
 from rooflint.formats.results import FamilyResult, RunResult, VariantResult
 from rooflint.formats.status import Status
@@ -28,28 +37,37 @@ from rooflint.output.family_table import (
     NUMERIC, WIDE, baseline_variant, context_notes, device_markup, family_roofs, family_title,
     measurement_notes, move_lines, variant_cells,
 )
-from rooflint.output.html_page import Content, Html, bulleted, esc, page, table, tag
+from rooflint.output.html_page import (
+    Content, Html, Sorted, bulleted, coloured, esc, folded, page, table, tag,
+)
+from rooflint.output.html_profile import Anchors, kernel_table, program_summary
 from rooflint.output.html_roofline import roofline_section
+from rooflint.output.profile_view import is_profile
 from rooflint.output.roofs import gain_words
 from rooflint.output.terminal import shortened_names
-from rooflint.output.tables import (
-    application_heading, at_roof_cell, autotuning_line, biggest_upside_line, unprofiled_line,
-    unrecorded_line,
-    upside_cell,
-)
 
-APPLICATION = ("kernel", "what", "launched from", "share", "launches", "verdict", "at roof",
-               "upside")
 COMPARED = ("variant", "time A", "time B", "A time / B time", "95 % interval", "decision",
             "movement")
 
 
 @dataclass
 class Document:
-    """A result document and the path it was read from, as the user named it."""
+    """A result document as the page shows it: the name it gives it (the file's name, or
+    what made a result no file holds), the folder the paths in it are written relative to,
+    and the result."""
 
     name: str
     result: RunResult
+    directory: Path
+
+    @classmethod
+    def of(cls, source: Path | str, result: RunResult) -> Document:
+        """``result``, read from the file at ``source``, or made by ``source`` (words, such
+        as ``rooflint run``, where no file holds it: paths are then relative to the
+        current folder, where it ran)."""
+        if isinstance(source, Path):
+            return cls(source.name, result, Path(os.path.abspath(source)).parent)
+        return cls(source, result, Path.cwd())
 
 
 @dataclass
@@ -75,15 +93,27 @@ class ComparisonView:
 
 
 def report_html(documents: list[Document], comparison: ComparisonView | None = None) -> str:
-    """The whole page for ``documents`` (and their comparison, with two)."""
-    documents = [replace(d, result=printable_fields(d.result)) for d in documents]
+    """The whole page for ``documents`` (and their comparison, with two): the profiles'
+    summaries, fixes and kernel tables lead, above the roofline, then each document's
+    families."""
+    documents = [_shown(d) for d in documents]
     results = [d.result for d in documents]
-    figures, dots = roofline_section(results, _anchors(results))
-    body = [_heading(documents, comparison is not None), figures,
-            *(_document(number, d) for number, d in enumerate(documents, start=1)),
+    anchors = _anchors(results)
+    figures, dots = roofline_section(results, anchors)
+    numbered = list(enumerate(documents, start=1))
+    body = [_heading(documents, comparison is not None),
+            *(_program(number, d, anchors) for number, d in numbered if is_profile(d.result)),
+            figures, *(_document(number, d) for number, d in numbered),
             _comparison(documents, comparison) if comparison else None]
     title = "rooflint report: " + ", ".join(d.name for d in documents)
     return page(title, esc(body), {"dots": dots})
+
+
+def _shown(d: Document) -> Document:
+    """``d`` as the page may show it: every string of its result printable, its paths
+    relative to the document's folder."""
+    return Document(printable(d.name), mapped_strings(
+        d.result, lambda text: printable(relative_paths(text, d.directory))), d.directory)
 
 
 def details_anchor(document: int, family: int, variant: int) -> str:
@@ -92,9 +122,9 @@ def details_anchor(document: int, family: int, variant: int) -> str:
     return f"details-{document}-{family}-{variant}"
 
 
-def _anchors(results: list[RunResult]) -> dict[int, str]:
-    """Each variant's details anchor, by the variant's id(): the roofline's marks are
-    made from these very objects, whatever the figure leaves out."""
+def _anchors(results: list[RunResult]) -> Anchors:
+    """Each variant's details anchor, by the variant's id(): the roofline's marks and the
+    tables' links are made from these very objects, whatever the figure leaves out."""
     return {id(v): details_anchor(d, f, i)
             for d, result in enumerate(results, start=1)
             for f, family in enumerate(result.families, start=1)
@@ -116,18 +146,37 @@ def _heading(documents: list[Document], compared: bool) -> Html:
                           tag("nav", links)])
 
 
-def _document(number: int, d: Document) -> Html:
-    """One document: the device and settings, then each family."""
+def _facts(number: int, d: Document) -> list[Html]:
+    """A document's title, device and settings, and what made it."""
     result = d.result
-    facts = [tag("p", Text.from_markup(device_markup(result)).plain),
+    facts = [tag("h2", f"({number}) {d.name}"),
+             tag("p", Text.from_markup(device_markup(result)).plain),
              tag("p", _provenance(result), class_="muted")]
     if result.settings.counters_unavailable:
         facts.append(tag("p", f"counters unavailable: {result.settings.counters_unavailable}",
                          class_="warning"))
-    families = [_family(number, f, family, result)
-                for f, family in enumerate(result.families, start=1)]
-    return tag("section", [tag("h2", f"({number}) {d.name}"), *facts, *families],
+    return facts
+
+
+def _program(number: int, d: Document, anchors: Anchors) -> Html:
+    """A profile's lead, as `profile` prints it: the program's summary and fixes, then each
+    family's kernel table."""
+    result = d.result
+    return tag("section", [*_facts(number, d), program_summary(result, fixes_of(result), anchors),
+                           *(kernel_table(family, result, anchors) for family in result.families)],
                id=f"document-{number}")
+
+
+def _document(number: int, d: Document) -> Html:
+    """A run: its device and settings, then each family. A profile, whose lead went first:
+    each family's measurements and its kernels' details."""
+    result = d.result
+    families = [_family(number, f, family, is_profile(result))
+                for f, family in enumerate(result.families, start=1)]
+    if is_profile(result):
+        return tag("section", [tag("h2", f"({number}) {d.name}: every kernel"), *families],
+                   id=f"kernels-{number}")
+    return tag("section", [*_facts(number, d), *families], id=f"document-{number}")
 
 
 def _provenance(result: RunResult) -> str:
@@ -136,34 +185,50 @@ def _provenance(result: RunResult) -> str:
     command, imported = result.settings.command, result.settings.imported
     what = (f"a profile of {shlex.join(command)}" if command else
             f"a profile imported from {' and '.join(imported)}" if imported else
-            "a profile" if result.settings.mode == "profile" else "a run")
+            "a profile" if is_profile(result) else "a run")
     return f"{what}, {result.created}, rooflint {result.tool_version}"
 
 
-def _family(number: int, f: int, family: FamilyResult, result: RunResult) -> Html:
-    """A family: the application view (a profile), its table, its roofs, its variants."""
+def _family(number: int, f: int, family: FamilyResult, profiled: bool) -> Html:
+    """A family: its table (a profile's folded: its kernel table leads), its roofs, each
+    variant's details."""
     anchors = [details_anchor(number, f, i) for i in range(1, len(family.variants) + 1)]
     baseline = baseline_variant(family)
-    parts = [tag("h3", family_title(family))]
-    if result.settings.mode == "profile":
-        parts.append(_application(family, result, anchors))
-    parts += [_family_table(family, anchors), bulleted(family_roofs(family), class_="muted")]
-    parts += [_variant(v, anchor, baseline) for v, anchor in zip(family.variants, anchors)]
+    measured = _family_table(family, anchors)
+    if profiled:
+        measured = folded(f"time, DRAM, FLOP/s and intensity of its {len(family.variants)} "
+                          f"kernels", measured, class_="table")
+    parts = [tag("h3", family_title(family)), measured,
+             bulleted(family_roofs(family), class_="muted"),
+             *(_variant(v, anchor, baseline) for v, anchor in zip(family.variants, anchors))]
     return tag("section", parts, id=f"family-{number}-{f}")
 
 
 def _family_table(family: FamilyResult, anchors: list[str]) -> Html:
-    """The terminal's wide table: the same cells, the name a link to the details."""
+    """The terminal's wide table: the same cells, the name a link to the details, each
+    measure sorted by its value."""
     rows = []
     names = shortened_names(v.name for v in family.variants)
     for v, anchor in zip(family.variants, anchors):
         cells = variant_cells(v, names[v.name])
-        row: list[Content] = [tag("a", cells["variant"].plain, href=f"#{anchor}")]
+        values = _measures(v)
+        row: list[Content | Sorted] = [tag("a", cells["variant"].plain, href=f"#{anchor}")]
         for column in WIDE[1:]:
-            text = cells[column].plain if column in cells else ""
-            row.append(_styled(column, v, text))
+            text = _styled(column, v, cells[column].plain if column in cells else "")
+            row.append(Sorted(text, values.get(column)) if column in NUMERIC else text)
         rows.append(row)
-    return table(WIDE, rows, numeric=NUMERIC, class_="family")
+    return table(WIDE, rows, numeric=NUMERIC, class_="family", explorable=True)
+
+
+def _measures(v: VariantResult) -> dict[str, float]:
+    """What the table's numeric columns sort a variant by: its median time, DRAM bandwidth,
+    FLOP/s and observed intensity, those it has."""
+    values = {"time": v.time.median_s} if v.time else {}
+    if v.point:
+        values |= {"DRAM": v.point.achieved_bandwidth, "AI obs/alg": v.point.observed_ai}
+        if v.point.flops:
+            values["FLOP/s"] = v.point.achieved_flops
+    return values
 
 
 def _styled(column: str, v: VariantResult, text: str) -> Content:
@@ -171,48 +236,21 @@ def _styled(column: str, v: VariantResult, text: str) -> Content:
     if column == "status":
         return tag("span", text, class_=f"status-{v.status}")
     if column == "verdict" and v.verdict:
-        return _bound(text, v)
+        return coloured(text, v.verdict.bound)
     return text
 
 
-def _bound(text: str, v: VariantResult) -> Html:
-    """``text`` in the colour of the variant's bound, the dots' colour on the roofline."""
-    return tag("span", text, class_=f"bound-{v.verdict.bound}")
-
-
-def _application(family: FamilyResult, result: RunResult, anchors: list[str]) -> Html:
-    """A profile's application view, as `profile` prints it: each kernel's share of the
-    GPU time, who launched it, its verdict, how near its roof, what a fix could save."""
-    region = result.settings.gpu_time_s or 0.0
-    rows = [_kernel_row(v, anchor, region)
-            for v, anchor in zip(family.variants, anchors) if v.share]
-    lines = [unprofiled_line(result), autotuning_line(result), unrecorded_line(result),
-             biggest_upside_line(family, region, name=str)]
-    return tag("div", [tag("h4", application_heading(result, family)),
-                       table(APPLICATION, rows, numeric=APPLICATION[3:5] + APPLICATION[6:],
-                             class_="kernels"),
-                       bulleted([line for line in lines if line])], class_="application")
-
-
-def _kernel_row(v: VariantResult, anchor: str, region: float) -> list[Content]:
-    """A profiled kernel's row: the terminal's, with the whole name and the whole line it
-    was launched from (the page has the room the terminal has not)."""
-    s = v.share
-    return [tag("a", v.name, href=f"#{anchor}"), s.library or "",
-            s.origins[0].line if s.origins else "", pct(s.share), str(s.launches),
-            _bound(v.verdict.bound, v) if v.verdict else "-", at_roof_cell(s),
-            upside_cell(v, region)]
-
-
 def _variant(v: VariantResult, anchor: str, baseline: VariantResult | None) -> Html:
-    """A variant's details: its verdict, causes, moves, what was ruled out, its notes."""
-    title = [v.name, " (baseline)" if v.baseline else "",
-             tag("span", f" {v.status.upper()}", class_=f"status-{v.status}")
-             if v.status != Status.OK else ""]
-    parts = [tag("h4", title), tag("p", v.description, class_="muted") if v.description
-             else None]
+    """A variant's details, folded under its name and verdict: its description, causes,
+    moves, what was ruled out, its notes."""
+    title = [tag("h4", [v.name, " (baseline)" if v.baseline else "",
+                        tag("span", f" {v.status.upper()}", class_=f"status-{v.status}")
+                        if v.status != Status.OK else ""])]
     if v.verdict:
-        parts.append(tag("p", [_bound(f"{v.verdict.bound}-bound", v), f": {v.verdict.summary}"]))
+        title += [" ", coloured(f"{v.verdict.bound}-bound", v.verdict.bound),
+                  f": {v.verdict.summary}"]
+    parts = [tag("p", v.description, class_="muted") if v.description else None]
+    if v.verdict:
         parts += _listed("causes", [[tag("b", c.name), f": {c.detail}"]
                                      for c in v.verdict.causes])
         if v.verdict.moves:
@@ -220,7 +258,7 @@ def _variant(v: VariantResult, anchor: str, baseline: VariantResult | None) -> H
         parts += _listed("ruled out", v.verdict.ruled_out)
     notes = measurement_notes(v) + context_notes(v, baseline)
     parts += _listed("notes", [note.plain for note in notes])
-    return tag("section", parts, id=anchor, class_="variant")
+    return folded(title, parts, class_="variant", id=anchor)
 
 
 def _listed(heading: str, items: list[Content]) -> list[Html]:
@@ -254,21 +292,24 @@ def _comparison(documents: list[Document], view: ComparisonView) -> Html:
     if view.warning:
         parts.append(tag("p", view.warning, class_="warning"))
     parts.append(table(COMPARED, [_compared_row(pair) for pair in view.pairs],
-                       numeric=COMPARED[1:5], class_="comparison"))
+                       numeric=COMPARED[1:5], class_="comparison", explorable=True))
     parts += _listed("only in A (vanished in B)", view.vanished)
     parts += _listed("only in B (new)", view.new)
     return tag("section", parts, id="comparison")
 
 
-def _compared_row(pair: ComparedPair) -> list[Content]:
-    """A pair's row; a pair that could not be compared says why in its decision."""
+def _compared_row(pair: ComparedPair) -> list[Content | Sorted]:
+    """A pair's row, each number sorted by its value; a pair that could not be compared
+    says why in its decision."""
     c = pair.comparison
     if c is None:
-        return [pair.variant, "", "", "", "", tag("span", pair.reason, class_="warning"), ""]
+        return [pair.variant, *(Sorted("", None) for _ in COMPARED[1:5]),
+                tag("span", pair.reason, class_="warning"), ""]
     sides = [c.figures[c.a], c.figures[c.b]]
-    times = [f"{format_time(f.time_s)} ±{100 * f.spread:.0f}%" + (" noisy" if f.noisy else "")
-             for f in sides]
+    times = [Sorted(f"{format_time(f.time_s)} ±{100 * f.spread:.0f}%"
+                    + (" noisy" if f.noisy else ""), f.time_s) for f in sides]
     s = c.speedup
-    return [pair.variant, *times, f"{s.ratio:.3f}x", f"{s.low:.2f}-{s.high:.2f}",
+    return [pair.variant, *times, Sorted(f"{s.ratio:.3f}x", s.ratio),
+            Sorted(f"{s.low:.2f}-{s.high:.2f}", s.low),
             tag("span", s.decision, class_=f"decision-{s.decision}", title=c.sentence),
             describe_movement(c.movement)]

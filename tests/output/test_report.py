@@ -1,11 +1,15 @@
 """`rooflint report` (issue 27): one self-contained HTML file from result documents.
 
 Read as text: every family, variant and move of the committed H200 run is in the page,
-nothing in it loads from anywhere, names from a file come out as text, never markup, two
-documents are compared, and bad input costs one line and exit 2. Read by a real browser
-(headless Chromium, tests/browser.py; skipped where there is none): the roofline, the
-tables and the tooltip are in the DOM after the page's script ran, a dot shows its
-numbers and leads to its details, the screenshot is a picture, and the console is silent.
+nothing in it loads from anywhere, names from a file come out as text, never markup, a
+profile leads with its summary and fixes, then its kernel table, no folder of the machine
+is named, two documents are compared, and bad input costs one line and exit 2. Read by a
+real browser (headless Chromium, tests/browser.py; skipped where there is none): the
+roofline, the tables and the tooltip are in the DOM after the page's script ran, a dot
+shows its numbers and opens its details, a click on a header sorts the rows by value,
+words typed above a table filter its rows, a link opens the details it leads to, with
+JavaScript off the page is all there as written, the screenshot is a picture, and the
+console is silent.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import hashlib
 import html
 import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -24,14 +29,19 @@ import pytest
 
 from browser import WINDOW, dom_of, screenshot
 from edges import REPO, assert_intact, assert_one_line_error, rooflint, snapshot
+from rooflint.common.paths import relative_paths
+from rooflint.common.units import format_time
 from rooflint.formats.results import read_result
-from rooflint.output.html_page import DATA_ID, TOOLTIP_ID
+from rooflint.judge.program_fixes import fixes_of
+from rooflint.output.html_page import DATA_ID, SCRIPT as PAGE_SCRIPT, TOOLTIP_ID
 from rooflint.output.html_report import Document, report_html
+from rooflint.output.profile_view import top_move_cell
+from rooflint.output.program_summary import change_words, compile_lines, header_lines
 
 BUNDLED = REPO / "examples" / "h200-bundled.json"
 H100 = REPO / "examples" / "h100-bundled.json"
 SOURCE = REPO / "examples" / "h200-source-stream.json"
-PROFILE = REPO / "examples" / "profile" / "h200-profile-train-eager.json"
+PROFILE = REPO / "examples" / "profile" / "h200-profile-train-eager-fixes.json"
 SVG_NAMES = ('xmlns="http://www.w3.org/2000/svg"', 'xmlns:xlink="http://www.w3.org/1999/xlink"')
 SCRIPT = "<script>alert('owned')</script>"
 EVIL = f'{SCRIPT}"><img src=x onerror=alert(2)>\x1b[2J'
@@ -49,14 +59,16 @@ def report(tmp_path: Path, *results: Path, name: str = "report.html") -> str:
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory) -> dict[str, Path]:
     """The reports the tests read, each written once: the H200 run, the H200 training
-    step's profile, the H100 run against the H200 run, and a run whose names are EVIL."""
+    step's profile with its fixes and program timing, the H100 run against the H200 run,
+    and a run whose names are EVIL."""
     out = tmp_path_factory.mktemp("reports")
     evil = out / "evil.json"
     evil.write_text(json.dumps(evil_document(json.loads(BUNDLED.read_text()))))
-    for name, results in {"bundled": [BUNDLED], "profile": [PROFILE], "compared": [H100, BUNDLED],
-                          "evil": [evil]}.items():
+    written = {"bundled": [BUNDLED], "profile": [PROFILE], "compared": [H100, BUNDLED],
+               "evil": [evil]}
+    for name, results in written.items():
         report(out, *results, name=f"{name}.html")
-    return {name: out / f"{name}.html" for name in ("bundled", "profile", "compared", "evil")}
+    return {name: out / f"{name}.html" for name in written}
 
 
 def evil_document(data: dict) -> dict:
@@ -136,6 +148,78 @@ def test_a_profile_has_its_application_view(pages):
             assert html.escape(v.share.origins[0].line) in page
 
 
+def test_a_profile_leads_with_its_summary_and_fixes_then_its_kernel_table(pages):
+    page = pages["profile"].read_text()
+    result = read_result(PROFILE)
+    fixes = fixes_of(result)
+    marks = ['<section class="program">', '<table class="fixes"', '<table class="kernels"',
+             '<section id="roofline">', '<section id="kernels-1">']
+    at = [page.index(mark) for mark in marks]
+    assert at == sorted(at), marks
+    assert html.escape(header_lines(result)[0]) in page
+    assert "under the profiler, GPU busy 27.9 ms of 193 ms (14%)" in page
+    assert html.escape(compile_lines(result, fixes)[0].strip()) in page
+    fixes_table = page[at[1]:page.index("</table>", at[1])]
+    assert fixes_table.count("<tr>") == len(fixes) + 1 == 9
+    for fix in fixes:
+        assert html.escape(change_words(fix)) in fixes_table
+
+
+def test_the_kernel_table_names_each_kernels_top_move_and_links_its_details(pages):
+    page = pages["profile"].read_text()
+    variants = read_result(PROFILE).families[0].variants
+    start = page.index('<table class="kernels"')
+    kernels = page[start:page.index("</table>", start)]
+    assert "<th>top move</th>" in kernels
+    rows = re.findall(r'<tr><td><a href="#details-1-1-(\d+)">([^<]*)</a></td>.*?'
+                      r'<td>([^<]*)</td></tr>', kernels)
+    assert len(rows) == len([v for v in variants if v.share]) == 48
+    for index, name, top_move in rows:
+        v = variants[int(index) - 1]
+        assert (name, top_move) == (html.escape(v.name), html.escape(top_move_cell(v)))
+    # a fix's kernels lead to the same details
+    fixes = page[page.index('<table class="fixes"'):start]
+    links = re.findall(r'<a href="#details-1-1-(\d+)">([^<]*)</a>', fixes)
+    assert len(links) == sum(len(fix.kernels) for fix in fixes_of(read_result(PROFILE)))
+    assert all(html.escape(variants[int(i) - 1].name) == name for i, name in links)
+
+
+@pytest.mark.parametrize("command", ["report", "show"])
+def test_no_folder_of_the_machine_is_named_in_the_page(tmp_path, command):
+    """The result is named by its file's name; a path in it, relative to the result's
+    folder where it lies under it, else by its last name behind an ellipsis."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    data = json.loads(PROFILE.read_text())
+    data["settings"]["command"] = ["python3", f"{runs}/apps/train.py", f"--data={tmp_path}/data",
+                                   "--out_dir=/home/someone/secret/out"]
+    data["families"][0]["variants"][0]["notes"].append(f"built from {runs}/src/k.cu(12): ok")
+    result, written = runs / "r.json", tmp_path / "page.html"
+    result.write_text(json.dumps(data))
+    args = (["report", str(result), "-o", str(written)] if command == "report" else
+            ["show", str(result), "--html", str(written)])
+    assert rooflint(*args, cwd=REPO).code == 0
+    page = written.read_text()
+    command = shlex.join(["python3", "apps/train.py", "--data=…/data", "--out_dir=…/out"])
+    assert f"a profile of {html.escape(command)}, " in page
+    assert "built from src/k.cu(12): ok" in page
+    assert "<title>rooflint report: r.json</title>" in page and "<h2>(1) r.json</h2>" in page
+    for local in (str(tmp_path), str(REPO), str(Path.home()), "/home/someone", "secret"):
+        assert local not in page, local
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("python3 /work/x/train.py --out=/tmp/prof/out", "python3 train.py --out=…/out"),
+    ("/work/x/a/b.py:12 in f; /home/u/model.py(62): forward",
+     "a/b.py:12 in f; …/model.py(62): forward"),
+    ("(/usr/lib/libcuda.so.1)", "(…/libcuda.so.1)"),
+    ("3.1 TB/s, AI obs/alg 1/2, see https://a.example/b/c, ~/data/x, a / b, f<(int)/2/4>",
+     "3.1 TB/s, AI obs/alg 1/2, see https://a.example/b/c, ~/data/x, a / b, f<(int)/2/4>"),
+])
+def test_paths_are_written_relative_to_the_results_folder(text, shown):
+    assert relative_paths(text, Path("/work/x")) == shown
+
+
 def test_source_lines_stand_under_their_moves(tmp_path):
     page = report(tmp_path, SOURCE)
     assert "<th>source lines</th>" in page
@@ -184,7 +268,7 @@ def test_the_committed_example_is_what_report_writes_now():
 
 
 def test_the_same_results_make_the_same_page():
-    documents = [Document("r.json", read_result(BUNDLED))]
+    documents = [Document.of(BUNDLED, read_result(BUNDLED))]
     assert report_html(documents) == report_html(documents)
 
 
@@ -277,18 +361,25 @@ PROBE = """
 """ % {"data": DATA_ID, "tooltip": TOOLTIP_ID}
 
 
-def probed(page: Path, into: Path) -> Path:
-    """A copy of ``page`` that runs PROBE after the page's own script."""
-    digest = base64.b64encode(hashlib.sha256(PROBE.encode()).digest()).decode()
+def probed(page: Path, into: Path, probe: str = PROBE) -> Path:
+    """A copy of ``page`` that runs ``probe`` after the page's own script."""
+    digest = base64.b64encode(hashlib.sha256(probe.encode()).digest()).decode()
     text = page.read_text().replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
-    into.write_text(text.replace("</body>", f"<script>{PROBE}</script>\n</body>"))
+    into.write_text(text.replace("</body>", f"<script>{probe}</script>\n</body>"))
     return into
 
 
-def test_a_dot_shows_its_numbers_and_leads_to_its_details(pages, tmp_path):
-    visit = dom_of(probed(pages["bundled"], tmp_path / "probed.html"), tmp_path / "profile")
+def probe(page: Path, tmp_path: Path, script: str = PROBE) -> tuple[dict, str]:
+    """What ``script`` wrote into its <pre id="probe"> after it ran on ``page``, and the
+    DOM it left; the console stays silent."""
+    visit = dom_of(probed(page, tmp_path / "probed.html", script), tmp_path / "profile")
     assert visit.console == []
-    seen = json.loads(html.unescape(re.search(r'<pre id="probe">(.*?)</pre>', visit.dom).group(1)))
+    written = re.search(r'<pre id="probe">(.*?)</pre>', visit.dom, re.S).group(1)
+    return json.loads(html.unescape(written)), visit.dom
+
+
+def test_a_dot_shows_its_numbers_and_opens_its_details(pages, tmp_path):
+    seen, dom = probe(pages["bundled"], tmp_path)
     dot, hovered = seen["dot"], seen["hovered"]
     assert not hovered["hidden"] and seen["left"]
     for label, value in dot["rows"]:
@@ -296,8 +387,148 @@ def test_a_dot_shows_its_numbers_and_leads_to_its_details(pages, tmp_path):
     assert [label for label, _ in dot["rows"]][:7] == [
         "family", "time", "FLOP/s", "DRAM", "AI observed", "AI algorithmic", "verdict"]
     assert seen["hash"] == f"#{dot['anchor']}" and seen["scrolled"] > 0
-    details = re.search(rf'<section id="{dot["anchor"]}" class="variant"><h4>([^<]*)', visit.dom)
+    details = re.search(rf'<details class="variant" id="{dot["anchor"]}" open="">'
+                        rf'<summary><h4>([^<]*)', dom)
     assert details and details.group(1) == dot["name"]
+    assert len(re.findall(r"<details[^>]* open=", dom)) == 1    # that one alone
+
+
+# Clicks the headers named in %(clicks)s of the explorable table in section %(section)s, and
+# writes each row's first cell, in order, before and after each click.
+SORT_PROBE = """
+(function () {
+  var table = document.querySelector("#%(section)s table[data-explore]");
+  var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+  function rows() {
+    return Array.prototype.map.call(table.tBodies[0].rows, function (row) {
+      return row.cells[0].textContent;
+    });
+  }
+  function click(name) {
+    var head = heads.filter(function (h) { return h.textContent === name; })[0];
+    head.querySelector("button.sort").click();
+    return {rows: rows(), sort: head.getAttribute("aria-sort")};
+  }
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify({page: rows(), clicks: %(clicks)s.map(click)});
+  document.body.append(out);
+})();
+"""
+
+
+def sorted_rows(page: Path, tmp_path: Path, section: str, *clicks: str) -> dict:
+    return probe(page, tmp_path, SORT_PROBE % {"section": section,
+                                                "clicks": json.dumps(clicks)})[0]
+
+
+def test_a_click_on_a_header_sorts_the_rows_by_value(pages, tmp_path):
+    """decode_attention's times run from 44.3 us to 3.84 ms: as text they would sort
+    "1.07 ms" before "44.3 us"; the header sorts by the seconds: up, down, then back to
+    the page's order. A column of words sorts by its words."""
+    seen = sorted_rows(pages["bundled"], tmp_path, "family-1-2", "time", "time", "time",
+                       "verdict")
+    variants = read_result(BUNDLED).families[1].variants
+    shown = dict(zip(seen["page"], variants))          # the page's order is the result's
+    assert len(shown) == len(variants) == 13
+    by_time = sorted(seen["page"], key=lambda name: shown[name].time.median_s)
+    assert by_time != sorted(seen["page"], key=lambda name: format_time(
+        shown[name].time.median_s))
+    up, down, back, verdict = seen["clicks"]
+    assert up == {"rows": by_time, "sort": "ascending"}
+    assert down == {"rows": by_time[::-1], "sort": "descending"}
+    assert back == {"rows": seen["page"], "sort": None}
+    assert verdict == {"rows": sorted(seen["page"], key=lambda name: shown[name].verdict.bound),
+                       "sort": "ascending"}
+    assert {shown[name].verdict.bound for name in seen["page"]} == {"chain", "bandwidth"}
+
+
+def test_a_row_without_a_value_sorts_last_either_way(pages, tmp_path):
+    """stream's copies count no FLOPs (their FLOP/s say -): after triad, up or down."""
+    seen = sorted_rows(pages["bundled"], tmp_path, "family-1-6", "FLOP/s", "FLOP/s")
+    variants = read_result(BUNDLED).families[5].variants
+    counted = [name for name, v in zip(seen["page"], variants) if v.point and v.point.flops]
+    uncounted = [name for name in seen["page"] if name not in counted]
+    assert len(counted) == 1 and len(uncounted) == 4
+    assert [c["rows"] for c in seen["clicks"]] == [counted + uncounted] * 2
+
+
+# Types each of %(typed)s into the box above the kernel table, and writes the names of the
+# rows left to see and what the count says.
+FILTER_PROBE = """
+(function () {
+  var table = document.querySelector("table.kernels");
+  var filter = table.previousElementSibling;
+  var box = filter.querySelector("input");
+  function type(text) {
+    box.value = text;
+    box.dispatchEvent(new Event("input"));
+    var seen = Array.prototype.filter.call(table.tBodies[0].rows, function (row) {
+      return row.getClientRects().length > 0;
+    });
+    return {rows: seen.map(function (row) { return row.cells[0].textContent; }),
+            count: filter.querySelector("span").textContent};
+  }
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify(%(typed)s.map(type));
+  document.body.append(out);
+})();
+"""
+
+
+def test_words_typed_above_a_table_filter_its_rows(pages, tmp_path):
+    typed = ["cuBLAS GEMM", "  gemm CUBLAS ", "train_step.py:53", "no such kernel", ""]
+    seen, _ = probe(pages["profile"], tmp_path, FILTER_PROBE % {"typed": json.dumps(typed)})
+    kernels = [v for v in read_result(PROFILE).families[0].variants if v.share]
+    cublas = [v.name for v in kernels if v.share.library == "cuBLAS GEMM"]
+    line_53 = [v.name for v in kernels if v.share.origins[0].line.startswith("train_step.py:53 ")]
+    everything = [v.name for v in kernels]
+    assert len(cublas) == 11 and len(line_53) == 4 and len(everything) == 48
+    assert seen == [{"rows": rows, "count": f"{len(rows)} of 48 rows"}
+                    for rows in (cublas, cublas, line_53, [], everything)]
+
+
+# Clicks the first kernel's link in the kernel table; writes whether its details were open
+# before and after.
+LINK_PROBE = """
+(function () {
+  var link = document.querySelector("table.kernels a[href^='#']");
+  var target = document.getElementById(link.hash.slice(1));
+  var before = target.open;
+  link.click();
+  var out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify({anchor: link.hash, before: before, after: target.open,
+                                    tag: target.tagName, hash: location.hash});
+  document.body.append(out);
+})();
+"""
+
+
+def test_a_link_opens_the_details_it_leads_to(pages, tmp_path):
+    seen, _ = probe(pages["profile"], tmp_path, LINK_PROBE)
+    assert seen == {"anchor": "#details-1-1-1", "before": False, "after": True,
+                    "tag": "DETAILS", "hash": "#details-1-1-1"}
+
+
+def test_without_javascript_the_page_is_all_there_as_written(pages, tmp_path):
+    """The page without its script (as a browser with JavaScript off opens it; Chromium's
+    switch for that leaves --dump-dom nothing to print): no buttons, boxes or dots made
+    links, and every table, row and folded detail as the file has them, the summary and
+    fixes first."""
+    page = pages["profile"].read_text()
+    assert page.count(f"<script>{PAGE_SCRIPT}</script>") == 1
+    unscripted = tmp_path / "unscripted.html"
+    unscripted.write_text(page.replace(f"<script>{PAGE_SCRIPT}</script>", ""))
+    visit = dom_of(unscripted, tmp_path / "profile")
+    dom = visit.dom
+    assert visit.console == [] and "</html>" in dom
+    assert 'class="sort"' not in dom and 'type="search"' not in dom and 'class="dot"' not in dom
+    for mark in ("<tr>", "<table ", "<details ", "<summary>"):
+        assert dom.count(mark) == page.count(mark) > 0, mark
+    assert dom.index('<section class="program">') < dom.index('<table class="kernels"')
+    assert not re.search(r"<details[^>]* open", dom)
 
 
 def test_the_browser_shows_evil_names_as_text(pages, tmp_path):
