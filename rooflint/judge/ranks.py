@@ -3,11 +3,16 @@ beside its collectives, the same kernel's time on every rank side by side, and t
 straggler, the rank the others wait for.
 
 The ranks of a data-parallel job meet at every collective, so their steps take the same
-wall time whichever is slow; what tells the straggler is the GPU time its own kernels take
-(compute, everything but the collectives): a rank that computes longer makes every other
-rank wait, and that wait is their collectives' exposed time (formats/trace_timing.py's
-Communication). The kernels that make it slower are those whose time on it exceeds their
-time on the other ranks the most.
+wall time whichever is slow. The rank that comes late to them is the one whose collectives
+wait least: every other rank's collective kernels wait for it, and that wait is their
+exposed time (formats/trace_timing.py's Communication). Its own kernels are not always why:
+on two H200s a DDP step's rank 0 came late every step while its kernels took 11 % less GPU
+time than rank 1's, whose GEMMs ran beside its own waiting collectives (a waiting NCCL
+kernel holds SMs) and so took longer; a late rank whose kernels take no longer than the
+others' is delayed on the host (Python, launches, data). Where the job's collectives ran on
+the host (gloo) or not at all, no kernel waits, and the straggler is the rank whose own
+kernels take the longest. Either way the kernels named are those whose time on it
+exceeds their time on the other ranks the most.
 
 The documents are each a rank's own profile (formats/ranks.py): written together by one
 profile of a launcher's job, or one a node by profiles that ran on several machines, and
@@ -25,8 +30,9 @@ from rooflint.formats.ranks import RankInfo
 from rooflint.formats.results import RunResult
 
 # A rank whose kernels take this much longer than the median of the other ranks' is a
-# straggler: two runs of one rank's step differ by a percent or two (the profiles of one
-# program on one H200, docs/history.md), so 5 % is a rank that is slower, not noise.
+# straggler, and so is one the others' collectives wait for this share of the ranks' kernel
+# time: two runs of one rank's step differ by a percent or two (the profiles of one program
+# on one H200, docs/history.md), so 5 % is a rank that is slower, not noise.
 STRAGGLER_MARGIN = 0.05
 STRAGGLER_KERNELS = 3       # the kernels named as what makes a straggler slower
 
@@ -59,10 +65,16 @@ class KernelAcross:
 @dataclass
 class Straggler:
     rank: RankInfo
-    excess: float                       # its compute time over the others' median, less one
+    excess: float                       # its kernels' time over the others' median, less one
     extra_s: float                      # that excess in seconds
     kernels: list[tuple[str, float]]    # the kernels it spent the most extra time in
     waited_s: float                     # how much longer the others' collectives were exposed
+
+    @property
+    def by_its_kernels(self) -> bool:
+        """Its own kernels make it late (else the host does: it came late to collectives
+        with kernels that take no longer than the others')."""
+        return self.excess >= STRAGGLER_MARGIN
 
 
 @dataclass
@@ -136,19 +148,31 @@ def _kernels_across(results: list[RunResult]) -> list[KernelAcross]:
 
 
 def _straggler(ranks: list[RankTime], kernels: list[KernelAcross]) -> Straggler | None:
-    """The rank whose kernels take the longest, where that is STRAGGLER_MARGIN over the
-    median of the others'; None with fewer than two ranks or none so slow."""
+    """The rank the others wait for (see the top); None with fewer than two ranks or none
+    that late."""
     if len(ranks) < 2:
         return None
+    if any(r.collective_s for r in ranks):
+        late = min(range(len(ranks)), key=lambda i: ranks[i].exposed_s)
+        waited = median(r.exposed_s for i, r in enumerate(ranks) if i != late) \
+            - ranks[late].exposed_s
+        if waited < STRAGGLER_MARGIN * median(r.compute_s for r in ranks):
+            return None
+        return _slower(late, ranks, kernels, waited)
     slowest = max(range(len(ranks)), key=lambda i: ranks[i].compute_s)
-    others = [r for i, r in enumerate(ranks) if i != slowest]
-    usual = median(r.compute_s for r in others)
-    if usual <= 0 or ranks[slowest].compute_s < usual * (1 + STRAGGLER_MARGIN):
+    straggler = _slower(slowest, ranks, kernels, 0.0)
+    return straggler if straggler and straggler.by_its_kernels else None
+
+
+def _slower(i: int, ranks: list[RankTime], kernels: list[KernelAcross],
+            waited_s: float) -> Straggler | None:
+    """Rank ``i`` against the others: its kernels' time over their median, and the kernels
+    it spends the most extra time in."""
+    usual = median(r.compute_s for j, r in enumerate(ranks) if j != i)
+    if usual <= 0:
         return None
-    extra = [(k.name, k.seconds[slowest] - median(s or 0.0 for i, s in enumerate(k.seconds)
-                                                   if i != slowest))
-             for k in kernels if k.seconds[slowest] is not None]
+    extra = [(k.name, k.seconds[i] - median(s or 0.0 for j, s in enumerate(k.seconds) if j != i))
+             for k in kernels if k.seconds[i] is not None]
     named = sorted((e for e in extra if e[1] > 0), key=lambda e: -e[1])[:STRAGGLER_KERNELS]
-    waited = median(r.exposed_s for r in others) - ranks[slowest].exposed_s
-    return Straggler(ranks[slowest].rank, ranks[slowest].compute_s / usual - 1,
-                     ranks[slowest].compute_s - usual, named, max(waited, 0.0))
+    return Straggler(ranks[i].rank, ranks[i].compute_s / usual - 1,
+                     ranks[i].compute_s - usual, named, max(waited_s, 0.0))

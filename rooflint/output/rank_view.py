@@ -36,19 +36,30 @@ def render_job(console: Console, job: Job, depth: Depth) -> None:
 
 
 def straggler_line(straggler: Straggler | None, ranks: int) -> str:
-    """The rank the others wait for, by how much and in which kernels; or that none is."""
+    """The rank the others wait for, by how much, and whether its kernels or its host make
+    it late; or that none is."""
     if ranks < 2:
         return "one rank: no other to compare it with"
     if straggler is None:
         return (f"no straggler: no rank's kernels take {pct(STRAGGLER_MARGIN)} longer than "
-                f"the other ranks' median")
+                f"the other ranks' median, nor do the others' collectives wait that long "
+                f"for one")
+    waited = (f"the other ranks' collectives wait {format_time(straggler.waited_s)} more for "
+              f"it, exposed; " if straggler.waited_s else "")
+    if not straggler.by_its_kernels:
+        return (f"straggler: {straggler.rank.label}: {waited}its own kernels take no longer "
+                f"({_signed(straggler.excess)} of the others' median), so what makes it late "
+                f"is on the host (Python, launches, data loading), not its GPU work")
     kernels = ", ".join(f"{shortened_names([name])[name]} (+{format_time(extra)})"
                         for name, extra in straggler.kernels)
-    return (f"straggler: {straggler.rank.label}, its kernels take {pct(straggler.excess)} "
-            f"longer than the other ranks' median (+{format_time(straggler.extra_s)})"
-            + (f", the most in {kernels}" if kernels else "")
-            + (f"; the others' collectives wait {format_time(straggler.waited_s)} more, exposed"
-               if straggler.waited_s > 0 else ""))
+    return (f"straggler: {straggler.rank.label}: {waited}its kernels take "
+            f"{pct(straggler.excess)} longer than the other ranks' median "
+            f"(+{format_time(straggler.extra_s)})"
+            + (f", the most in {kernels}" if kernels else ""))
+
+
+def _signed(fraction: float) -> str:
+    return ("+" if fraction >= 0 else "-") + pct(abs(fraction))
 
 
 def _ranks_table(ranks: list[RankTime]) -> Table:

@@ -1,8 +1,9 @@
-"""One job from its ranks (issue 49, item 2), on what one H200 recorded: two data-parallel
-ranks of tests/fixtures/ranks/ddp_straggler.py on one GPU under torchrun, rank 1 doing four
-extra 4096x4096 matmuls a step: pass 1's CUPTI records of both processes, and the rank
-documents `rooflint profile --json` wrote beside the job's. Then hand-made ranks for what
-one GPU cannot show (collectives, three ranks, ranks from several hosts)."""
+"""One job from its ranks (issue 49, item 2), on what H200s recorded: two data-parallel
+ranks of tests/fixtures/ranks/ddp_straggler.py on one GPU under torchrun (collectives over
+gloo, on the host), rank 1 doing four extra 4096x4096 matmuls a step; and two ranks of
+examples/apps/ddp_train.py on two H200s, DDP over NCCL: pass 1's CUPTI records of both
+processes, and the rank documents `rooflint profile --json` wrote beside the job's. Then
+hand-made ranks for three ranks and ranks from several hosts."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import pytest
 from edges import REPO, rooflint
 from rooflint.common.errors import RooflintError
 from rooflint.engine.program import rank_kernels, timed_kernels
-from rooflint.formats.ranks import RankInfo, rank_path, ranks_of
+from rooflint.formats.ranks import RankInfo, rank_path, ranks_of, trace_of
 from rooflint.formats.results import read_result
-from rooflint.formats.trace_timing import Communication, ProgramTiming
+from rooflint.formats.trace_timing import Communication, ProgramTiming, communication
 from rooflint.judge.ranks import STRAGGLER_MARGIN, job_of
 from rooflint.measure.pass_runner import Pass, Timer
 from rooflint.measure.program import Filters
@@ -26,6 +27,9 @@ from rooflint.measure.program import Filters
 TRACE = REPO / "tests" / "fixtures" / "ranks" / "h200-ddp-gloo-pass1-trace.json.xz"
 JOB = REPO / "examples" / "profile" / "h200-profile-ddp-gloo.json"
 RANK_DOCUMENTS = [rank_path(JOB, RankInfo(process=0, rank=r)) for r in (0, 1)]
+NCCL_TRACE = REPO / "tests" / "fixtures" / "ranks" / "h200x2-ddp-nccl-pass1-trace.json.xz"
+NCCL_JOB = REPO / "examples" / "profile" / "h200x2-profile-ddp-nccl.json"
+NCCL_RANKS = [rank_path(NCCL_JOB, RankInfo(process=0, rank=r)) for r in (0, 1)]
 EXTRA_GEMM_LAUNCHES = 4 * 8          # rank 1's own matmuls: four a step, eight steps
 
 
@@ -58,7 +62,8 @@ def test_the_rank_that_does_more_work_is_the_straggler_and_its_gemm_is_named():
                  [str(p) for p in reversed(RANK_DOCUMENTS)])
     assert [r.rank.rank for r in job.ranks] == [0, 1]            # in rank order, as given or not
     straggler = job.straggler
-    assert straggler is not None and straggler.rank.rank == 1
+    assert straggler is not None and straggler.rank.rank == 1 and straggler.by_its_kernels
+    assert straggler.waited_s == 0                     # gloo's collectives: no kernel waits
     assert straggler.excess == pytest.approx(job.ranks[1].compute_s / job.ranks[0].compute_s - 1)
     assert straggler.excess > STRAGGLER_MARGIN
     gemm, extra_s = straggler.kernels[0]
@@ -68,6 +73,34 @@ def test_the_rank_that_does_more_work_is_the_straggler_and_its_gemm_is_named():
     rank_1 = read_result(RANK_DOCUMENTS[1])
     assert next(v.share.launches for v in rank_1.families[0].variants
                 if v.name == gemm) == EXTRA_GEMM_LAUNCHES
+
+
+def test_each_ranks_collectives_are_its_nccl_kernels_and_their_part_no_kernel_overlapped():
+    trace = json.loads(lzma.decompress(NCCL_TRACE.read_bytes()))
+    for rank in ranks_of(trace):
+        mine = trace_of(trace, rank)["traceEvents"]
+        nccl = sorted((e["ts"], e["ts"] + e["dur"]) for e in mine if "nccl" in e["name"])
+        others = [(e["ts"], e["ts"] + e["dur"]) for e in mine if "nccl" not in e["name"]]
+        alone = sum(end - start - sum(max(0.0, min(end, b) - max(start, a)) for a, b in others)
+                    for start, end in nccl)            # no two of a rank's kernels overlap here
+        found = communication(mine)
+        assert found.ranks == 1
+        assert found.collective_s == pytest.approx(sum(b - a for a, b in nccl) * 1e-6)
+        assert found.exposed_s == pytest.approx(alone * 1e-6, rel=1e-6)
+
+
+def test_on_two_gpus_the_rank_the_others_wait_for_is_late_from_its_host_not_its_kernels():
+    """Rank 1's collectives waited 193 ms exposed, rank 0's 10.6 ms: rank 0 came late, though
+    its kernels took 12 % less GPU time (rank 1's GEMMs ran beside its waiting collectives)."""
+    job = job_of([read_result(p) for p in NCCL_RANKS], [str(p) for p in NCCL_RANKS])
+    assert [round(r.exposed_s * 1e3, 1) for r in job.ranks] == [10.6, 192.9]
+    straggler = job.straggler
+    assert straggler.rank.rank == 0 and not straggler.by_its_kernels
+    assert straggler.waited_s == pytest.approx(job.ranks[1].exposed_s - job.ranks[0].exposed_s)
+    assert straggler.excess == pytest.approx(job.ranks[0].compute_s / job.ranks[1].compute_s - 1)
+    out = rooflint("show", *map(str, NCCL_RANKS), "--summary")
+    assert "straggler: rank 0: the other ranks' collectives wait 182 ms more" in out.stdout
+    assert "on the host" in out.stdout
 
 
 def test_the_job_and_its_rank_documents_are_not_one_job():
@@ -119,7 +152,7 @@ def test_show_prints_the_ranks_documents_as_one_job():
     assert out.code == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("2 ranks:")
-    assert next(line for line in lines if line.startswith("straggler: rank 1, its kernels take"))
+    assert next(line for line in lines if line.startswith("straggler: rank 1: its kernels take"))
     assert any(line.startswith("kernel") and line.split()[1:3] == ["rank", "0"] for line in lines)
     brief = rooflint("show", *map(str, RANK_DOCUMENTS), "--summary")
     assert brief.code == 0 and "straggler: rank 1" in brief.stdout
