@@ -12,7 +12,7 @@ from rooflint.formats import calibration as calibrations
 from rooflint.judge.explain import explain as explain_point
 from rooflint.commands.requests import ExplainRequest
 from rooflint.commands.writing import write_json
-from rooflint.commands.stdio import console, fail
+from rooflint.commands.stdio import console, fail, status
 from rooflint.output.outputs import EXPLANATION, STDOUT, guard_json
 from rooflint.common.units import parse_bytes, parse_count, parse_time
 from rooflint.engine.named_gpu import option_spec
@@ -27,7 +27,7 @@ def explain_command(request: ExplainRequest) -> None:
     write it as JSON to its --json; ``-``: print that instead)."""
     precision, algorithmic_bytes, json_path = (request.precision, request.algorithmic_bytes,
                                                request.json_path)
-    guard_json(json_path, EXPLANATION)
+    guard_json(json_path, EXPLANATION, request.force)
     if precision not in tuple(Precision):
         fail(f"unknown precision {precision!r}; use one of {', '.join(Precision)}")
     spec = option_spec(request.gpu)
@@ -42,8 +42,8 @@ def explain_command(request: ExplainRequest) -> None:
                                 precision, calibration)
     if json_path != STDOUT:
         render_explanation(console, explanation)
-    if json_path:
-        write_json(explanation.to_json(), json_path)
+    if json_path and (said := write_json(explanation.to_json(), json_path, "explanation")):
+        status(said)
 
 
 def check_placeable(flops: float, dram_bytes: float) -> None:

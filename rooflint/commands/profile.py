@@ -24,7 +24,7 @@ from rooflint.output.exports import Export
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
 from rooflint.output.profile_words import pass2_stopped_words
 from rooflint.output.profile_view import render_result
-from rooflint.output.written import result_written, roofline_drawn
+from rooflint.output.written import result_written
 
 
 def profile_command(request: ProfileRequest) -> None:
@@ -35,10 +35,12 @@ def profile_command(request: ProfileRequest) -> None:
     if logs:
         _check_logs_folder(logs)
     tables = writing.asked(request.exports)
-    piped = writing.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
-    check_outputs(None if json_path == STDOUT else json_path, picture=svg,
+    piped = writing.to_stdout(("--json", json_path), ("--svg", svg),
+                              *((t.option, t.path) for t in tables))
+    check_outputs(None if json_path == STDOUT else json_path,
+                  picture=None if svg == STDOUT else svg,
                   logs=logs if logs and logs.is_dir() else None,   # else made once ncu is found
-                  model=model, tables=export_outputs(tables))
+                  model=model, tables=export_outputs(tables), force=request.force)
     screen = errors if piped else console
     terminate = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -72,11 +74,8 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
     named = json_path if json_path and json_path != STDOUT else "rooflint profile"
     for said in writing.write(tables, [result], str(named)):
         status(said)
-    if svg and drawn:
-        from rooflint.output import plotting    # matplotlib, only for --svg
-        with plotting.drawn([result]) as figure:
-            plotting.save(figure, svg)
-        status(roofline_drawn(svg))
+    if svg and drawn and (said := writing.draw([result], svg)):
+        status(said)
 
 
 def _check_logs_folder(logs: Path) -> None:
