@@ -28,7 +28,7 @@ def calibrate_command(request: CalibrateRequest) -> None:
     """Calibrate as `rooflint calibrate` was asked: measure, save, print."""
     gpu, json_path = request.gpu, request.json_path
     check_gpu_option(gpu)     # a typo is said now, not after the measuring
-    guard_json(json_path, CALIBRATION)
+    guard_json(json_path, CALIBRATION, request.force)
     screen = errors if json_path == STDOUT else console   # standard output holds the JSON alone
     with progress_bar(screen, TextColumn("{task.description}"), BarColumn(),
                       TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn()) as bar:
@@ -51,4 +51,4 @@ def calibrate_command(request: CalibrateRequest) -> None:
     render_calibration(screen, calibration, spec)
     status(calibration_saved(path, copy))
     if json_path == STDOUT:
-        write_json(calibration.to_json(), STDOUT)
+        write_json(calibration.to_json(), STDOUT, "calibration")

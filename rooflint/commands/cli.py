@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
+from typer.models import OptionInfo
 
 from rooflint.commands.completion import CompletingGroup
 from rooflint.commands.stdio import (GuardedErrors, GuardedOutput, set_quiet, console,
@@ -26,7 +27,7 @@ from rooflint.common.vocabularies import CacheMode, CountersMode, GpuMismatch, P
 from rooflint.common.version import __version__
 from rooflint.commands.requests import (CalibrateRequest, CompareRequest, ExplainRequest,
                                         Exports, GateRequest, ImportRequest, PlotRequest,
-                                        ProfileRequest, RunRequest, ShowRequest)
+                                        ProfileRequest, ReportRequest, RunRequest, ShowRequest)
 from rooflint.formats.thresholds import DEFAULT_MAX_GROWTH, DEFAULT_MAX_SLOWDOWN, as_percent
 from rooflint.output.depth import Depth
 
@@ -38,7 +39,48 @@ QUIET_HELP = ("Print no tables, progress or warnings: only errors, and the outpu
               "on standard output (--json -, --csv -).")
 
 
-app = typer.Typer(cls=CompletingGroup, no_args_is_help=True, rich_markup_mode=None,
+class OneLineUsage:
+    """A parser whose usage mistakes (a missing or unknown option or argument, a bad
+    value, an unknown command) are one line, exit 2, as every rooflint error is, not
+    click's usage block ("Usage: ... Try 'rooflint explain --help' for help. Error: ...").
+    A group given no words still prints its help (click >= 8.2 raises that as a usage
+    error too)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        help_asked = not args and getattr(self, "no_args_is_help", False)
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as exc:
+            if help_asked:
+                raise
+            usage_mistake(exc, info_name, parent)
+
+    def resolve_command(self, ctx, args):
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            usage_mistake(exc, ctx.info_name, ctx.parent)
+
+
+def usage_mistake(exc, info_name: str, parent) -> None:
+    """Fail with click's usage error ``exc`` as rooflint's one line, naming the command
+    it was made in (``rooflint: cache clear: ...``) and where its options are listed."""
+    path = f"{parent.command_path} {info_name}" if parent else info_name
+    said = exc.format_message().rstrip(".")
+    command = path.partition(" ")[2]
+    fail(f"{command + ': ' if command else ''}{said[:1].lower()}{said[1:]} ({path} --help "
+         f"lists what it takes)")
+
+
+class Group(OneLineUsage, CompletingGroup):
+    """rooflint's own parser: completion answered (CompletingGroup), mistakes in one line."""
+
+
+class SubGroup(OneLineUsage, TyperGroup):
+    """A group of commands under rooflint (`cache`): its mistakes in one line."""
+
+
+app = typer.Typer(cls=Group, no_args_is_help=True, rich_markup_mode=None,
                   help="Roofline profiler and kernel diagnostician for NVIDIA GPUs.")
 
 
@@ -73,6 +115,14 @@ SUMMARY_HELP = ("Print the verdicts alone: each family's table, a profile's fixe
                 "default adds the roofs and the notes that matter, a profile's top kernels).")
 DETAIL_HELP = ("Print everything: each variant's notes with the moves its verdict ruled out, "
                "a profile's every kernel row under its fixes.")
+SVG_HELP = "(.svg/.png/.pdf; - for SVG on standard output)."
+FORCE_HELP = ("Replace an output file that exists though it is not of the kind written (by "
+              "default rooflint stops rather than replace a file it did not write).")
+
+
+def force_option() -> OptionInfo:
+    """--force, as every command that writes a file takes it."""
+    return typer.Option(False, "--force", help=FORCE_HELP)
 
 
 def depth_of(summary: bool, detail: bool) -> Depth:
@@ -84,28 +134,19 @@ GPU_HELP = ("GPU spec id (see `rooflint specs`), or its family (h100: the board 
             "machine)")
 
 
-class Command(TyperCommand):
+class Command(OneLineUsage, TyperCommand):
     """Every command's parser: arguments shown by their names alone in --help, not with
     the Python types typer adds (``RESULT <list[Path]>``); options show their metavars.
     ``renamed`` maps an option's old spelling to its name now (issue 27: one name for one
     kind of output in every command); the old one still works, and says it is deprecated.
     Every command takes ``-q`` as rooflint itself does (`rooflint show -q r.json`), and a
-    mistake in its options is one line, as every rooflint error is, not click's usage
-    block."""
+    mistake in its options is one line (OneLineUsage)."""
 
     renamed: dict[str, str] = {}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.epilog = f"{' or '.join(QUIET)} (here or before the command): {QUIET_HELP}"
-
-    def make_context(self, info_name, args, parent=None, **extra):
-        try:
-            return super().make_context(info_name, args, parent=parent, **extra)
-        except UsageError as exc:
-            said = exc.format_message().rstrip(".")
-            fail(f"{info_name}: {said[:1].lower()}{said[1:]} (rooflint {info_name} --help "
-                 f"lists what it takes)")
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
@@ -189,7 +230,7 @@ def run(
                                              "here (- for standard output; the rest goes to "
                                              "stderr).", metavar="FILE"),
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the roofline of this run "
-                                       "(.svg/.png/.pdf).", metavar="FILE"),
+                                       f"{SVG_HELP}", metavar="FILE"),
     timeout: float = typer.Option(RunRequest.timeout_s, "--timeout", help="Seconds a variant "
                                   "may take before it is abandoned.", metavar="SECONDS"),
     counters: CountersMode = typer.Option(RunRequest.counters, "--counters", help="auto: "
@@ -219,6 +260,7 @@ def run(
                                           "variants (`rooflint cache clear` removes them)."),
     summary: bool = typer.Option(False, "--summary", help=SUMMARY_HELP),
     detail: bool = typer.Option(False, "--detail", help=DETAIL_HELP),
+    force: bool = force_option(),
 ) -> None:
     """Measure kernel variants on this GPU and place each on its roofline."""
     from rooflint.commands.run import run_command   # start-up: see the top
@@ -227,7 +269,7 @@ def run(
         cache=cache, json_path=json_path, svg=svg, timeout_s=timeout, counters=counters,
         timings=timings, devices=devices, gpm=gpm, source=source,
         exports=Exports(csv, markdown, html), reference_cache=not no_reference_cache,
-        counter_cache=not no_counter_cache, depth=depth_of(summary, detail)))
+        counter_cache=not no_counter_cache, depth=depth_of(summary, detail), force=force))
 
 
 class ProgramCommand(Command):
@@ -291,8 +333,8 @@ def profile(
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
                                              "(the schema show, plot, compare and gate read; "
                                              "- for standard output).", metavar="FILE"),
-    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline.",
-                                       metavar="FILE"),
+    svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline "
+                                       f"{SVG_HELP}", metavar="FILE"),
     logs: Optional[Path] = typer.Option(None, "--logs", help="Keep the passes' logs (Nsight "
                                         "Compute's CSV, pass 1's trace) in this directory, made "
                                         "if missing.", metavar="DIR"),
@@ -309,6 +351,7 @@ def profile(
                                           "writing the counters of PyTorch's own kernels "
                                           "kept from earlier profiles (`rooflint cache "
                                           "clear` removes them)."),
+    force: bool = force_option(),
 ) -> None:
     """Diagnose the kernels of any CUDA program, ranked by what fixing them would save."""
     from rooflint.commands.profile import profile_command   # start-up: see the top
@@ -316,7 +359,7 @@ def profile(
         command=tuple(command), top=top, coverage=coverage, nvtx=nvtx, kernel=kernel,
         skip=skip, gpu=gpu, json_path=json_path, svg=svg, logs=logs, model=model,
         exports=Exports(csv, markdown, html), depth=depth_of(summary, detail),
-        counter_cache=not no_counter_cache))
+        counter_cache=not no_counter_cache, force=force))
 
 
 @app.command("import", cls=Command)
@@ -333,12 +376,13 @@ def import_(
                                              "- for standard output).", metavar="FILE"),
     summary: bool = typer.Option(False, "--summary", help=SUMMARY_HELP),
     detail: bool = typer.Option(False, "--detail", help=DETAIL_HELP),
+    force: bool = force_option(),
 ) -> None:
     """Judge the kernels of an existing Nsight Compute report or PyTorch profiler trace as a
     profile's, without running anything (no GPU needed)."""
     from rooflint.commands.import_ import import_command   # start-up: see the top
     import_command(ImportRequest(files=tuple(files), gpu=gpu, json_path=json_path,
-                                 depth=depth_of(summary, detail)))
+                                 depth=depth_of(summary, detail), force=force))
 
 
 @app.command(cls=Command)
@@ -354,12 +398,13 @@ def show(
     html: Optional[Path] = typer.Option(None, "--html", help=HTML_HELP, metavar="FILE"),
     summary: bool = typer.Option(False, "--summary", help=SUMMARY_HELP),
     detail: bool = typer.Option(False, "--detail", help=DETAIL_HELP),
+    force: bool = force_option(),
 ) -> None:
     """Print a saved result as `run` printed it: tables, notes, causes, moves (no GPU needed)."""
     from rooflint.commands.show import show_command    # start-up: see the top
     show_command(ShowRequest(result_path=result_path, variants=tuple(variants or ()),
                              exports=Exports(csv, markdown, html),
-                             depth=depth_of(summary, detail)))
+                             depth=depth_of(summary, detail), force=force))
 
 
 @app.command(cls=JsonFileCommand)
@@ -383,18 +428,20 @@ def explain(
                                              "output, in place of the text)."),
     datasheet: bool = typer.Option(False, "--datasheet", help="Judge against datasheet roofs "
                                    "even when a calibration of this GPU is cached."),
+    force: bool = force_option(),
 ) -> None:
     """Place a kernel on a GPU's roofline from typed numbers (no GPU needed)."""
     from rooflint.commands.explain import explain_command   # start-up: see the top
     explain_command(ExplainRequest(
         time=time, flops=flops, dram_bytes=bytes_, gpu=gpu, algorithmic_bytes=algorithmic_bytes,
-        precision=precision, json_path=json_path, datasheet=datasheet))
+        precision=precision, json_path=json_path, datasheet=datasheet, force=force))
 
 
 @app.command(cls=Command)
 @one_line_errors
 def gate(
     baseline_path: Path = typer.Option(..., "--baseline", help="Baseline file (written by "
+                                       "--update; - for standard input, or output with "
                                        "--update).", metavar="FILE"),
     targets: Optional[List[str]] = typer.Argument(None, help="Families to measure now "
                                                   "(default: all bundled).", metavar="TARGET"),
@@ -419,14 +466,21 @@ def gate(
                                              "--gpu-mismatch", help="A baseline from another "
                                              "GPU: error or warn."),
     markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write a Markdown "
-                                            "summary here.", metavar="FILE"),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here.",
-                                         metavar="FILE"),
+                                            "summary here (- for standard output).",
+                                            metavar="FILE"),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write JUnit XML here (- "
+                                         "for standard output).", metavar="FILE"),
     counters: CountersMode = typer.Option(GateRequest.counters, "--counters", help="Counters "
                                           "for measured runs."),
     recheck: bool = typer.Option(False, "--recheck", help="Before failing on time, re-measure "
                                  "the suspect variants interleaved with the baseline's code (git "
                                  "revision recorded in the baseline)."),
+    summary: bool = typer.Option(False, "--summary", help="Print a line for each variant that "
+                                 "did not simply pass, and the verdict (the default adds the "
+                                 "table of every variant)."),
+    detail: bool = typer.Option(False, "--detail", help="Print the table with each time's "
+                                "interval and the limits each variant was judged by."),
+    force: bool = force_option(),
 ) -> None:
     """Fail (exit 1) when a kernel got slower, moves more bytes, or turned wrong."""
     from rooflint.commands.gate import gate_command   # start-up: see the top
@@ -434,7 +488,8 @@ def gate(
         baseline_path=baseline_path, targets=tuple(targets or ()), current=current,
         update=update, max_slowdown=max_slowdown, max_bytes_growth=max_bytes_growth,
         max_flops_growth=max_flops_growth, gpu_mismatch=gpu_mismatch, markdown=markdown,
-        junit=junit, counters=counters, recheck=recheck))
+        junit=junit, counters=counters, recheck=recheck, depth=depth_of(summary, detail),
+        force=force))
 
 
 @app.command(cls=CalibrateCommand)
@@ -445,11 +500,12 @@ def calibrate(
     json_path: Optional[Path] = typer.Option(None, "--json", metavar="FILE",
                                              help="Also write the calibration here (- for "
                                              "standard output; the table goes to stderr)."),
+    force: bool = force_option(),
 ) -> None:
     """Measure this GPU's ceilings (DRAM, L2, FP32, FP64, tensor) and keep them for run and
     explain."""
     from rooflint.commands.calibrate import calibrate_command   # start-up: see the top
-    calibrate_command(CalibrateRequest(gpu=gpu, json_path=json_path))
+    calibrate_command(CalibrateRequest(gpu=gpu, json_path=json_path, force=force))
 
 
 @app.command(cls=Command)
@@ -465,11 +521,12 @@ def plot(
                                       metavar="VARIANT"),
     trajectory: bool = typer.Option(False, "--trajectory", help="Arrows from each variant to "
                                     "the next, in order."),
+    force: bool = force_option(),
 ) -> None:
     """Draw the roofline of measured results (no GPU needed)."""
     from rooflint.commands.plot import plot_command   # matplotlib: only when drawing
     plot_command(PlotRequest(results=tuple(results), output=output, variants=tuple(variant),
-                             trajectory=trajectory))
+                             trajectory=trajectory, force=force))
 
 
 @app.command(cls=Command)
@@ -477,13 +534,14 @@ def plot(
 def report(
     results: List[Path] = typer.Argument(..., metavar="RESULT", help="Result files written "
                                          "by `rooflint run --json` or `rooflint profile --json`."),
-    output: Path = typer.Option(Path("report.html"), "--output", "-o",
+    output: Path = typer.Option(ReportRequest.output, "--output", "-o",
                                 help="HTML file to write (- for standard output).", metavar="FILE"),
+    force: bool = force_option(),
 ) -> None:
     """Write one self-contained HTML page of results: roofline, tables, verdicts, moves (no
     GPU needed)."""
     from rooflint.commands.report import report_command   # start-up: see the top
-    report_command(results, output)
+    report_command(ReportRequest(results=tuple(results), output=output, force=force))
 
 
 @app.command(cls=JsonFileCommand)
@@ -514,15 +572,17 @@ def compare(
                                  "the figures side by side and the prediction)."),
     detail: bool = typer.Option(False, "--detail", help="Print everything (as the default "
                                 "does for compare)."),
+    force: bool = force_option(),
 ) -> None:
     """Compare two variants: speedup with an interval, movement on the roofline, prediction."""
     from rooflint.commands.compare import compare_command   # start-up: see the top
     compare_command(CompareRequest(
         a=a, b=b, rev=rev, json_path=json_path, allow_different_gpu=allow_different_gpu, gpu=gpu,
-        counters=counters, max_slowdown=max_slowdown, depth=depth_of(summary, detail)))
+        counters=counters, max_slowdown=max_slowdown, depth=depth_of(summary, detail),
+        force=force))
 
 
-cache_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+cache_app = typer.Typer(cls=SubGroup, no_args_is_help=True, rich_markup_mode=None,
                         help="What rooflint keeps between runs: host references' outputs "
                              "and unchanged kernels' counters.")
 app.add_typer(cache_app, name="cache")

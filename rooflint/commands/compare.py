@@ -11,13 +11,13 @@ from dataclasses import asdict
 
 from rich.progress import TextColumn
 
-from rooflint.judge.comparison import compare as compare_variants
+from rooflint.judge.comparison import Comparison, compare as compare_variants
 from rooflint.judge.fix_comparison import ProgramComparison, compare_fixes
 from rooflint.commands.requests import CompareRequest
 from rooflint.engine.compare_sides import (Measuring, Side, gpu_warning, resolve_pairs,
                                            split_side, unmatched, whole_results)
 from rooflint.commands.writing import write_json
-from rooflint.commands.stdio import console, errors, progress
+from rooflint.commands.stdio import console, errors, progress, status
 from rooflint.output.live import progress_bar
 from rooflint.output.outputs import COMPARISON, STDOUT, guard_json
 from rooflint.common.printable import printable
@@ -33,7 +33,7 @@ def compare_command(request: CompareRequest) -> None:
     """Compare A with B as `rooflint compare` was asked, and print the comparisons (and
     write them as JSON to its --json; ``-``: print that instead)."""
     a, b, json_path, max_slowdown = request.a, request.b, request.json_path, request.max_slowdown
-    guard_json(json_path, COMPARISON)
+    guard_json(json_path, COMPARISON, request.force)
     gap = threshold_option("--max-slowdown", max_slowdown) if max_slowdown is not None else None
     check_gpu_option(request.gpu)     # an unknown id is an error, whatever the sides are
 
@@ -50,12 +50,11 @@ def compare_command(request: CompareRequest) -> None:
     results = whole_results(a, b, pairs)
     program = compare_fixes(*results) if results else None
     if json_path:
-        write_json({"warning": warning, "vanished": vanished, "new": new,
-                    "fix_check": fix_check_json(program), "comparisons": [
-            {**asdict(c), "sentence": c.sentence,
-             "attribution": c.attribution and {**asdict(c.attribution),
-                                               "sentence": c.attribution.sentence}}
-            for c in comparisons]}, json_path)
+        document = {"warning": warning, "vanished": vanished, "new": new,
+                    "fix_check": fix_check_json(program),
+                    "comparisons": [comparison_json(c) for c in comparisons]}
+        if said := write_json(document, json_path, "comparison"):
+            status(said)
     if json_path == STDOUT:
         return
     if warning:
@@ -72,6 +71,13 @@ def compare_command(request: CompareRequest) -> None:
     for what, names in (("only in A (vanished in B)", vanished), ("only in B (new)", new)):
         if names:
             console.print(f"{what}: {printable(', '.join(names))}", markup=False)
+
+
+def comparison_json(c: Comparison) -> dict:
+    """A pair's comparison as the JSON holds it, its sentences written out."""
+    return {**asdict(c), "sentence": c.sentence,
+            "attribution": c.attribution and {**asdict(c.attribution),
+                                              "sentence": c.attribution.sentence}}
 
 
 def fix_check_json(program: ProgramComparison | None) -> dict | None:

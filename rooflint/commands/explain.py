@@ -13,7 +13,7 @@ from rooflint.formats import calibration as calibrations
 from rooflint.judge.explain import explain as explain_point
 from rooflint.commands.requests import ExplainRequest
 from rooflint.commands.writing import write_json
-from rooflint.commands.stdio import console
+from rooflint.commands.stdio import console, status
 from rooflint.common.errors import RooflintError
 from rooflint.formats.explanation import Explanation
 from rooflint.output.outputs import EXPLANATION, STDOUT, guard_json
@@ -29,12 +29,12 @@ def explain_command(request: ExplainRequest) -> None:
     """Explain the point as `rooflint explain` was asked, and print the verdict (and
     write it as JSON to its --json; ``-``: print that instead)."""
     json_path = request.json_path
-    guard_json(json_path, EXPLANATION)
+    guard_json(json_path, EXPLANATION, request.force)
     explanation = explained(request)
     if json_path != STDOUT:
         render_explanation(console, explanation)
-    if json_path:
-        write_json(explanation.to_json(), json_path)
+    if json_path and (said := write_json(explanation.to_json(), json_path, "explanation")):
+        status(said)
 
 
 def explained(request: ExplainRequest) -> Explanation:

@@ -29,7 +29,7 @@ from rooflint.output import outputs
 from rooflint.output.gate_report import gate_junit, gate_markdown, render_gate
 from rooflint.output.live import RunDisplay
 from rooflint.output.outputs import STDOUT
-from rooflint.output.written import baseline_written
+from rooflint.output.written import baseline_written, written_to
 
 
 def gate_command(request: GateRequest) -> None:
@@ -39,8 +39,10 @@ def gate_command(request: GateRequest) -> None:
     update, markdown, junit = request.update, request.markdown, request.junit
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     summary_path = Path(step_summary) if step_summary else None
-    piped = writing.to_stdout(("--markdown", markdown), ("--junit", junit))
-    guard_gate_files(baseline_path, current, update, markdown, junit, summary_path)
+    piped = writing.to_stdout(("--markdown", markdown), ("--junit", junit),
+                              ("--baseline", baseline_path if update else None))
+    guard_gate_files(baseline_path, current, update, markdown, junit, summary_path,
+                     request.force)
     if current and targets:
         fail(f"--current {current} is judged instead of measuring, so TARGET "
              f"{' '.join(targets)} would be ignored: drop the targets, or drop --current")
@@ -50,7 +52,7 @@ def gate_command(request: GateRequest) -> None:
     overrides = {key: threshold_option(f"--{key.replace('_', '-')}", value) for key, value in (
         ("max_slowdown", request.max_slowdown), ("max_bytes_growth", request.max_bytes_growth),
         ("max_flops_growth", request.max_flops_growth)) if value is not None}
-    if current is None and not update and not baseline_path.exists():
+    if current is None and not update and baseline_path != STDOUT and not baseline_path.exists():
         fail(f"no baseline at {baseline_path}; make one with: rooflint gate --update "
              f"--baseline {baseline_path}")
     if current:
@@ -58,19 +60,20 @@ def gate_command(request: GateRequest) -> None:
     else:
         options = RunOptions(targets=targets, variants=[], sizes={}, counters=request.counters)
         manifests = check_inputs(options, progress)
-        with RunDisplay(console, tables=False) as display:
+        with RunDisplay(errors if piped else console, tables=False, messages=errors) as display:
             result = run_families(options, display.listener(), manifests=manifests)
     measured = baselines.from_result(result)
     if update:
-        baselines.write(measured, baseline_path)
-        status(baseline_written(baseline_path, len(measured.entries), measured.gpu,
-                                measured.driver))
+        writing.write_json(baselines.document(measured), baseline_path, "baseline")
+        if baseline_path != STDOUT:
+            status(baseline_written(baseline_path, len(measured.entries), measured.gpu,
+                                    measured.driver))
         return
     reference = baselines.read(baseline_path)
     report = evaluate(reference, measured, overrides, request.gpu_mismatch)
     if request.recheck:
         report = gate_recheck(report, remeasure_against(reference, result))
-    render_gate(errors if piped else console, report)
+    render_gate(errors if piped else console, report, request.depth)
     written = write_gate_reports(report, markdown, junit, summary_path)
     if not report.passed:
         raise typer.Exit(1)
@@ -79,14 +82,15 @@ def gate_command(request: GateRequest) -> None:
 
 
 def guard_gate_files(baseline: Path, current: Path | None, update: bool, markdown: Path | None,
-                     junit: Path | None, step_summary: Path | None) -> None:
+                     junit: Path | None, step_summary: Path | None, force: bool) -> None:
     """The gate's files, guarded: with --update it writes the baseline (from --current, if
     given); otherwise it reads the baseline (and --current) and writes the reports. With
     --current, a report that cannot be written is said after the verdict; measuring takes
-    minutes, so then every path must work first."""
+    minutes, so then every path must work first. ``force``: replace files of other kinds."""
     read = [outputs.Named("--current", current)] if current else []
     if update:
-        written = [outputs.Output("--baseline", baseline, outputs.BASELINE)]
+        written = ([] if baseline == STDOUT else
+                   [outputs.Output("--baseline", baseline, outputs.BASELINE)])
     else:
         read.append(outputs.Named("--baseline", baseline))
         written = [outputs.Output(option, path, kind, appended)
@@ -95,7 +99,7 @@ def guard_gate_files(baseline: Path, current: Path | None, update: bool, markdow
                        ("--junit", junit, outputs.JUNIT, False),
                        ("GITHUB_STEP_SUMMARY", step_summary, outputs.STEP_SUMMARY, True))
                    if path and path != STDOUT]
-    outputs.guard_outputs(written, read, writable=current is None)
+    outputs.guard_outputs(written, read, writable=current is None, force=force)
 
 
 def write_gate_reports(report: Report, markdown: Path | None, junit: Path | None,
@@ -103,17 +107,20 @@ def write_gate_reports(report: Report, markdown: Path | None, junit: Path | None
     """Write every report the gate was asked for, after its verdict is on the screen (one
     named ``-`` printed on standard output, the verdict then on standard error); one that
     cannot be written is one line on stderr, and neither stops the others nor hides the
-    verdict. False if any failed."""
+    verdict; each file written is said. False if any failed."""
     summary = gate_markdown(report)
-    writes = [(write_text, summary, markdown), (append_text, summary, step_summary),
-              (write_text, gate_junit(report), junit)]
+    writes = [(write_text, summary, markdown, "gate summary"),
+              (append_text, summary, step_summary, None),
+              (write_text, gate_junit(report), junit, "JUnit report")]
     written = True
-    for write, text, path in writes:
+    for write, text, path, what in writes:
         try:
             if path == STDOUT:
                 emit(text.rstrip("\n"))
             elif path:
                 write(text, path)
+                if what:        # the step summary is the runner's, shown on the run's page
+                    status(written_to(what, path))
         except RooflintError as exc:
             say(str(exc))
             written = False

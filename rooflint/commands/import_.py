@@ -18,7 +18,7 @@ def import_command(request: ImportRequest) -> None:
     json_path = request.json_path
     if json_path and json_path != STDOUT:
         guard_outputs([Output("--json", json_path, RESULT)],
-                      [Named("FILE", path) for path in request.files])
+                      [Named("FILE", path) for path in request.files], force=request.force)
     result = import_result(list(request.files), request.gpu)
     render_result(errors if json_path == STDOUT else console, result, result.fixes,
                   request.depth)

@@ -28,7 +28,6 @@ from rooflint.output.outputs import (RESULT, STDOUT, Output, check_outputs, expo
 from rooflint.output.rank_view import render_job
 from rooflint.output.profile_words import pass2_stopped_words
 from rooflint.output.profile_view import render_result
-from rooflint.output.written import roofline_drawn
 
 
 def profile_command(request: ProfileRequest) -> None:
@@ -39,10 +38,12 @@ def profile_command(request: ProfileRequest) -> None:
     if logs:
         _check_logs_folder(logs)
     tables = writing.asked(request.exports)
-    piped = writing.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
-    check_outputs(None if json_path == STDOUT else json_path, picture=svg,
+    piped = writing.to_stdout(("--json", json_path), ("--svg", svg),
+                              *((t.option, t.path) for t in tables))
+    check_outputs(None if json_path == STDOUT else json_path,
+                  picture=None if svg == STDOUT else svg,
                   logs=logs if logs and logs.is_dir() else None,   # else made once ncu is found
-                  model=model, tables=export_outputs(tables))
+                  model=model, tables=export_outputs(tables), force=request.force)
     screen = errors if piped else console
     terminate = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -79,10 +80,8 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
     named = json_path if json_path and json_path != STDOUT else "rooflint profile"
     for said in writing.write(tables, [result], named):
         status(said)
-    if svg and drawn:
-        from rooflint.output import plotting    # matplotlib, only for --svg
-        plotting.save(plotting.figure([result]), svg)
-        status(roofline_drawn(svg))
+    if svg and drawn and (said := writing.draw([result], svg)):
+        status(said)
 
 
 def _write_ranks(ranks: list[RunResult], json_path: Path) -> None:

@@ -8,8 +8,8 @@ Apart from the page's module because the comparison's pairing is the engine's
 
 from __future__ import annotations
 
-from pathlib import Path
 
+from rooflint.commands.requests import ReportRequest
 from rooflint.judge.comparison import compare as compare_variants
 from rooflint.engine.compare_sides import Side, gpu_warning, paired, result_sides, unmatched_names
 from rooflint.commands.stdio import emit, status
@@ -21,12 +21,13 @@ from rooflint.output.outputs import REPORT, STDOUT, Named, Output, guard_outputs
 from rooflint.output.written import report_written
 
 
-def report_command(paths: list[Path], output: Path) -> None:
-    """Write the HTML report of the result documents at ``paths`` to ``output`` (``-``:
-    standard output). The output is checked first, so a bad path costs no reading."""
+def report_command(request: ReportRequest) -> None:
+    """Write the HTML report of the result documents asked to its output (``-``: standard
+    output). The output is checked first, so a bad path costs no reading."""
+    paths, output = request.results, request.output
     to_stdout = output == STDOUT
     guard_outputs([] if to_stdout else [Output("--output", output, REPORT)],
-                  [Named("RESULT", p) for p in paths])
+                  [Named("RESULT", p) for p in paths], force=request.force)
     documents = [Document.of(p, read_result(p)) for p in paths]
     comparison = compared(documents[0], documents[1]) if len(documents) == 2 else None
     html = report_html(documents, comparison)

@@ -6,7 +6,8 @@ handed down by position.
 
 Values stay as typed where the command's own check says what is wrong with them (a
 threshold ``5%``, a time ``40us``, a precision): the command, not the parser, words the
-refusal. `report` and `specs` take too little to need one.
+refusal. `specs` takes too little to need one. ``force``, in each request that writes a
+file: replace one that exists and is not of the kind written (output/outputs.py).
 
 Light on purpose: the command line imports it before any command runs.
 """
@@ -50,6 +51,7 @@ class RunRequest:
     reference_cache: bool = True
     counter_cache: bool = True
     depth: Depth = Depth.DEFAULT          # how much of each family is printed
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ class GateRequest:
     junit: Path | None = None
     counters: CountersMode = DEFAULT_COUNTERS
     recheck: bool = False
+    depth: Depth = Depth.DEFAULT          # what did not pass; each variant; and its limits
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class ProfileRequest:
     exports: Exports = Exports()
     depth: Depth = Depth.DEFAULT          # the fixes; and the top kernels; and every kernel
     counter_cache: bool = True            # PyTorch's own kernels' counters kept between profiles
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,7 @@ class ImportRequest:
     gpu: str | None = None                # the spec judged against; None: the files' GPU's
     json_path: Path | None = None
     depth: Depth = Depth.DEFAULT          # the fixes; and the top kernels; and every kernel
+    force: bool = False                   # --json may replace a file rooflint did not write
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ class ShowRequest:
     variants: tuple[str, ...] = ()        # none: every variant
     exports: Exports = Exports()
     depth: Depth = Depth.DEFAULT          # how much of the result is printed
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,12 +119,14 @@ class ExplainRequest:
     precision: str = Precision.FP32.value  # as typed: explain names the precisions it knows
     json_path: Path | None = None
     datasheet: bool = False               # the datasheet's roofs even where calibrated
+    force: bool = False
 
 
 @dataclass(frozen=True)
 class CalibrateRequest:
     gpu: str | None = None
     json_path: Path | None = None
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,14 @@ class PlotRequest:
     output: Path = Path("roofline.svg")
     variants: tuple[str, ...] = ()        # none: every variant, in the results' order
     trajectory: bool = False
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    results: tuple[Path, ...]
+    output: Path = Path("report.html")
+    force: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,3 +156,4 @@ class CompareRequest:
     counters: CountersMode = DEFAULT_COUNTERS
     max_slowdown: str | None = None       # as typed (5%): read by formats.thresholds
     depth: Depth = Depth.DEFAULT          # the sentences alone, or with figures and notes
+    force: bool = False

@@ -22,18 +22,20 @@ from rooflint.formats.status import Status
 from rooflint.measure import runner
 from rooflint.measure.devices import device_indices, parse_devices, visible_devices
 from rooflint.output.outputs import STDOUT, check_outputs, export_outputs
-from rooflint.output.written import result_written, roofline_drawn
+from rooflint.output.written import result_written
 
 
 def run_command(request: RunRequest) -> None:
     """Measure, as `rooflint run` was asked; exit 1 if a variant failed or erred."""
     json_path, svg = request.json_path, request.svg
     tables = writing.asked(request.exports)
-    to_stdout = writing.to_stdout(("--json", json_path), *((t.option, t.path) for t in tables))
+    to_stdout = writing.to_stdout(("--json", json_path), ("--svg", svg),
+                                  *((t.option, t.path) for t in tables))
     if request.source and request.counters == CountersMode.OFF:
         fail("--source reads Nsight Compute's source counters: it cannot run with --counters off")
-    check_outputs(None if json_path == STDOUT else json_path, picture=svg,
-                  tables=export_outputs(tables))
+    check_outputs(None if json_path == STDOUT else json_path,
+                  picture=None if svg == STDOUT else svg, tables=export_outputs(tables),
+                  force=request.force)
     if request.devices is not None:
         device_indices(request.devices)    # nonsense is refused before any GPU is counted
     chosen = (parse_devices(request.devices, visible_devices())
@@ -51,7 +53,7 @@ def run_command(request: RunRequest) -> None:
         # here, not at the top: loaded while the pools above start
         from rooflint.output.live import RunDisplay
         screen = errors if to_stdout else console
-        display = RunDisplay(screen, tables=True, depth=request.depth)
+        display = RunDisplay(screen, tables=True, depth=request.depth, messages=errors)
         try:
             with display:
                 result = run_families(options, display.listener(), pools, manifests)
@@ -70,10 +72,8 @@ def run_command(request: RunRequest) -> None:
         status(result_written(json_path))
     for said in writing.write(tables, [result], options.json_path or "rooflint run"):
         status(said)
-    if svg:
-        from rooflint.output import plotting    # matplotlib, only for --svg
-        plotting.save(plotting.figure([result]), svg)
-        status(roofline_drawn(svg))
+    if svg and (drawn := writing.draw([result], svg)):
+        status(drawn)
     if any(v.status in (Status.FAIL, Status.ERROR) for f in result.families for v in f.variants):
         raise typer.Exit(1)
 

@@ -27,7 +27,7 @@ def show_command(request: ShowRequest) -> None:
         return
     tables = writing.asked(request.exports)
     piped = writing.to_stdout(*((t.option, t.path) for t in tables))
-    guard_outputs(export_outputs(tables), [Named("RESULT", result_path)])
+    guard_outputs(export_outputs(tables), [Named("RESULT", result_path)], force=request.force)
     result = only_variants(read_result(result_path), list(request.variants), result_path)
     if not piped:
         render_result(console, result, fixes_of(result), request.depth)

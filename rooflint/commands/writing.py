@@ -1,5 +1,6 @@
 """Writing what a command was asked to write beside its work: each document to its file, or
-to standard output for ``-``.
+to standard output for ``-`` (a JSON document, the tables, a roofline as SVG), and the line
+that says what was written where (none for ``-``).
 
 run, profile and show take the same three export options (``--csv``, ``--markdown``,
 ``--html``), with the same meaning: a file path, or ``-`` for standard output, where the
@@ -22,7 +23,8 @@ from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import RunResult, write_result
 from rooflint.output.exports import PAGE, Export, rendered
 from rooflint.output.outputs import STDOUT
-from rooflint.output.written import report_written, result_written, table_written
+from rooflint.output.written import (report_written, result_written, roofline_drawn,
+                                      table_written, written_to)
 
 
 def asked(exports: Exports) -> list[Export]:
@@ -41,13 +43,29 @@ def to_stdout(*named: tuple[str, Optional[Path]]) -> bool:
     return bool(dashes)
 
 
-def write_json(document: dict, path: Path) -> None:
-    """A JSON document to ``path``, or printed for ``-``."""
+def write_json(document: dict, path: Path, what: str) -> Optional[str]:
+    """A JSON document to ``path``, or printed for ``-``; what was written where, to say so
+    (None for ``-``): ``what`` names the document."""
     text = json.dumps(document, indent=1)
     if path == STDOUT:
         emit(text)
-    else:
-        write_text(text + "\n", path)
+        return None
+    write_text(text + "\n", path)
+    return written_to(what, path)
+
+
+def draw(results: Sequence[RunResult], path: Path, names: Optional[list[str]] = None,
+         trajectory: bool = False) -> Optional[str]:
+    """The roofline of ``results`` drawn to ``path`` (by its extension), or as SVG on
+    standard output for ``-``, where no extension names another format; what was drawn
+    where, to say so (None for ``-``)."""
+    from rooflint.output import plotting    # matplotlib: only when drawing
+    figure = plotting.figure(list(results), names, trajectory)
+    if path == STDOUT:
+        emit(plotting.rendered(figure, "svg").decode().rstrip("\n"))
+        return None
+    plotting.save(figure, path)
+    return roofline_drawn(path)
 
 
 def write_result_document(result: RunResult, path: Path) -> None:

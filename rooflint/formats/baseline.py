@@ -108,10 +108,16 @@ def from_result(result: RunResult) -> Baseline:
         entries=[_entry(f.name, v) for f in result.families for v in f.variants])
 
 
-def write(baseline: Baseline, path: Path) -> None:
+def document(baseline: Baseline) -> dict:
+    """The baseline as its file holds it: entries by family and variant, so a baseline
+    made again differs from the last by what changed, not by order."""
     data = asdict(baseline)
     data["entries"] = sorted(data["entries"], key=lambda e: (e["family"], e["variant"]))
-    write_atomic(data, path)
+    return data
+
+
+def write(baseline: Baseline, path: Path) -> None:
+    write_atomic(document(baseline), path)
 
 
 def read(path: Path) -> Baseline:

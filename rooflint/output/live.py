@@ -84,10 +84,14 @@ class RunDisplay:
     With ``tables`` (run), the header is printed once the device is known and each
     family's table as soon as that family is done: with counters, once every family is
     timed and profiled (Nsight Compute gives its counters when its session ends).
+    Warnings and notes (counters unavailable, counters from the cache) go to ``messages``,
+    standard error at the command line, whose standard output holds only the tables.
     """
 
-    def __init__(self, console: Console, tables: bool, depth: Depth = Depth.DEFAULT) -> None:
+    def __init__(self, console: Console, tables: bool, depth: Depth = Depth.DEFAULT,
+                 messages: Console | None = None) -> None:
         self.console = console
+        self.messages = messages or console
         self.tables = tables
         self.depth = depth                 # how much of each family is printed
         self.timed: list[str] = []         # families in the result (written, with --json)
@@ -163,4 +167,4 @@ class RunDisplay:
             render_family(self.console, family, self.depth)
 
     def warn(self, message: str) -> None:
-        self.console.print(Text(f"rooflint: {printable(message)}", "yellow"))
+        self.messages.print(Text(f"rooflint: {printable(message)}", "yellow"))

@@ -15,7 +15,9 @@ they asked for (issue 22):
   summary. A kind is told by parsing the whole file, not its first bytes: a user's
   notes.csv whose header began ``family,variant`` was replaced by ``show --csv``, and
   any PNG by ``plot -o`` (issue 45); pass 1's trace alone is told by its two ends
-  (_pass_one_trace says why). Every kind is told here.
+  (_pass_one_trace says why). Every kind is told here. ``--force`` (every command that
+  writes a file has it, as ncu has ``-f``) replaces such a file all the same; it never
+  lets an output be an input or another output, nor appends to a file of another kind.
 
 :func:`jsonfile.require_writable` is the other half, that a path can be written at all;
 guard_outputs runs both. Every command runs it first, before its reading or its minutes of
@@ -82,13 +84,12 @@ class Output(Named):
     appended: bool = False          # added at its end (the step summary), never replaced
 
 
-def refuse_overwrites(outputs: Sequence[Output], inputs: Sequence[Named] = ()) -> None:
+def refuse_overwrites(outputs: Sequence[Output], inputs: Sequence[Named] = (),
+                      force: bool = False) -> None:
     """RooflintError, one line naming the options, for an output that would replace or
-    append to something the user did not ask to replace (see the module docstring)."""
+    append to something the user did not ask to replace (see the module docstring);
+    ``force``: the user asked to replace files of another kind."""
     for output in outputs:
-        if output.path == STDOUT:
-            raise RooflintError(f"{output.option} -: this writes a file, not standard "
-                                f"output; name the file")
         if str(output.path).startswith("-"):
             raise RooflintError(f"{output.option} {output.path}: an option, not a file name; "
                                 f"{output.option} is missing its value (give a file whose "
@@ -106,9 +107,11 @@ def refuse_overwrites(outputs: Sequence[Output], inputs: Sequence[Named] = ()) -
                                     f"{source.path}: rooflint does not {verb} a file it "
                                     f"reads; give {output.option} another path")
     for output in outputs:
+        if force and not output.appended:
+            continue
         if _nonempty_file(output.path) and not output.kind.holds(output.path):
             verb, remedy = (("append to", "choose another path") if output.appended else
-                            ("replace", "remove it or choose another path"))
+                            ("replace", "choose another path, or add --force to replace it"))
             raise RooflintError(f"{output.option} {output.path} exists and is not "
                                 f"{output.kind.name}, so rooflint will not {verb} it: "
                                 f"{remedy}")
@@ -389,11 +392,11 @@ EXPORT_KINDS = {**TABLES, exports.PAGE: REPORT}
 
 
 def guard_outputs(asked: Sequence[Output], inputs: Sequence[Named] = (),
-                  writable: bool = True) -> None:
+                  writable: bool = True, force: bool = False) -> None:
     """The guard every command runs first: nothing the user named is overwritten unless it
-    is the output asked for, of its kind (refuse_overwrites); with ``writable``, each
-    replaced output can be written, too (jsonfile.require_writable)."""
-    refuse_overwrites(asked, inputs)
+    is the output asked for, of its kind, or ``force`` says to (refuse_overwrites); with
+    ``writable``, each replaced output can be written, too (jsonfile.require_writable)."""
+    refuse_overwrites(asked, inputs, force)
     for output in asked if writable else ():
         if not output.appended:
             require_writable(output.path)
@@ -401,26 +404,26 @@ def guard_outputs(asked: Sequence[Output], inputs: Sequence[Named] = (),
 
 def check_outputs(json_path: Optional[Path], picture: Optional[Path] = None,
                   logs: Optional[Path] = None, model: Optional[Path] = None,
-                  tables: Sequence[Output] = ()) -> None:
+                  tables: Sequence[Output] = (), force: bool = False) -> None:
     """`run`'s and `profile`'s outputs, checked before minutes of measuring, not after:
     --json replaces only a rooflint result, --svg only a picture rooflint drew, profile's
     --logs only its own earlier logs (pass 1's trace, Nsight Compute's logs), the --csv
-    and --markdown ``tables`` only tables of their own format, none of them is --model,
-    and all can be written."""
+    and --markdown ``tables`` only tables of their own format (any file, with ``force``),
+    none of them is --model, and all can be written."""
     # here, not at the top: the logs' names are the profiler's, and no other guard needs them
     from rooflint.measure.program import LOGS, TRACE_LOG
     asked = ([Output("--json", json_path, RESULT)] if json_path else []) + \
         ([Output("--svg", picture, PICTURE)] if picture else []) + \
         [Output("--logs", logs / name, PASS_ONE_TRACE if name == TRACE_LOG else NCU_LOG)
          for name in LOGS if logs] + list(tables)
-    guard_outputs(asked, [Named("--model", model)] if model else [])
+    guard_outputs(asked, [Named("--model", model)] if model else [], force=force)
 
 
-def guard_json(path: Optional[Path], kind: Kind) -> None:
+def guard_json(path: Optional[Path], kind: Kind, force: bool = False) -> None:
     """The guard for the --json of explain, compare and calibrate: a file replaced only if
-    it is one of theirs (``-`` is standard output)."""
+    it is one of theirs, or ``force`` says to (``-`` is standard output)."""
     if path and path != STDOUT:
-        guard_outputs([Output("--json", path, kind)])
+        guard_outputs([Output("--json", path, kind)], force=force)
 
 
 def export_outputs(wanted: Sequence[exports.Export]) -> list[Output]:

@@ -21,6 +21,11 @@ def report_written(path: Path) -> str:
     return f"report written to {path}"
 
 
+def written_to(what: str, path: Path) -> str:
+    """Any other file: explain's and compare's --json, the gate's summary and JUnit XML."""
+    return f"{what} written to {path}"
+
+
 def table_written(format: str, path: Path) -> str:
     """A --csv or --markdown table (``format``: csv, markdown)."""
     return f"{format} table written to {path}"

@@ -62,7 +62,8 @@ def piped(*args: str, stdin: bytes):
 
 
 def test_a_document_can_come_from_standard_input(tmp_path):
-    """`-` where a document is read: show, plot and report read standard input (once)."""
+    """`-` where a document is read: show, plot, report and gate (its baseline, or the
+    result it judges) read standard input (once)."""
     document = (REPO / "examples" / "h200-bundled.json").read_bytes()
     shown = piped("show", "-", "naive", "--csv", "-", stdin=document)
     assert shown.returncode == 0, shown.stderr
@@ -74,6 +75,9 @@ def test_a_document_can_come_from_standard_input(tmp_path):
     assert not (tmp_path / "r.html").exists()
     empty = piped("show", "-", stdin=b"")
     assert empty.returncode == 2 and b"cannot read result -: not JSON" in empty.stderr
+    baseline = (REPO / "examples" / "ci" / "h200-baseline.json").read_bytes()
+    judged = piped("gate", "--baseline", "-", "--current", BUNDLED, stdin=baseline)
+    assert judged.returncode == 0 and judged.stdout.decode().rstrip().endswith("PASS: 38 pass")
 
 
 @pytest.mark.parametrize("args", [
@@ -165,6 +169,7 @@ BARE_REQUESTS = [
     ("calibrate", "calibrate_command", (), "CalibrateRequest", {}),
     ("plot", "plot_command", ("r.json",), "PlotRequest", {"results": (Path("r.json"),)}),
     ("compare", "compare_command", ("a.json",), "CompareRequest", {"a": "a.json"}),
+    ("report", "report_command", ("r.json",), "ReportRequest", {"results": (Path("r.json"),)}),
 ]
 
 
@@ -300,6 +305,33 @@ def test_a_mistake_in_a_commands_options_is_one_line_like_every_error(args, said
     assert outcome.code == 2 and outcome.stdout == ""
     assert len(outcome.stderr.splitlines()) == 1 and outcome.stderr.startswith(said)
     assert outcome.stderr.rstrip().endswith(f"(rooflint {args[0]} --help lists what it takes)")
+
+
+@pytest.mark.parametrize("args, said", [
+    (("sohw", BUNDLED), "rooflint: no such command 'sohw'"),
+    (("--nope", "show", BUNDLED), "rooflint: no such option: --nope"),
+    (("cache", "nope"), "rooflint: cache: no such command 'nope'"),
+    (("cache", "clear", "now"), "rooflint: cache clear: got unexpected extra argument"),
+    (("plot",), "rooflint: plot: missing argument 'RESULT'"),
+    (("profile", "--top", "0", "--", "true"), "rooflint: profile: invalid value for '--top'")])
+def test_a_mistake_before_a_command_or_in_a_group_is_one_line_too(args, said):
+    """An unknown command or an option rooflint does not take, a group's mistake, each as
+    one line naming where --help lists what is taken, on every click the floor allows."""
+    outcome = rooflint(*args)
+    assert outcome.code == 2 and outcome.stdout == ""
+    assert len(outcome.stderr.splitlines()) == 1 and outcome.stderr.startswith(said)
+    path = " ".join(word for word in args[:2] if word in ("cache", "clear", "plot", "profile"))
+    assert outcome.stderr.rstrip().endswith(f"(rooflint {path + ' ' if path else ''}--help "
+                                            f"lists what it takes)"), outcome.stderr
+
+
+def test_a_group_given_nothing_still_prints_its_help():
+    """(on standard error with exit 2 since click 8.2, on standard output before)"""
+    for words in ((), ("cache",)):
+        outcome = rooflint(*words)
+        shown = outcome.stdout + outcome.stderr
+        assert shown.startswith(f"Usage: rooflint {' '.join(words)}".rstrip() + " "), shown
+        assert "lists what it takes" not in shown and "Commands:" in shown
 
 
 def test_gate_prints_its_markdown_on_standard_output_and_its_verdict_beside_it(tmp_path):

@@ -323,9 +323,12 @@ def test_an_unwritable_report_keeps_the_verdict(tmp_path, report, fails, code, v
         env, args = NO_STEP_SUMMARY, [*args, report, str(missing)]
     outcome = rooflint("gate", "--current", str(current), "--baseline", str(BASELINE), *args,
                        env=env)
-    assert_one_line_error(outcome, code, f"cannot write {missing}: no directory {missing.parent}")
+    said = [line for line in outcome.stderr.splitlines() if line.startswith("rooflint: ")]
+    assert outcome.code == code and "Traceback" not in outcome.stderr, outcome.stderr
+    assert said == [f"rooflint: cannot write {missing}: no directory {missing.parent}"]
     assert verdict in outcome.stdout
     assert ("regressed" in other.read_text()) == fails
+    assert f"written to {other}" in outcome.stderr           # and is said to be
 
 
 def test_a_step_summary_that_is_a_directory(tmp_path):

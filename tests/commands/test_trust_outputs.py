@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def gate(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None)
     (["gate", "--update", "--baseline", "r.json", "--current", "r.json"], {},
      ["--baseline r.json is --current r.json"]),
     (["gate", "--update", "--baseline", "notes.txt", "--current", "r.json"], {},
-     ["--baseline notes.txt exists and is not a rooflint baseline", "remove it or choose"]),
+     ["--baseline notes.txt exists and is not a rooflint baseline", "or add --force"]),
     (["plot", "r.svg", "-o", "r.svg"], {}, ["--output r.svg is RESULT r.svg"]),
     (["gate", "--current", "r.json", "--baseline", "b.json", "--markdown", "x.md",
       "--junit", "x.md"], {}, ["--markdown x.md and --junit x.md are one file"]),
@@ -139,7 +140,83 @@ def test_an_output_of_another_kind_is_refused_before_any_gpu_work(files, tmp_pat
     (tmp_path / "picture.svg").write_bytes(b"\x89PNG\r\n\x1a\n a PNG named .svg")
     before = snapshot(tmp_path)
     outcome = rooflint(*args, cwd=tmp_path, env=NO_GPU)
-    assert_one_line_error(outcome, 2, f"exists and is not {kind}", "remove it or choose")
+    assert_one_line_error(outcome, 2, f"exists and is not {kind}", "or add --force")
+    assert_intact(before)
+
+
+# --force (issue 51): a file rooflint did not write is replaced when asked, never otherwise
+NOTES = "notes.txt"
+FORCED = [
+    (["show", "r.json", "--csv", NOTES], "family,variant,"),
+    (["show", "r.json", "--markdown", NOTES], "| family | variant |"),
+    (["show", "r.json", "--html", NOTES], "<!DOCTYPE html>"),
+    (["explain", "--gpu", "h200", "--time", "1ms", "--flops", "1e9", "--bytes", "64MB",
+      "--json", NOTES], "{"),
+    (["compare", "r.json:tiled", "r.json:naive", "--json", NOTES], "{"),
+    (["gate", "--current", "r.json", "--baseline", "b.json", "--markdown", NOTES],
+     "### rooflint gate: PASS"),
+    (["gate", "--current", "r.json", "--baseline", "b.json", "--junit", NOTES], "<?xml"),
+    (["gate", "--update", "--current", "r.json", "--baseline", NOTES], "{"),
+    (["plot", "r.json", "-o", "picture.png"], "\x89PNG"),
+    (["report", "r.json", "-o", NOTES], "<!DOCTYPE html>"),
+]
+
+
+@pytest.mark.parametrize("args, written", FORCED, ids=[" ".join(a[:1] + a[-2:-1])
+                                                       for a, _ in FORCED])
+def test_force_replaces_a_file_rooflint_did_not_write(files, tmp_path, args, written):
+    """Refused without --force, the refusal saying so (the file intact); replaced with it."""
+    (tmp_path / "picture.png").write_text("a text file with a picture's name\n")
+    target = tmp_path / args[-1]
+    before = snapshot(tmp_path)
+    refused = rooflint(*args, cwd=tmp_path, env=NO_STEP_SUMMARY)
+    assert_one_line_error(refused, 2, "exists and is not", "or add --force to replace it")
+    assert_intact(before)
+    forced = rooflint(*args, "--force", cwd=tmp_path, env=NO_STEP_SUMMARY)
+    assert forced.code == 0, forced.stderr
+    assert target.read_bytes().decode("latin-1").startswith(written)
+
+
+def test_force_replaces_a_runs_and_a_calibrations_file_too(monkeypatch, files, tmp_path):
+    """run (its workers the recorded H200 run's) and calibrate (its steps the H200's)."""
+    from recorded import RecordedPool, use_stand_in_pools
+    from rooflint.commands import calibrate as calibrate_command
+    from test_calibration import H200, SKIPPED, STEPS
+    use_stand_in_pools(monkeypatch, lambda env=None: RecordedPool())
+    monkeypatch.setattr(calibrate_command, "measure_ceilings",
+                        lambda update: (H200, STEPS, SKIPPED))
+    for args, schema in ((["run", "stream", "--counters", "off", "--json", NOTES], "result"),
+                         (["calibrate", "--json", NOTES], "calibration")):
+        (tmp_path / NOTES).write_text("not a baseline: my notes\n")
+        refused = rooflint(*args, cwd=tmp_path)
+        assert refused.code == 2 and "add --force" in refused.stderr, refused.stderr
+        forced = rooflint(*args, "--force", cwd=tmp_path)
+        assert forced.code == 0, forced.stderr
+        assert json.loads((tmp_path / NOTES).read_text())["schema"].startswith(
+            f"rooflint.{schema}/")
+
+
+def test_force_passes_profiles_guard_to_its_next_check(files, tmp_path):
+    """The guard is run's (check_outputs): with --force, profile goes on to look for ncu."""
+    outcome = rooflint("profile", "--json", NOTES, "--force", "--", sys.executable, "-c", "pass",
+                       cwd=tmp_path, env={"PATH": str(tmp_path)})
+    assert outcome.code == 2 and "ncu" in outcome.stderr and "exists" not in outcome.stderr, \
+        outcome.stderr
+    assert (tmp_path / NOTES).read_text() == "not a baseline: my notes\n"
+
+
+@pytest.mark.parametrize("args, env, fragment", [
+    (["show", "r.json", "--csv", "r.json"], {}, "--csv r.json is RESULT r.json"),
+    (["gate", "--current", "r.json", "--baseline", "b.json", "--junit", "b.json"], {},
+     "--junit b.json is --baseline b.json"),
+    (["gate", "--current", "r.json", "--baseline", "b.json"], {"GITHUB_STEP_SUMMARY": "r.svg"},
+     "GITHUB_STEP_SUMMARY r.svg exists and is not a Markdown summary"),
+])
+def test_force_never_writes_over_an_input_nor_appends_to_another_kind(files, tmp_path, args,
+                                                                      env, fragment):
+    before = snapshot(tmp_path)
+    outcome = rooflint(*args, "--force", cwd=tmp_path, env={**NO_STEP_SUMMARY, **env})
+    assert_one_line_error(outcome, 2, fragment)
     assert_intact(before)
 
 
@@ -151,15 +228,6 @@ def test_an_option_taken_as_a_value_writes_no_file(files, tmp_path):
     assert_one_line_error(outcome, 2, "--markdown --junit", "missing its value")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(files)
     assert_intact(before)
-
-
-# (`profile --json -` prints the document since issue 27: test_profile_passes.py; `plot
-# -o -` the SVG and `gate --junit -` the XML since issue 51: test_cli_conventions.py)
-@pytest.mark.parametrize("args", [["run", "stream", "--svg", "-"]])
-def test_a_dash_is_not_standard_output_where_a_file_is_written(files, tmp_path, args):
-    outcome = rooflint(*args, cwd=tmp_path, env=NO_GPU)
-    assert_one_line_error(outcome, 2, " -: this writes a file, not standard output")
-    assert not (tmp_path / "-").exists()
 
 
 def test_targets_with_current_are_refused_not_ignored(files, tmp_path):
