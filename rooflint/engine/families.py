@@ -39,7 +39,7 @@ from rooflint.formats.counter_key import variant_key
 from rooflint.formats.gpus import DeviceInfo
 from rooflint.formats.jobs import TORCH_MODULES, Measurement, TimingJob, VariantJob, uses_torch
 from rooflint.analysis.counters import Counters
-from rooflint.measure import build, ncu, source_report
+from rooflint.measure import build, ncu, nvml, source_report
 from rooflint.measure.ncu import CountersUnavailable
 from rooflint.measure.runner import Profiler, Progress, WorkerPool, profile, timing_pools
 from rooflint.judge.measurement import check_precisions, device_spec, family_result
@@ -194,8 +194,11 @@ def run(options: RunOptions, listener: Listener | None = None,
     watch = Stopwatch()
     try:
         with watch.phase("startup"):
+            known = nvml.shared_compute_capability() if counting else None
+            if known:     # the profilers start first, their start-up beside the workers'
+                start_profilers(every_lane, options, manifests, known)
             lanes = start_lanes(every_lane, listener.warn)
-            if counting:
+            if counting and not known:
                 start_profilers(lanes, options, manifests)
         device = lanes[0].device
         spec = device_spec(device, options.gpu, specs)
@@ -235,18 +238,20 @@ def run(options: RunOptions, listener: Listener | None = None,
                     profiler.kill()
 
 
-def start_profilers(lanes: list[Lane], options: RunOptions, manifests: list[Manifest]) -> None:
-    """Each started lane's profilers (the counter pass, the source pass with --source),
-    which import PyTorch ahead when a python variant uses it. The counters are asked by
-    the names its GPU's chip lists (ncu.listed_metrics), known once its worker has said
-    hello; the counter pass's profiler is started and not waited for: ncu's start-up (about
-    2 s on an H100) runs while the lane's kernels are timed, its worker opening the GPU only
-    when the timing is done."""
+def start_profilers(lanes: list[Lane], options: RunOptions, manifests: list[Manifest],
+                    capability: str | None = None) -> None:
+    """Each lane's profilers (the counter pass, the source pass with --source), which
+    import PyTorch ahead when a python variant uses it. The counters are asked by the names
+    its GPU's chip lists (ncu.listed_metrics): of ``capability``, the compute capability
+    NVML says every GPU shares, before the workers start, else the lane's worker's, once it
+    has said hello. The counter pass's profiler is started and not waited for: ncu's
+    start-up (about 2 s on an H100) runs beside the worker's and while the lane's kernels
+    are timed, its worker opening the GPU only when the timing is done."""
     precisions = {v.precision for m in manifests for v in m.variants}
     preload = TORCH_MODULES if any(v.python and uses_torch(v.python.module)
                                    for m in manifests for v in m.variants) else ()
     for lane in lanes:
-        listed = ncu.listed_metrics(lane.device.compute_capability)
+        listed = ncu.listed_metrics(capability or lane.device.compute_capability)
         lane.metrics = tuple(ncu.metrics_for(precisions, listed))
         lane.profiler = Profiler(options.cache, ncu.Counting(lane.metrics), lane.pool.env,
                                  preload)

@@ -66,6 +66,25 @@ def gpu_names() -> list[str]:
         pynvml.nvmlShutdown()
 
 
+def shared_compute_capability() -> str | None:
+    """The compute capability ("9.0") every GPU NVML sees shares, read without a CUDA
+    context: what the counter pass's metric names depend on (ncu.listed_metrics), known
+    before any worker starts; None where the GPUs differ or NVML cannot answer."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        found = {"{}.{}".format(*pynvml.nvmlDeviceGetCudaComputeCapability(
+                     pynvml.nvmlDeviceGetHandleByIndex(index)))
+                 for index in range(pynvml.nvmlDeviceGetCount())}
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+    return found.pop() if len(found) == 1 else None
+
+
 def _text(value: str | bytes) -> str:
     """NVML's strings: bytes from older bindings, str from newer."""
     return value.decode() if isinstance(value, bytes) else str(value)
