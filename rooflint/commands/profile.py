@@ -23,8 +23,8 @@ from rooflint.output.exports import Export
 from rooflint.common.errors import RooflintError
 from rooflint.formats.ranks import rank_path
 from rooflint.judge.ranks import job_of
-from rooflint.output.outputs import (RESULT, STDOUT, Output, check_outputs, export_outputs,
-                                     guard_outputs)
+from rooflint.output.outputs import (RESULT, STDOUT, Named, Output, check_outputs,
+                                     export_outputs, guard_outputs)
 from rooflint.output.rank_view import render_job
 from rooflint.output.profile_words import pass2_stopped_words
 from rooflint.output.profile_view import render_result
@@ -65,7 +65,10 @@ def profile_command(request: ProfileRequest) -> None:
     finally:   # minutes of profiling: kept when nobody reads the table (`| head`)
         _write_outputs(result, json_path, tables, svg, stopped is None, screen)
         if json_path and json_path != STDOUT:
-            _write_ranks(profiled.ranks, json_path)
+            _write_ranks(profiled.ranks, json_path,
+                         [Named(o.option, o.path) for o in export_outputs(tables)]
+                         + [Named(option, path) for option, path
+                            in (("--svg", svg), ("--model", model)) if path and path != STDOUT])
     if stopped:       # pass 2 failed or was interrupted: pass 1's times are all there is
         fail(pass2_stopped_words(stopped.why, json_path, json_path == STDOUT, svg),
              130 if stopped.interrupted else 2)
@@ -84,14 +87,16 @@ def _write_outputs(result: RunResult, json_path: Optional[Path], tables: list[Ex
         status(said)
 
 
-def _write_ranks(ranks: list[RunResult], json_path: Path) -> None:
+def _write_ranks(ranks: list[RunResult], json_path: Path, others: list[Named]) -> None:
     """Each rank's own document beside the job's (``r.json``: ``r.rank0.json``, ...), for
-    `show` to merge with the documents of ranks profiled elsewhere; one that would replace
-    a file that is not a rooflint result is not written, and said."""
+    `show` to merge with the documents of ranks profiled elsewhere. Their paths are known
+    only once pass 1 has found the ranks, so one that would replace a file that is not a
+    rooflint result, or one of ``others`` (the profile's other files, read or written), is
+    not written, and said: the job's document and the rest are kept."""
     for rank in ranks:
         path = rank_path(json_path, rank.rank)
         try:
-            guard_outputs([Output(f"{rank.rank.label}'s document", path, RESULT)])
+            guard_outputs([Output(f"{rank.rank.label}'s document", path, RESULT)], others)
         except RooflintError as refused:
             status(f"not written: {refused}")
             continue

@@ -171,3 +171,25 @@ def test_show_of_several_documents_refuses_what_it_cannot_do_with_them(extra, sa
 def test_a_rank_documents_path_sits_beside_its_jobs():
     assert rank_path(Path("r/job.json"), RankInfo(process=9, rank=3)) == Path("r/job.rank3.json")
     assert rank_path(Path("job.json"), RankInfo(process=9)) == Path("job.process9.json")
+
+
+def test_rank_documents_never_replace_what_is_not_a_result_nor_the_profiles_inputs(tmp_path,
+                                                                                 capsys):
+    """Their paths are known only after pass 1, so a refused one is said and skipped, and
+    the others and the job's document are written all the same."""
+    from rooflint.commands.profile import _write_ranks
+    from rooflint.output.outputs import Named
+    job = tmp_path / "r.json"
+    notes = tmp_path / "r.rank0.json"
+    notes.write_text("my own notes\n")
+    model = tmp_path / "r.rank1.json"       # the profile's --model: read, never written
+    model.write_text('{"kernels": []}\n')
+    stale = tmp_path / "r.rank2.json"        # an earlier profile's: replaced
+    stale.write_text(RANK_DOCUMENTS[0].read_text())
+    ranks = [_rank(n, 1.0, 0.1, 0.0) for n in (0, 1, 2, 3)]
+    _write_ranks(ranks, job, [Named("--model", model)])
+    said = capsys.readouterr().err
+    assert notes.read_text() == "my own notes\n" and "not written: rank 0's document" in said
+    assert model.read_text() == '{"kernels": []}\n' and "is --model" in said
+    assert read_result(stale).rank.rank == 2
+    assert read_result(tmp_path / "r.rank3.json").rank.rank == 3
