@@ -64,19 +64,23 @@ def timing_lines(program: ProgramTiming | None, width: int) -> list[str]:
     if program.steps:
         parts.append(steps_words(program.steps))
     if program.communication:
-        parts.append(communication_words(program.communication, program.steps))
+        parts.append(communication_words(program.communication))
     return textwrap.wrap("; ".join(filter(None, parts)), width, subsequent_indent="    ")
 
 
-def communication_words(found: Communication, steps: Steps | None) -> str:
-    """``collectives 4 ms a step on each of 2 ranks, 60% beside compute, 1.6 ms exposed``:
-    over the whole region, a step's share where the steps are known (as savings are)."""
-    count = steps.count if steps and steps.count else None
-    unit = " a step" if count else ""
+def communication_words(found: Communication) -> str:
+    """``collectives 4 ms a step on each of 2 ranks over 9 steps after the first, 60% beside
+    compute, 1.6 ms exposed``: a step's where the steps are known (the first, warm-up, left
+    out), else the whole region's."""
     ranks = f" on each of {found.ranks} ranks" if found.ranks > 1 else ""
-    return (f"collectives {format_time(found.collective_s / (count or 1))}{unit}{ranks}, "
-            f"{found.overlapped:.0%} beside compute, "
-            f"{format_time(found.exposed_s / (count or 1))} exposed")
+    if found.steps >= 2:
+        after = found.steps - 1
+        return (f"collectives {format_time(found.step_collective_s)} a step{ranks} over "
+                f"{after} step{'s' if after > 1 else ''} after the first, "
+                f"{found.overlapped:.0%} beside compute, "
+                f"{format_time(found.step_exposed_s)} exposed")
+    return (f"collectives {format_time(found.collective_s)}{ranks}, "
+            f"{found.overlapped:.0%} beside compute, {format_time(found.exposed_s)} exposed")
 
 
 def idle_words(idle: IdleTime) -> str:

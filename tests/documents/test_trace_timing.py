@@ -238,3 +238,55 @@ def test_exposed_communication_is_the_collective_time_a_sweep_finds_uncovered(se
 
 def test_a_one_gpu_trace_has_no_communication():
     assert program_timing(load("h200-step-trace.json")).communication is None
+
+
+def test_kernel_steps_end_where_the_steps_last_kernel_recurs():
+    """By hand: a warm-up kernel, then four steps of a, b, c (c the optimizer's): the steps
+    end at each c, the first taking the warm-up; a kernel of no period (d, at 1, 2, 5) and a
+    run of one kernel back to back make no steps."""
+    from rooflint.formats.trace_timing import kernel_steps
+    names = ["init", "a", "b", "c", "a", "b", "c", "a", "b", "c", "a", "b", "c"]
+    kernels = [_kernel(name, 10 * i, 10 * i + 5, 1, 0) for i, name in enumerate(names)]
+    assert kernel_steps(kernels) == [(0, 35), (35, 65), (65, 95), (95, 125)]
+    assert kernel_steps([_kernel(n, 10 * i, 10 * i + 5, 1, 0)
+                         for i, n in enumerate(["x", "d", "d", "y", "z", "d"])]) == []
+    assert kernel_steps([_kernel("copy", 10 * i, 10 * i + 5, 1, 0) for i in range(9)]) == []
+
+
+def _rank_kernels(trace: dict) -> dict[tuple, list[dict]]:
+    ranks: dict[tuple, list[dict]] = {}
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel":
+            ranks.setdefault((e["args"]["process"], e["args"]["device"]), []).append(e)
+    return {rank: sorted(kernels, key=lambda e: e["ts"]) for rank, kernels in ranks.items()}
+
+
+def test_a_ddp_jobs_collectives_a_step_are_what_its_steps_after_the_first_hold():
+    """The recorded two-rank DDP job on two H200s (CUPTI's records, no host ranges): each
+    rank's 4,412 kernels make 13 steps (3 warm-up steps and 10 timed, each ending at the
+    fused AdamW's kernel); over the 12 after the first, a step's collective and exposed
+    time are what a count over each rank's NCCL kernels in those steps gives, within 10 %,
+    and the first step's wait (DDP's first all-reduce, about 109 ms on rank 1) is not in
+    them."""
+    import lzma
+    from rooflint.formats.trace_timing import kernel_steps
+    trace = json.loads(lzma.open(REPO / "tests" / "fixtures" / "ranks" /
+                                 "h200x2-ddp-nccl-pass1-trace.json.xz").read())
+    found = program_timing(trace).communication
+    assert found.ranks == 2 and found.steps == 13
+    collective, exposed = [], []
+    for kernels in _rank_kernels(trace).values():
+        steps = kernel_steps(kernels)
+        assert len(steps) == 13 and "multi_tensor_apply" in next(
+            k["name"] for k in kernels if k["ts"] + k["dur"] == steps[1][1])
+        start, end = steps[1][0], steps[-1][1]
+        mine = [k for k in kernels if start <= k["ts"] and k["ts"] + k["dur"] <= end]
+        nccl = [k for k in mine if k["name"].startswith("ncclDevKernel")]
+        others = [(k["ts"], k["ts"] + k["dur"]) for k in mine
+                  if not k["name"].startswith("ncclDevKernel")]
+        collective.append(sum(k["dur"] for k in nccl) / 12)
+        exposed.append(sum(k["dur"] - sum(max(0, min(b, k["ts"] + k["dur"]) - max(a, k["ts"]))
+                                          for a, b in others) for k in nccl) / 12)
+    assert found.step_collective_s == pytest.approx(sum(collective) / 2 * 1e-6, rel=0.1)
+    assert found.step_exposed_s == pytest.approx(sum(exposed) / 2 * 1e-6, rel=0.1)
+    assert found.step_exposed_s * 12 < found.exposed_s / 2

@@ -79,14 +79,21 @@ def jsonschema_valid(data: dict) -> bool:
     return jsonschema.Draft202012Validator(schema_of("result")).is_valid(data)
 
 
-def test_the_summary_says_the_collectives_exposed_time_a_step():
-    """A data-parallel step's collectives: 44 ms over the 11 steps' region, 17.6 ms of it
-    with no compute beside it, on each of two ranks."""
+def test_the_summary_says_the_collectives_exposed_time_a_step_after_the_first():
+    """A data-parallel job's collectives on each of two ranks: 150 ms over the region, 110 ms
+    of it exposed (the first step's all-reduce waits for every rank's start-up); over the
+    nine steps after the first, 4 ms a step, 1 ms of it exposed. Without steps, the
+    region's."""
     from rooflint.formats.trace_timing import Communication
     result = with_program(read_result(REPO / "examples" / "profile" /
                                       "h200-profile-train-eager.json"))
-    result.program.communication = Communication(collective_s=44e-3, exposed_s=17.6e-3,
-                                                 ranks=2)
+    result.program.communication = Communication(
+        collective_s=150e-3, exposed_s=110e-3, ranks=2, steps=10, step_collective_s=4e-3,
+        step_exposed_s=1e-3)
     said = summary_lines(result, fixes_of(result), 400)[1]
-    assert said.endswith("warm-up; collectives 4 ms a step on each of 2 ranks, 60% beside "
-                         "compute, 1.6 ms exposed"), said
+    assert said.endswith("warm-up; collectives 4 ms a step on each of 2 ranks over 9 steps "
+                         "after the first, 75% beside compute, 1 ms exposed"), said
+    result.program.communication = Communication(collective_s=150e-3, exposed_s=110e-3, ranks=2)
+    said = summary_lines(result, fixes_of(result), 400)[1]
+    assert said.endswith("warm-up; collectives 150 ms on each of 2 ranks, 27% beside compute, "
+                         "110 ms exposed"), said
