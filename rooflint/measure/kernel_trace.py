@@ -61,7 +61,7 @@ def kernel_trace_pass(command: list[str], trace_log: Path | None,
         if done.returncode != 0:
             raise command_failed(done)
         return recorded_pass(Path(scratch), wall, trace_log, say, done.pid,
-                             nccl_logs.logs_in(nccl))
+                             nccl_logs.logs_in(nccl, trace_log.parent if trace_log else None))
 
 
 def has_records(folder: Path) -> bool:

@@ -30,9 +30,15 @@ def log_environment(folder: Path) -> dict[str, str]:
             "NCCL_DEBUG_FILE": str(folder / LOG_FILE)}
 
 
-def logs_in(folder: Path) -> list[str] | None:
+def logs_in(folder: Path, kept_in: Path | None = None) -> list[str] | None:
     """The logs NCCL wrote into ``folder``, one a process (none where the program ran no
-    NCCL); None where the user's own logging was left alone and nothing was asked."""
+    NCCL), each copied into ``kept_in`` where given (the profile's --logs); None where the
+    user's own logging was left alone and nothing was asked."""
     if users_own():
         return None
-    return [path.read_text(errors="replace") for path in sorted(folder.glob("nccl.*.log"))]
+    texts = []
+    for path in sorted(folder.glob("nccl.*.log")):
+        texts.append(path.read_text(errors="replace"))
+        if kept_in:
+            (kept_in / path.name).write_text(texts[-1])
+    return texts

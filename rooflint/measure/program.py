@@ -270,9 +270,9 @@ def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
             raise command_failed(done)
         if not trace.exists() and has_records(records):
             return recorded_pass(records, wall, logs / TRACE_LOG if logs else None, say,
-                                 done.pid, nccl_logs.logs_in(nccl))
+                                 done.pid, nccl_logs.logs_in(nccl, logs))
         document = _read_trace(trace)
-        calls = nccl_logs.logs_in(nccl)
+        calls = nccl_logs.logs_in(nccl, logs)
     kernels = any(isinstance(e, dict) and e.get("cat") == "kernel"
                   for e in document.get("traceEvents", []))
     return Pass("", wall, timer=Timer.torch, processes=1 if kernels else 0, trace=document,

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from rooflint.analysis.evidence import pct
 from rooflint.common.units import counted, format_bytes, format_rate, format_time
-from rooflint.judge.collectives import Placement
+from rooflint.judge.collectives import PlacedCollective, Placement
 from rooflint.judge.ranks import STRAGGLER_MARGIN, Job, KernelAcross, RankTime, Straggler
 from rooflint.output.depth import Depth
 from rooflint.output.profile_view import TOP_KERNELS
@@ -88,12 +88,13 @@ def render_collectives(console: Console, placement: Placement, depth: Depth) -> 
         console.print(Text(line))
 
 
-def collective_notes(placement: Placement, shown: list) -> list[str]:
-    """The roofs the collectives are placed against (or that there are none), why a row
-    has none, and the NCCL kernels that were not placed."""
+def collective_notes(placement: Placement, shown: list[PlacedCollective]) -> list[str]:
+    """The roofs the ``shown`` collectives are placed against (or that there are none), why
+    a row has none, and the NCCL kernels that were not placed."""
     interconnect = placement.interconnect
-    notes = [NO_INTERCONNECT if interconnect is None else
-             f"roofs: {interconnect_line(interconnect)} (`rooflint calibrate`)"]
+    notes = [] if not shown else [NO_INTERCONNECT if interconnect is None else
+                                  f"roofs: {interconnect_line(interconnect)} (`rooflint "
+                                  f"calibrate`)"]
     if any(not c.collective.every_rank_sends for c in shown):
         notes.append("<=: a broadcast's or reduce's receivers send nothing, so one that came "
                      "late may find the data already moved: an upper bound, not on the roof")

@@ -145,10 +145,12 @@ def test_kernels_without_a_log_a_name_or_a_collective_are_counted_not_placed(tra
     assert found.calls == [] and found.unplaced == {judge.POINT_TO_POINT: 1, judge.UNNAMED: 1}
 
 
-def _documents(trace: dict, tmp_path: Path, interconnect=H200X2) -> list[Path]:
-    """The recorded ranks' documents, each with its collectives, written to ``tmp_path``."""
+def _documents(trace: dict, tmp_path: Path, interconnect=H200X2, calls=None) -> list[Path]:
+    """The recorded ranks' documents, each with its collectives (matched to ``calls``, by
+    default the fixtures' logs), written to ``tmp_path``."""
     paths = []
-    for rank, found in zip(ranks_of(trace), _ranks(trace, _calls(), interconnect)):
+    found_by_rank = _ranks(trace, calls or _calls(), interconnect)
+    for rank, found in zip(ranks_of(trace), found_by_rank):
         document = read_result(rank_path(JOB, rank))
         document.collectives = found
         paths.append(rank_path(tmp_path / "r.json", rank))
@@ -182,3 +184,10 @@ def test_without_a_calibration_the_collectives_say_how_to_get_one(trace, tmp_pat
                      env={"COLUMNS": "200"}).stdout
     assert NO_INTERCONNECT in shown
     assert "all-reduce float32    27 MiB     36   131 us       216 GB/s        -" in shown
+
+
+def test_kernels_left_unplaced_are_counted_in_one_line(trace, tmp_path):
+    shown = rooflint("show", *map(str, _documents(trace, tmp_path, calls={890: [], 891: []})),
+                     env={"COLUMNS": "200"}).stdout
+    assert f"134 NCCL kernels not placed: 134 {judge.NO_LOG}" in shown
+    assert "collectives by time" not in shown and NO_INTERCONNECT not in shown

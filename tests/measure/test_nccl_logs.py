@@ -91,3 +91,16 @@ def test_under_pytorchs_profiler_the_programs_log_comes_back_too(tmp_path, monke
                       f"{CALL!r}.format(host=host, pid=pid))\n")
     first = program.trace_pass([sys.executable, str(script)], tmp_path, print)
     assert len(first.nccl_logs) == 1 and "NCCL INFO AllReduce: opCount 0" in first.nccl_logs[0]
+
+
+def test_the_logs_are_kept_with_pass_ones_trace_under_logs(tmp_path, monkeypatch):
+    for name in nccl_logs.USERS_OWN:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(kernel_trace, "injection_library", lambda: tmp_path / "lib.so")
+    kept = tmp_path / "logs"
+    kept.mkdir()
+    first = kernel_trace.kernel_trace_pass(_program_logging_nccl(), kept / "pass1-trace.json",
+                                           print)
+    pid = first.trace["processes"][0]["pid"]
+    host = socket.gethostname().split(".")[0]
+    assert (kept / f"nccl.{host}.{pid}.log").read_text() == first.nccl_logs[0]
