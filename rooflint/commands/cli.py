@@ -336,8 +336,8 @@ def profile(
     svg: Optional[Path] = typer.Option(None, "--svg", help="Draw the kernels' roofline "
                                        f"{SVG_HELP}", metavar="FILE"),
     logs: Optional[Path] = typer.Option(None, "--logs", help="Keep the passes' logs (Nsight "
-                                        "Compute's CSV, pass 1's trace) in this directory, made "
-                                        "if missing.", metavar="DIR"),
+                                        "Compute's CSV, pass 1's trace, NCCL's logs) in this "
+                                        "directory, made if missing.", metavar="DIR"),
     model: Optional[Path] = typer.Option(None, "--model", help="YAML giving kernels (by name "
                                          "pattern) their FLOPs and compulsory bytes per launch, "
                                          "so they get an algorithmic intensity.", metavar="FILE"),

@@ -14,8 +14,9 @@ an Observation judged by the same engine as a manifest variant, with no algorith
 intensity (nobody counted its compulsory bytes), a library kernel leading with its
 caller's moves (caller_moves.py), and gets its share of the program's time and its
 upside, the time its best move could save (judge/upside.py, which also says when a kernel
-is done). What the profile says as it goes is worded in output/profile_words.py and heard
-by ``say``.
+is done). Each process's NCCL kernels are matched to the calls NCCL logged in pass 1, their
+sizes (judge/collectives.py). What the profile says as it goes is worded in
+output/profile_words.py and heard by ``say``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ from rooflint.judge.measurement import device_spec
 from rooflint.engine.named_gpu import check_gpu_option
 from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.formats.gpus import DeviceInfo, load_specs
+from rooflint.formats.nccl_log import NcclCall, nccl_calls
 from rooflint.formats.ranks import RANK_VARIABLES, RankInfo, ranks_of, trace_of
+from rooflint.judge.collectives import collective_kernels, rank_collectives
+from rooflint.measure import nccl_logs
 from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
 from rooflint.measure import program as passes
 from rooflint.measure.program import Choice, Filters
@@ -60,9 +64,9 @@ from rooflint.judge.launch_matching import launches_by_identity, missed, per_lau
 from rooflint.judge.pass2_patterns import mangled_patterns
 from rooflint.judge.time_spread import drifting, mixed_shapes
 from rooflint.output.profile_words import (NO_COUNTERS, autotuning_words, drift_note,
-                                           held_memory_words, missed_words, pass1_words,
-                                           plan_words, shapes_note, stopped_words,
-                                           unrecorded_words)
+                                           held_memory_words, missed_words,
+                                           nccl_log_not_read_words, pass1_words, plan_words,
+                                           shapes_note, stopped_words, unrecorded_words)
 from rooflint.judge.program_fixes import roll_up
 from rooflint.judge.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
@@ -300,14 +304,43 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         return result
 
     job = judged(one)
+    calls = nccl_calls_of(first, say)
+    interconnect = calibration.interconnect if calibration else None
     if first.processes == 1:
         job.rank = own_rank(first)
+        job.collectives = rank_collectives(calls_of_one(calls, first.trace or {}),
+                                           collective_kernels(first.trace or {}), interconnect)
         return Profiled(job, stopped)
     ranks = []
     for rank, kernels_of_rank in rank_kernels(first, filters):
         ranks.append(judged(kernels_of_rank))
         ranks[-1].rank = rank
+        ranks[-1].collectives = rank_collectives(
+            None if calls is None else [c for c in calls if c.process == rank.process],
+            collective_kernels(trace_of(first.trace or {}, rank)), interconnect)
     return Profiled(job, stopped, ranks)
+
+
+def nccl_calls_of(first: Pass, say: Callable[[str], None]) -> list[NcclCall] | None:
+    """The calls NCCL logged in pass 1 (measure/nccl_logs.py), every process's; None where
+    its logs were not read, said once where the program ran NCCL's kernels."""
+    if first.nccl_logs is None:
+        own = nccl_logs.users_own()
+        if own and collective_kernels(first.trace or {}):
+            say(nccl_log_not_read_words(own))
+        return None
+    return [call for text in first.nccl_logs for call in nccl_calls(text)]
+
+
+def calls_of_one(calls: list[NcclCall] | None, trace: dict) -> list[NcclCall] | None:
+    """The calls of the one process whose kernels ``trace`` holds: the process CUPTI's
+    records name, else (PyTorch's profiler traces the process it runs in) the one process
+    NCCL's logs name; none where they name several."""
+    if calls is None:
+        return None
+    named = ranks_of(trace)
+    processes = {named[0].process} if named else {c.process for c in calls}
+    return [c for c in calls if c.process in processes] if len(processes) == 1 else []
 
 
 def rank_kernels(first: Pass, filters: Filters) -> list[tuple[RankInfo, PassOne]]:

@@ -13,18 +13,45 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from rooflint.analysis.ceilings import Ceiling, bandwidth
+from rooflint.analysis.collectives import Collective
 from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.common.errors import RooflintError
 from rooflint.common.paths import cache_dir
-from rooflint.common.sense import SpecId
+from rooflint.common.sense import Positive, Size, SpecId, one_of
 from rooflint.formats.gpus import DeviceInfo
 from rooflint.formats.jsonfile import read_document, write_atomic
 
 SCHEMA = "rooflint.calibration/1"
 MEMORY_CEILINGS = ("dram", "l2", "l1", "dram-sweep")   # the steps in bytes/s, not precisions
+INTERCONNECT = "interconnect"      # the steps of the interconnect's sweep (a bus bandwidth each)
+
+
+@dataclass
+class BusRate:
+    """A collective's bus bandwidth at one size (analysis/collectives.bus_bandwidth)."""
+
+    collective: Annotated[str, one_of(Collective)]
+    size: Size                  # bytes: the operation's (nccl-tests' S)
+    value: Positive             # bytes/s
+
+
+@dataclass
+class Interconnect:
+    """The host's GPUs as NCCL's collectives reach each other over their interconnect: the
+    bus bandwidth of each collective over every GPU at a sweep of sizes, and each one's
+    best, its roof (with the size it was reached at)."""
+
+    gpus: Size
+    link: str                   # what NVML says links them ("NVLink, 18 links a GPU"); "" unknown
+    method: str
+    roofs: list[BusRate]        # the best of the sweep, one a collective
+    sweep: list[BusRate]
+
+    def roof(self, collective: str) -> BusRate | None:
+        return next((r for r in self.roofs if r.collective == collective), None)
 
 
 @dataclass
@@ -40,6 +67,8 @@ class Calibration:
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     schema: str = SCHEMA
     l1: Ceiling | None = None    # the L1/shared data path (absent from older calibrations)
+    # NCCL's collectives over the host's GPUs; None with one GPU, and in older calibrations
+    interconnect: Interconnect | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,7 +86,7 @@ def from_steps(device: DeviceInfo, spec: GpuSpec, steps: list[dict], skipped: di
     by_name = {s["ceiling"]: s for s in steps}
     if "dram" not in by_name:
         raise RooflintError(f"calibration measured no DRAM bandwidth ({skipped or 'no steps'})")
-    precisions = [name for name in by_name if name not in MEMORY_CEILINGS]
+    precisions = [name for name in by_name if name not in (*MEMORY_CEILINGS, INTERCONNECT)]
     unjudged = {name: f"measured, but the {spec.id} spec has no {name} peak to judge against"
                 for name in precisions if name not in spec.peaks}
     return Calibration(
@@ -66,7 +95,23 @@ def from_steps(device: DeviceInfo, spec: GpuSpec, steps: list[dict], skipped: di
         l1=ceiling(by_name["l1"]) if "l1" in by_name else None,
         compute={name: ceiling(by_name[name]) for name in precisions if name in spec.peaks},
         dram_sweep=[ceiling(s) for s in steps if s["ceiling"] == "dram-sweep"],
-        skipped={**skipped, **unjudged})
+        skipped={**skipped, **unjudged},
+        interconnect=interconnect_of([s for s in steps if s["ceiling"] == INTERCONNECT]))
+
+
+def interconnect_of(steps: list[dict]) -> Interconnect | None:
+    """The interconnect from its sweep's steps (measure/interconnect.py: each a collective's
+    bus bandwidth at one size, over ``gpus`` GPUs), each collective's best its roof; None
+    where it was not measured."""
+    if not steps:
+        return None
+    sweep = [BusRate(s["collective"], s["size"], s["value"]) for s in steps]
+    best: dict[str, BusRate] = {}
+    for rate in sweep:
+        if rate.collective not in best or rate.value > best[rate.collective].value:
+            best[rate.collective] = rate
+    return Interconnect(gpus=steps[0]["gpus"], link=steps[0]["link"], method=steps[0]["method"],
+                        roofs=list(best.values()), sweep=sweep)
 
 
 def settings(calibration: Calibration | None) -> dict[str, Any]:

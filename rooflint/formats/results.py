@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from rooflint.analysis.diagnose import Verdict
+from rooflint.formats.collective_calls import RankCollectives
 from rooflint.formats.jsonfile import Rows, read_document, write_atomic
 from rooflint.formats.settings import Settings
 from rooflint.analysis.counters import Counters
@@ -227,6 +228,9 @@ class RunResult:
     # a rank's own document: one process of a job of several (formats/ranks.py, merged by
     # judge/ranks.py); None, and not written, for any other result
     rank: RankInfo | None = None
+    # a profile's NCCL kernels matched to the calls NCCL logged, with their sizes
+    # (formats/collective_calls.py); None, and not written, where the program ran none
+    collectives: RankCollectives | None = None
     created: str = field(
         default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     tool_version: str = __version__
@@ -234,7 +238,7 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         document = {**asdict(self), "settings": self.settings.to_json()}
-        for optional in ("program", "rank"):
+        for optional in ("program", "rank", "collectives"):
             if document[optional] is None:
                 del document[optional]
         return document

@@ -1,6 +1,7 @@
-"""One view of a job from its ranks' documents (issue 49, item 2): each rank's kernel time
-beside its collectives, the same kernel's time on every rank side by side, and the
-straggler, the rank the others wait for.
+"""One view of a job from its ranks' documents (issue 49, items 2 and 3): each rank's kernel
+time beside its collectives, the same kernel's time on every rank side by side, the
+straggler, the rank the others wait for, and the collectives on the interconnect's roof
+(judge/collectives.py).
 
 The ranks of a data-parallel job meet at every collective, so their steps take the same
 wall time whichever is slow. The rank that comes late to them is the one whose collectives
@@ -28,6 +29,7 @@ from statistics import median
 from rooflint.common.errors import RooflintError
 from rooflint.formats.ranks import RankInfo
 from rooflint.formats.results import RunResult
+from rooflint.judge.collectives import Placement, placement
 
 # A rank whose kernels take this much longer than the median of the other ranks' is a
 # straggler, and so is one the others' collectives wait for this share of the ranks' kernel
@@ -83,6 +85,9 @@ class Job:
     kernels: list[KernelAcross]         # the most GPU time over all ranks first
     straggler: Straggler | None
     results: list[RunResult]            # the ranks' documents, in rank order
+    # the collectives the ranks' documents matched to NCCL's calls, on the interconnect's
+    # roof (judge/collectives.py); None where none holds any
+    collectives: Placement | None = None
 
 
 def job_of(results: list[RunResult], names: list[str]) -> Job:
@@ -100,7 +105,8 @@ def job_of(results: list[RunResult], names: list[str]) -> Job:
         raise RooflintError(f"{_where(repeated)} is in more than one of the documents")
     ranks = [_rank_time(r) for r in ordered]
     kernels = _kernels_across(ordered)
-    return Job(ranks, kernels, _straggler(ranks, kernels), ordered)
+    return Job(ranks, kernels, _straggler(ranks, kernels), ordered,
+               placement([r.collectives for r in ordered if r.collectives]))
 
 
 def _order(rank: RankInfo | None) -> tuple:

@@ -10,8 +10,10 @@ kernels with 16 independent chains per thread at full occupancy; tensor roofs ar
 GEMMs on random data (never zeros, which run faster): fp16, tf32 and fp64 through CuPy, and
 bf16, fp8 and int8 through PyTorch (CuPy has no GEMM of those types), on the same stream and
 timed the same way. Each figure is the best of a few event-timed repetitions, with the SM
-clock NVML saw while it ran. A step this GPU or environment cannot run (no PyTorch, no fp8
-tensor cores) is reported as skipped with a one-line reason; calibration goes on.
+clock NVML saw while it ran. Last, on a host of two GPUs or more, the interconnect: NCCL's
+collectives over all of them, in processes of their own (interconnect.py). A step this GPU
+or environment cannot run (no PyTorch, no fp8 tensor cores, one GPU) is reported as
+skipped with a one-line reason; calibration goes on.
 
 Runs inside the worker (``python -m rooflint.measure.worker --calibrate``), which has
 already said hello; it reports one ``steps`` message per plan step, then ``done``.
@@ -26,9 +28,11 @@ import cupy
 import numpy as np
 
 from rooflint.common.vocabularies import Precision
+from rooflint.measure import interconnect
 from rooflint.measure.nvml import Nvml
 from rooflint.formats.jobs import DeviceInfo
 from rooflint.measure.protocol import send
+from rooflint.measure.unavailable import Unavailable, import_torch
 
 _SHARED_FLOAT4S = 1024           # 16 KiB of shared memory per block (a power of two)
 _SOURCE = f"#define SHARED_FLOAT4S {_SHARED_FLOAT4S}\n" + r"""
@@ -107,10 +111,6 @@ _GEMM_N = 8192
 # came with Ampere (8.0), fp8 with Ada (8.9), the lowest torch._scaled_mm accepts.
 _TORCH_MINIMUM_CC = {Precision.BF16_TENSOR: (8, 0), Precision.FP8_TENSOR: (8, 9),
                      Precision.INT8_TENSOR: (8, 0)}
-
-
-class Unavailable(Exception):
-    """A ceiling this GPU or this environment cannot measure; the message says why."""
 
 
 @dataclass
@@ -236,6 +236,14 @@ class Calibrator:
         step.method = step.method.replace("float32", "float32 as TF32")
         return step
 
+    def interconnect_sweep(self) -> list[interconnect.BusStep]:
+        """NCCL's collectives over every GPU of the host (interconnect.py), this worker's
+        memory pool emptied first: the ranks' buffers share GPU 0 with it."""
+        cupy.get_default_memory_pool().free_all_blocks()
+        links = self.nvml.active_nvlinks() if self.nvml else None
+        return interconnect.steps(cupy.cuda.runtime.getDeviceCount(),
+                                  interconnect.link_words(links))
+
     def torch_gemm(self, precision: str) -> Step:
         """A bf16, fp8 or int8 cuBLAS GEMM through PyTorch, issued on the calibration stream
         (operands included, so no other stream races them) and timed by best_time."""
@@ -244,22 +252,13 @@ class Calibrator:
         if have < needed:
             raise Unavailable(f"{precision} needs compute capability {needed[0]}.{needed[1]}, "
                               f"this GPU has {self.device.compute_capability}")
-        torch = import_torch()
+        torch = import_torch("the bf16, fp8 and int8 tensor roofs are")
         torch.manual_seed(0)
         with torch.cuda.stream(torch.cuda.ExternalStream(self.stream.ptr)):
             multiply, how = _TORCH_GEMMS[precision](torch, _GEMM_N)
             seconds, clock = self.best_time(multiply)
         return Step(precision, f"cuBLAS GEMM {how} {_GEMM_N}^3 (random data)",
                     2.0 * _GEMM_N**3 / seconds, clock)
-
-
-def import_torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:
-        raise Unavailable(f"PyTorch is not installed ({exc}); the bf16, fp8 and int8 tensor "
-                          "roofs are measured through it") from None
-    return torch
 
 
 def bf16_gemm(torch: Any, n: int) -> tuple[Callable[[], Any], str]:
@@ -312,6 +311,7 @@ def steps(calibrator: Calibrator) -> list[tuple[str, Callable[[], list[Step]]]]:
         ("BF16 tensor GEMM", lambda: [calibrator.torch_gemm(Precision.BF16_TENSOR)]),
         ("FP8 tensor GEMM", lambda: [calibrator.torch_gemm(Precision.FP8_TENSOR)]),
         ("INT8 tensor GEMM", lambda: [calibrator.torch_gemm(Precision.INT8_TENSOR)]),
+        ("interconnect (NCCL collectives)", calibrator.interconnect_sweep),
     ]
 
 

@@ -27,7 +27,7 @@ from typing import Callable
 from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
 from rooflint.formats.kernel_records import UnreadableRecords, read_records
-from rooflint.measure import trace_bootstrap
+from rooflint.measure import nccl_logs, trace_bootstrap
 from rooflint.measure.pass_runner import Pass, PassProgress, Timer, command_failed, output_of
 
 SOURCE = Path(__file__).with_name("kernel_trace_injection.cpp")
@@ -36,6 +36,7 @@ LIBRARY = "librooflint_kernel_trace.so"
 # library writes into (the .cpp reads it): the bootstrap's names, which it sets in pass 1.
 INJECTION, RECORDS_FOLDER = trace_bootstrap.INJECTION, trace_bootstrap.RECORDS
 KERNEL_RECORD = re.compile(r"\bCUpti_ActivityKernel(\d+)\b")
+NCCL_FOLDER = "nccl"                # within the pass's folder: NCCL's logs (nccl_logs.py)
 BUILD_TIMEOUT_S = 120
 
 
@@ -48,16 +49,19 @@ def kernel_trace_pass(command: list[str], trace_log: Path | None,
     """The program with the recorder loaded into each of its processes; its kernels as a
     trace of the shape PyTorch's profiler writes, kept as ``trace_log`` where given (the
     records themselves go to a folder of rooflint's own: nothing the user named is
-    written by the program's processes)."""
+    written by the program's processes, nor NCCL's logs: nccl_logs.py)."""
     library = injection_library()
     with tempfile.TemporaryDirectory(prefix="rooflint-kernels-") as scratch:
+        nccl = Path(scratch) / NCCL_FOLDER
         began = time.perf_counter()
         done = output_of(command, PassProgress("pass 1", say),
-                         {INJECTION: str(library), RECORDS_FOLDER: scratch})
+                         {INJECTION: str(library), RECORDS_FOLDER: scratch,
+                          **nccl_logs.log_environment(nccl)})
         wall = time.perf_counter() - began
         if done.returncode != 0:
             raise command_failed(done)
-        return recorded_pass(Path(scratch), wall, trace_log, say, done.pid)
+        return recorded_pass(Path(scratch), wall, trace_log, say, done.pid,
+                             nccl_logs.logs_in(nccl, trace_log.parent if trace_log else None))
 
 
 def has_records(folder: Path) -> bool:
@@ -66,10 +70,12 @@ def has_records(folder: Path) -> bool:
 
 
 def recorded_pass(folder: Path, wall: float, trace_log: Path | None,
-                  say: Callable[[str], None], started: int) -> Pass:
+                  say: Callable[[str], None], started: int,
+                  nccl: list[str] | None = None) -> Pass:
     """Pass 1 from the records the recorder wrote into ``folder`` (one file a process) of
-    the program whose process rooflint ``started``; what it lost said; the trace kept as
-    ``trace_log`` where given."""
+    the program whose process rooflint ``started``, with NCCL's logs of its calls
+    (``nccl``: Pass.nccl_logs); what it lost said; the trace kept as ``trace_log`` where
+    given."""
     texts = [path.read_text(errors="replace") for path in sorted(folder.glob("*.tsv"))]
     if not texts:
         raise KernelTraceUnavailable("no process of the program loaded CUPTI's recorder")
@@ -88,7 +94,8 @@ def recorded_pass(folder: Path, wall: float, trace_log: Path | None,
     if trace_log:
         trace_log.write_text(json.dumps(records.trace))
     return Pass("", wall, timer=Timer.cupti, processes=len(records.pids),
-                own_process=set(records.pids) <= {started}, trace=records.trace)
+                own_process=set(records.pids) <= {started}, trace=records.trace,
+                nccl_logs=nccl)
 
 
 def injection_library() -> Path:

@@ -142,6 +142,12 @@ class Nvml:
         return {name: float(slot.value) for name, slot in zip(GPM_METRICS, request.metrics)
                 if slot.nvmlReturn == pynvml.NVML_SUCCESS}
 
+    def active_nvlinks(self) -> int:
+        """How many of this GPU's NVLinks are up (0 on a GPU without: NVML refuses to say
+        for each link)."""
+        return sum(self._try(pynvml.nvmlDeviceGetNvLinkState, link) == pynvml.NVML_FEATURE_ENABLED
+                   for link in range(pynvml.NVML_NVLINK_MAX_LINKS))
+
     def _try(self, query, *args):
         try:
             return query(self.handle, *args)

@@ -67,6 +67,9 @@ class Pass:
     own_process: bool = True
     trace: dict | None = None      # the profiler's trace, parsed (Timer.traced)
     stopped: Stopped | None = None  # pass 2 failed or was interrupted: no log
+    # NCCL's logs of the program's calls, one a process (nccl_logs.py); None where none
+    # were asked for (the user's own NCCL_DEBUG, a pass under Nsight Compute)
+    nccl_logs: list[str] | None = None
 
 
 def ncu_executable() -> str:

@@ -9,7 +9,8 @@ CuPy's, JAX's or another but PyTorch's or Triton's, under CUPTI's recorder
 program (a C++ binary, Python without torch) with CUPTI's recorder alone, as fast; one that
 neither can serve (an NVTX range --nvtx names that the profiler cannot see, no CUPTI to
 build against), under Nsight Compute (one metric, ``gpu__time_duration``, no replay,
-every launch serialised). Pass 2 runs the program
+every launch serialised). Under the profiler or the recorder, NCCL logs the program's
+collective calls, their sizes (nccl_logs.py). Pass 2 runs the program
 again under Nsight Compute and collects rooflint's counter list on the first launch of
 each launch configuration (``--filter-mode per-launch-config``) of the chosen kernels,
 selected by patterns on their mangled names (judge/pass2_patterns.mangled_patterns),
@@ -39,8 +40,8 @@ from typing import Callable
 
 from rooflint.common.errors import RooflintError
 from rooflint.common.units import format_bytes
-from rooflint.measure import ncu
-from rooflint.measure.kernel_trace import (RECORDS_FOLDER, KernelTraceUnavailable,
+from rooflint.measure import nccl_logs, ncu
+from rooflint.measure.kernel_trace import (NCCL_FOLDER, RECORDS_FOLDER, KernelTraceUnavailable,
                                           has_records, kernel_trace_pass, recorded_pass,
                                           recorder_if_built)
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
@@ -256,10 +257,12 @@ def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
         trace = (logs or Path(scratch)) / TRACE_LOG
         records = Path(scratch) / "records"
         records.mkdir()
-        offered = {RECORDER: str(recorder), RECORDS_FOLDER: str(records)} if recorder else None
+        offered = {RECORDER: str(recorder), RECORDS_FOLDER: str(records)} if recorder else {}
+        nccl = Path(scratch) / NCCL_FOLDER
         began = time.perf_counter()
         done = output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, "--",
-                          *command[1:]], PassProgress("pass 1", say), offered)
+                          *command[1:]], PassProgress("pass 1", say),
+                         {**offered, **nccl_logs.log_environment(nccl)})
         wall = time.perf_counter() - began
         if done.returncode == NO_PROFILER and not trace.exists():
             return None
@@ -267,11 +270,13 @@ def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
             raise command_failed(done)
         if not trace.exists() and has_records(records):
             return recorded_pass(records, wall, logs / TRACE_LOG if logs else None, say,
-                                 done.pid)
+                                 done.pid, nccl_logs.logs_in(nccl, logs))
         document = _read_trace(trace)
+        calls = nccl_logs.logs_in(nccl, logs)
     kernels = any(isinstance(e, dict) and e.get("cat") == "kernel"
                   for e in document.get("traceEvents", []))
-    return Pass("", wall, timer=Timer.torch, processes=1 if kernels else 0, trace=document)
+    return Pass("", wall, timer=Timer.torch, processes=1 if kernels else 0, trace=document,
+                nccl_logs=calls)
 
 
 # The most trace rooflint reads (parsed, several times its size in memory). The compiled

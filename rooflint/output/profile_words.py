@@ -84,6 +84,14 @@ def unrecorded_words(unrecorded: Sequence[Unrecorded]) -> str:
             f"counted from the recorded calls")
 
 
+def nccl_log_not_read_words(variable: str) -> str:
+    """Said once after pass 1 when the program ran NCCL's collectives under the user's own
+    NCCL logging (``variable``, left as it is: measure/nccl_logs.py)."""
+    return (f"pass 1: {variable} is the program's own, left as it is: NCCL's log of its calls "
+            f"is not read, so its collectives' sizes are not known and they are not placed "
+            f"on the interconnect's roof")
+
+
 def held_memory_words(held_bytes: int, total_bytes: int) -> str:
     """The warning, said before pass 2, for a program that held ``held_bytes`` of its
     GPU's ``total_bytes``: too much for Nsight Compute's replay to fit beside it."""

@@ -1,6 +1,7 @@
 """What `profile` of a job of several ranks and `show RANK.json ...` print for the job
 (judge/ranks.py): each rank's kernel time beside its collectives, the straggler with the
-kernels that make it slower, and the top kernels' time on every rank side by side."""
+kernels that make it slower, the collectives on the interconnect's roof
+(judge/collectives.py), and the top kernels' time on every rank side by side."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ from rich.table import Table
 from rich.text import Text
 
 from rooflint.analysis.evidence import pct
-from rooflint.common.units import counted, format_time
+from rooflint.common.units import counted, format_bytes, format_rate, format_time
+from rooflint.judge.collectives import PlacedCollective, Placement
 from rooflint.judge.ranks import STRAGGLER_MARGIN, Job, KernelAcross, RankTime, Straggler
 from rooflint.output.depth import Depth
 from rooflint.output.profile_view import TOP_KERNELS
+from rooflint.output.roofs import interconnect_line
 from rooflint.output.terminal import HEAD_RULE, shortened_names
 
 RANK_COLUMNS = ("rank", "host", "GPU", "kernels", "collectives", "exposed")
+COLLECTIVE_COLUMNS = ("collective", "size", "calls", "a call", "bus bandwidth", "of roof")
+NO_INTERCONNECT = "no interconnect calibration: run `rooflint calibrate` on this host"
 
 
 def render_job(console: Console, job: Job, depth: Depth) -> None:
@@ -28,6 +33,8 @@ def render_job(console: Console, job: Job, depth: Depth) -> None:
     console.print(Text(straggler_line(job.straggler, len(job.ranks))))
     if depth is Depth.SUMMARY:
         return
+    if job.collectives:
+        render_collectives(console, job.collectives, depth)
     kernels = job.kernels if depth is Depth.DETAIL else job.kernels[:TOP_KERNELS]
     which = "all" if len(kernels) == len(job.kernels) else f"top {len(kernels)} of"
     console.print(Text(f"{which} {counted(len(job.kernels), 'profiled kernel')} by GPU time "
@@ -56,6 +63,49 @@ def straggler_line(straggler: Straggler | None, ranks: int) -> str:
             f"{pct(straggler.excess)} longer than the other ranks' median "
             f"(+{format_time(straggler.extra_s)})"
             + (f", the most in {kernels}" if kernels else ""))
+
+
+def render_collectives(console: Console, placement: Placement, depth: Depth) -> None:
+    """The job's collectives by time (the top ones, every one at DETAIL), each with its
+    bus bandwidth and its share of the interconnect's roof, then the roofs and what was
+    not placed."""
+    shown = placement.collectives if depth is Depth.DETAIL else \
+        placement.collectives[:TOP_KERNELS]
+    if shown:
+        which = "" if len(shown) == len(placement.collectives) else f"top {len(shown)} of "
+        console.print(Text(f"{which}{counted(len(placement.collectives), 'collective')} by "
+                           f"time, each call's the shortest of its ranks' kernels (the rank "
+                           f"that came last waited least); bus bandwidth as nccl-tests'"))
+        table = _table(COLLECTIVE_COLUMNS, left=1)
+        for c in shown:
+            bound = "" if c.collective.every_rank_sends else "<= "
+            table.add_row(f"{c.collective} {c.datatype}", format_bytes(c.size), str(c.calls),
+                          format_time(c.seconds / c.calls),
+                          bound + format_rate(c.bus_bandwidth, "B/s"),
+                          "-" if c.of_roof is None else f"{c.of_roof:.0%}")
+        console.print(table)
+    for line in collective_notes(placement, shown):
+        console.print(Text(line))
+
+
+def collective_notes(placement: Placement, shown: list[PlacedCollective]) -> list[str]:
+    """The roofs the ``shown`` collectives are placed against (or that there are none), why
+    a row has none, and the NCCL kernels that were not placed."""
+    interconnect = placement.interconnect
+    notes = [] if not shown else [NO_INTERCONNECT if interconnect is None else
+                                  f"roofs: {interconnect_line(interconnect)} (`rooflint "
+                                  f"calibrate`)"]
+    if any(not c.collective.every_rank_sends for c in shown):
+        notes.append("<=: a broadcast's or reduce's receivers send nothing, so one that came "
+                     "late may find the data already moved: an upper bound, not on the roof")
+    if interconnect and any(c.ranks > interconnect.gpus for c in shown):
+        notes.append(f"-: over more ranks than the host's {interconnect.gpus} GPUs, across "
+                     f"hosts, whose links its calibration did not measure")
+    if placement.unplaced:
+        parts = [f"{count} {why}" for why, count in placement.unplaced.items()]
+        notes.append(f"{counted(sum(placement.unplaced.values()), 'NCCL kernel')} not placed: "
+                     + "; ".join(parts))
+    return notes
 
 
 def _signed(fraction: float) -> str:

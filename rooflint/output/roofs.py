@@ -21,9 +21,17 @@ from rooflint.common.printable import printable_fields
 from rooflint.common.units import format_bytes, format_rate, format_time
 from rooflint.formats.explanation import Explanation
 from rooflint.analysis.gpu_spec import GpuSpec
-from rooflint.formats.calibration import Calibration
+from rooflint.formats.calibration import Calibration, Interconnect
 from rooflint.output.terminal import BOUND_STYLE, ai_text, labelled, roofs_line
 from rooflint.common.vocabularies import Precision
+
+
+def interconnect_line(interconnect: Interconnect) -> str:
+    """The interconnect's roofs: each collective's best bus bandwidth and where it reached it."""
+    roofs = ", ".join(f"{r.collective} {format_rate(r.value, 'B/s')} at {format_bytes(r.size)}"
+                      for r in interconnect.roofs)
+    return (f"interconnect, {interconnect.gpus} GPUs ({interconnect.link or 'links unknown'}), "
+            f"NCCL's best bus bandwidth: {roofs}")
 
 
 def render_explanation(console: Console, e: Explanation) -> None:
@@ -145,5 +153,8 @@ def render_calibration(console: Console, calibration: Calibration, spec: GpuSpec
             f"{ceiling.sm_clock_mhz:.0f} MHz" if ceiling.sm_clock_mhz else "-")
     console.print(table)
     console.print(labelled([(name, Text(ceiling.method)) for name, ceiling, _, _ in rows]))
+    if calibration.interconnect:
+        console.print(Text(interconnect_line(calibration.interconnect)))
+        console.print(labelled([("interconnect", Text(calibration.interconnect.method))]))
     for name, why in calibration.skipped.items():
         console.print(Text(f"not calibrated: {name}: {why}", "yellow"))

@@ -161,3 +161,42 @@ def test_a_calibrated_roof_changes_the_verdict(calibration, specs):
 def test_no_dram_step_is_an_error(specs):
     with pytest.raises(Exception, match="no DRAM bandwidth"):
         cal.from_steps(H200, find_spec("h200", specs), STEPS[3:], {})
+
+
+GIB = 1 << 30
+
+
+def test_the_interconnects_sweep_becomes_each_collectives_roof_and_is_kept(specs, tmp_path):
+    """A made-up sweep on two GPUs (test_interconnect.py: every call 20 us plus its
+    operation at 400 GB/s): each collective's roof is its best, at 1 GiB; the all-reduce's
+    factor is 1 on two ranks, the others' 1/2."""
+    from test_interconnect import bus_steps_of_a_made_up_sweep
+    steps = [vars(s) for s in bus_steps_of_a_made_up_sweep()]
+    c = cal.from_steps(H200, find_spec("h200", specs), STEPS + steps, {})
+    interconnect = c.interconnect
+    assert (interconnect.gpus, interconnect.link) == (2, "NVLink, 18 links a GPU")
+    assert [(r.collective, r.size) for r in interconnect.roofs] == [
+        ("all-reduce", GIB), ("all-gather", GIB), ("reduce-scatter", GIB), ("all-to-all", GIB)]
+    algbw = GIB / (20e-6 + GIB / 400e9)
+    assert interconnect.roof("all-reduce").value == pytest.approx(algbw)
+    assert interconnect.roof("all-to-all").value == pytest.approx(algbw / 2)
+    assert interconnect.roof("broadcast") is None and len(interconnect.sweep) == 32
+    assert "interconnect" not in c.compute and c.skipped == {}     # no precision of the GPU
+    path = tmp_path / "c.json"
+    cal.save(c, path)
+    assert cal.load(path) == c
+    console = Console(file=io.StringIO(), width=200)
+    render_calibration(console, c, find_spec("h200", specs))
+    assert ("interconnect, 2 GPUs (NVLink, 18 links a GPU), NCCL's best bus bandwidth: "
+            "all-reduce 397 GB/s at 1 GiB, all-gather 199 GB/s at 1 GiB, reduce-scatter 199 "
+            "GB/s at 1 GiB, all-to-all 199 GB/s at 1 GiB") in console.file.getvalue()
+
+
+def test_one_gpu_calibrates_no_interconnect_and_says_why(calibration, specs):
+    one_gpu = cal.from_steps(H200, find_spec("h200", specs), STEPS, {
+        "interconnect (NCCL collectives)": "needs 2 GPUs or more, and this host shows 1"})
+    assert one_gpu.interconnect is None and calibration.interconnect is None
+    console = Console(file=io.StringIO(), width=140)
+    render_calibration(console, one_gpu, find_spec("h200", specs))
+    assert ("not calibrated: interconnect (NCCL collectives): needs 2 GPUs or more, and this "
+            "host shows 1") in console.file.getvalue()
