@@ -94,6 +94,9 @@ class Communication:
     steps: Count = 0
     step_collective_s: Amount = 0.0
     step_exposed_s: Amount = 0.0
+    # the rank's other kernels over the same steps, a step's (their durations summed, as a
+    # profile's GPU time is): what tells a rank slow by its own work from one late by its host
+    step_kernels_s: Amount = 0.0
 
     @property
     def overlapped(self) -> float:
@@ -186,24 +189,32 @@ def communication(events: list[dict], steps: Iterable[Span] = ()) -> Communicati
         return None
     stepped = [(count, steady) for _, count, steady in found if count >= 2]
     n = len(found)
+    every = len(stepped) == n
     return Communication(
         collective_s=sum(whole[0] for whole, _, _ in found) * 1e-6 / n,
         exposed_s=sum(whole[1] for whole, _, _ in found) * 1e-6 / n, ranks=n,
-        steps=round(fmean(count for count, _ in stepped)) if len(stepped) == n else 0,
-        step_collective_s=_per_step(stepped, 0) if len(stepped) == n else 0.0,
-        step_exposed_s=_per_step(stepped, 1) if len(stepped) == n else 0.0)
+        steps=round(fmean(count for count, _ in stepped)) if every else 0,
+        step_collective_s=_per_step(stepped, 0) if every else 0.0,
+        step_exposed_s=_per_step(stepped, 1) if every else 0.0,
+        step_kernels_s=_per_step(stepped, 2) if every else 0.0)
 
 
 def _rank_communication(kernels: list[dict], steps: Iterable[Span]
-                        ) -> tuple[tuple[float, float], int, tuple[float, float]]:
+                        ) -> tuple[tuple[float, float], int, tuple[float, float, float]]:
     """One rank's collective and exposed microseconds over the region, its steps' count
-    (the region's, else its kernels'), and the two over its steps after the first."""
-    collectives = union(_span(e) for e in kernels if COLLECTIVE.search(e["name"]))
-    others = union(_span(e) for e in kernels if not COLLECTIVE.search(e["name"]))
+    (the region's, else its kernels'), and over its steps after the first the two with its
+    other kernels' summed time."""
+    named = [(e, bool(COLLECTIVE.search(e["name"]))) for e in kernels]
+    collectives = union(_span(e) for e, collective in named if collective)
+    others = union(_span(e) for e, collective in named if not collective)
     mine = list(steps) or kernel_steps(kernels)
     steady = _after_warmup(mine)
+    if steady is None:
+        return _collective_and_exposed(collectives, others, None), len(mine), (0.0, 0.0, 0.0)
+    own = sum(float(e.get("dur", 0.0)) for e, collective in named
+              if not collective and steady[0] <= e["ts"] < steady[1])
     return (_collective_and_exposed(collectives, others, None), len(mine),
-            _collective_and_exposed(collectives, others, steady) if steady else (0.0, 0.0))
+            (*_collective_and_exposed(collectives, others, steady), own))
 
 
 def _collective_and_exposed(collectives: list[Span], others: list[Span], within: Span | None
@@ -215,8 +226,9 @@ def _collective_and_exposed(collectives: list[Span], others: list[Span], within:
     return total, total - sum(overlap(others, span) for span in spans)
 
 
-def _per_step(stepped: list[tuple[int, tuple[float, float]]], which: int) -> float:
-    """The ranks' mean of one of their steady (collective, exposed) times, a step's share."""
+def _per_step(stepped: list[tuple[int, tuple[float, float, float]]], which: int) -> float:
+    """The ranks' mean of one of their steady (collective, exposed, other kernels') times,
+    a step's share."""
     return fmean(steady[which] / (count - 1) for count, steady in stepped) * 1e-6
 
 

@@ -15,6 +15,12 @@ the host (gloo) or not at all, no kernel waits, and the straggler is the rank wh
 kernels take the longest. Either way the kernels named are those whose time on it
 exceeds their time on the other ranks the most.
 
+Where every rank's steps were found (formats/trace_timing.py: ProfilerStep#N, or the rank's
+own kernels), the ranks are compared a step, over their steps after the first: the first
+holds the job's start-up, whose wait (DDP's first all-reduce for the slowest rank to come
+up: 109 ms of the two H200s' job's 193 ms exposed) would otherwise be judged as a
+straggler's, not the 6.3 ms a step rank 1 waited for rank 0 every step after it.
+
 The documents are each a rank's own profile (formats/ranks.py): written together by one
 profile of a launcher's job, or one a node by profiles that ran on several machines, and
 merged here, so a job of any size is read the same way.
@@ -41,8 +47,9 @@ STRAGGLER_KERNELS = 3       # the kernels named as what makes a straggler slower
 
 @dataclass
 class RankTime:
-    """A rank's GPU time over the profiled region: its own kernels, and its collectives
-    with the part no other kernel of it overlapped."""
+    """A rank's GPU time, a step's where the job's are (Job.steps), else over the profiled
+    region: its own kernels, and its collectives with the part no other kernel of it
+    overlapped."""
 
     rank: RankInfo
     compute_s: float
@@ -68,8 +75,9 @@ class KernelAcross:
 class Straggler:
     rank: RankInfo
     excess: float                       # its kernels' time over the others' median, less one
-    extra_s: float                      # that excess in seconds
-    kernels: list[tuple[str, float]]    # the kernels it spent the most extra time in
+    extra_s: float                      # that excess in seconds (as RankTime's: a step's or not)
+    kernels: list[tuple[str, float]]    # the kernels it spent the most extra time in, over the
+    #                                     whole run (each kernel's time is its profile's)
     waited_s: float                     # how much longer the others' collectives were exposed
 
     @property
@@ -85,6 +93,9 @@ class Job:
     kernels: list[KernelAcross]         # the most GPU time over all ranks first
     straggler: Straggler | None
     results: list[RunResult]            # the ranks' documents, in rank order
+    # the steps each rank's figures are a step of (the mean over the ranks, their first
+    # step included: the figures are over the ones after it); 0: over the whole region
+    steps: int = 0
     # the collectives the ranks' documents matched to NCCL's calls, on the interconnect's
     # roof (judge/collectives.py); None where none holds any
     collectives: Placement | None = None
@@ -103,10 +114,18 @@ def job_of(results: list[RunResult], names: list[str]) -> Job:
     repeated = next((r.rank for r, key in zip(ordered, keys) if keys.count(key) > 1), None)
     if repeated is not None:
         raise RooflintError(f"{_where(repeated)} is in more than one of the documents")
-    ranks = [_rank_time(r) for r in ordered]
+    steps = _steps(ordered)
+    ranks = [_rank_time(r, bool(steps)) for r in ordered]
     kernels = _kernels_across(ordered)
-    return Job(ranks, kernels, _straggler(ranks, kernels), ordered,
+    return Job(ranks, kernels, _straggler(ranks, kernels), ordered, steps,
                placement([r.collectives for r in ordered if r.collectives]))
+
+
+def _steps(results: list[RunResult]) -> int:
+    """The ranks' steps where every rank's were found (two or more), else 0."""
+    found = [r.program.communication.steps if r.program and r.program.communication else 0
+             for r in results]
+    return round(median(found)) if found and min(found) >= 2 else 0
 
 
 def _order(rank: RankInfo | None) -> tuple:
@@ -124,9 +143,13 @@ def _where(rank: RankInfo) -> str:
     return f"{rank.label} on {rank.host}" if rank.host else rank.label
 
 
-def _rank_time(result: RunResult) -> RankTime:
+def _rank_time(result: RunResult, a_step: bool) -> RankTime:
+    """The rank's times, a step's where ``a_step`` (every rank's steps known)."""
     assert result.rank is not None
     communication = result.program.communication if result.program else None
+    if a_step and communication:
+        return RankTime(result.rank, communication.step_kernels_s,
+                        communication.step_collective_s, communication.step_exposed_s)
     collective = communication.collective_s if communication else 0.0
     exposed = communication.exposed_s if communication else 0.0
     total = result.settings.gpu_time_s or 0.0

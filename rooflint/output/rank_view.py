@@ -26,11 +26,11 @@ NO_INTERCONNECT = "no interconnect calibration: run `rooflint calibrate` on this
 def render_job(console: Console, job: Job, depth: Depth) -> None:
     """The ranks and the straggler; at the default depth the top kernels across ranks, at
     DETAIL every kernel."""
-    console.print(Text(f"{counted(len(job.ranks), 'rank')}: GPU time of each rank's own "
-                       f"kernels and of its collectives (exposed: no other kernel of the "
-                       f"rank ran beside them)"))
+    console.print(Text(f"{counted(len(job.ranks), 'rank')}: {_basis(job.steps)} of each "
+                       f"rank's own kernels and of its collectives (exposed: no other kernel "
+                       f"of the rank ran beside them)"))
     console.print(_ranks_table(job.ranks))
-    console.print(Text(straggler_line(job.straggler, len(job.ranks))))
+    console.print(Text(straggler_line(job.straggler, len(job.ranks), bool(job.steps))))
     if depth is Depth.SUMMARY:
         return
     if job.collectives:
@@ -42,27 +42,35 @@ def render_job(console: Console, job: Job, depth: Depth) -> None:
     console.print(_kernels_table(kernels, job.ranks))
 
 
-def straggler_line(straggler: Straggler | None, ranks: int) -> str:
-    """The rank the others wait for, by how much, and whether its kernels or its host make
-    it late; or that none is."""
+def _basis(steps: int) -> str:
+    """What the ranks' times are over: a step after the first, or the whole region."""
+    return (f"a step's GPU time (the mean of the {steps - 1} steps after the first)" if steps
+            else "GPU time")
+
+
+def straggler_line(straggler: Straggler | None, ranks: int, a_step: bool) -> str:
+    """The rank the others wait for, by how much (a step's where ``a_step``), and whether
+    its kernels or its host make it late; or that none is."""
     if ranks < 2:
         return "one rank: no other to compare it with"
+    each = " a step" if a_step else ""
     if straggler is None:
         return (f"no straggler: no rank's kernels take {pct(STRAGGLER_MARGIN)} longer than "
                 f"the other ranks' median, nor do the others' collectives wait that long "
-                f"for one")
+                f"for one{each}")
     waited = (f"the other ranks' collectives wait {format_time(straggler.waited_s)} more for "
-              f"it, exposed; " if straggler.waited_s else "")
+              f"it{each}, exposed; " if straggler.waited_s else "")
     if not straggler.by_its_kernels:
         return (f"straggler: {straggler.rank.label}: {waited}its own kernels take no longer "
                 f"({_signed(straggler.excess)} of the others' median), so what makes it late "
                 f"is on the host (Python, launches, data loading), not its GPU work")
     kernels = ", ".join(f"{shortened_names([name])[name]} (+{format_time(extra)})"
                         for name, extra in straggler.kernels)
+    over = " over the whole run" if a_step else ""
     return (f"straggler: {straggler.rank.label}: {waited}its kernels take "
             f"{pct(straggler.excess)} longer than the other ranks' median "
-            f"(+{format_time(straggler.extra_s)})"
-            + (f", the most in {kernels}" if kernels else ""))
+            f"(+{format_time(straggler.extra_s)}{each})"
+            + (f", the most{over} in {kernels}" if kernels else ""))
 
 
 def render_collectives(console: Console, placement: Placement, depth: Depth) -> None:

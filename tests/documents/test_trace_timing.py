@@ -265,16 +265,16 @@ def test_a_ddp_jobs_collectives_a_step_are_what_its_steps_after_the_first_hold()
     """The recorded two-rank DDP job on two H200s (CUPTI's records, no host ranges): each
     rank's 4,412 kernels make 13 steps (3 warm-up steps and 10 timed, each ending at the
     fused AdamW's kernel); over the 12 after the first, a step's collective and exposed
-    time are what a count over each rank's NCCL kernels in those steps gives, within 10 %,
-    and the first step's wait (DDP's first all-reduce, about 109 ms on rank 1) is not in
-    them."""
+    time are what a count over each rank's NCCL kernels in those steps gives, within 10 %
+    (its other kernels' time a step too), and the first step's wait (DDP's first
+    all-reduce, about 109 ms on rank 1) is not in them."""
     import lzma
     from rooflint.formats.trace_timing import kernel_steps
     trace = json.loads(lzma.open(REPO / "tests" / "fixtures" / "ranks" /
                                  "h200x2-ddp-nccl-pass1-trace.json.xz").read())
     found = program_timing(trace).communication
     assert found.ranks == 2 and found.steps == 13
-    collective, exposed = [], []
+    collective, exposed, own = [], [], []
     for kernels in _rank_kernels(trace).values():
         steps = kernel_steps(kernels)
         assert len(steps) == 13 and "multi_tensor_apply" in next(
@@ -285,8 +285,10 @@ def test_a_ddp_jobs_collectives_a_step_are_what_its_steps_after_the_first_hold()
         others = [(k["ts"], k["ts"] + k["dur"]) for k in mine
                   if not k["name"].startswith("ncclDevKernel")]
         collective.append(sum(k["dur"] for k in nccl) / 12)
+        own.append(sum(k["dur"] for k in mine if not k["name"].startswith("ncclDevKernel")) / 12)
         exposed.append(sum(k["dur"] - sum(max(0, min(b, k["ts"] + k["dur"]) - max(a, k["ts"]))
                                           for a, b in others) for k in nccl) / 12)
     assert found.step_collective_s == pytest.approx(sum(collective) / 2 * 1e-6, rel=0.1)
     assert found.step_exposed_s == pytest.approx(sum(exposed) / 2 * 1e-6, rel=0.1)
+    assert found.step_kernels_s == pytest.approx(sum(own) / 2 * 1e-6, rel=0.1)
     assert found.step_exposed_s * 12 < found.exposed_s / 2

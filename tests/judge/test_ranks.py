@@ -90,16 +90,25 @@ def test_each_ranks_collectives_are_its_nccl_kernels_and_their_part_no_kernel_ov
 
 
 def test_on_two_gpus_the_rank_the_others_wait_for_is_late_from_its_host_not_its_kernels():
-    """Rank 1's collectives waited 193 ms exposed, rank 0's 10.6 ms: rank 0 came late, though
-    its kernels took 12 % less GPU time (rank 1's GEMMs ran beside its waiting collectives)."""
+    """A step after the first (each rank's 13 found in its kernels), rank 1's collectives
+    waited 6.77 ms exposed, rank 0's 0.51 ms: rank 0 came late every step, though its kernels
+    took 12 % less GPU time (rank 1's GEMMs ran beside its waiting collectives). Over the
+    whole region rank 1 waited 193 ms, most of it in the first step (the job's start-up)."""
     job = job_of([read_result(p) for p in NCCL_RANKS], [str(p) for p in NCCL_RANKS])
-    assert [round(r.exposed_s * 1e3, 1) for r in job.ranks] == [10.6, 192.9]
+    assert job.steps == 13
+    assert [round(r.exposed_s * 1e3, 2) for r in job.ranks] == [0.51, 6.77]
+    assert [round(r.compute_s * 1e3, 2) for r in job.ranks] == [4.08, 4.66]
+    region = [read_result(p).program.communication.exposed_s for p in NCCL_RANKS]
+    assert [round(e * 1e3, 1) for e in region] == [10.6, 192.9]
+    assert 12 * job.ranks[1].exposed_s < region[1] / 2
     straggler = job.straggler
     assert straggler.rank.rank == 0 and not straggler.by_its_kernels
     assert straggler.waited_s == pytest.approx(job.ranks[1].exposed_s - job.ranks[0].exposed_s)
     assert straggler.excess == pytest.approx(job.ranks[0].compute_s / job.ranks[1].compute_s - 1)
     out = rooflint("show", *map(str, NCCL_RANKS), "--summary")
-    assert "straggler: rank 0: the other ranks' collectives wait 182 ms more" in out.stdout
+    assert "a step's GPU time (the mean of the 12 steps after the first)" in out.stdout
+    assert ("straggler: rank 0: the other ranks' collectives wait 6.27 ms more for it a step"
+            in out.stdout)
     assert "on the host" in out.stdout
 
 
@@ -112,14 +121,36 @@ def test_the_job_and_its_rank_documents_are_not_one_job():
 
 
 def _rank(number: int | None, compute_s: float, collective_s: float, exposed_s: float,
-          host: str = "node-a", process: int = 100):
-    """A rank's document: the recorded rank 0's, with its times replaced."""
+          host: str = "node-a", process: int = 100, steps: int = 0,
+          a_step: tuple[float, float, float] = (0.0, 0.0, 0.0)):
+    """A rank's document: the recorded rank 0's, with its times replaced; ``a_step`` its
+    kernels', collectives' and exposed time a step over its ``steps`` after the first."""
     result = read_result(RANK_DOCUMENTS[0])
     result.rank = RankInfo(process=process, rank=number, host=host, device=0)
     result.settings = replace(result.settings, gpu_time_s=compute_s + collective_s)
+    kernels, collective, exposed = a_step
     result.program = ProgramTiming(wall_s=1.0, busy_s=compute_s + collective_s,
-                                   communication=Communication(collective_s, exposed_s, 1))
+                                   communication=Communication(
+                                       collective_s, exposed_s, 1, steps, collective, exposed,
+                                       kernels))
     return result
+
+
+def test_ranks_are_compared_a_step_where_every_ranks_steps_are_known():
+    """Rank 0 waited 100 ms at start-up for rank 1 and nothing after: over the region rank 1
+    is the straggler, a step neither is (each waits 6 ms); with a rank 2 for which they both
+    wait those 6 ms every step, it is. Where one rank's steps are unknown, the region's
+    figures judge them all."""
+    start_up = [_rank(0, 1.0, 0.3, 0.10, steps=11, a_step=(0.09, 0.027, 0.006)),
+                _rank(1, 1.0, 0.3, 0.005, steps=11, a_step=(0.09, 0.027, 0.006))]
+    job = job_of(start_up, ["a", "b"])
+    assert job.steps == 11 and job.straggler is None
+    assert [r.compute_s for r in job.ranks] == [0.09, 0.09]
+    assert job_of([start_up[0], _rank(1, 1.0, 0.3, 0.005)], ["a", "b"]).straggler.rank.rank == 1
+    late = _rank(2, 1.0, 0.3, 0.005, steps=11, a_step=(0.091, 0.027, 0.0))
+    job = job_of([*start_up, late], ["a", "b", "c"])
+    assert job.straggler.rank.rank == 2 and not job.straggler.by_its_kernels
+    assert job.straggler.waited_s == pytest.approx(0.006)
 
 
 def test_the_others_wait_for_the_straggler_in_their_exposed_collectives():
