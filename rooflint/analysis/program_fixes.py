@@ -33,8 +33,18 @@ class Saving(Enum):
     REMOVAL = "removal"          # the kernels go: their whole time
     ROOF_DISTANCE = "roof distance"   # each kernel's own upside (judge/upside.py), summed
     RAISE_ROOF = "raise the roof"     # kernels at their roof: half their time (a roof 2x higher)
-    EXPOSED = "exposed"          # the collectives' time no other kernel of their rank ran beside
+    # the job's communication fixes (judge/program_fixes.communication_fixes), from the
+    # exposed time of the rank that waits least (formats/trace_timing.Communication):
+    EXPOSED = "exposed"          # overlapped with compute: all of it
+    EXPOSED_BELOW_ROOF = "exposed below the roof"   # the collectives at their roof: its share
+    #                                                 of their time below the roof
+    EXPOSED_ONCE = "exposed and optimizer, once a batch"   # all but one in ACCUMULATION of it and
+    #                                                 of the optimizer's step
     NONE = "none"                # nothing the program can change is estimated
+
+
+COMMUNICATION = (Saving.EXPOSED, Saving.EXPOSED_BELOW_ROOF, Saving.EXPOSED_ONCE)
+ACCUMULATION = 4      # micro-steps a step the accumulation fix is estimated for
 
 
 class Roof(Enum):
@@ -67,6 +77,10 @@ class ProgramFix:
     changes_precision: bool = False   # trades accuracy: the user must judge it
     by_compile: bool = False          # torch.compile makes it (compare checks them together)
     program: bool = False             # for the program's time, not a group of kernels
+    collectives: str | None = None    # a communication fix's: a pattern over the job's placed
+    #                                   collectives ("all-reduce float32"); where it is given,
+    #                                   the fix is for a job whose placed collectives' time is
+    #                                   mostly in those it matches
 
     def matches(self, operators: list[str], kernels: list[str], library: str | None) -> bool:
         """Whether a group of kernels, by its operators, names and library, is this fix's."""
@@ -152,10 +166,23 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "\"reduce-overhead\"), torch.cuda.graphs), or fewer, larger kernels",
                "the GPU waits between kernels on the host's launches; a graph launches the "
                "step's kernels at once", Saving.NONE, program=True),
-    ProgramFix("overlap_collectives", "overlap the collectives with compute (DDP's bucket "
-               "size, FSDP's prefetch), fewer and larger ones", "a collective waits on its "
-               "peers and the interconnect: only the part of its time no compute runs beside "
-               "costs the step", Saving.EXPOSED, libraries=(library_moves.NCCL,)),
+    ProgramFix("accumulate_gradients", f"accumulate the gradients over {ACCUMULATION} "
+               f"micro-steps (no_sync() in DDP and FSDP) and all-reduce them once: a "
+               f"{ACCUMULATION}x larger batch a step, which the training must allow",
+               "the gradients cross the interconnect, and the optimizer steps, once a step "
+               "whatever its batch: accumulated, once for several batches",
+               Saving.EXPOSED_ONCE, program=True),
+    ProgramFix("larger_buckets", "larger gradient buckets (DDP's bucket_cap_mb, 25 MB by "
+               "default), fewer and larger collectives",
+               "the collectives run below the interconnect's roof at these sizes: a call's "
+               "fixed cost and a ring's start weigh more on a small one",
+               Saving.EXPOSED_BELOW_ROOF, program=True,
+               collectives=r"^(all-reduce|reduce-scatter|all-gather) "),
+    ProgramFix("overlap_collectives", "overlap the all-gathers with compute (FSDP's "
+               "forward_prefetch and backward_prefetch, ZeRO-3's prefetch bucket size)",
+               "a sharded model's layers wait for their parameters' all-gather: gathered "
+               "ahead, beside the layer before", Saving.EXPOSED, program=True,
+               collectives=r"^all-gather "),
     ProgramFix("fuse_cupy", "fuse the element-wise chain (cupy.fuse, an ElementwiseKernel)",
                "each CuPy operator is a kernel of its own", Saving.FUSION,
                libraries=(library_moves.CUPY,)),

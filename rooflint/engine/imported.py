@@ -171,8 +171,7 @@ def import_result(paths: list[Path], gpu: str | None) -> RunResult:
     first = files.trace_path or files.report_path
     result = profile_result(first.name, portable_path(first.parent), one.kernels, chosen,
                             report.counters, spec, device, None, imported_settings(files, one),
-                            None, missing, report.missing)
-    result.program = one.timing
+                            None, missing, report.missing, timing=one.timing)
     return result
 
 

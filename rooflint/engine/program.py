@@ -38,9 +38,11 @@ from rooflint.judge.measurement import device_spec
 from rooflint.engine.named_gpu import check_gpu_option
 from rooflint.analysis.gpu_spec import GpuSpec
 from rooflint.formats.gpus import DeviceInfo, load_specs
+from rooflint.formats.collective_calls import RankCollectives
 from rooflint.formats.nccl_log import NcclCall, nccl_calls
 from rooflint.formats.ranks import RANK_VARIABLES, RankInfo, ranks_of, trace_of
-from rooflint.judge.collectives import collective_kernels, rank_collectives
+from rooflint.judge.collectives import (Placement, collective_kernels, placement,
+                                        rank_collectives)
 from rooflint.measure import nccl_logs
 from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
 from rooflint.measure import program as passes
@@ -181,11 +183,14 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
                    device: DeviceInfo, calibration: calibrations.Calibration | None,
                    settings: Settings, models: list[KernelModel] | None = None,
                    missing: dict[Identity, str] | None = None,
-                   missing_metrics: dict[Identity, list[str]] | None = None) -> RunResult:
+                   missing_metrics: dict[Identity, list[str]] | None = None, *,
+                   timing: ProgramTiming | None = None,
+                   collectives: Placement | None = None) -> RunResult:
     """The result document of a profile: one family (the program), one variant per chosen
     kernel (those without counters with the reason in ``missing``, those whose counters
     lack metrics with them in ``missing_metrics``); the rest of the GPU time is summarised
-    in the settings."""
+    in the settings; the program's fixes from its kernels, its trace's ``timing`` and the
+    job's ``collectives``."""
     region = sum(k.total_s for k in kernels)
     names = unique_names(chosen)
     variants = [kernel_result(k, names[k.identity], counters.get(k.identity), region, spec,
@@ -200,10 +205,10 @@ def profile_result(program: str, directory: str, kernels: list[KernelTime],
                        other_kernels=len(rest),
                        other_share=sum(k.total_s for k in rest) / region if region else 0.0,
                        **calibrations.settings(calibration))
-    result = RunResult(gpu=device, spec_id=spec.id, settings=settings)
+    result = RunResult(gpu=device, spec_id=spec.id, settings=settings, program=timing)
     result.families.append(FamilyResult(name=program, directory=directory, params={},
                                         baseline=None, variants=by_upside(variants)))
-    result.fixes = roll_up(result)
+    result.fixes = roll_up(result, collectives)
     return result
 
 
@@ -294,31 +299,38 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
                        autotuners=list(tuning.tuners) or None,
                        unrecorded=one.unrecorded or None)
-    def judged(kernels_of_rank: PassOne) -> RunResult:
+    def judged(kernels_of_rank: PassOne, collectives: list[RankCollectives | None]
+               ) -> RunResult:
+        """The result of one rank's kernels, or the job's, its fixes with its (or its
+        ranks') ``collectives``."""
         ids = {k.identity for k in chosen}
-        result = profile_result(program_name(options.command), portable_path(Path.cwd()),
-                                kernels_of_rank.kernels,
-                                [k for k in kernels_of_rank.kernels if k.identity in ids],
-                                counters, spec, device, calibration, settings, models, missing)
-        result.program = kernels_of_rank.timing
-        return result
+        return profile_result(program_name(options.command), portable_path(Path.cwd()),
+                              kernels_of_rank.kernels,
+                              [k for k in kernels_of_rank.kernels if k.identity in ids],
+                              counters, spec, device, calibration, settings, models, missing,
+                              timing=kernels_of_rank.timing,
+                              collectives=placement([c for c in collectives if c]))
 
-    job = judged(one)
     calls = nccl_calls_of(first, say)
     interconnect = calibration.interconnect if calibration else None
     if first.processes == 1:
-        job.rank = own_rank(first)
-        job.collectives = rank_collectives(calls_of_one(calls, first.trace or {}),
-                                           collective_kernels(first.trace or {}), interconnect)
+        own = rank_collectives(calls_of_one(calls, first.trace or {}),
+                               collective_kernels(first.trace or {}), interconnect)
+        job = judged(one, [own])
+        job.rank, job.collectives = own_rank(first), own
         return Profiled(job, stopped)
+    by_rank = rank_kernels(first, filters)
+    theirs = [rank_collectives(
+        None if calls is None else [c for c in calls if c.process == rank.process],
+        collective_kernels(trace_of(first.trace or {}, rank)), interconnect)
+        for rank, _ in by_rank]
     ranks = []
-    for rank, kernels_of_rank in rank_kernels(first, filters):
-        ranks.append(judged(kernels_of_rank))
-        ranks[-1].rank = rank
-        ranks[-1].collectives = rank_collectives(
-            None if calls is None else [c for c in calls if c.process == rank.process],
-            collective_kernels(trace_of(first.trace or {}, rank)), interconnect)
-    return Profiled(job, stopped, ranks)
+    for (rank, kernels_of_rank), mine in zip(by_rank, theirs):
+        # each rank's fixes place the job's collectives (each call its shortest rank's time:
+        # a rank's own kernels hold its wait for the others)
+        ranks.append(judged(kernels_of_rank, theirs))
+        ranks[-1].rank, ranks[-1].collectives = rank, mine
+    return Profiled(judged(one, theirs), stopped, ranks)
 
 
 def nccl_calls_of(first: Pass, say: Callable[[str], None]) -> list[NcclCall] | None:

@@ -97,6 +97,12 @@ class Communication:
     # the rank's other kernels over the same steps, a step's (their durations summed, as a
     # profile's GPU time is): what tells a rank slow by its own work from one late by its host
     step_kernels_s: Amount = 0.0
+    # The exposed time of the rank that waits least, over the region and a step: the last
+    # rank to arrive waits only for the transfer, so its exposed time is the interconnect's
+    # on the job's critical path, and the others' beyond it is their wait for that rank
+    # (what a communication fix can save: judge/program_fixes.py). One rank: its own.
+    least_exposed_s: Amount = 0.0
+    step_least_exposed_s: Amount = 0.0
 
     @property
     def overlapped(self) -> float:
@@ -196,7 +202,10 @@ def communication(events: list[dict], steps: Iterable[Span] = ()) -> Communicati
         steps=round(fmean(count for count, _ in stepped)) if every else 0,
         step_collective_s=_per_step(stepped, 0) if every else 0.0,
         step_exposed_s=_per_step(stepped, 1) if every else 0.0,
-        step_kernels_s=_per_step(stepped, 2) if every else 0.0)
+        step_kernels_s=_per_step(stepped, 2) if every else 0.0,
+        least_exposed_s=min(whole[1] for whole, _, _ in found) * 1e-6,
+        step_least_exposed_s=min(steady[1] / (count - 1) for count, steady in stepped) * 1e-6
+        if every else 0.0)
 
 
 def _rank_communication(kernels: list[dict], steps: Iterable[Span]

@@ -26,10 +26,30 @@ How a saving is estimated, by the entry's :class:`Saving`:
   without counters adds nothing.
 - raise the roof: kernels at their roof (evidence.AT_ROOF) save half their time under a roof
   twice as high (fp8's tensor roof over bf16's); kernels below it save nothing from it.
-- exposed: the part of the collectives' time that no other kernel of their rank ran beside
-  (formats/trace_timing.Communication): overlapped with compute, it would cost the step
-  nothing. The group's time times the trace's exposed share.
 - none: nothing is estimated.
+
+A job's communication fixes are not for kernels: NCCL's kernels are timed from the trace,
+never profiled. Their savings are shares of one time, the exposed collective time of the
+rank that waits least, a step's times the steps (formats/trace_timing.Communication): the
+last rank to arrive waits only for the transfer, so that is the interconnect's time on the
+job's critical path; the others' exposed time beyond it is their wait for that rank, which
+the job view's straggler line names, and no communication setting saves. Of it:
+
+- exposed: all of it, overlapped with compute (prefetching a sharded model's all-gathers);
+- exposed below the roof: its collectives' time below the interconnect's roof, the roof
+  for their kind (`rooflint calibrate`) over the bus bandwidth they reached, weighted by
+  their time (larger buckets bring a call nearer its roof);
+- exposed, once a batch: all but one in ACCUMULATION of it, and of the optimizer's kernels'
+  time, which accumulated gradients also step once for several batches.
+
+Every rank saves it, so a job's saving is the ranks' (its GPU time is every rank's).
+Gradients all-reduced in bf16 are not offered: on two H200s over NVLink DDP's
+bf16_compress_hook made a step 10.9 ms slower (docs/history.md), where half the bytes
+promised 3.9 ms less.
+
+Where an entry names its collectives (``collectives``), the job's placed collectives
+(judge/collectives.py: NCCL's log read) must hold more than half their time in those it
+names; without them only the entries that name none are given.
 
 Savings are over the profiled region, as the shares are; the summary says them a step
 where the profile found its steps (output/program_summary.py). One fix is for the program's
@@ -45,11 +65,13 @@ from dataclasses import dataclass, replace
 
 from rooflint.analysis import caller_moves as library_moves
 from rooflint.analysis.evidence import AT_ROOF
-from rooflint.analysis.program_fixes import (FIXES_BY_ID, PROGRAM_FIXES, Kind, ProgramFix,
-                                             Saving, fix_for, kind_of)
+from rooflint.analysis.program_fixes import (ACCUMULATION, COMMUNICATION, FIXES_BY_ID,
+                                             PROGRAM_FIXES, Kind, ProgramFix, Saving, fix_for,
+                                             kind_of)
 from rooflint.formats.results import FixLine, ProgramFixResult, RunResult, VariantResult
 from rooflint.formats.trace_events import Origin
-from rooflint.formats.trace_timing import ProgramTiming
+from rooflint.formats.trace_timing import Communication
+from rooflint.judge.collectives import PlacedCollective, Placement, placement
 
 NO_FIX = "none"
 NO_LINE = "no source line"
@@ -189,9 +211,8 @@ def group_fix(group: KernelGroup) -> ProgramFix | None:
                                        group.library, group.at_roof)
 
 
-def saving(fix: ProgramFix, group: KernelGroup, program: ProgramTiming | None = None) -> float:
-    """The time a fix could save on a group, as the module's docstring says (``program``:
-    the trace's timing, for the collectives' exposed share)."""
+def saving(fix: ProgramFix, group: KernelGroup) -> float:
+    """The time a fix could save on a group, as the module's docstring says."""
     if fix.saving is Saving.FUSION:
         return max(0.0, group.total_s - remaining_s(group))
     if fix.saving is Saving.REMOVAL:
@@ -200,9 +221,6 @@ def saving(fix: ProgramFix, group: KernelGroup, program: ProgramTiming | None = 
         return sum(v.share.upside_s or 0.0 for v in group.variants)
     if fix.saving is Saving.RAISE_ROOF:
         return sum(v.share.total_s for v in group.variants if is_at_roof(v)) * (1 - 1 / RAISED_ROOF)
-    if fix.saving is Saving.EXPOSED and program and program.communication:
-        found = program.communication
-        return group.total_s * found.exposed_s / found.collective_s
     return 0.0
 
 
@@ -256,9 +274,10 @@ def no_fix(group: KernelGroup) -> ProgramFix:
                       f"{group.library or 'the program'}'s {group.family} kernels", Saving.NONE)
 
 
-def roll_up(result: RunResult) -> list[ProgramFixResult]:
-    """A profile's program fixes, the most saving first; none for a result that is not a
-    profile's."""
+def roll_up(result: RunResult, collectives: Placement | None = None) -> list[ProgramFixResult]:
+    """A profile's program fixes, the most saving first, the job's communication fixes among
+    them (``collectives``: its placed collectives, where NCCL's log was read); none for a
+    result that is not a profile's."""
     variants = [v for f in result.families for v in f.variants if v.share]
     region = result.settings.gpu_time_s or sum(v.share.total_s for v in variants)
     if not (variants and region):
@@ -267,8 +286,72 @@ def roll_up(result: RunResult) -> list[ProgramFixResult]:
     for group in groups_of(variants):
         fix = group_fix(group) or no_fix(group)
         by_fix[fix.id + (fix.why if fix.id == NO_FIX else "")].append((fix, group))
-    fixes = [fix_result(pairs, region, result.program) for pairs in by_fix.values()]
+    fixes = [fix_result(pairs, region) for pairs in by_fix.values()]
+    found = result.program.communication if result.program else None
+    if found:
+        optimizer = sum(v.share.total_s for v in variants if kernel_kind(v) is Kind.OPTIMIZER)
+        fixes += communication_fixes(found, collectives, region, optimizer)
     return sorted(fixes, key=lambda f: (-f.saving_s, -f.share)) + launch_bound_fixes(result)
+
+
+def exposed_on_the_critical_path(found: Communication) -> float:
+    """The exposed time of the rank that waits least over the region: a step's times the
+    steps where they are known (the first step's start-up wait is no collective's), else
+    the region's."""
+    return (found.step_least_exposed_s * found.steps if found.steps >= 2
+            else found.least_exposed_s)
+
+
+def communication_fixes(found: Communication, collectives: Placement | None,
+                        region_s: float, optimizer_s: float) -> list[ProgramFixResult]:
+    """The catalog's communication fixes that are for this job (the module's docstring;
+    ``optimizer_s``: the optimizer's kernels' time over the region)."""
+    exposed = exposed_on_the_critical_path(found) * found.ranks
+    if exposed <= 0:
+        return []
+    share = found.collective_s * found.ranks / region_s
+    fixes = []
+    for fix in (f for f in PROGRAM_FIXES if f.saving in COMMUNICATION):
+        named = named_collectives(fix, collectives)
+        if named is None:
+            continue
+        saved = exposed * communication_factor(fix, named)
+        if fix.saving is Saving.EXPOSED_ONCE:
+            saved += optimizer_s * (1.0 - 1.0 / ACCUMULATION)
+        if saved > 0:
+            fixes.append(ProgramFixResult(
+                id=fix.id, action=fix.action, why=fix.why, estimate=fix.saving.value,
+                kernels=[], lines=[], share=share, saving_s=saved,
+                saving_share=saved / region_s, changes_precision=fix.changes_precision))
+    return fixes
+
+
+def named_collectives(fix: ProgramFix, collectives: Placement | None
+                      ) -> list[PlacedCollective] | None:
+    """The job's placed collectives a fix names (every one where it names none); None where
+    it names some and the job's time is not mostly in them, or its collectives are unknown."""
+    if fix.collectives is None:
+        return collectives.collectives if collectives else []
+    if collectives is None:
+        return None
+    named = [c for c in collectives.collectives
+             if re.search(fix.collectives, f"{c.collective} {c.datatype}")]
+    total = sum(c.seconds for c in collectives.collectives)
+    return named if total and sum(c.seconds for c in named) > total / 2 else None
+
+
+def communication_factor(fix: ProgramFix, named: list[PlacedCollective]) -> float:
+    """The share of the critical path's exposed time the fix saves (the module's
+    docstring), from the collectives it names."""
+    if fix.saving is Saving.EXPOSED:
+        return 1.0
+    if fix.saving is Saving.EXPOSED_ONCE:
+        return 1.0 - 1.0 / ACCUMULATION
+    placed = [c for c in named if c.of_roof is not None]
+    if not placed:
+        return 0.0
+    of_roof = sum(c.seconds * (c.of_roof or 0.0) for c in placed) / sum(c.seconds for c in placed)
+    return max(0.0, 1.0 - of_roof)
 
 
 def launch_bound_fixes(result: RunResult) -> list[ProgramFixResult]:
@@ -286,12 +369,12 @@ def launch_bound_fixes(result: RunResult) -> list[ProgramFixResult]:
                              saving_s=0.0, saving_share=0.0)]
 
 
-def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float,
-               program: ProgramTiming | None) -> ProgramFixResult:
+def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float
+               ) -> ProgramFixResult:
     """One fix's groups added up into the document's record."""
     fix = pairs[0][0]
     variants = [v for _, g in pairs for v in g.variants]
-    saved = sum(saving(f, g, program) for f, g in pairs)
+    saved = sum(saving(f, g) for f, g in pairs)
     return ProgramFixResult(
         id=fix.id, action=fix.action, why=fix.why, estimate=fix.saving.value,
         kernels=[v.name for v in variants], lines=line_shares(variants, region_s),
@@ -341,4 +424,5 @@ def compile_estimate(result: RunResult, fixes: list[ProgramFixResult]) -> Compil
 def fixes_of(result: RunResult) -> list[ProgramFixResult]:
     """The fixes a result holds, or, for a profile written before results held them,
     rolled up from its kernels."""
-    return result.fixes or roll_up(result)
+    return result.fixes or roll_up(result, placement([result.collectives])
+                                   if result.collectives else None)

@@ -16,7 +16,7 @@ from rooflint.output.family_table import UNBOUNDED
 from rooflint.output.html_page import Content, Html, Sorted, bulleted, coloured, folded, table, tag
 from rooflint.output.profile_view import top_move_cell
 from rooflint.output.program_summary import (
-    TOP_LINES, change_words, compile_lines, header_lines, host_wait_words, kind_lines,
+    TOP_LINES, change_words, compile_lines, header_lines, kind_lines, program_fix_words,
     saving_amount, steps_of, timing_lines,
 )
 from rooflint.output.tables import (
@@ -60,11 +60,12 @@ def _fixes(result: RunResult, fixes: list[ProgramFixResult], anchors: Anchors) -
 
 
 def _change(fix: ProgramFixResult, result: RunResult) -> Content:
-    """What to change; for a fix for the program's time (CUDA graphs), which no kernel's
-    share measures, what the trace timed of it under it."""
+    """What to change; for a fix for no kernels (CUDA graphs, a job's communication), which
+    no kernel's share measures, what the trace timed of it."""
     if fix.kernels or result.program is None:
         return change_words(fix)
-    return [change_words(fix), tag("div", host_wait_words(result.program), class_="muted")]
+    return [change_words(fix), tag("div", program_fix_words(fix, result.program),
+                                   class_="muted")]
 
 
 def _fix_kernels(fix: ProgramFixResult, named: dict[str, str]) -> Content:

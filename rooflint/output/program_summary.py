@@ -14,7 +14,7 @@ from collections import defaultdict
 
 from rich.console import Console
 
-from rooflint.analysis.program_fixes import Kind, kind_of
+from rooflint.analysis.program_fixes import COMMUNICATION, FIXES_BY_ID, Kind, kind_of
 from rooflint.common.printable import printable
 from rooflint.common.units import format_time
 from rooflint.formats.results import ProgramFixResult, RunResult
@@ -34,11 +34,21 @@ def fit(text: str, width: int) -> str:
 
 
 def kind_shares(result: RunResult) -> dict[Kind, float]:
-    """The region's GPU time by kind, the profiled kernels' own; the rest is not profiled."""
+    """The region's GPU time by kind, the profiled kernels' own and the collectives' (timed
+    from the trace, never profiled); the rest is not profiled."""
     shares: dict[Kind, float] = defaultdict(float)
     for v in (v for f in result.families for v in f.variants if v.share):
         shares[kind_of(v.share.kernel, v.share.library)] += v.share.share
+    if communication_share(result):
+        shares[Kind.COMMUNICATION] += communication_share(result)
     return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+
+
+def communication_share(result: RunResult) -> float:
+    """The collectives' share of the region's GPU time (every rank's), from the trace."""
+    found = result.program.communication if result.program else None
+    region = result.settings.gpu_time_s
+    return found.collective_s * found.ranks / region if found and region else 0.0
 
 
 def header_lines(result: RunResult) -> list[str]:
@@ -102,9 +112,11 @@ def steps_words(steps: Steps) -> str:
 def kind_lines(result: RunResult, width: int) -> list[str]:
     """By kind, wrapped at the width; the kernels left unprofiled said as such."""
     parts = [f"{kind.value} {share:.0%}" for kind, share in kind_shares(result).items()]
-    if result.settings.other_share:
-        parts.append(f"not profiled {result.settings.other_share:.0%} "
-                     f"({result.settings.other_kernels} kernels)")
+    rest = max(0.0, (result.settings.other_share or 0.0) - communication_share(result))
+    if rest:
+        among = ", the collectives among them" if communication_share(result) else ""
+        parts.append(f"not profiled {rest:.0%} ({result.settings.other_kernels} "
+                     f"kernels{among})")
     return textwrap.wrap("GPU time by kind: " + ", ".join(parts), width, subsequent_indent="    ")
 
 
@@ -125,8 +137,8 @@ def fix_lines(rank: int, fix: ProgramFixResult, steps: int | None = None,
     """A fix in two lines: what to change and its saving; its share and top source lines
     (for the program's time, what the trace timed of it)."""
     first = f"{rank:>2}. {saving_words(fix, steps)}: {change_words(fix)}"
-    if not fix.kernels and program is not None:      # for the program's time (CUDA graphs)
-        return [first, f"    {host_wait_words(program)}"]
+    if not fix.kernels and program is not None:      # for the program's time or its job's
+        return [first, f"    {program_fix_words(fix, program)}"]
     lines = ", ".join(f"{line.line.split(' in ')[0]} {line.share:.1%}"
                       for line in fix.lines[:TOP_LINES])
     return [first, f"    {fix.share:.1%} of GPU time in {len(fix.kernels)} kernels "
@@ -149,6 +161,25 @@ def change_words(fix: ProgramFixResult) -> str:
     changes the precision says it trades accuracy."""
     action = fix.action or f"no fix: {fix.why}"
     return action + (" (trades accuracy)" if fix.changes_precision else "")
+
+
+def program_fix_words(fix: ProgramFixResult, program: ProgramTiming) -> str:
+    """What the trace timed of a fix for no kernels: the collectives' exposed time for a
+    communication fix, the host's launches for CUDA graphs."""
+    found = program.communication
+    if fix.id in FIXES_BY_ID and FIXES_BY_ID[fix.id].saving in COMMUNICATION and found:
+        return exposed_words(found) + f" ({fix.estimate})"
+    return host_wait_words(program)
+
+
+def exposed_words(found: Communication) -> str:
+    """``exposed 538 us a step on the rank that waits least, of 4.41 ms of collectives``:
+    the time a communication fix's saving is a share of."""
+    if found.steps >= 2:
+        return (f"exposed {format_time(found.step_least_exposed_s)} a step on the rank that "
+                f"waits least, of {format_time(found.step_collective_s)} of collectives a step")
+    return (f"exposed {format_time(found.least_exposed_s)} on the rank that waits least, of "
+            f"{format_time(found.collective_s)} of collectives")
 
 
 def host_wait_words(program: ProgramTiming) -> str:

@@ -191,3 +191,32 @@ def test_kernels_left_unplaced_are_counted_in_one_line(trace, tmp_path):
                      env={"COLUMNS": "200"}).stdout
     assert f"134 NCCL kernels not placed: 134 {judge.NO_LOG}" in shown
     assert "collectives by time" not in shown and NO_INTERCONNECT not in shown
+
+
+RECORDED = FIXTURES / "recorded"
+
+
+def test_nccls_own_logs_of_two_ranks_place_every_collective_of_their_trace():
+    """NCCL 2.28.9's own logs of the two-H200 DDP job whose profile is committed
+    (examples/profile/h200x2-profile-ddp-nccl.json; pass 1's trace and the logs `--logs`
+    kept, from one run): each process's calls pair one-to-one with its NCCL kernels, none
+    is left unplaced, and they are the rank documents' collectives; the job's gradient
+    buckets (the all-reduces of 25.5-27 MiB, 60 calls a rank) ran at 235-236 GB/s, 71-72 %
+    of the all-reduce roof the same host's `rooflint calibrate` measured (329 GB/s)."""
+    trace = json.loads(lzma.decompress(
+        (RECORDED / "h200x2-ddp-nccl-pass1-trace.json.xz").read_bytes()))
+    documents = []
+    for rank in ranks_of(trace):
+        calls = nccl_calls((RECORDED / f"nccl.vm.{rank.process}.log").read_text())
+        document = read_result(rank_path(JOB, rank))
+        found = rank_collectives(calls, collective_kernels(trace_of(trace, rank)),
+                                 document.collectives.interconnect)
+        assert found.unplaced == {} and found == document.collectives
+        documents.append(document)
+    job = placement([d.collectives for d in documents])
+    buckets = [c for c in job.collectives if c.collective is Collective.ALL_REDUCE
+               and 25 << 20 <= c.size <= 28 << 20]
+    assert sum(c.calls for c in buckets) == 60
+    assert all(234e9 <= c.bus_bandwidth <= 237e9 and 0.71 <= c.of_roof <= 0.725
+               for c in buckets)
+    assert round(job.interconnect.roof(Collective.ALL_REDUCE).value / 1e9) == 329
