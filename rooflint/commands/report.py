@@ -16,6 +16,7 @@ from rooflint.commands.stdio import emit, status
 from rooflint.common.errors import RooflintError
 from rooflint.formats.jsonfile import write_text
 from rooflint.formats.results import read_result
+from rooflint.judge.ranks import is_job, job_of
 from rooflint.output.html_report import ComparedPair, ComparisonView, Document, report_html
 from rooflint.output.outputs import REPORT, STDOUT, Named, Output, guard_outputs
 from rooflint.output.written import report_written
@@ -29,8 +30,11 @@ def report_command(request: ReportRequest) -> None:
     guard_outputs([] if to_stdout else [Output("--output", output, REPORT)],
                   [Named("RESULT", p) for p in paths], force=request.force)
     documents = [Document.of(p, read_result(p)) for p in paths]
-    comparison = compared(documents[0], documents[1]) if len(documents) == 2 else None
-    html = report_html(documents, comparison)
+    results = [d.result for d in documents]
+    job = job_of(results, [str(p) for p in paths]) if is_job(results) else None
+    comparison = compared(documents[0], documents[1]) if len(documents) == 2 and not job \
+        else None
+    html = report_html(documents, comparison, job)
     if to_stdout:
         emit(html.rstrip("\n"))
         return

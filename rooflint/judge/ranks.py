@@ -128,6 +128,13 @@ def _steps(results: list[RunResult]) -> int:
     return round(median(found)) if found and min(found) >= 2 else 0
 
 
+def is_job(results: list[RunResult]) -> bool:
+    """Whether ``results`` are two or more rank documents of one job: each a rank's, each
+    rank once (two profiles' rank 0 are compared, not merged)."""
+    keys = [_key(r.rank) for r in results if r.rank is not None]
+    return len(results) > 1 and len(keys) == len(results) and len(set(keys)) == len(keys)
+
+
 def _order(rank: RankInfo | None) -> tuple:
     assert rank is not None
     return rank.rank is None, rank.rank or 0, rank.host, rank.process

@@ -40,6 +40,8 @@ from rooflint.output.family_table import (
 from rooflint.output.html_page import (
     Content, Html, Sorted, bulleted, coloured, esc, folded, page, table, tag,
 )
+from rooflint.judge.ranks import Job
+from rooflint.output.html_job import job_section
 from rooflint.output.html_profile import Anchors, kernel_table, program_summary
 from rooflint.output.html_roofline import roofline_section
 from rooflint.output.profile_view import is_profile
@@ -92,8 +94,10 @@ class ComparisonView:
     new: list[str]
 
 
-def report_html(documents: list[Document], comparison: ComparisonView | None = None) -> str:
-    """The whole page for ``documents`` (and their comparison, with two): the profiles'
+def report_html(documents: list[Document], comparison: ComparisonView | None = None,
+                job: Job | None = None) -> str:
+    """The whole page for ``documents`` (and their comparison, with two; the ``job`` their
+    ranks make, where they are a job's rank documents): the job, then the profiles'
     summaries, fixes and kernel tables lead, above the roofline, then each document's
     families."""
     documents = [_shown(d) for d in documents]
@@ -101,7 +105,8 @@ def report_html(documents: list[Document], comparison: ComparisonView | None = N
     anchors = _anchors(results)
     figures, dots = roofline_section(results, anchors)
     numbered = list(enumerate(documents, start=1))
-    body = [_heading(documents, comparison is not None),
+    body = [_heading(documents, comparison is not None, job is not None),
+            job_section(job) if job else None,
             *(_program(number, d, anchors) for number, d in numbered if is_profile(d.result)),
             figures, *(_document(number, d) for number, d in numbered),
             _comparison(documents, comparison) if comparison else None]
@@ -131,9 +136,10 @@ def _anchors(results: list[RunResult]) -> Anchors:
             for i, v in enumerate(family.variants, start=1)}
 
 
-def _heading(documents: list[Document], compared: bool) -> Html:
+def _heading(documents: list[Document], compared: bool, job: bool) -> Html:
     """The title, the documents, and links to every section."""
-    links = [tag("a", "roofline", href="#roofline")]
+    links = [tag("a", "the job", href="#job")] if job else []
+    links.append(tag("a", "roofline", href="#roofline"))
     for number, d in enumerate(documents, start=1):
         links.append(tag("a", f"({number}) {d.name}", href=f"#document-{number}"))
         links += [tag("a", family.name, href=f"#family-{number}-{f}")

@@ -26,26 +26,29 @@ NO_INTERCONNECT = "no interconnect calibration: run `rooflint calibrate` on this
 def render_job(console: Console, job: Job, depth: Depth) -> None:
     """The ranks and the straggler; at the default depth the top kernels across ranks, at
     DETAIL every kernel."""
-    console.print(Text(f"{counted(len(job.ranks), 'rank')}: {_basis(job.steps)} of each "
-                       f"rank's own kernels and of its collectives (exposed: no other kernel "
-                       f"of the rank ran beside them)"))
-    console.print(_ranks_table(job.ranks))
+    console.print(Text(ranks_heading(job)))
+    console.print(_table(RANK_COLUMNS, [rank_cells(r) for r in job.ranks], left=2))
     console.print(Text(straggler_line(job.straggler, len(job.ranks), bool(job.steps))))
     if depth is Depth.SUMMARY:
         return
     if job.collectives:
         render_collectives(console, job.collectives, depth)
     kernels = job.kernels if depth is Depth.DETAIL else job.kernels[:TOP_KERNELS]
-    which = "all" if len(kernels) == len(job.kernels) else f"top {len(kernels)} of"
-    console.print(Text(f"{which} {counted(len(job.kernels), 'profiled kernel')} by GPU time "
-                       f"over the ranks, on each rank"))
-    console.print(_kernels_table(kernels, job.ranks))
+    console.print(Text(kernels_heading(len(kernels), len(job.kernels))))
+    console.print(_table(kernel_columns(job), kernel_rows(kernels), left=1))
 
 
-def _basis(steps: int) -> str:
-    """What the ranks' times are over: a step after the first, or the whole region."""
-    return (f"a step's GPU time (the mean of the {steps - 1} steps after the first)" if steps
-            else "GPU time")
+def ranks_heading(job: Job) -> str:
+    """What the ranks' table holds: a step after the first, or the whole region."""
+    basis = (f"a step's GPU time (the mean of the {job.steps - 1} steps after the first)"
+             if job.steps else "GPU time")
+    return (f"{counted(len(job.ranks), 'rank')}: {basis} of each rank's own kernels and of its "
+            f"collectives (exposed: no other kernel of the rank ran beside them)")
+
+
+def kernels_heading(shown: int, kernels: int) -> str:
+    which = "all" if shown == kernels else f"top {shown} of"
+    return f"{which} {counted(kernels, 'profiled kernel')} by GPU time over the ranks, on each rank"
 
 
 def straggler_line(straggler: Straggler | None, ranks: int, a_step: bool) -> str:
@@ -80,20 +83,24 @@ def render_collectives(console: Console, placement: Placement, depth: Depth) -> 
     shown = placement.collectives if depth is Depth.DETAIL else \
         placement.collectives[:TOP_KERNELS]
     if shown:
-        which = "" if len(shown) == len(placement.collectives) else f"top {len(shown)} of "
-        console.print(Text(f"{which}{counted(len(placement.collectives), 'collective')} by "
-                           f"time, each call's the shortest of its ranks' kernels (the rank "
-                           f"that came last waited least); bus bandwidth as nccl-tests'"))
-        table = _table(COLLECTIVE_COLUMNS, left=1)
-        for c in shown:
-            bound = "" if c.collective.every_rank_sends else "<= "
-            table.add_row(f"{c.collective} {c.datatype}", format_bytes(c.size), str(c.calls),
-                          format_time(c.seconds / c.calls),
-                          bound + format_rate(c.bus_bandwidth, "B/s"),
-                          "-" if c.of_roof is None else f"{c.of_roof:.0%}")
-        console.print(table)
+        console.print(Text(collectives_heading(len(shown), len(placement.collectives))))
+        console.print(_table(COLLECTIVE_COLUMNS, [collective_cells(c) for c in shown], left=1))
     for line in collective_notes(placement, shown):
         console.print(Text(line))
+
+
+def collectives_heading(shown: int, collectives: int) -> str:
+    which = "" if shown == collectives else f"top {shown} of "
+    return (f"{which}{counted(collectives, 'collective')} by time, each call's the shortest of "
+            f"its ranks' kernels (the rank that came last waited least); bus bandwidth as "
+            f"nccl-tests'")
+
+
+def collective_cells(c: PlacedCollective) -> list[str]:
+    bound = "" if c.collective.every_rank_sends else "<= "
+    return [f"{c.collective} {c.datatype}", format_bytes(c.size), str(c.calls),
+            format_time(c.seconds / c.calls), bound + format_rate(c.bus_bandwidth, "B/s"),
+            "-" if c.of_roof is None else f"{c.of_roof:.0%}"]
 
 
 def collective_notes(placement: Placement, shown: list[PlacedCollective]) -> list[str]:
@@ -120,30 +127,30 @@ def _signed(fraction: float) -> str:
     return ("+" if fraction >= 0 else "-") + pct(abs(fraction))
 
 
-def _ranks_table(ranks: list[RankTime]) -> Table:
-    table = _table(RANK_COLUMNS, left=2)
-    for r in ranks:
-        exposed = (f"{format_time(r.exposed_s)} ({pct(r.exposed_s / r.collective_s)})"
-                   if r.collective_s else "-")
-        table.add_row(r.rank.label, r.rank.host or "-",
-                      "-" if r.rank.device is None else str(r.rank.device),
-                      format_time(r.compute_s),
-                      format_time(r.collective_s) if r.collective_s else "-", exposed)
-    return table
+def rank_cells(r: RankTime) -> list[str]:
+    exposed = (f"{format_time(r.exposed_s)} ({pct(r.exposed_s / r.collective_s)})"
+               if r.collective_s else "-")
+    return [r.rank.label, r.rank.host or "-",
+            "-" if r.rank.device is None else str(r.rank.device), format_time(r.compute_s),
+            format_time(r.collective_s) if r.collective_s else "-", exposed]
 
 
-def _kernels_table(kernels: list[KernelAcross], ranks: list[RankTime]) -> Table:
-    table = _table(("kernel", *(r.rank.label for r in ranks), "spread"), left=1)
+def kernel_columns(job: Job) -> tuple[str, ...]:
+    return ("kernel", *(r.rank.label for r in job.ranks), "spread")
+
+
+def kernel_rows(kernels: list[KernelAcross]) -> list[list[str]]:
+    """A row a kernel: its shortened name, its time on each rank, the spread."""
     names = shortened_names(k.name for k in kernels)
-    for k in kernels:
-        table.add_row(names[k.name], *("-" if s is None else format_time(s) for s in k.seconds),
-                      "-" if k.spread is None else pct(k.spread))
-    return table
+    return [[names[k.name], *("-" if s is None else format_time(s) for s in k.seconds),
+             "-" if k.spread is None else pct(k.spread)] for k in kernels]
 
 
-def _table(columns: tuple[str, ...], left: int) -> Table:
+def _table(columns: tuple[str, ...], rows: list[list[str]], left: int) -> Table:
     """A table in the profile's style, its first ``left`` columns left-aligned."""
     table = Table(box=HEAD_RULE, show_edge=False, pad_edge=False, collapse_padding=True)
     for i, column in enumerate(columns):
         table.add_column(column, justify="left" if i < left else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
     return table

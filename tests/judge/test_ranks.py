@@ -30,6 +30,7 @@ RANK_DOCUMENTS = [rank_path(JOB, RankInfo(process=0, rank=r)) for r in (0, 1)]
 NCCL_TRACE = REPO / "tests" / "fixtures" / "ranks" / "h200x2-ddp-nccl-pass1-trace.json.xz"
 NCCL_JOB = REPO / "examples" / "profile" / "h200x2-profile-ddp-nccl.json"
 NCCL_RANKS = [rank_path(NCCL_JOB, RankInfo(process=0, rank=r)) for r in (0, 1)]
+WIDE_RANK0 = REPO / "examples" / "profile" / "h200x2-profile-ddp-nccl-wide.rank0.json"
 EXTRA_GEMM_LAUNCHES = 4 * 8          # rank 1's own matmuls: four a step, eight steps
 
 
@@ -224,3 +225,24 @@ def test_rank_documents_never_replace_what_is_not_a_result_nor_the_profiles_inpu
     assert model.read_text() == '{"kernels": []}\n' and "is --model" in said
     assert read_result(stale).rank.rank == 2
     assert read_result(tmp_path / "r.rank3.json").rank.rank == 3
+
+
+def test_report_of_the_ranks_documents_holds_the_job_as_show_prints_it(tmp_path):
+    """`report r.rank0.json r.rank1.json`: the job first (ranks, straggler, collectives,
+    every kernel on each rank), in show's words; two profiles' rank 0 are compared, not
+    merged into a job."""
+    import html
+    import re
+    page = tmp_path / "job.html"
+    rooflint("report", *map(str, NCCL_RANKS), "-o", str(page))
+    text = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text()))
+    shown = rooflint("show", *map(str, NCCL_RANKS), "--detail", env={"COLUMNS": "300"}).stdout
+    straggler = next(line for line in shown.splitlines() if line.startswith("straggler:"))
+    assert straggler in " ".join(text.split())
+    assert 'id="job"' in page.read_text() and 'href="#job"' in page.read_text()
+    for row in ("rank 0 vm 0 4.23 ms 4.89 ms 3.97 ms (81%)",
+                "all-reduce float32 27 MiB 36 120 us 236 GB/s 72%"):
+        assert row in " ".join(text.split())
+    compared = tmp_path / "two.html"
+    rooflint("report", str(NCCL_RANKS[0]), str(WIDE_RANK0), "-o", str(compared))
+    assert 'id="job"' not in compared.read_text() and 'id="comparison"' in compared.read_text()
