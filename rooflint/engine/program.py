@@ -326,11 +326,26 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         for rank, _ in by_rank]
     ranks = []
     for (rank, kernels_of_rank), mine in zip(by_rank, theirs):
-        # each rank's fixes place the job's collectives (each call its shortest rank's time:
-        # a rank's own kernels hold its wait for the others)
-        ranks.append(judged(kernels_of_rank, theirs))
+        # each rank's fixes are the job's: its collectives placed as the job's (each call its
+        # shortest rank's time) and saving the job's least-waiting rank's exposed time (a
+        # rank's own kernels hold its wait for the others)
+        timing = with_jobs_least_exposed(kernels_of_rank.timing, one.timing)
+        ranks.append(judged(replace(kernels_of_rank, timing=timing), theirs))
         ranks[-1].rank, ranks[-1].collectives = rank, mine
     return Profiled(judged(one, theirs), stopped, ranks)
+
+
+def with_jobs_least_exposed(rank: ProgramTiming | None, job: ProgramTiming | None
+                            ) -> ProgramTiming | None:
+    """A rank's timing with the least-waiting rank's exposed time its job's (the rank's
+    document says the job's communication fixes, not its own wait for its peers)."""
+    mine = rank.communication if rank else None
+    least = job.communication if job else None
+    if rank is None or mine is None or least is None:
+        return rank
+    return replace(rank, communication=replace(
+        mine, least_exposed_s=least.least_exposed_s,
+        step_least_exposed_s=least.step_least_exposed_s))
 
 
 def nccl_calls_of(first: Pass, say: Callable[[str], None]) -> list[NcclCall] | None:
