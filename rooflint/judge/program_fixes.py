@@ -44,8 +44,8 @@ the job view's straggler line names, and no communication setting saves. Of it:
 
 Every rank saves it, so a job's saving is the ranks' (its GPU time is every rank's).
 Gradients all-reduced in bf16 are not offered: on two H200s over NVLink DDP's
-bf16_compress_hook made a step 10.9 ms slower (docs/history.md), where half the bytes
-promised 3.9 ms less.
+bf16_compress_hook made a step 11 ms slower (docs/history.md), where half the bytes
+promised 3.6 ms less.
 
 Where an entry names its collectives (``collectives``), the job's placed collectives
 (judge/collectives.py: NCCL's log read) must hold more than half their time in those it

@@ -39,16 +39,21 @@ def kind_shares(result: RunResult) -> dict[Kind, float]:
     shares: dict[Kind, float] = defaultdict(float)
     for v in (v for f in result.families for v in f.variants if v.share):
         shares[kind_of(v.share.kernel, v.share.library)] += v.share.share
-    if communication_share(result):
-        shares[Kind.COMMUNICATION] += communication_share(result)
+    if unprofiled_communication(result):
+        shares[Kind.COMMUNICATION] += unprofiled_communication(result)
     return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
 
 
-def communication_share(result: RunResult) -> float:
-    """The collectives' share of the region's GPU time (every rank's), from the trace."""
+def unprofiled_communication(result: RunResult) -> float:
+    """The share of the region's GPU time (every rank's) in collectives the trace timed and
+    no profiled kernel holds (pass 2 never profiles one; an imported report may have)."""
     found = result.program.communication if result.program else None
     region = result.settings.gpu_time_s
-    return found.collective_s * found.ranks / region if found and region else 0.0
+    if not (found and region):
+        return 0.0
+    profiled = sum(v.share.share for f in result.families for v in f.variants if v.share
+                   and kind_of(v.share.kernel, v.share.library) is Kind.COMMUNICATION)
+    return max(0.0, found.collective_s * found.ranks / region - profiled)
 
 
 def header_lines(result: RunResult) -> list[str]:
@@ -112,9 +117,9 @@ def steps_words(steps: Steps) -> str:
 def kind_lines(result: RunResult, width: int) -> list[str]:
     """By kind, wrapped at the width; the kernels left unprofiled said as such."""
     parts = [f"{kind.value} {share:.0%}" for kind, share in kind_shares(result).items()]
-    rest = max(0.0, (result.settings.other_share or 0.0) - communication_share(result))
+    rest = max(0.0, (result.settings.other_share or 0.0) - unprofiled_communication(result))
     if rest:
-        among = ", the collectives among them" if communication_share(result) else ""
+        among = ", the collectives among them" if unprofiled_communication(result) else ""
         parts.append(f"not profiled {rest:.0%} ({result.settings.other_kernels} "
                      f"kernels{among})")
     return textwrap.wrap("GPU time by kind: " + ", ".join(parts), width, subsequent_indent="    ")

@@ -97,3 +97,21 @@ def test_the_summary_says_the_collectives_exposed_time_a_step_after_the_first():
     said = summary_lines(result, fixes_of(result), 400)[1]
     assert said.endswith("warm-up; collectives 150 ms on each of 2 ranks, 27% beside compute, "
                          "110 ms exposed"), said
+
+
+def test_a_jobs_collectives_are_its_communication_not_kernels_left_unprofiled():
+    """The wide DDP job on two H200s: its NCCL kernels (timed from the trace, never
+    profiled) are 61 % of its GPU time, said as communication; what is left unprofiled is
+    the rest, 4 %; the kinds and the rest add up to the whole. Its communication fixes say
+    the exposed time they are shares of."""
+    import re
+    result = read_result(REPO / "examples" / "profile" / "h200x2-profile-ddp-nccl-wide.json")
+    lines = summary_lines(result, fixes_of(result), 400)
+    kinds = next(line for line in lines if line.startswith("GPU time by kind: "))
+    assert kinds.startswith("GPU time by kind: communication 61%, ")
+    assert kinds.endswith("not profiled 4% (39 kernels, the collectives among them)")
+    assert sum(int(p) for p in re.findall(r"(\d+)%", kinds)) in range(98, 103)
+    fix = lines.index(next(line for line in lines if "accumulate the gradients" in line))
+    assert lines[fix + 1].strip() == ("exposed 7.28 ms a step on the rank that waits least, of "
+                                      "14.7 ms of collectives a step (exposed and optimizer, "
+                                      "once a batch)")
