@@ -38,6 +38,10 @@ def main() -> None:
     parser.add_argument("--accumulate", type=int, default=1,
                         help="micro-steps a step, gradients all-reduced once (no_sync)")
     args = parser.parse_args()
+    if min(args.steps, args.dim, args.layers, args.batch, args.accumulate) < 1 \
+            or args.bucket_mb <= 0 or args.dim % 64:
+        parser.error("--steps, --layers, --batch and --accumulate must be 1 or more, "
+                     "--bucket-mb above 0, --dim a multiple of 64")
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))

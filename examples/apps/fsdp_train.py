@@ -28,6 +28,8 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=4, help="the model's blocks")
     parser.add_argument("--batch", type=int, default=8, help="sequences a step")
     args = parser.parse_args()
+    if min(args.steps, args.dim, args.layers, args.batch) < 1 or args.dim % 64:
+        parser.error("--steps, --layers and --batch must be 1 or more, --dim a multiple of 64")
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
