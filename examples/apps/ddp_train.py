@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -70,23 +71,28 @@ def main() -> None:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
+    timed(step, args.steps, rank, args.accumulate)
+    dist.destroy_process_group()
+
+
+def timed(step: Callable[[], None], steps: int, rank: int, micro_steps: int = 1) -> None:
+    """Three warm-up steps, then ``steps`` inside the NVTX range "timed": each rank prints
+    its mean (a micro-step's where a step is several), rank 0 the slowest rank's."""
     for _ in range(3):
         step()
     torch.cuda.synchronize()
     began = time.perf_counter()
     torch.cuda.nvtx.range_push("timed")
-    for _ in range(args.steps):
+    for _ in range(steps):
         step()
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_pop()
-    mean = torch.tensor((time.perf_counter() - began) / (args.steps * args.accumulate),
-                        device="cuda")
-    each = "a micro-step" if args.accumulate > 1 else "a step"
+    mean = torch.tensor((time.perf_counter() - began) / (steps * micro_steps), device="cuda")
+    each = "a micro-step" if micro_steps > 1 else "a step"
     print(f"rank {rank}: {mean.item() * 1e3:.1f} ms {each}")
     dist.all_reduce(mean, op=dist.ReduceOp.MAX)
     if rank == 0:
         print(f"slowest rank: {mean.item() * 1e3:.1f} ms {each}")
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

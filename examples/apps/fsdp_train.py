@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+from ddp_train import timed
 from train_step import Model
 
 
@@ -51,18 +51,7 @@ def main() -> None:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
-    began = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    torch.cuda.synchronize()
-    mean = torch.tensor((time.perf_counter() - began) / args.steps, device="cuda")
-    print(f"rank {rank}: {mean.item() * 1e3:.1f} ms a step")
-    dist.all_reduce(mean, op=dist.ReduceOp.MAX)
-    if rank == 0:
-        print(f"slowest rank: {mean.item() * 1e3:.1f} ms a step")
+    timed(step, args.steps, rank)
     dist.destroy_process_group()
 
 

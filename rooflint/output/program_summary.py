@@ -39,8 +39,9 @@ def kind_shares(result: RunResult) -> dict[Kind, float]:
     shares: dict[Kind, float] = defaultdict(float)
     for v in (v for f in result.families for v in f.variants if v.share):
         shares[kind_of(v.share.kernel, v.share.library)] += v.share.share
-    if unprofiled_communication(result):
-        shares[Kind.COMMUNICATION] += unprofiled_communication(result)
+    communication = unprofiled_communication(result)
+    if communication:
+        shares[Kind.COMMUNICATION] += communication
     return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
 
 
@@ -117,9 +118,10 @@ def steps_words(steps: Steps) -> str:
 def kind_lines(result: RunResult, width: int) -> list[str]:
     """By kind, wrapped at the width; the kernels left unprofiled said as such."""
     parts = [f"{kind.value} {share:.0%}" for kind, share in kind_shares(result).items()]
-    rest = max(0.0, (result.settings.other_share or 0.0) - unprofiled_communication(result))
+    communication = unprofiled_communication(result)
+    rest = max(0.0, (result.settings.other_share or 0.0) - communication)
     if rest:
-        among = ", the collectives among them" if unprofiled_communication(result) else ""
+        among = ", the collectives among them" if communication else ""
         parts.append(f"not profiled {rest:.0%} ({result.settings.other_kernels} "
                      f"kernels{among})")
     return textwrap.wrap("GPU time by kind: " + ", ".join(parts), width, subsequent_indent="    ")

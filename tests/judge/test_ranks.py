@@ -246,3 +246,21 @@ def test_report_of_the_ranks_documents_holds_the_job_as_show_prints_it(tmp_path)
     compared = tmp_path / "two.html"
     rooflint("report", str(NCCL_RANKS[0]), str(WIDE_RANK0), "-o", str(compared))
     assert 'id="job"' not in compared.read_text() and 'id="comparison"' in compared.read_text()
+
+
+def test_a_hosts_name_from_a_document_reaches_neither_terminal_nor_page_as_control_codes(
+        tmp_path):
+    """A rank document whose host holds an escape sequence and a bell: `show` prints the
+    job with them made visible, and `report` writes a page without them."""
+    paths = []
+    for path in NCCL_RANKS:
+        document = json.loads(path.read_text())
+        document["rank"]["host"] = "node\x1b[31mRED\x07"
+        paths.append(tmp_path / path.name)
+        paths[-1].write_text(json.dumps(document))
+    shown = rooflint("show", *map(str, paths), "--summary").stdout
+    assert "\x1b" not in shown and "\x07" not in shown and "node" in shown
+    page = tmp_path / "job.html"
+    rooflint("report", *map(str, paths), "-o", str(page))
+    text = page.read_text()
+    assert 'id="job"' in text and "\x1b" not in text and "\x07" not in text
