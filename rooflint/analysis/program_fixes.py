@@ -173,13 +173,15 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "whatever its batch: accumulated, once for several batches",
                Saving.EXPOSED_ONCE, program=True),
     ProgramFix("larger_buckets", "larger gradient buckets (DDP's bucket_cap_mb, 25 MB by "
-               "default), fewer and larger collectives",
+               "default; a sharded model's fully_shard over groups of layers), fewer and "
+               "larger collectives",
                "the collectives run below the interconnect's roof at these sizes: a call's "
                "fixed cost and a ring's start weigh more on a small one",
                Saving.EXPOSED_BELOW_ROOF, program=True,
                collectives=r"^(all-reduce|reduce-scatter|all-gather) "),
-    ProgramFix("overlap_collectives", "overlap the all-gathers with compute (FSDP's "
-               "forward_prefetch and backward_prefetch, ZeRO-3's prefetch bucket size)",
+    ProgramFix("overlap_collectives", "overlap the all-gathers with compute (FSDP2's "
+               "set_modules_to_forward_prefetch and set_modules_to_backward_prefetch, FSDP1's "
+               "forward_prefetch, ZeRO-3's prefetch bucket size)",
                "a sharded model's layers wait for their parameters' all-gather: gathered "
                "ahead, beside the layer before", Saving.EXPOSED, program=True,
                collectives=r"^all-gather "),

@@ -63,7 +63,7 @@ from rooflint.judge.distinct_names import unique_names
 from rooflint.judge.kernel_times import (Identity, KernelTime, kernel_times,
                                          kernel_times_from_trace, selected)
 from rooflint.judge.launch_matching import launches_by_identity, missed, per_launch
-from rooflint.judge.pass2_patterns import mangled_patterns
+from rooflint.judge.pass2_patterns import mangled_patterns, profiled_devices
 from rooflint.judge.time_spread import drifting, mixed_shapes
 from rooflint.output.profile_words import (NO_COUNTERS, autotuning_words, drift_note,
                                            held_memory_words, missed_words,
@@ -242,11 +242,17 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     say(pass1_words(options.command))
 
     timed: dict[int, PassOne] = {}                             # parsed once per pass
+    ranks_timed: dict[int, list[tuple[RankInfo, PassOne]]] = {}      # each rank's, once
 
     def kernels_of(first: Pass) -> PassOne:
         if id(first) not in timed:
             timed[id(first)] = timed_kernels(first, filters)
         return timed[id(first)]
+
+    def ranks_of_pass(first: Pass) -> list[tuple[RankInfo, PassOne]]:
+        if id(first) not in ranks_timed:
+            ranks_timed[id(first)] = rank_kernels(first, filters) if first.processes > 1 else []
+        return ranks_timed[id(first)]
 
     planned: list[Choice] = []                                   # the last is pass 2's
     cache = CounterCache.default() if options.counter_cache else None
@@ -260,12 +266,17 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         listed = listed_for(first)
         reuse.look_up(cache, first, chosen, listed)
         profiled = [k for k in chosen if k.identity not in reuse.served]
+        on = profiled_devices([(rank, {k.identity for k in theirs.kernels})
+                               for rank, theirs in ranks_of_pass(first)],
+                              {k.identity for k in profiled})
         choice = pass2_choice(profiled, one.every,
                               launches_to_skip(one.launches, {k.identity for k in profiled})
-                              if first.processes == 1 else 0, listed)
+                              if first.processes == 1 else 0, listed,
+                              tuple(rank.device for rank in on or ()))
         planned.append(choice)
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
-                       choice.tensor_precisions, profiled, choice.skip))
+                       choice.tensor_precisions, profiled, choice.skip, on,
+                       len(ranks_of_pass(first))))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))
         if one.unrecorded:
@@ -292,8 +303,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     specs = load_specs()
     spec = device_spec(device, options.gpu, specs)
     calibration = calibrations.find(spec.id, device.driver)
-    settings = replace(passes_settings(options, first, second, len(profiled), choice,
-                                       passes.selection(choice.patterns, choice.skip)),
+    settings = replace(passes_settings(options, first, second, len(profiled), choice),
                        pass2_cached_kernels=[k.kernel for k in chosen
                                              if k.identity in reuse.served] or None,
                        autotuning_launches=tuning.launches, autotuning_s=tuning.gpu_s,
@@ -319,7 +329,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         job = judged(one, [own])
         job.rank, job.collectives = own_rank(first), own
         return Profiled(job, stopped)
-    by_rank = rank_kernels(first, filters)
+    by_rank = ranks_of_pass(first)
     theirs = [rank_collectives(
         None if calls is None else [c for c in calls if c.process == rank.process],
         collective_kernels(trace_of(first.trace or {}, rank)), interconnect)
@@ -484,7 +494,7 @@ def memory_held_past_replay_room(trace: dict | None) -> tuple[int, int] | None:
 
 
 def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled: int,
-                    choice: Choice, selection: list[str]) -> Settings:
+                    choice: Choice) -> Settings:
     """What a profile records of how it ran the program: its filters and both passes."""
     stopped = second.stopped
     return Settings(
@@ -494,22 +504,25 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
         pass1_timer=first.timer.value,
         pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,
         pass2_profiled_launches=profiled, pass2_kernels=choice.patterns,
-        pass2_selection=selection,
+        pass2_selection=choice.selection,
         pass2_tensor_precisions=_sorted_or_none(choice.tensor_precisions),
         pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None,
         ncu_version=ncu_version())
 
 
 def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime], skip: int = 0,
-                 listed: frozenset[str] | None = None) -> Choice:
+                 listed: frozenset[str] | None = None, devices: tuple[int, ...] = ()
+                 ) -> Choice:
     """Pass 2's patterns (on mangled names: the chosen kernels among all of pass 1's,
     ``timed``), the tensor precisions the chosen kernels' operators name (all of them
     when one kernel's operators are unknown), and the program's first ``skip`` launches
     left out (only where one process launched them all: Nsight Compute counts every
     process's launches, in an order between processes no trace fixes), read by the names
-    the GPU's chip lists (``listed``)."""
+    the GPU's chip lists (``listed``), on the GPUs numbered ``devices`` (every GPU where
+    none)."""
     return Choice(mangled_patterns(chosen, timed),
-                  union_unless_any(k.tensor_precisions for k in chosen), skip, listed)
+                  union_unless_any(k.tensor_precisions for k in chosen), skip, listed,
+                  devices)
 
 
 def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:

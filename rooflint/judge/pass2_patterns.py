@@ -1,13 +1,14 @@
 """What pass 2 asks Nsight Compute for: one regular expression on the mangled name of each
 chosen kernel, its function's name and the template words that tell it from pass 1's
-other kernels of that function."""
+other kernels of that function; and, for a launcher's ranks, the GPUs to profile them on."""
 
 from __future__ import annotations
 
 import re
 
+from rooflint.formats.ranks import RankInfo
 from rooflint.judge.kernel_names import DEMANGLER_WORDS, function_name, name_key, without_parameters
-from rooflint.judge.kernel_times import KernelTime
+from rooflint.judge.kernel_times import Identity, KernelTime
 
 # The most template words a pass-2 pattern names: enough to tell PyTorch's functors and
 # their element types apart.
@@ -87,3 +88,27 @@ def _telling_words(mine: list[str], others: list[list[str]]) -> list[str]:
 def _holds_in_order(words: list[str], wanted: list[str]) -> bool:
     remaining = iter(words)
     return all(w in remaining for w in wanted)
+
+
+def profiled_devices(ranks: list[tuple[RankInfo, set[Identity]]], chosen: set[Identity]
+                     ) -> list[RankInfo] | None:
+    """The ranks whose GPUs pass 2 profiles, where a launcher's ranks (``ranks``: each with
+    the identities of its own kernels) ran the program: the fewest whose kernels hold every
+    ``chosen`` kernel, the lowest-numbered first (one, for a data-parallel job, whose ranks
+    run the same kernels; the counters of a kernel at one launch shape serve every rank).
+    The others run unprofiled: a sharded job (FSDP2, two H200s) whose every rank was
+    profiled had not ended pass 2 after 115 s, and ended it in about 40 s profiled on rank
+    0's GPU alone. None where the GPUs do not tell the ranks apart (a device not known, two
+    ranks on one device number: a launcher that gives each rank its own
+    CUDA_VISIBLE_DEVICES) or every rank is needed: every rank is profiled."""
+    devices = [rank.device for rank, _ in ranks]
+    if len(ranks) < 2 or None in devices or len(set(devices)) < len(devices):
+        return None
+    wanted, taken = set(chosen), []
+    while wanted:
+        best = max(ranks, key=lambda r: len(r[1] & wanted))    # max keeps the first of ties
+        if not best[1] & wanted:
+            break
+        taken.append(best[0])
+        wanted -= best[1]
+    return taken if 0 < len(taken) < len(ranks) else None

@@ -75,16 +75,22 @@ class Choice:
     match, with the tensor-path FLOPs of these precisions only (None: all of them; each
     costs up to three replay passes of every profiled launch, and a tensor pipe busy in
     another shows in ncu.TENSOR_PIPE), by the names the GPU's chip lists (``listed``:
-    ncu.listed_metrics; None: Hopper's)."""
+    ncu.listed_metrics; None: Hopper's), on these GPUs only (none: every GPU; a launcher's
+    ranks, judge/pass2_patterns.profiled_devices)."""
 
     patterns: list[str]
     tensor_precisions: frozenset[str] | None = None
     skip: int = 0                  # the program's first launches, left out (launches_to_skip)
     listed: frozenset[str] | None = None
+    devices: tuple[int, ...] = ()
 
     @property
     def metrics(self) -> list[str]:
         return ncu.metrics_for(self.tensor_precisions, self.listed)
+
+    @property
+    def selection(self) -> list[str]:
+        return selection(self.patterns, self.skip, self.devices)
 
 
 def two_passes(command: list[str], filters: Filters, logs: Path | None,
@@ -344,14 +350,15 @@ def counter_pass(command: list[str], choice: Choice, logs: Path | None,
     """rooflint's counters on the first launch of each launch configuration of the chosen
     kernels (see selection)."""
     args = [*ncu.BASE_OPTIONS, "--cache-control", "all",
-            "--metrics", ",".join(choice.metrics), *selection(choice.patterns, choice.skip)]
+            "--metrics", ",".join(choice.metrics), *choice.selection]
     return run_ncu(args, command, logs, COUNTERS_LOG, progress)
 
 
-def selection(patterns: list[str], skip: int = 0) -> list[str]:
+def selection(patterns: list[str], skip: int = 0, devices: tuple[int, ...] = ()) -> list[str]:
     """Pass 2's launches, as ncu options: LAUNCHES_PER_CONFIG of each launch configuration
     of the kernels whose mangled names ``patterns`` match, after the program's first
-    ``skip`` launches (of any kernel), names printed demangled. Kept in
+    ``skip`` launches (of any kernel), on the GPUs numbered ``devices`` (all where none),
+    names printed demangled. Kept in
     the result's settings, so the same launches can be profiled again
     (benchmarks/profile.sh's ``--set full``).
 
@@ -366,6 +373,7 @@ def selection(patterns: list[str], skip: int = 0) -> list[str]:
     profiled launch starts from flushed caches."""
     return ["--filter-mode", "per-launch-config", "--launch-count", str(LAUNCHES_PER_CONFIG),
             *(["--launch-skip-before-match", str(skip)] if skip else []),
+            *(["--devices", ",".join(map(str, devices))] if devices else []),
             "--kernel-name-base", "mangled", "--print-kernel-base", "demangled",
             "-k", f"regex:{'|'.join(patterns)}"]
 
@@ -382,7 +390,7 @@ def _attach(waiting: Waiting, choice: Choice,
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
             "--max-connections", str(PORTS), *ncu.BASE_OPTIONS,
             "--cache-control", "all", "--metrics", ",".join(choice.metrics),
-            *selection(choice.patterns, choice.skip)]
+            *choice.selection]
     began, progress, said_why = time.perf_counter(), PassProgress("pass 2", say), False
     while True:
         try:

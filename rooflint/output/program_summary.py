@@ -174,7 +174,7 @@ def program_fix_words(fix: ProgramFixResult, program: ProgramTiming) -> str:
     """What the trace timed of a fix for no kernels: the collectives' exposed time for a
     communication fix, the host's launches for CUDA graphs."""
     found = program.communication
-    if fix.id in FIXES_BY_ID and FIXES_BY_ID[fix.id].saving in COMMUNICATION and found:
+    if is_communication(fix) and found:
         return exposed_words(found) + f" ({fix.estimate})"
     return host_wait_words(program)
 
@@ -209,6 +209,21 @@ def compile_lines(result: RunResult, fixes: list[ProgramFixResult]) -> list[str]
             f"{saved(estimate.saving_s, steps_of(result))}{share} of them together"]
 
 
+def is_communication(fix: ProgramFixResult) -> bool:
+    """Whether ``fix`` saves the job's exposed communication (a catalog entry's saving)."""
+    return fix.id in FIXES_BY_ID and FIXES_BY_ID[fix.id].saving in COMMUNICATION
+
+
+def communication_lines(fixes: list[ProgramFixResult]) -> list[str]:
+    """Where two or more of the fixes shown save from the same exposed communication, that
+    their savings are not to be added."""
+    ranks = [str(rank) for rank, f in enumerate(fixes[:MAX_FIXES], 1) if is_communication(f)]
+    if len(ranks) < 2:
+        return []
+    return [f"    fixes {', '.join(ranks[:-1])} and {ranks[-1]} each save from the same exposed "
+            f"communication: their savings do not add up"]
+
+
 def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) -> list[str]:
     """The summary as printed, each line cut to the width, at most MAX_LINES lines."""
     lines = [*header_lines(result), *timing_lines(result.program, width),
@@ -218,7 +233,7 @@ def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) 
     if len(fixes) > MAX_FIXES:
         rest = sum(f.share for f in fixes[MAX_FIXES:])
         lines.append(f"    and {len(fixes) - MAX_FIXES} more fixes over {rest:.1%} of GPU time")
-    lines += compile_lines(result, fixes)
+    lines += compile_lines(result, fixes) + communication_lines(fixes)
     return [fit(line, width) for line in lines][:MAX_LINES]
 
 

@@ -32,10 +32,12 @@ def trace() -> dict:
     return json.loads(lzma.decompress(TRACE.read_bytes()))
 
 
-def _profile(first: Pass, monkeypatch) -> tuple[engine.Profiled, list[str]]:
-    """profile_program over ``first``, pass 2 profiling nothing."""
+def _profile(first: Pass, monkeypatch, planned: list | None = None
+             ) -> tuple[engine.Profiled, list[str]]:
+    """profile_program over ``first``, pass 2 profiling nothing (what it was to profile
+    put into ``planned``)."""
     def two_passes(command, filters, logs, plan, say):
-        plan(first)
+        (planned if planned is not None else []).append(plan(first))
         return first, Pass("", 0.0)
     monkeypatch.setattr(engine.passes, "two_passes", two_passes)
     monkeypatch.setattr(engine.passes, "driver_version", lambda: "580.159.04")
@@ -90,3 +92,24 @@ def test_the_users_own_nccl_debug_is_left_alone_and_said_once(trace, monkeypatch
         "not read, so its collectives' sizes are not known and they are not placed on the "
         "interconnect's roof"]
     assert [r.collectives.unplaced for r in profiled.ranks] == [{judge.NOT_READ: 67}] * 2
+
+
+def test_a_jobs_pass_2_profiles_its_first_ranks_gpu_only(trace, calibrated, monkeypatch):
+    """The ranks of a DDP job run the same kernels: pass 2 profiles them on rank 0's GPU
+    (ncu --devices 0) and the other rank runs unprofiled, said before pass 2 starts; one
+    process's profile names no device."""
+    planned: list = []
+    first = Pass("", 20.0, timer=Timer.cupti, processes=2, own_process=False, trace=trace,
+                 nccl_logs=LOGS)
+    profiled, said = _profile(first, monkeypatch, planned)
+    selection = planned[0].selection
+    assert selection[selection.index("--devices") + 1] == "0"
+    assert [r.rank.device for r in profiled.ranks] == [0, 1]
+    assert "on rank 0's GPU only (the other rank runs the same kernels unprofiled)" in said[1]
+    assert profiled.result.settings.pass2_selection == selection
+
+    alone: list = []
+    _profile(Pass("", 20.0, timer=Timer.cupti, processes=1,
+                  trace=trace_of(trace, ranks_of(trace)[0]), nccl_logs=LOGS),
+             monkeypatch, alone)
+    assert "--devices" not in alone[0].selection

@@ -148,18 +148,24 @@ def test_a_recorded_jobs_communication_fixes_and_what_they_bought():
             assert entry["fix"] not in fixes
 
 
-@pytest.mark.parametrize("name", ["h200x2-profile-ddp-nccl", "h200x2-profile-ddp-nccl-wide"])
-def test_a_jobs_ranks_share_its_communication_fixes(name):
+DATA_PARALLEL = {"accumulate_gradients", "larger_buckets"}
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("h200x2-profile-ddp-nccl", DATA_PARALLEL), ("h200x2-profile-ddp-nccl-wide", DATA_PARALLEL),
+    ("h200x2-profile-fsdp", DATA_PARALLEL | {"overlap_collectives"})])
+def test_a_jobs_ranks_share_its_communication_fixes(name, expected):
     """A rank's document of a job saves what the job saves on that rank: the job's
     least-waiting exposed time (not the rank's own, which holds its wait for its peers),
-    so the ranks' communication savings add up to the job's."""
+    so the ranks' communication savings add up to the job's. A sharded job (FSDP2, whose
+    all-gathers take the most of its collective time) is told to prefetch them too."""
     job = read_result(REPO / "examples" / "profile" / f"{name}.json")
     ranks = [read_result(REPO / "examples" / "profile" / f"{name}.rank{r}.json") for r in (0, 1)]
     for rank in ranks:
         assert rank.program.communication.step_least_exposed_s == \
             job.program.communication.step_least_exposed_s
     ids = {f.id for f in job.fixes if not f.kernels}
-    assert ids == {"accumulate_gradients", "larger_buckets"}
+    assert ids == expected
     for fix_id in ids:
         of_job = next(f.saving_s for f in job.fixes if f.id == fix_id)
         assert sum(f.saving_s for r in ranks for f in r.fixes if f.id == fix_id) == \

@@ -115,3 +115,18 @@ def test_a_jobs_collectives_are_its_communication_not_kernels_left_unprofiled():
     assert lines[fix + 1].strip() == ("exposed 7.28 ms a step on the rank that waits least, of "
                                       "14.7 ms of collectives a step (exposed and optimizer, "
                                       "once a batch)")
+
+
+def test_a_jobs_communication_fixes_are_said_not_to_add_up():
+    """Accumulation, larger buckets and overlap each save from the one exposed time: said
+    once under the fixes, by their ranks; a program with one such fix says nothing."""
+    result = read_result(REPO / "examples" / "profile" / "h200x2-profile-ddp-nccl-wide.json")
+    fixes = fixes_of(result)
+    ranks = [str(rank) for rank, f in enumerate(fixes, 1)
+             if f.id in ("accumulate_gradients", "larger_buckets", "overlap_collectives")]
+    assert len(ranks) >= 2
+    lines = summary_lines(result, fixes, 400)
+    assert lines.count(f"    fixes {', '.join(ranks[:-1])} and {ranks[-1]} each save from the "
+                       f"same exposed communication: their savings do not add up") == 1
+    alone = [f for f in fixes if f.id != "larger_buckets" and f.id != "overlap_collectives"]
+    assert not any("do not add up" in line for line in summary_lines(result, alone, 400))
