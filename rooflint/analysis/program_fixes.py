@@ -167,8 +167,9 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                "the GPU waits between kernels on the host's launches; a graph launches the "
                "step's kernels at once", Saving.NONE, program=True),
     ProgramFix("accumulate_gradients", f"accumulate the gradients over {ACCUMULATION} "
-               f"micro-steps (no_sync() in DDP and FSDP) and all-reduce them once: a "
-               f"{ACCUMULATION}x larger batch a step, which the training must allow",
+               f"micro-steps (DDP's no_sync(), FSDP2's set_requires_gradient_sync(False)) "
+               f"and all-reduce them once: a {ACCUMULATION}x larger batch a step, which the "
+               f"training must allow",
                "the gradients cross the interconnect, and the optimizer steps, once a step "
                "whatever its batch: accumulated, once for several batches",
                Saving.EXPOSED_ONCE, program=True),
