@@ -358,9 +358,8 @@ def selection(patterns: list[str], skip: int = 0, devices: tuple[int, ...] = ())
     """Pass 2's launches, as ncu options: LAUNCHES_PER_CONFIG of each launch configuration
     of the kernels whose mangled names ``patterns`` match, after the program's first
     ``skip`` launches (of any kernel), on the GPUs numbered ``devices`` (all where none),
-    names printed demangled. Kept in
-    the result's settings, so the same launches can be profiled again
-    (benchmarks/profile.sh's ``--set full``).
+    names printed demangled. Kept in the result's settings, so the same launches can be
+    profiled again (benchmarks/profile.sh's ``--set full``).
 
     By mangled name even under ``--kernel`` (which pass 1 applies, on demangled names as
     the user wrote it): Nsight Compute tells launch configurations apart by the name at
