@@ -109,6 +109,11 @@ def job_of(results: list[RunResult], names: list[str]) -> Job:
             raise RooflintError(f"{name}: not a rank's document (a profile of a program "
                                 f"whose kernels ran in several processes writes one for "
                                 f"each rank beside its --json)")
+    other = next((i for i, r in enumerate(results) if _command(r) != _command(results[0])), None)
+    if other is not None:
+        raise RooflintError(f"{names[0]} and {names[other]} are ranks of different programs "
+                            f"({_command(results[0])!r}, {_command(results[other])!r}): give "
+                            f"the rank documents of one job")
     ordered = sorted(results, key=lambda r: _order(r.rank))
     keys = [_key(r.rank) for r in ordered]
     repeated = next((r.rank for r, key in zip(ordered, keys) if keys.count(key) > 1), None)
@@ -130,9 +135,17 @@ def _steps(results: list[RunResult]) -> int:
 
 def is_job(results: list[RunResult]) -> bool:
     """Whether ``results`` are two or more rank documents of one job: each a rank's, each
-    rank once (two profiles' rank 0 are compared, not merged)."""
+    rank once, all of one program (two profiles' rank 0, or ranks of two programs, are
+    compared, not merged)."""
     keys = [_key(r.rank) for r in results if r.rank is not None]
-    return len(results) > 1 and len(keys) == len(results) and len(set(keys)) == len(keys)
+    return len(results) > 1 and len(keys) == len(results) and len(set(keys)) == len(keys) \
+        and len({_command(r) for r in results}) == 1
+
+
+def _command(result: RunResult) -> str:
+    """The command a rank's document was profiled under: one job's ranks share it (a
+    launcher's, or on each node the same ``python train.py``)."""
+    return " ".join(result.settings.command or [])
 
 
 def _order(rank: RankInfo | None) -> tuple:

@@ -264,3 +264,17 @@ def test_a_hosts_name_from_a_document_reaches_neither_terminal_nor_page_as_contr
     rooflint("report", *map(str, paths), "-o", str(page))
     text = page.read_text()
     assert 'id="job"' in text and "\x1b" not in text and "\x07" not in text
+
+
+def test_ranks_of_two_programs_are_never_one_job(tmp_path):
+    """rank 0 of the FSDP2 job beside rank 1 of the DDP job (a `r.rank*.json` that also
+    caught another program's file): show refuses in one line naming both, report compares
+    them instead of merging them."""
+    fsdp = REPO / "examples" / "profile" / "h200x2-profile-fsdp.rank0.json"
+    out = rooflint("show", str(fsdp), str(NCCL_RANKS[1]))
+    assert out.code == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "are ranks of different programs" in out.stderr
+    assert "fsdp_train.py --steps 5" in out.stderr and "ddp_train.py --steps 10" in out.stderr
+    page = tmp_path / "two.html"
+    assert rooflint("report", str(fsdp), str(NCCL_RANKS[1]), "-o", str(page)).code == 0
+    assert 'id="job"' not in page.read_text() and 'id="comparison"' in page.read_text()
