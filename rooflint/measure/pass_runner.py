@@ -132,6 +132,10 @@ class PassTooLong(RooflintError):
     """A pass stopped at its PassProgress.limit_s; its program's processes are killed."""
 
 
+class NothingProfiled(RooflintError):
+    """ncu ran the program to its end and profiled no launch."""
+
+
 # What every pass sets in the program's environment, unless the user set it. JAX takes 75 %
 # of the GPU's memory when it starts, and Nsight Compute saves and restores all of it
 # around each profiled launch: a JAX program's pass 2 had profiled 4 launches in 130 s on
@@ -263,7 +267,7 @@ def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
                             f"{program_tail(done.stdout + done.stderr, text)}")
     rows = ncu.parse_rows(text)
     if not rows:
-        raise RooflintError(f"{' '.join(command) or 'the program'} launched no CUDA kernel "
+        raise NothingProfiled(f"{' '.join(command) or 'the program'} launched no CUDA kernel "
                             f"that ncu saw ({ncu.failure_reason(output)}); check --nvtx and "
                             f"--kernel")
     return Pass(text, wall, processes=processes_in(rows))

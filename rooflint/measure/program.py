@@ -34,7 +34,7 @@ import json
 import re
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -47,8 +47,8 @@ from rooflint.measure.kernel_trace import (NCCL_FOLDER, RECORDS_FOLDER, KernelTr
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
 from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, RECORDER,
                                              STARTING_IMPORTS)
-from rooflint.measure.pass_runner import (NotAttachable, Pass, PassProgress, PassTooLong,
-                                          Stopped, Timer,
+from rooflint.measure.pass_runner import (NotAttachable, NothingProfiled, Pass, PassProgress,
+                                          PassTooLong, Stopped, Timer,
                                           command_failed, output_of, program_tail,
                                           run_ncu)
 from rooflint.formats.trace_events import LINE_RANGE
@@ -348,10 +348,21 @@ LAUNCHES_PER_CONFIG = 1
 def counter_pass(command: list[str], choice: Choice, logs: Path | None,
                  progress: PassProgress) -> Pass:
     """rooflint's counters on the first launch of each launch configuration of the chosen
-    kernels (see selection)."""
-    args = [*ncu.BASE_OPTIONS, "--cache-control", "all",
-            "--metrics", ",".join(choice.metrics), *choice.selection]
-    return run_ncu(args, command, logs, COUNTERS_LOG, progress)
+    kernels (see selection); on every GPU again where those the choice names saw none
+    (the ranks' device numbers are CUDA's, as each process counts its GPUs: a launcher
+    that numbers them otherwise must not cost the counters)."""
+    def profiled(on: Choice) -> Pass:
+        args = [*ncu.BASE_OPTIONS, "--cache-control", "all",
+                "--metrics", ",".join(on.metrics), *on.selection]
+        return run_ncu(args, command, logs, COUNTERS_LOG, progress)
+    try:
+        return profiled(choice)
+    except NothingProfiled:
+        if not choice.devices:
+            raise
+    progress.say(f"pass 2: Nsight Compute profiled no launch on GPU "
+                 f"{', '.join(map(str, choice.devices))}: again, on every GPU")
+    return profiled(replace(choice, devices=()))
 
 
 def selection(patterns: list[str], skip: int = 0, devices: tuple[int, ...] = ()) -> list[str]:

@@ -327,6 +327,32 @@ def test_a_launchers_program_is_not_started_early_and_every_process_is_recorded(
     assert not any("again" in line for line in said)
 
 
+def test_a_pass_2_on_the_ranks_gpu_that_profiled_nothing_runs_again_on_every_gpu(monkeypatch):
+    """The ranks' device numbers are CUDA's as each process counts its GPUs; where Nsight
+    Compute profiled no launch on the GPU a choice names, pass 2 runs again on every GPU,
+    said once, rather than keep no counters; a pass 2 of every GPU that profiled nothing
+    fails as before."""
+    from rooflint.measure.pass_runner import NothingProfiled, PassProgress
+    calls = []
+
+    def run_ncu(args, command, logs, name, progress):
+        calls.append(args)
+        if "--devices" in args or len(calls) > 2:
+            raise NothingProfiled("torchrun launched no CUDA kernel that ncu saw")
+        return Pass("csv", 3.0)
+    monkeypatch.setattr(program, "run_ncu", run_ncu)
+    said = []
+    found = program.counter_pass(["torchrun", "t.py"], program.Choice(["nvjet"], devices=(0,)),
+                                 None, PassProgress("pass 2", said.append))
+    assert found.log == "csv" and len(calls) == 2
+    assert calls[0][calls[0].index("--devices") + 1] == "0" and "--devices" not in calls[1]
+    assert said == ["pass 2: Nsight Compute profiled no launch on GPU 0: again, on every GPU"]
+    with pytest.raises(NothingProfiled):
+        program.counter_pass(["torchrun", "t.py"], program.Choice(["nvjet"]), None,
+                             PassProgress("pass 2", said.append))
+    assert len(calls) == 3
+
+
 def test_a_program_is_a_launcher_by_its_name_not_by_its_arguments():
     assert not program.starts_its_program([sys.executable, "train.py", "torchrun"])
     assert not program.starts_its_program(["./shell", "bash"])
