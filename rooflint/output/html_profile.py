@@ -16,8 +16,8 @@ from rooflint.output.family_table import UNBOUNDED
 from rooflint.output.html_page import Content, Html, Sorted, bulleted, coloured, folded, table, tag
 from rooflint.output.profile_view import top_move_cell
 from rooflint.output.program_summary import (
-    TOP_LINES, change_words, compile_lines, header_lines, kind_lines, program_fix_words,
-    saving_amount, steps_of, timing_lines,
+    TOP_LINES, change_words, communication_lines, compile_lines, header_lines, kind_lines,
+    program_fix_words, saving_amount, steps_of, timing_lines,
 )
 from rooflint.output.tables import (
     application_heading, at_roof_cell, autotuning_line, biggest_upside_line, unprofiled_line,
@@ -42,7 +42,8 @@ def program_summary(result: RunResult, fixes: list[ProgramFixResult], anchors: A
                                          kind_lines(result, UNBOUNDED)) if lines]
     return tag("section", [tag("h3", "the program"), *(tag("p", line) for line in said),
                            _fixes(result, fixes, anchors),
-                           *(tag("p", line.strip()) for line in compile_lines(result, fixes))],
+                           *(tag("p", line.strip()) for line in
+                             compile_lines(result, fixes) + communication_lines(fixes))],
                class_="program")
 
 

@@ -215,9 +215,9 @@ def is_communication(fix: ProgramFixResult) -> bool:
 
 
 def communication_lines(fixes: list[ProgramFixResult]) -> list[str]:
-    """Where two or more of the fixes shown save from the same exposed communication, that
-    their savings are not to be added."""
-    ranks = [str(rank) for rank, f in enumerate(fixes[:MAX_FIXES], 1) if is_communication(f)]
+    """Where two or more of the fixes shown (``fixes``, by their ranks) save from the same
+    exposed communication, that their savings are not to be added."""
+    ranks = [str(rank) for rank, f in enumerate(fixes, 1) if is_communication(f)]
     if len(ranks) < 2:
         return []
     return [f"    fixes {', '.join(ranks[:-1])} and {ranks[-1]} each save from the same exposed "
@@ -233,7 +233,7 @@ def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) 
     if len(fixes) > MAX_FIXES:
         rest = sum(f.share for f in fixes[MAX_FIXES:])
         lines.append(f"    and {len(fixes) - MAX_FIXES} more fixes over {rest:.1%} of GPU time")
-    lines += compile_lines(result, fixes) + communication_lines(fixes)
+    lines += compile_lines(result, fixes) + communication_lines(fixes[:MAX_FIXES])
     return [fit(line, width) for line in lines][:MAX_LINES]
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from edges import REPO
+from edges import REPO, rooflint
 from rooflint.formats.json_schema import schema_of
 from rooflint.formats.results import read_result, write_result
 from rooflint.formats.trace_timing import IdleTime, ProgramTiming, Steps
@@ -130,3 +130,17 @@ def test_a_jobs_communication_fixes_are_said_not_to_add_up():
                        f"same exposed communication: their savings do not add up") == 1
     alone = [f for f in fixes if f.id != "larger_buckets" and f.id != "overlap_collectives"]
     assert not any("do not add up" in line for line in summary_lines(result, alone, 400))
+
+
+def test_the_report_says_the_communication_fixes_do_not_add_up_as_the_terminal_does(tmp_path):
+    """The FSDP2 job's page (examples/profile/h200x2-profile-fsdp.json): its three
+    communication fixes, by their ranks, in the line the terminal prints."""
+    import html
+    import re
+    page = tmp_path / "fsdp.html"
+    job = REPO / "examples" / "profile" / "h200x2-profile-fsdp.json"
+    assert rooflint("report", str(job), "-o", str(page)).code == 0
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.read_text())).split())
+    said = next(line for line in summary_lines(read_result(job), fixes_of(read_result(job)),
+                                               400) if "do not add up" in line)
+    assert said.strip() in text
