@@ -63,7 +63,8 @@ def profiled_ranks_words(on: Sequence[RankInfo] | None, ranks: int) -> str:
             else f"the GPUs of {', '.join(r.label for r in on[:-1])} and {on[-1].label}")
     others = "the other rank runs" if ranks - len(on) == 1 else \
         f"the other {ranks - len(on)} ranks run"
-    return f", on {gpus} only ({others} the same kernels unprofiled)"
+    theirs = "the same kernels" if len(on) == 1 else "kernels of theirs"
+    return f", on {gpus} only ({others} {theirs} unprofiled)"
 
 
 def precisions_words(precisions: frozenset[str] | None) -> str:

@@ -52,3 +52,14 @@ def test_the_ranks_taken_hold_every_chosen_kernel_any_of_them_ran():
             assert 0 < len(taken) < len(ranks)
             held = set().union(*(k for r, k in ranks if r in taken))
             assert chosen & set().union(*mine) <= held
+
+
+def test_the_plan_names_the_ranks_profiled_and_what_the_others_run():
+    from rooflint.output.profile_words import profiled_ranks_words
+    rank = [RankInfo(process=100 + i, rank=i, device=i) for i in range(4)]
+    assert profiled_ranks_words(rank[:1], 2) == \
+        ", on rank 0's GPU only (the other rank runs the same kernels unprofiled)"
+    assert profiled_ranks_words([rank[0], rank[2]], 4) == (
+        ", on the GPUs of rank 0 and rank 2 only (the other 2 ranks run kernels of theirs "
+        "unprofiled)")
+    assert profiled_ranks_words(None, 4) == ""
