@@ -35,7 +35,8 @@ class Saving(Enum):
     RAISE_ROOF = "raise the roof"     # kernels at their roof: half their time (a roof 2x higher)
     # the job's communication fixes (judge/program_fixes.communication_fixes), from the
     # exposed time of the rank that waits least (formats/trace_timing.Communication):
-    EXPOSED = "exposed"          # overlapped with compute: all of it
+    EXPOSED = "exposed, at most the compute"   # overlapped with compute: all of it, up to
+    #                                            the compute it can hide behind
     EXPOSED_BELOW_ROOF = "exposed below the roof"   # the collectives at their roof: its share
     #                                                 of their time below the roof
     EXPOSED_ONCE = "exposed and optimizer, once a batch"   # all but one in ACCUMULATION of it and

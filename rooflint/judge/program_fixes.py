@@ -35,7 +35,10 @@ last rank to arrive waits only for the transfer, so that is the interconnect's t
 job's critical path; the others' exposed time beyond it is their wait for that rank, which
 the job view's straggler line names, and no communication setting saves. Of it:
 
-- exposed: all of it, overlapped with compute (prefetching a sharded model's all-gathers);
+- exposed: all of it, overlapped with compute (prefetching a sharded model's all-gathers),
+  at most the ranks' compute over the region: communication hidden behind kernels can be no
+  longer than they are (an FSDP2 job on two H200s exposed 147 ms beside 70 ms of compute,
+  its host-bound steps waiting on each other's hosts);
 - exposed below the roof: its collectives' time below the interconnect's roof, the roof
   for their kind (`rooflint calibrate`) over the bus bandwidth they reached, weighted by
   their time (larger buckets bring a call nearer its roof);
@@ -305,6 +308,7 @@ def exposed_on_the_critical_path(found: Communication) -> float:
 def communication_fixes(found: Communication, collectives: Placement | None,
                         region_s: float, optimizer_s: float) -> list[ProgramFixResult]:
     """The catalog's communication fixes that are for this job (the module's docstring;
+    ``region_s``: every rank's GPU time over the region, collectives included;
     ``optimizer_s``: the optimizer's kernels' time over the region)."""
     exposed = exposed_on_the_critical_path(found) * found.ranks
     if exposed <= 0:
@@ -316,6 +320,8 @@ def communication_fixes(found: Communication, collectives: Placement | None,
         if named is None:
             continue
         saved = exposed * communication_factor(fix, named)
+        if fix.saving is Saving.EXPOSED:
+            saved = min(saved, max(region_s - found.collective_s * found.ranks, 0.0))
         if fix.saving is Saving.EXPOSED_ONCE:
             saved += optimizer_s * (1.0 - 1.0 / ACCUMULATION)
         if saved > 0:

@@ -96,8 +96,8 @@ def test_communication_fixes_save_shares_of_the_late_ranks_exposed_time_a_step()
     over the job. Accumulating 4 micro-steps saves 3/4 of it and of the optimizer's kernels;
     larger buckets the collectives' distance to their roof (at 70 %: 30 %, weighted by
     time: 60 % at 2 ms and 90 % at 1 ms make 70 %); the all-gathers' prefetch only where
-    all-gathers hold most of the collectives' time, all of it; none on a job that waited
-    on nothing."""
+    all-gathers hold most of the collectives' time, all of it up to the compute it hides
+    behind; none on a job that waited on nothing."""
     from rooflint.analysis.program_fixes import Kind
     from rooflint.judge.program_fixes import kernel_kind
     exposed = 1e-4 * 11 * 2
@@ -119,6 +119,14 @@ def test_communication_fixes_save_shares_of_the_late_ranks_exposed_time_a_step()
     fixes = {f.id: f for f in roll_up(gathered, placement)}
     assert fixes["overlap_collectives"].saving_s == pytest.approx(exposed)
     assert fixes["larger_buckets"].saving_s == pytest.approx((1 - 0.575) * exposed)
+    # far more exposed than the job's compute (a host-bound job): the prefetch hides at most
+    # the compute it overlaps, the region's GPU time less its collectives
+    waiting, placement = _job(1.0, [_placed("all-gather", "bfloat16", 0.5, 3e-3)])
+    compute = waiting.settings.gpu_time_s - 2e-3 * 2
+    fixes = {f.id: f for f in roll_up(waiting, placement)}
+    assert fixes["overlap_collectives"].saving_s == pytest.approx(compute)
+    assert fixes["accumulate_gradients"].saving_s > compute       # its share of all of it
+    assert fixes["overlap_collectives"].estimate == "exposed, at most the compute"
     unknown, _ = _job(1e-4, None)
     assert [f.id for f in roll_up(unknown) if not f.kernels] == ["accumulate_gradients"]
     idle, placement = _job(0.0, [_placed("all-reduce", "float32", 0.5)])
