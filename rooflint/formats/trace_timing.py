@@ -99,7 +99,8 @@ class Communication:
     step_kernels_s: Amount = 0.0
     # The exposed time of the rank that waits least, over the region and a step: the last
     # rank to arrive waits only for the transfer, so its exposed time is the interconnect's
-    # on the job's critical path, and the others' beyond it is their wait for that rank
+    # on the job's critical path (where the ranks take turns being late, its own waits too),
+    # and the others' beyond it is their wait for that rank
     # (what a communication fix can save: judge/program_fixes.py). One rank's trace: its
     # own; a rank's document of a job's profile holds the job's (engine/program.py).
     least_exposed_s: Amount = 0.0

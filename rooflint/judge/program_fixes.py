@@ -33,7 +33,10 @@ never profiled. Their savings are shares of one time, the exposed collective tim
 rank that waits least, a step's times the steps (formats/trace_timing.Communication): the
 last rank to arrive waits only for the transfer, so that is the interconnect's time on the
 job's critical path; the others' exposed time beyond it is their wait for that rank, which
-the job view's straggler line names, and no communication setting saves. Of it:
+the job view's straggler line names, and no communication setting saves. Where the ranks
+take turns being late, the rank that waits least waits too (an FSDP2 job on two H200s:
+9.21 ms exposed a step, where its calls' own time, each the shortest of its ranks' kernels,
+adds up to 0.81 ms). Of it:
 
 - exposed: all of it, overlapped with compute (prefetching a sharded model's all-gathers),
   at most the ranks' compute over the region: communication hidden behind kernels can be no
