@@ -12,6 +12,7 @@ Pure: a parsed trace in, ranks and traces out.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,3 +68,48 @@ def rank_path(job: Path, rank: RankInfo | None) -> Path:
     assert rank is not None
     tag = f"rank{rank.rank}" if rank.rank is not None else f"process{rank.process}"
     return job.with_name(f"{job.stem}.{tag}{job.suffix}")
+
+
+# Where the bootstrap (measure/trace_bootstrap.py, which imports nothing of rooflint) writes
+# which process a rank's PyTorch trace is of, at the trace's top level: {"pid", "rank",
+# "host"}, as JSON text.
+PROCESS_KEY = "rooflint_process"
+# Each rank's correlation ids are moved this far past the last rank's: one trace's ids tie
+# its kernels to their launches, and two ranks' traces number theirs alike.
+CORRELATION_SPAN = 1 << 40
+
+
+def merged(traces: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ranks' own PyTorch traces as one trace of the job, as the recorder's records
+    make it (kernel_records.read_records): each event marked with its process, each
+    rank's correlation ids apart from the others', the processes listed; the first
+    trace's metadata and devices kept (the ranks ran one program on one kind of GPU)."""
+    events: list[Any] = []
+    processes = []
+    for i, trace in enumerate(traces):
+        process = _process_of(trace)
+        pid = process.get("pid", -1 - i)
+        processes.append({"pid": pid, "rank": process.get("rank"),
+                          "host": process.get("host", "")})
+        for event in trace.get("traceEvents", []):
+            if not isinstance(event, dict):
+                continue
+            args = event.get("args") if isinstance(event.get("args"), dict) else {}
+            moved = {"correlation": args["correlation"] + i * CORRELATION_SPAN} \
+                if isinstance(args.get("correlation"), int) else {}
+            events.append({**event, "args": {**args, **moved, "process": pid}})
+    first = traces[0] if traces else {}
+    return {**{k: v for k, v in first.items() if k not in ("traceEvents", PROCESS_KEY)},
+            "traceEvents": events, "processes": processes}
+
+
+def _process_of(trace: dict[str, Any]) -> dict[str, Any]:
+    """What the bootstrap wrote of a trace's process (PyTorch's profiler keeps metadata as
+    the text it was given); nothing where it wrote none or what it holds is not a record."""
+    value = trace.get(PROCESS_KEY)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -45,12 +46,13 @@ from rooflint.measure.kernel_trace import (NCCL_FOLDER, RECORDS_FOLDER, KernelTr
                                           has_records, kernel_trace_pass, recorded_pass,
                                           recorder_if_built)
 from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
-from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, RECORDER,
+from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, PID, RECORDER,
                                              STARTING_IMPORTS)
 from rooflint.measure.pass_runner import (NotAttachable, NothingProfiled, Pass, PassProgress,
                                           PassTooLong, Stopped, Timer,
                                           command_failed, output_of, program_tail,
                                           run_ncu)
+from rooflint.formats.ranks import merged
 from rooflint.formats.trace_events import LINE_RANGE
 
 NAME_BASE = ("--kernel-name-base", "demangled")
@@ -173,10 +175,14 @@ def timing_pass(command: list[str], filters: Filters, logs: Path | None,
 def every_process_pass(command: list[str], filters: Filters, logs: Path | None,
                        say: Callable[[str], None]) -> Pass:
     """Pass 1 of a program whose kernels may run in processes it starts (a launcher's
-    ranks, a script's program): CUPTI's recorder, which the driver loads into every
-    process, at the program's own speed (PyTorch's profiler sees only the process it runs
-    in); else Nsight Compute, which serialises every launch of every process, and sees
-    NVTX ranges the recorder does not."""
+    ranks, a script's program): torchrun's ranks each under PyTorch's profiler, through
+    the bootstrap (rank_trace_pass: their operators, lines and input shapes, as a program
+    of one process gets them); else CUPTI's recorder, which the driver loads into every
+    process, at the program's own speed; else Nsight Compute, which serialises every
+    launch of every process, and sees NVTX ranges the recorder does not."""
+    traced = rank_trace_pass(command, logs, say)
+    if traced is not None and (not filters.nvtx or has_range(traced.trace, filters.nvtx)):
+        return traced
     if not filters.nvtx:
         try:
             return kernel_trace_pass(command, logs / TRACE_LOG if logs else None, say)
@@ -202,6 +208,92 @@ def _torch_trace(command: list[str], filters: Filters, logs: Path | None,
             f"ranges reach it): timing every launch with Nsight Compute instead")
         return None
     return traced
+
+
+# torchrun's options that take no value (the others take one, after "=" or as the next
+# word), as torch.distributed.run's parser declares them; -m and --module make the training
+# script a module, --no-python and --run-path run it other than as `python SCRIPT`.
+TORCHRUN_FLAGS = frozenset({"--standalone", "--virtual-local-rank", "--virtual_local_rank"})
+TORCHRUN_MODULE = frozenset({"-m", "--module"})
+TORCHRUN_NOT_PYTHON = frozenset({"--no-python", "--no_python", "--run-path", "--run_path"})
+
+
+def ranks_through_bootstrap(command: list[str], trace: str) -> list[str] | None:
+    """torchrun's command (or ``python -m torch.distributed.run``'s) with each rank run
+    through the bootstrap under PyTorch's profiler, writing its trace to ``trace`` (its pid
+    for trace_bootstrap.PID): ``torchrun OPTIONS --no-python PYTHON BOOTSTRAP TRACE ... --
+    SCRIPT ARGS``. None for any other launcher, for a training script that is not a
+    Python file or module run as ``python`` would, or where the interpreter torchrun runs
+    is not known."""
+    if Path(command[0]).name == "torchrun":
+        launcher, rest, python = command[:1], command[1:], interpreter_of(command[0])
+    elif is_python(command) and command[1] == "-m" and LAUNCHER_MODULE.fullmatch(command[2]):
+        launcher, rest, python = command[:3], command[3:], [command[0]]
+    else:
+        return None
+    options, module, i = [], False, 0
+    while i < len(rest) and rest[i].startswith("-"):
+        flag = rest[i].split("=", 1)[0]
+        if flag in TORCHRUN_NOT_PYTHON:
+            return None
+        if flag in TORCHRUN_MODULE:
+            module = True
+        else:
+            takes = flag not in TORCHRUN_FLAGS and "=" not in rest[i]
+            options += rest[i:i + 1 + takes]
+            i += takes
+        i += 1
+    script = rest[i:]
+    if python is None or not script or not (module or script[0].endswith(".py")):
+        return None
+    return [*launcher, *options, "--no-python", *python, str(BOOTSTRAP), trace, LINE_RANGE,
+            "--", *(["-m"] if module else []), *script]
+
+
+def interpreter_of(launcher: str) -> list[str] | None:
+    """The interpreter a launcher script runs under, from its first line (``#!/usr/bin/env
+    python3``: both words); None where it is not found or names none."""
+    found = shutil.which(launcher)
+    try:
+        first = Path(found).read_bytes()[:256].split(b"\n", 1)[0].decode() if found else ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    words = first[2:].split() if first.startswith("#!") else []
+    return words or None
+
+
+def rank_trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
+                    ) -> Pass | None:
+    """Pass 1 of torchrun's ranks, each under PyTorch's profiler (ranks_through_bootstrap),
+    their traces merged into the job's (formats/ranks.merged), NCCL's logs of their calls
+    kept; None where the command cannot be so run, or no rank wrote a trace (its
+    PyTorch's profiler did not start: the program is then timed another way)."""
+    with tempfile.TemporaryDirectory(prefix="rooflint-ranks-") as scratch:
+        rewritten = ranks_through_bootstrap(command, str(Path(scratch) / f"trace.{PID}.json"))
+        if rewritten is None:
+            return None
+        nccl = Path(scratch) / NCCL_FOLDER
+        began = time.perf_counter()
+        done = output_of(rewritten, PassProgress("pass 1", say),
+                         nccl_logs.log_environment(nccl))
+        wall = time.perf_counter() - began
+        if done.returncode != 0:
+            raise command_failed(done)
+        paths = sorted(Path(scratch).glob("trace.*.json"))
+        if not paths:
+            say("pass 1: no rank wrote PyTorch's trace: timing every launch another way")
+            return None
+        try:
+            traces = [_read_trace(path) for path in paths]
+        except UnreadableTrace as exc:
+            say(f"pass 1: a rank's {exc}: timing every launch another way")
+            return None
+        trace = merged(traces)
+        if logs:
+            (logs / TRACE_LOG).write_text(json.dumps(trace))
+        calls = nccl_logs.logs_in(nccl, logs)
+    return Pass("", wall, timer=Timer.torch, processes=len(traces), own_process=False,
+                trace=trace, nccl_logs=calls)
 
 
 def has_range(trace: dict | None, name: str) -> bool:

@@ -78,6 +78,7 @@ import linecache
 import os
 import re
 import runpy
+import socket
 import sys
 import threading
 import weakref
@@ -111,6 +112,14 @@ PEAK_RESERVED = "rooflint_peak_reserved_bytes"
 # The trace's top-level key for the versions of PyTorch, its CUDA and its cuDNN, whose
 # kernels' code they fix (formats/trace_events.py reads it under the same name).
 LIBRARIES = "rooflint_libraries"
+# The trace's top-level key for which process it is of: its pid, its launcher's rank and its
+# host (formats/ranks.py reads it under the same name, to merge a launcher's ranks' traces),
+# and where launchers put the rank (formats/ranks.RANK_VARIABLES, in the same order).
+PROCESS = "rooflint_process"
+RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+# In a trace's path, what stands for the process's pid: each rank of a launcher's job
+# writes its own.
+PID = "%p"
 # The prefix of the ranges around an autotuner's benchmarking (formats/trace_events.py
 # reads it under the same name).
 AUTOTUNING = "rooflint.autotuning: "
@@ -783,6 +792,15 @@ def _record_memory(torch, profiler):
                                    "cudnn": torch.backends.cudnn.version()}))
 
 
+def _record_process(profiler):
+    """Which process the trace is of, into it: a launcher's ranks each write one."""
+    add = getattr(profiler, "add_metadata_json", None)
+    if add is not None:
+        rank = next((os.environ[v] for v in RANK_VARIABLES if os.environ.get(v)), "")
+        add(PROCESS, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                 "rank": int(rank) if rank.isdigit() else None}))
+
+
 def _import_dynamo():
     """TorchDynamo (and the 880 modules it brings: SymPy, mpmath...) imported as soon as the
     program has imported torch, as pass 1's profiler, started there, imports it. A program
@@ -903,8 +921,9 @@ class _Profiling:
         if self.torch.cuda.is_initialized():
             self.torch.cuda.synchronize()
             _record_memory(self.torch, self.profiler)
+        _record_process(self.profiler)
         self.profiler.__exit__(None, None, None)
-        self.profiler.export_chrome_trace(self.trace)
+        self.profiler.export_chrome_trace(self.trace.replace(PID, str(os.getpid())))
 
 
 def main():
