@@ -77,30 +77,42 @@ PROCESS_KEY = "rooflint_process"
 # Each rank's correlation ids are moved this far past the last rank's: one trace's ids tie
 # its kernels to their launches, and two ranks' traces number theirs alike.
 CORRELATION_SPAN = 1 << 40
+BASE_TIME = "baseTimeNanoseconds"
 
 
 def merged(traces: list[dict[str, Any]]) -> dict[str, Any]:
     """The ranks' own PyTorch traces as one trace of the job, as the recorder's records
     make it (kernel_records.read_records): each event marked with its process, each
-    rank's correlation ids apart from the others', the processes listed; the first
-    trace's metadata and devices kept (the ranks ran one program on one kind of GPU)."""
+    rank's correlation ids apart from the others', its times on the first trace's clock
+    (PyTorch's profiler writes them from the process's own base time,
+    ``baseTimeNanoseconds``), the processes listed; the first trace's metadata and
+    devices kept (the ranks ran one program on one kind of GPU)."""
     events: list[Any] = []
     processes = []
+    first = traces[0] if traces else {}
     for i, trace in enumerate(traces):
         process = _process_of(trace)
         pid = process.get("pid", -1 - i)
         processes.append({"pid": pid, "rank": process.get("rank"),
                           "host": process.get("host", "")})
+        later_us = (_base_ns(trace) - _base_ns(first)) / 1000
         for event in trace.get("traceEvents", []):
             if not isinstance(event, dict):
                 continue
             args = event.get("args") if isinstance(event.get("args"), dict) else {}
             moved = {"correlation": args["correlation"] + i * CORRELATION_SPAN} \
                 if isinstance(args.get("correlation"), int) else {}
-            events.append({**event, "args": {**args, **moved, "process": pid}})
-    first = traces[0] if traces else {}
+            at = {"ts": event["ts"] + later_us} \
+                if later_us and isinstance(event.get("ts"), (int, float)) else {}
+            events.append({**event, **at, "args": {**args, **moved, "process": pid}})
     return {**{k: v for k, v in first.items() if k not in ("traceEvents", PROCESS_KEY)},
             "traceEvents": events, "processes": processes}
+
+
+def _base_ns(trace: dict[str, Any]) -> int:
+    """The time a PyTorch trace's times count from, in nanoseconds (0 where not written)."""
+    base = trace.get(BASE_TIME)
+    return base if isinstance(base, int) else 0
 
 
 def _process_of(trace: dict[str, Any]) -> dict[str, Any]:

@@ -49,6 +49,10 @@ SYNC_OPERATORS = ("aten::item", "aten::_local_scalar_dense")
 LAUNCH_PAUSE_S = 100e-6
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 ROOFLINT_RANGE = "rooflint."         # the bootstrap's own ranges (lines, autotuning, runs)
+# PyTorch's ranges around a process group's collectives ("nccl:all_reduce"): a DDP step
+# holds one per gradient bucket (62 in a 13-step job on two H200s), so the most repeated
+# top-level range, never a step
+COLLECTIVE_RANGE = re.compile(r"^(nccl|gloo|mpi|ucc|xccl):")
 
 
 @dataclass
@@ -130,13 +134,15 @@ class ProgramTiming:
 
 @dataclass
 class _Region:
-    """A trace's busy spans (merged), the region they make and its steps."""
+    """A trace's busy spans (merged), the region they make and its steps: those of its
+    first process, each process's own apart (a launcher's ranks, each with its ranges)."""
 
     events: list[dict]
     kernels: list[Span]
     copies: list[Span]
     region: Span
     steps: list[Span]
+    process_steps: dict[Any, list[Span]]
 
     @classmethod
     def of(cls, trace: dict[str, Any]) -> _Region | None:
@@ -147,7 +153,19 @@ class _Region:
         copies = union([_span(e) for e in events if e.get("cat") in COPIES])
         whole = union([*kernels, *copies])
         region = (whole[0][0], whole[-1][1])
-        return cls(events, kernels, copies, region, step_spans(events, region))
+        steps = {process: step_spans(mine, region)
+                 for process, mine in _by_process(events).items()}
+        return cls(events, kernels, copies, region, next(iter(steps.values())), steps)
+
+
+def _by_process(events: list[dict]) -> dict[Any, list[dict]]:
+    """The events of each process a merged trace holds (formats/ranks.merged marks each
+    with its process), in the order they first occur; one trace's under None."""
+    processes: dict[Any, list[dict]] = {}
+    for event in events:
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        processes.setdefault(args.get("process"), []).append(event)
+    return processes or {None: []}
 
 
 def program_timing(trace: dict[str, Any]) -> ProgramTiming | None:
@@ -179,20 +197,23 @@ def _timing(found: _Region) -> ProgramTiming:
     return ProgramTiming(wall_s=(measured[1] - measured[0]) * 1e-6,
                          busy_s=overlap(kernels, measured) * 1e-6, idle=idle,
                          steps=_steps_of([end - start for start, end in spans]) if spans else None,
-                         communication=communication(events, spans))
+                         communication=communication(events, found.process_steps))
 
 
-def communication(events: list[dict], steps: Iterable[Span] = ()) -> Communication | None:
+def communication(events: list[dict], steps: dict[Any, list[Span]] | None = None
+                  ) -> Communication | None:
     """The collectives' time and its exposed part (Communication), each rank's kernels
-    apart: a rank is a process (CUPTI's records name it) on a GPU; per step over the region's
-    ``steps`` after the first, else each rank's kernel_steps; None where no collective ran."""
+    apart: a rank is a process (CUPTI's records and merged traces name it) on a GPU; per
+    step over its process's ``steps`` after the first (step_spans), else the rank's
+    kernel_steps; None where no collective ran."""
     ranks: dict[tuple[Any, Any], list[dict]] = {}
     for event in events:
         if event.get("cat") == "kernel":
             args = event.get("args") if isinstance(event.get("args"), dict) else {}
             ranks.setdefault((args.get("process"), args.get("device")), []).append(event)
-    found = [_rank_communication(sorted(kernels, key=lambda e: e["ts"]), steps)
-             for kernels in ranks.values()]
+    steps = steps or {}
+    found = [_rank_communication(sorted(kernels, key=lambda e: e["ts"]), steps.get(process, []))
+             for (process, _), kernels in ranks.items()]
     if not any(whole[0] for whole, _, _ in found):
         return None
     stepped = [(count, steady) for _, count, steady in found if count >= 2]
@@ -358,11 +379,12 @@ def step_spans(events: list[dict], region: Span) -> list[Span]:
     else the repeated top-level range that launches kernels each time (a range of the
     program's, or PyTorch's Optimizer.step, which may cover only the end of a step; not
     one of TorchInductor's compile-time ranges, which repeat through a compiled program's
-    warm-up and launch nothing but the autotuner's trials, left out), where each step ends
-    as one of its occurrences ends and the first begins with the region; none where fewer
-    than two steps are found."""
+    warm-up and launch nothing but the autotuner's trials, left out, nor a collective's:
+    COLLECTIVE_RANGE), where each step ends as one of its occurrences ends and the first
+    begins with the region; none where fewer than two steps are found."""
     ranges = [e for e in events if e.get("cat") in ("user_annotation", "cpu_op")
-              and not e["name"].startswith(ROOFLINT_RANGE)]
+              and not e["name"].startswith(ROOFLINT_RANGE)
+              and not COLLECTIVE_RANGE.match(e["name"])]
     profiler = sorted(_span(e) for e in ranges if PROFILER_STEP.match(e["name"]))
     if len(profiler) >= 2:
         return profiler

@@ -16,6 +16,7 @@ from edges import REPO
 from rooflint.engine.program import rank_kernels, timed_kernels
 from rooflint.formats.ranks import PROCESS_KEY, RANK_VARIABLES, merged, ranks_of
 from rooflint.formats.trace_events import LINE_RANGE, launches
+from rooflint.formats.trace_timing import program_timing
 from rooflint.measure import program, trace_bootstrap
 from rooflint.measure.pass_runner import Pass, Timer
 
@@ -169,3 +170,51 @@ def test_a_launchers_failing_ranks_fail_pass_1_in_their_own_words(fake_torchrun,
     monkeypatch.setenv("FAKE_RANKS", "fail")
     with pytest.raises(RooflintError, match="the command failed"):
         program.rank_trace_pass(["torchrun", "t.py"], None, print)
+
+
+# The traces of a DDP job's and an FSDP2 job's two ranks as the bootstrap wrote them
+# (examples/apps/ddp_train.py --steps 10 and fsdp_train.py --steps 5 under torchrun on two
+# H200s, 2026-11-29: 3 warm-up steps then those timed), each kept to its kernels, copies,
+# CUDA calls and the program's and PyTorch's own ranges.
+RANK_TRACES = REPO / "tests" / "fixtures" / "ranks"
+
+
+def _rank_traces(job: str) -> list[dict]:
+    return json.loads(lzma.decompress((RANK_TRACES / f"h200x2-{job}-rank-traces.json.xz")
+                                      .read_bytes()))
+
+
+@pytest.mark.parametrize("job, steps", [("ddp", 13), ("fsdp", 8)])
+def test_a_merged_jobs_steps_are_its_programs_on_each_rank(job, steps):
+    """A DDP step holds an `nccl:all_reduce` range for each gradient bucket (62 in the
+    job), which repeats more than any range of the program's: steps are never told by a
+    collective's range, and two ranks' ranges never make one rank's steps twice."""
+    traces = _rank_traces(job)
+    for trace in traces:
+        assert program_timing(trace).steps.count == steps
+    timing = program_timing(merged(traces))
+    assert timing.steps.count == steps
+    assert timing.communication.ranks == 2 and timing.communication.steps == steps
+
+
+def test_each_rank_of_a_merged_job_is_timed_over_its_own_steps():
+    """The job's communication is the mean of the ranks', each over its own steps: the
+    same figures as each rank's trace gives alone."""
+    traces = _rank_traces("ddp")
+    alone = [program_timing(trace).communication for trace in traces]
+    job = program_timing(merged(traces)).communication
+    assert job.step_exposed_s == pytest.approx(
+        sum(c.step_exposed_s for c in alone) / 2, rel=1e-9)
+    assert job.step_least_exposed_s == pytest.approx(
+        min(c.step_exposed_s for c in alone), rel=1e-9)
+
+
+def test_ranks_traces_counted_from_different_base_times_merge_on_one_clock():
+    """PyTorch's profiler writes each process's times from its own base time: a rank whose
+    base is a second later has its events moved a second later."""
+    first, second = _rank_traces("fsdp")
+    later = {**second, "baseTimeNanoseconds": second["baseTimeNanoseconds"] - 10**9,
+             "traceEvents": [{**e, "ts": e["ts"] + 1e6} for e in second["traceEvents"]]}
+    same = merged([first, second])["traceEvents"]
+    moved = merged([first, later])["traceEvents"]
+    assert [e["ts"] for e in moved] == pytest.approx([e["ts"] for e in same], abs=1e-3)
