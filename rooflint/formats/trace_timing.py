@@ -53,6 +53,10 @@ ROOFLINT_RANGE = "rooflint."         # the bootstrap's own ranges (lines, autotu
 # holds one per gradient bucket (62 in a 13-step job on two H200s), so the most repeated
 # top-level range, never a step
 COLLECTIVE_RANGE = re.compile(r"^(nccl|gloo|mpi|ucc|xccl):")
+# torch.optim's range around each optimizer step ("Optimizer.step#AdamW.step"): nanoGPT's
+# DDP job runs more forward passes (its evaluations') than steps, and a job that
+# accumulates gradients several a step
+OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 
 
 @dataclass
@@ -376,10 +380,11 @@ class _Host:
 
 def step_spans(events: list[dict], region: Span) -> list[Span]:
     """The region's steps, in order: PyTorch's ProfilerStep#N ranges (each a whole step),
-    else the repeated top-level range that launches kernels each time (a range of the
-    program's, or PyTorch's Optimizer.step, which may cover only the end of a step; not
-    one of TorchInductor's compile-time ranges, which repeat through a compiled program's
-    warm-up and launch nothing but the autotuner's trials, left out, nor a collective's:
+    else its optimizer's steps (OPTIMIZER_STEP: once a training step, however many
+    micro-steps and evaluations' forward passes it holds), else the repeated top-level
+    range that launches kernels each time (a range of the program's; not one of
+    TorchInductor's compile-time ranges, which repeat through a compiled program's warm-up
+    and launch nothing but the autotuner's trials, left out, nor a collective's:
     COLLECTIVE_RANGE), where each step ends as one of its occurrences ends and the first
     begins with the region; none where fewer than two steps are found."""
     ranges = [e for e in events if e.get("cat") in ("user_annotation", "cpu_op")
@@ -389,8 +394,10 @@ def step_spans(events: list[dict], region: Span) -> list[Span]:
     if len(profiler) >= 2:
         return profiler
     launching = _programs_launches(events)
-    marks = _repeated_top_level([e for e in ranges if e.get("cat") == "user_annotation"
-                                 and _holds_any(_span(e), launching)])
+    candidates = [e for e in ranges if e.get("cat") == "user_annotation"
+                  and _holds_any(_span(e), launching)]
+    optimizer = [_span(e) for e in candidates if OPTIMIZER_STEP.match(e["name"])]
+    marks = optimizer if len(optimizer) >= 2 else _repeated_top_level(candidates)
     # an occurrence that ended before the GPU's first work closed no step of the region
     ends = [region[0], *sorted(end for _, end in marks if end > region[0])]
     return list(zip(ends, ends[1:])) if len(ends) >= 3 else []

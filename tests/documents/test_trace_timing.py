@@ -158,6 +158,22 @@ def test_ranges_that_launch_nothing_or_only_trials_are_not_steps():
                                                 warmup_s=pytest.approx(48e-6))
 
 
+def test_the_optimizers_steps_are_the_steps_however_many_forward_passes_they_hold():
+    """nanoGPT's DDP job (two H200s) runs DDP's forward more often than its optimizer
+    steps (its evaluations' passes; gradients accumulated over micro-steps): its merged
+    trace read 24 steps for 21 optimizer steps. Two micro-steps a step and an evaluation
+    here: three steps, not seven."""
+    launches = [call("cudaLaunchKernel", t, t + 1)
+                for t in (7, 22, 42, 52, 102, 107, 112, 162, 182)]
+    forwards = [annotation("DistributedDataParallel.forward", a, a + 5)
+                for a in (5, 21, 45, 51, 105, 111, 181)]
+    optimizer = [annotation("Optimizer.step#AdamW.step", a, a + 8) for a in (40, 100, 160)]
+    collective = [annotation("nccl:all_reduce", a, a + 1) for a in range(30, 200, 10)]
+    trace = hand_built(*launches, *forwards, *optimizer, *collective)
+    assert program_timing(trace).steps == Steps(count=3, step_s=pytest.approx(60e-6),
+                                                warmup_s=pytest.approx(48e-6))
+
+
 def test_with_steps_the_time_is_the_steps_after_the_first():
     """The first step pays for warm-up: its kernels (0-10, 5-8, 30-40 us) and its gaps are
     left out; steps 2 and 3 run 45-215 us, busy 50-60 and 200-210."""
