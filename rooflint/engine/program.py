@@ -42,7 +42,7 @@ from rooflint.formats.collective_calls import RankCollectives
 from rooflint.formats.nccl_log import NcclCall, nccl_calls
 from rooflint.formats.ranks import RANK_VARIABLES, RankInfo, ranks_of, trace_of
 from rooflint.judge.collectives import (Placement, collective_kernels, placement,
-                                        rank_collectives)
+                                        rank_collectives, with_calls_own_time)
 from rooflint.measure import nccl_logs
 from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
 from rooflint.measure import program as passes
@@ -382,8 +382,9 @@ def calls_of_one(calls: list[NcclCall] | None, trace: dict) -> list[NcclCall] | 
 
 def rank_kernels(first: Pass, filters: Filters) -> list[tuple[RankInfo, PassOne]]:
     """Each process's own kernels, where pass 1 saw kernels of several (a launcher's
-    ranks), as pass 1 of that process alone would have found them."""
-    trace = first.trace or {}
+    ranks), as pass 1 of that process alone would have found them, its collectives at
+    their calls' own time (with_calls_own_time: the job's ranks are needed to tell it)."""
+    trace = with_calls_own_time(first.trace or {})
     return [(rank, timed_kernels(replace(first, trace=trace_of(trace, rank), processes=1),
                                  filters))
             for rank in ranks_of(trace)]
@@ -612,9 +613,11 @@ class PassOne:
 
 def timed_kernels(first: Pass, filters: Filters) -> PassOne:
     """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
-    autotuning.without_autotuning)."""
+    autotuning.without_autotuning), a job's collectives at their calls' own time (see
+    collectives.with_calls_own_time)."""
     if first.timer.traced:
-        return traced_kernels(first.trace or {}, filters, first.timer.words)
+        return traced_kernels(with_calls_own_time(first.trace or {}), filters,
+                              first.timer.words)
     return ncu_timed_kernels(parse_rows(first.log))
 
 

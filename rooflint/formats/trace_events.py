@@ -244,6 +244,10 @@ def _went_past(count: re.Match | None) -> bool:
 
 
 KERNEL = "kernel"        # a kernel's event: its category in the trace
+# In a collective kernel's args, its call's own time in microseconds (the shortest of its
+# ranks' kernels: judge/collectives.with_calls_own_time), which its launch is counted at:
+# the rest of its duration (``dur``, which the program's timing reads) was a wait for a peer.
+CALL_TIME = "rooflint_call_us"
 
 # NCCL's collectives (ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_...): kernels that
 # wait on their peers on the other GPUs.
@@ -267,7 +271,8 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
         call = calls.get(kernel["args"].get("correlation"))
         launch = Launch(name=str(kernel.get("name", "")), grid=_dims(kernel["args"]["grid"]),
                         block=_dims(kernel["args"].get("block", [])),
-                        duration_s=float(kernel.get("dur", 0.0)) * 1e-6,
+                        duration_s=float(kernel["args"].get(CALL_TIME,
+                                                            kernel.get("dur", 0.0))) * 1e-6,
                         start_us=float(call["ts"] if call else kernel.get("ts", 0.0)),
                         stream=str(kernel["args"].get("stream", "")),
                         traced_call=call is not None,

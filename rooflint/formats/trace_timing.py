@@ -33,7 +33,7 @@ from statistics import fmean
 from typing import Any, Iterable
 
 from rooflint.common.sense import Amount, Count, Size
-from rooflint.formats.trace_events import AUTOTUNING_RANGE, COLLECTIVE
+from rooflint.formats.trace_events import AUTOTUNING_RANGE, CALL_TIME, COLLECTIVE
 
 Span = tuple[float, float]             # start and end, in the trace's microseconds
 
@@ -113,6 +113,16 @@ class Communication:
     # own; a rank's document of a job's profile holds the job's (engine/program.py).
     least_exposed_s: Amount = 0.0
     step_least_exposed_s: Amount = 0.0
+    # The collectives' time at their calls' own time (each call the shortest of its ranks'
+    # kernels, trace_events.CALL_TIME, where the job's ranks marked it; else as they ran),
+    # the mean of the ranks: their part of the GPU time a profile's kernels share.
+    calls_s: Amount = 0.0
+
+    @property
+    def counted_s(self) -> float:
+        """The collectives' part of the GPU time a profile's kernels share, a rank's: at
+        their calls' own time; as they ran in a document written before that was kept."""
+        return self.calls_s or self.collective_s
 
     @property
     def overlapped(self) -> float:
@@ -220,6 +230,8 @@ def communication(events: list[dict], steps: dict[Any, list[Span]] | None = None
              for (process, _), kernels in ranks.items()]
     if not any(whole[0] for whole, _, _ in found):
         return None
+    calls = sum(float((e.get("args") or {}).get(CALL_TIME, e.get("dur", 0.0)))
+                for mine in ranks.values() for e in mine if COLLECTIVE.search(e["name"]))
     stepped = [(count, steady) for _, count, steady in found if count >= 2]
     n = len(found)
     every = len(stepped) == n
@@ -231,6 +243,7 @@ def communication(events: list[dict], steps: dict[Any, list[Span]] | None = None
         step_exposed_s=_per_step(stepped, 1) if every else 0.0,
         step_kernels_s=_per_step(stepped, 2) if every else 0.0,
         least_exposed_s=min(whole[1] for whole, _, _ in found) * 1e-6,
+        calls_s=calls * 1e-6 / n,
         step_least_exposed_s=min(steady[1] / (count - 1) for count, steady in stepped) * 1e-6
         if every else 0.0)
 

@@ -311,12 +311,18 @@ def exposed_on_the_critical_path(found: Communication) -> float:
 def communication_fixes(found: Communication, collectives: Placement | None,
                         region_s: float, optimizer_s: float) -> list[ProgramFixResult]:
     """The catalog's communication fixes that are for this job (the module's docstring;
-    ``region_s``: every rank's GPU time over the region, collectives included;
-    ``optimizer_s``: the optimizer's kernels' time over the region)."""
+    ``region_s``: every rank's GPU time over the region, collectives at their calls' own
+    time (Communication.counted_s);
+    ``optimizer_s``: the optimizer's kernels' time over the region). A fix's shares (of
+    what it acts on, the exposed time on the critical path, every rank's, and the
+    optimizer's for accumulation; and of what it saves) are of that GPU time and the
+    exposed time together: what it saves is mostly waiting, which the GPU time does not
+    hold (nanoGPT compiled under torchrun: 19.4 ms a step saved, 155 % of its GPU time, 51 %
+    of both)."""
     exposed = exposed_on_the_critical_path(found) * found.ranks
     if exposed <= 0:
         return []
-    share = found.collective_s * found.ranks / region_s
+    spent = region_s + exposed
     fixes = []
     for fix in (f for f in PROGRAM_FIXES if f.saving in COMMUNICATION):
         named = named_collectives(fix, collectives)
@@ -324,14 +330,16 @@ def communication_fixes(found: Communication, collectives: Placement | None,
             continue
         saved = exposed * communication_factor(fix, named)
         if fix.saving is Saving.EXPOSED:
-            saved = min(saved, max(region_s - found.collective_s * found.ranks, 0.0))
+            saved = min(saved, max(region_s - found.counted_s * found.ranks, 0.0))
+        subject = exposed
         if fix.saving is Saving.EXPOSED_ONCE:
             saved += optimizer_s * (1.0 - 1.0 / ACCUMULATION)
+            subject += optimizer_s
         if saved > 0:
             fixes.append(ProgramFixResult(
                 id=fix.id, action=fix.action, why=fix.why, estimate=fix.saving.value,
-                kernels=[], lines=[], share=share, saving_s=saved,
-                saving_share=saved / region_s, changes_precision=fix.changes_precision))
+                kernels=[], lines=[], share=subject / spent, saving_s=saved,
+                saving_share=saved / spent, changes_precision=fix.changes_precision))
     return fixes
 
 

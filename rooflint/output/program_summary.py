@@ -54,7 +54,7 @@ def unprofiled_communication(result: RunResult) -> float:
         return 0.0
     profiled = sum(v.share.share for f in result.families for v in f.variants if v.share
                    and kind_of(v.share.kernel, v.share.library) is Kind.COMMUNICATION)
-    return max(0.0, found.collective_s * found.ranks / region - profiled)
+    return max(0.0, found.counted_s * found.ranks / region - profiled)
 
 
 def header_lines(result: RunResult) -> list[str]:

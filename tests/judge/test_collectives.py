@@ -220,3 +220,54 @@ def test_nccls_own_logs_of_two_ranks_place_every_collective_of_their_trace():
     assert all(234e9 <= c.bus_bandwidth <= 237e9 and 0.71 <= c.of_roof <= 0.725
                for c in buckets)
     assert round(job.interconnect.roof(Collective.ALL_REDUCE).value / 1e9) == 329
+
+
+def _collective(process: int, correlation: int, dur: float, name: str = "ncclDevKernel_AllReduce"
+                ) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": float(correlation), "dur": dur,
+            "args": {"process": process, "correlation": correlation, "grid": [2, 1, 1]}}
+
+
+def test_a_calls_own_time_is_its_shortest_ranks_kernel():
+    """Three all-reduces on two ranks, the first waiting 5.2 s on rank 0 for rank 1 (its
+    compile): each counts the shortest of its two kernels; a kind one rank launched more
+    often than the other is left as it ran, as is a trace of one process."""
+    waits = [_collective(0, 1, 5.2e6), _collective(0, 2, 120.0), _collective(0, 3, 90.0),
+             _collective(1, 1, 118.0), _collective(1, 2, 300.0), _collective(1, 3, 95.0)]
+    odd = [_collective(0, 4, 50.0, "ncclDevKernel_Broadcast"),
+           _collective(0, 5, 60.0, "ncclDevKernel_Broadcast"),
+           _collective(1, 4, 10.0, "ncclDevKernel_Broadcast")]
+    trace = {"traceEvents": waits + odd}
+    marked = judge.with_calls_own_time(trace)
+    own = [e["args"].get(judge.CALL_TIME) for e in marked["traceEvents"]]
+    assert own == [118.0, 120.0, 90.0, 118.0, 120.0, 90.0, None, None, None]
+    assert [e["dur"] for e in marked["traceEvents"]] == [e["dur"] for e in trace["traceEvents"]]
+    alone = {"traceEvents": [e for e in waits if e["args"]["process"] == 0]}
+    assert judge.with_calls_own_time(alone) is alone
+
+
+def test_a_jobs_collectives_count_their_calls_own_time_and_its_timing_their_waits(trace):
+    """The recorded DDP job (CUPTI's records of its two ranks): its collectives' GPU time
+    is each call's shortest kernel on both ranks, 17 ms where the kernels ran 237 ms (the
+    ranks waiting for each other's hosts, and the first all-reduce for their start-up),
+    while the program's exposed communication is read off the kernels as they ran."""
+    from rooflint.engine.program import timed_kernels
+    from rooflint.formats.trace_timing import program_timing
+    from rooflint.measure.pass_runner import Pass, Timer
+    from rooflint.measure.program import Filters
+    ran: dict[tuple, list[float]] = {}
+    for kernel in collective_kernels(trace):
+        ran.setdefault((kernel["name"], kernel["args"]["process"]), []).append(kernel["dur"])
+    names = {name for name, _ in ran}
+    own_us = sum(2 * sum(map(min, zip(*(ran[n, p] for p in {p for m, p in ran if m == n}))))
+                 for n in names)
+    first = Pass("", 20.0, timer=Timer.cupti, processes=2, own_process=False, trace=trace)
+    found = timed_kernels(first, Filters())
+    counted = sum(k.total_s for k in found.kernels if "nccl" in k.kernel)
+    assert counted == pytest.approx(own_us * 1e-6, rel=1e-9)
+    assert counted < 0.1 * sum(sum(d) for d in ran.values()) * 1e-6
+    as_ran = program_timing(trace).communication
+    job = found.timing.communication
+    assert job.calls_s == pytest.approx(counted / 2, rel=1e-9)
+    assert replace(job, calls_s=0.0) == replace(as_ran, calls_s=0.0)
+    assert as_ran.counted_s == pytest.approx(as_ran.collective_s, rel=1e-5)   # as they ran

@@ -111,9 +111,13 @@ def test_communication_fixes_save_shares_of_the_late_ranks_exposed_time_a_step()
     assert fixes["accumulate_gradients"].saving_s == pytest.approx(0.75 * (exposed + optimizer))
     assert fixes["larger_buckets"].saving_s == pytest.approx(0.3 * exposed)
     assert "overlap_collectives" not in fixes
+    # each acts on the exposed time (accumulation on the optimizer's kernels' too), its
+    # share of the GPU time and the exposed time together
+    spent = result.settings.gpu_time_s + exposed
+    assert fixes["accumulate_gradients"].share == pytest.approx((exposed + optimizer) / spent)
+    assert fixes["larger_buckets"].share == pytest.approx(exposed / spent)
     for fix in (fixes["accumulate_gradients"], fixes["larger_buckets"]):
-        assert fix.kernels == []
-        assert fix.share == pytest.approx(2e-3 * 2 / result.settings.gpu_time_s)
+        assert fix.kernels == [] and fix.saving_share == pytest.approx(fix.saving_s / spent)
     gathered, placement = _job(1e-4, [_placed("all-gather", "bfloat16", 0.5, 3e-3),
                                       _placed("reduce-scatter", "float32", 0.8, 1e-3)])
     fixes = {f.id: f for f in roll_up(gathered, placement)}
@@ -127,6 +131,14 @@ def test_communication_fixes_save_shares_of_the_late_ranks_exposed_time_a_step()
     assert fixes["overlap_collectives"].saving_s == pytest.approx(compute)
     assert fixes["accumulate_gradients"].saving_s > compute       # its share of all of it
     assert fixes["overlap_collectives"].estimate == "exposed, at most the compute"
+    # what a communication fix saves is mostly waiting: its share is of the GPU time and
+    # the exposed time together, never above the whole
+    from rooflint.judge.program_fixes import exposed_on_the_critical_path
+    exposed = 2 * exposed_on_the_critical_path(waiting.program.communication)
+    for fix in (f for f in fixes.values() if not f.kernels):
+        assert fix.saving_share == pytest.approx(
+            fix.saving_s / (waiting.settings.gpu_time_s + exposed))
+        assert fix.saving_share <= fix.share < 1
     unknown, _ = _job(1e-4, None)
     assert [f.id for f in roll_up(unknown) if not f.kernels] == ["accumulate_gradients"]
     idle, placement = _job(0.0, [_placed("all-reduce", "float32", 0.5)])
