@@ -266,9 +266,11 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         listed = listed_for(first)
         reuse.look_up(cache, first, chosen, listed)
         profiled = [k for k in chosen if k.identity not in reuse.served]
-        on = profiled_devices([(rank, {k.identity for k in theirs.kernels})
-                               for rank, theirs in ranks_of_pass(first)],
-                              {k.identity for k in profiled})
+        held = [(rank, {k.identity for k in theirs.kernels})
+                for rank, theirs in ranks_of_pass(first)]
+        on = profiled_devices(held, {k.identity: k.total_s for k in profiled})
+        left = 0 if on is None else len(          # chosen kernels only the others ran
+            {k.identity for k in profiled} - set().union(*(m for r, m in held if r in on)))
         choice = pass2_choice(profiled, one.every,
                               launches_to_skip(one.launches, {k.identity for k in profiled})
                               if first.processes == 1 else 0, listed,
@@ -276,7 +278,7 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         planned.append(choice)
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
                        choice.tensor_precisions, profiled, choice.skip, on,
-                       len(ranks_of_pass(first))))
+                       len(ranks_of_pass(first)), left))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))
         if one.unrecorded:

@@ -10,6 +10,9 @@ from rooflint.formats.ranks import RankInfo
 from rooflint.judge.kernel_names import DEMANGLER_WORDS, function_name, name_key, without_parameters
 from rooflint.judge.kernel_times import Identity, KernelTime
 
+# Where only every rank holds every chosen kernel, pass 2 profiles the fewest ranks that
+# hold this share of their GPU time (profiled_devices).
+RANKS_HOLD = 0.95
 # The most template words a pass-2 pattern names: enough to tell PyTorch's functors and
 # their element types apart.
 WORDS_PER_PATTERN = 4
@@ -90,25 +93,36 @@ def _holds_in_order(words: list[str], wanted: list[str]) -> bool:
     return all(w in remaining for w in wanted)
 
 
-def profiled_devices(ranks: list[tuple[RankInfo, set[Identity]]], chosen: set[Identity]
-                     ) -> list[RankInfo] | None:
+def profiled_devices(ranks: list[tuple[RankInfo, set[Identity]]],
+                     chosen: dict[Identity, float]) -> list[RankInfo] | None:
     """The ranks whose GPUs pass 2 profiles, where a launcher's ranks (``ranks``: each with
     the identities of its own kernels) ran the program: the fewest whose kernels hold every
-    ``chosen`` kernel, the lowest-numbered first (one, for a data-parallel job, whose ranks
-    run the same kernels; the counters of a kernel at one launch shape serve every rank).
-    The others run unprofiled: a sharded job (FSDP2, two H200s) whose every rank was
-    profiled had not ended pass 2 after 115 s, and ended it in about 40 s profiled on rank
-    0's GPU alone. None where the GPUs do not tell the ranks apart (a device not known, two
-    ranks on one device number: a launcher that gives each rank its own
-    CUDA_VISIBLE_DEVICES) or every rank is needed: every rank is profiled."""
+    ``chosen`` kernel (each with its GPU time), the lowest-numbered first (one, for a
+    data-parallel job, whose ranks run the same kernels; the counters of a kernel at one
+    launch shape serve every rank). The others run unprofiled: a sharded job (FSDP2, two
+    H200s) whose every rank was profiled had not ended pass 2 after 115 s, and ended it in
+    about 40 s profiled on rank 0's GPU alone. Where only every rank holds them all, the
+    fewest that hold RANKS_HOLD of their time: ranks that autotune on their own can pick
+    another launch shape for a kernel (nanoGPT compiled, two H200s: one Triton kernel at
+    two block sizes, pass 2 about 155 s on every GPU), which then goes without counters.
+    None where the GPUs do not tell the ranks apart (a device not known, two ranks on one
+    device number: a launcher that gives each rank its own CUDA_VISIBLE_DEVICES) or every
+    rank is needed: every rank is profiled."""
     devices = [rank.device for rank, _ in ranks]
     if len(ranks) < 2 or None in devices or len(set(devices)) < len(devices):
         return None
-    wanted, taken = set(chosen), []
+    total = sum(chosen.values())
+    wanted, taken, held, enough = set(chosen), [], 0.0, None
     while wanted:
-        best = max(ranks, key=lambda r: len(r[1] & wanted))    # max keeps the first of ties
+        best = max(ranks, key=lambda r: sum(chosen[i] for i in r[1] & wanted))  # first of ties
         if not best[1] & wanted:
             break
         taken.append(best[0])
+        held += sum(chosen[i] for i in best[1] & wanted)
         wanted -= best[1]
-    return taken if 0 < len(taken) < len(ranks) else None
+        if enough is None and held >= RANKS_HOLD * total:
+            enough = list(taken)
+    for found in (taken, enough):
+        if found and len(found) < len(ranks):
+            return found
+    return None

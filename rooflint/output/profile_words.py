@@ -31,11 +31,12 @@ def pass1_words(command: Sequence[str]) -> str:
 def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: list[KernelTime],
                precisions: frozenset[str] | None,
                profiled: list[KernelTime] | None = None, skip: int = 0,
-               on: Sequence[RankInfo] | None = None, ranks: int = 0) -> str:
+               on: Sequence[RankInfo] | None = None, ranks: int = 0, left: int = 0) -> str:
     """What pass 1 (timed by ``timer``, in ``wall_s``) found and what pass 2 will profile,
     said before pass 2 starts: ``profiled`` of the chosen kernels (all of them by default;
     the rest's counters come from the counter cache), after the program's first ``skip``
-    launches, on the GPUs of the ranks ``on`` only, of the job's ``ranks``."""
+    launches, on the GPUs of the ranks ``on`` only, of the job's ``ranks``, ``left`` of the
+    chosen kernels held by none of those."""
     profiled = chosen if profiled is None else profiled
     served = len(chosen) - len(profiled)
     covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
@@ -49,20 +50,24 @@ def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: lis
     after = f" after cuDNN's benchmark's trials (the first {skip:,} launches)" if skip else ""
     return (f"{found}{cached}; every launch shape of their functions{after}, as Nsight "
             f"Compute selects by name), the first launch of each"
-            f"{profiled_ranks_words(on, ranks)}, tensor FLOPs in "
+            f"{profiled_ranks_words(on, ranks, left)}, tensor FLOPs in "
             f"{precisions_words(precisions)}: about "
             f"{pass2_estimate_s(profiled):.0f} s and the rest of the program")
 
 
-def profiled_ranks_words(on: Sequence[RankInfo] | None, ranks: int) -> str:
-    """``, on rank 0's GPU only (the other rank runs the same kernels unprofiled)``; nothing
-    where every rank is profiled."""
+def profiled_ranks_words(on: Sequence[RankInfo] | None, ranks: int, left: int = 0) -> str:
+    """``, on rank 0's GPU only (the other rank runs the same kernels unprofiled)``, with
+    the ``left`` chosen kernels only the others ran; nothing where every rank is profiled."""
     if not on:
         return ""
     gpus = (f"{on[0].label}'s GPU" if len(on) == 1
             else f"the GPUs of {', '.join(r.label for r in on[:-1])} and {on[-1].label}")
-    others = "the other rank runs" if ranks - len(on) == 1 else \
-        f"the other {ranks - len(on)} ranks run"
+    one = ranks - len(on) == 1
+    others = "the other rank runs" if one else f"the other {ranks - len(on)} ranks run"
+    if left:
+        go = "goes" if left == 1 else "go"
+        return (f", on {gpus} only ({others} unprofiled, and {counted(left, 'chosen kernel')} "
+                f"that ran only {'there' if one else 'on them'} {go} without counters)")
     theirs = "the same kernels" if len(on) == 1 else "kernels of theirs"
     return f", on {gpus} only ({others} {theirs} unprofiled)"
 
