@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from rooflint.formats.gpus import load_specs
 from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, KERNEL_NAME, parse_rows
 from rooflint.formats.results import RunResult
 from rooflint.formats.settings import DEFAULT_COVERAGE, Settings
-from rooflint.formats.trace_events import KERNEL, recorded_without
+from rooflint.formats.trace_events import CALL_TIME, KERNEL, recorded_without
 from rooflint.judge.kernel_choice import choose
 from rooflint.judge.kernel_times import Identity, KernelTime
 from rooflint.judge.launch_matching import launches_by_identity, missed
@@ -120,17 +121,25 @@ def read_file(path: Path) -> dict | list[dict]:
 
 
 def checked_trace(path: Path, text: str) -> dict:
-    """The trace in ``text``, with kernels in it."""
+    """The trace in ``text``, with kernels in it, their times numbers."""
     try:
         trace = json.loads(text)
     except (ValueError, RecursionError):
         raise RooflintError(f"{path}: not JSON, so not a PyTorch profiler trace") from None
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         raise RooflintError(f"{path}: JSON, but not a PyTorch profiler trace (no traceEvents)")
-    if not any(isinstance(e, dict) and e.get("cat") == KERNEL and isinstance(e.get("args"), dict)
-               and "grid" in e["args"] for e in trace["traceEvents"]):
+    kernels = [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("cat") == KERNEL
+               and isinstance(e.get("args"), dict) and "grid" in e["args"]]
+    if not kernels:
         raise RooflintError(f"{path}: a trace with no GPU kernel in it (record it with "
                             f"ProfilerActivity.CUDA)")
+    for kernel in kernels:
+        for field, value in (("ts", kernel.get("ts", 0.0)), ("dur", kernel.get("dur", 0.0)),
+                             (f"args.{CALL_TIME}", kernel["args"].get(CALL_TIME, 0.0))):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value):
+                raise RooflintError(f"{path}: kernel {str(kernel.get('name', ''))[:60]!r} has "
+                                    f"{field} {str(value)[:40]!r}, not a number of microseconds")
     return trace
 
 

@@ -173,6 +173,13 @@ def test_gpu_judges_against_another_spec(files):
     (b'"ID","Kernel Name"\n"",""\n"0","k"\n', "without the columns rooflint needs: "
      "Grid Size, Block Size, gpu__time_duration.sum"),
     (b'"ID","Kernel Name"\n', "no kernel launch in it"),
+    (b'{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": "x", "args": '
+     b'{"grid": [1, 1, 1]}}]}', "kernel 'k' has dur 'x', not a number of microseconds"),
+    (b'{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": '
+     b'{"grid": [1, 1, 1], "rooflint_call_us": "abc"}}]}',
+     "has args.rooflint_call_us 'abc', not a number"),
+    (b'{"traceEvents": [{"cat": "kernel", "name": "k", "ts": true, "dur": 2, "args": '
+     b'{"grid": [1, 1, 1]}}]}', "has ts 'True', not a number"),
 ])
 def test_a_file_that_is_neither_is_named(tmp_path, content, said):
     bad = tmp_path / "what.csv"
