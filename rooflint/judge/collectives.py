@@ -211,19 +211,30 @@ def placement(ranks: list[RankCollectives]) -> Placement | None:
     interconnect = next((r.interconnect for r in ranks if r.interconnect), None)
     placed = []
     for (collective, datatype, count, n), made in calls.items():
+        size = operation_bytes(Collective(collective), count, ELEMENT_BYTES[datatype], n)
         placed.append(PlacedCollective(Collective(collective), datatype, count, n, made,
                                        times[collective, datatype, count, n],
-                                       _roof(interconnect, Collective(collective), n)))
+                                       _roof(interconnect, Collective(collective), n, size)))
     unplaced: Counter = Counter()
     for rank in ranks:
         unplaced.update(rank.unplaced)
     return Placement(sorted(placed, key=lambda p: -p.seconds), dict(unplaced), interconnect)
 
 
-def _roof(interconnect: Interconnect | None, collective: Collective, ranks: int
+def _roof(interconnect: Interconnect | None, collective: Collective, ranks: int, size: int
           ) -> BusRate | None:
-    """The roof a collective over ``ranks`` is placed against: its own, where every rank
-    sends its share and the ranks fit the calibrated host."""
-    if interconnect is None or not collective.every_rank_sends or ranks > interconnect.gpus:
+    """The roof a collective of ``size`` bytes over ``ranks`` is placed against: its own,
+    where every rank sends its share, the ranks fit the calibrated host and the size is
+    one the calibration swept (below its smallest, latency_bound)."""
+    if interconnect is None or not collective.every_rank_sends or ranks > interconnect.gpus \
+            or latency_bound(interconnect, collective, size):
         return None
     return interconnect.roof(collective)
+
+
+def latency_bound(interconnect: Interconnect, collective: Collective, size: int) -> bool:
+    """Whether a call of ``size`` bytes is smaller than any the calibration swept of its
+    collective: its time is NCCL's latency, not the links' bandwidth (a DDP job's 4-byte
+    all-reduce read 0 % of the roof reached at 1 GiB)."""
+    swept = [r.size for r in interconnect.sweep if r.collective == collective]
+    return bool(swept) and size < min(swept)

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from rooflint.analysis.evidence import pct
 from rooflint.common.units import counted, format_bytes, format_rate, format_time
-from rooflint.judge.collectives import PlacedCollective, Placement
+from rooflint.judge.collectives import PlacedCollective, Placement, latency_bound
 from rooflint.judge.ranks import STRAGGLER_MARGIN, Job, KernelAcross, RankTime, Straggler
 from rooflint.output.depth import Depth
 from rooflint.output.profile_view import TOP_KERNELS
@@ -113,6 +113,13 @@ def collective_notes(placement: Placement, shown: list[PlacedCollective]) -> lis
     if any(not c.collective.every_rank_sends for c in shown):
         notes.append("<=: a broadcast's or reduce's receivers send nothing, so one that came "
                      "late may find the data already moved: an upper bound, not on the roof")
+    small = {c.collective for c in shown
+             if interconnect and latency_bound(interconnect, c.collective, c.size)}
+    if small:
+        swept = min(r.size for r in interconnect.sweep if r.collective in small)
+        notes.append(f"-: smaller than any size `rooflint calibrate` swept "
+                     f"({format_bytes(swept)}): its time is NCCL's latency, not the links' "
+                     f"bandwidth")
     if interconnect and any(c.ranks > interconnect.gpus for c in shown):
         notes.append(f"-: over more ranks than the host's {interconnect.gpus} GPUs, across "
                      f"hosts, whose links its calibration did not measure")

@@ -107,8 +107,22 @@ def test_a_broadcast_is_an_upper_bound_and_a_collective_without_a_roof_has_none(
     across_hosts = [RankCollectives([CollectiveCalls("all-reduce", "bfloat16", 1 << 20, 16, 0,
                                                      [0], [1e-3])], {}, H200X2)]
     assert placement(across_hosts).collectives[0].roof is None      # 16 ranks, 2 GPUs a host
-    assert judge._roof(no_reduce_scatter, Collective.REDUCE_SCATTER, 2) is None
+    assert judge._roof(no_reduce_scatter, Collective.REDUCE_SCATTER, 2, 1 << 20) is None
     assert placement(_ranks(trace, _calls(), None)).interconnect is None
+
+
+def test_a_call_smaller_than_any_the_calibration_swept_is_not_on_the_roof():
+    """A DDP job's 4-byte all-reduce read 0 % of the roof NCCL reached at 1 GiB: below the
+    sweep's smallest size (64 KiB here) a call's time is NCCL's latency, and it is placed
+    on no roof; from that size on it is."""
+    swept = replace(H200X2, sweep=[BusRate("all-reduce", size, ROOF / 4)
+                                   for size in (1 << 16, 1 << 20, 1 << 30)])
+    calls = [RankCollectives([CollectiveCalls("all-reduce", "float32", count, 2, 0, [0],
+                                              [1e-5])], {}, swept)
+             for count in (1, (1 << 14) - 1, 1 << 14, 1 << 18)]
+    roofs = [placement([c]).collectives[0].roof for c in calls]
+    assert roofs == [None, None, swept.roofs[0], swept.roofs[0]]
+    assert [judge.latency_bound(swept, Collective.ALL_GATHER, 4)] == [False]   # not swept
 
 
 def test_grouped_calls_leave_that_kinds_kernels_unplaced_and_the_rest_placed(trace, tmp_path):
@@ -177,6 +191,21 @@ def test_show_places_the_jobs_collectives_on_the_interconnects_roof(trace, tmp_p
             "all-reduce 400 GB/s at 1 GiB, all-gather 400 GB/s at 1 GiB") in shown
     assert "<=: a broadcast's or reduce's receivers send nothing" in shown
     assert "collectives by time" not in rooflint("show", *map(str, paths), "--summary").stdout
+
+
+def test_show_leaves_calls_smaller_than_the_calibrations_sweep_off_the_roof():
+    """The committed DDP job on its calibrated host (sweep from 64 KiB): its 4-byte
+    all-reduce and 16-byte all-gather are said to be latency, not 0 % of the roof."""
+    job = REPO / "examples" / "profile" / "h200x2-profile-ddp-nccl"
+    shown = rooflint("show", f"{job}.rank0.json", f"{job}.rank1.json",
+                     env={"COLUMNS": "200"}).stdout
+    rows = {tuple(line.split()[:4]): line.split()[-1] for line in shown.splitlines()
+            if line.startswith(("all-reduce", "all-gather"))}
+    assert rows[("all-reduce", "float32", "4", "B")] == "-"
+    assert rows[("all-gather", "int64", "16", "B")] == "-"
+    assert rows[("all-reduce", "float32", "27", "MiB")].endswith("%")      # on its roof
+    assert ("-: smaller than any size `rooflint calibrate` swept (64 KiB): its time is NCCL's "
+            "latency, not the links' bandwidth") in shown
 
 
 def test_without_a_calibration_the_collectives_say_how_to_get_one(trace, tmp_path):
