@@ -330,13 +330,28 @@ def _end(event: dict) -> float:
     return event["ts"] + event.get("dur", 0.0)
 
 
+def _process(event: dict) -> tuple[Any, Any]:
+    """The process an operator ran in: its rank's mark in a launcher's merged trace
+    (formats/ranks.merged), and its pid."""
+    return (event.get("args") or {}).get("process"), event.get("pid")
+
+
+def _is_line_range(event: dict) -> bool:
+    """Whether ``event`` is one of the bootstrap's line ranges: a ``user_annotation``, or,
+    where PyTorch has its C++ range (trace_bootstrap._line_range), a ``cpu_op`` by its
+    name, not an operator."""
+    return event.get("cat") in ("user_annotation", "cpu_op") \
+        and str(event.get("name", "")).startswith(LINE_RANGE)
+
+
 class _Scopes:
     """The operators and ranges of a trace, by thread."""
 
     def __init__(self, events: list[dict]):
         timed = [e for e in events if e.get("ph") == "X" and "ts" in e]
-        self.operators = _by_thread([e for e in timed if e.get("cat") == "cpu_op"])
-        ranges = [e for e in timed if e.get("cat") == "user_annotation"]
+        self.operators = _by_thread([e for e in timed if e.get("cat") == "cpu_op"
+                                     and not _is_line_range(e)])
+        ranges = [e for e in timed if e.get("cat") == "user_annotation" or _is_line_range(e)]
         self.lines = _by_thread([e for e in ranges if e["name"].startswith(LINE_RANGE)])
         # a trace the bootstrap did not write (torch.profiler's, with_stack=True): its
         # Python frames stand for the line ranges, the nearest of the program's the line
@@ -353,15 +368,16 @@ class _Scopes:
                         if _went_past(m)}
         self.ranges = _Intervals.of([e for e in ranges if not e["name"].startswith(
             (LINE_RANGE, AUTOTUNING_RANGE, SAMPLED_RANGE))])
-        # sequence number -> the forward operators that carry it, in time order: a number
-        # is unique among one step's differentiable operators, but the operators a program
-        # runs before any (a model's .cuda(), its .detach()es) carry 0 as well.
+        # (process, sequence number) -> the forward operators that carry it, in time order:
+        # a number is unique among one step's differentiable operators of one process (a
+        # launcher's ranks, merged into one trace, number theirs alike), but the operators
+        # a program runs before any (a model's .cuda(), its .detach()es) carry 0 as well.
         self.forward: dict[Any, list[dict]] = {}
         for e in sorted(timed, key=lambda e: e["ts"]):
             number = (e.get("args") or {}).get("Sequence number")
             if e.get("cat") == "cpu_op" and number is not None and "Backward" not in e["name"] \
-                    and not e["name"].startswith(AUTOGRAD_NODE):
-                self.forward.setdefault(number, []).append(e)
+                    and not e["name"].startswith(AUTOGRAD_NODE) and not _is_line_range(e):
+                self.forward.setdefault((_process(e), number), []).append(e)
 
     def attribute(self, launch: Launch, call: dict) -> None:
         """Set ``launch``'s operator, autograd node, Python line and ranges from its call."""
@@ -407,7 +423,8 @@ class _Scopes:
     def _forward_of(self, node: dict) -> dict | None:
         """The forward operator an autograd node differentiates: the last one before it
         with its sequence number."""
-        carriers = self.forward.get((node.get("args") or {}).get("Sequence number"), [])
+        carriers = self.forward.get(
+            (_process(node), (node.get("args") or {}).get("Sequence number")), [])
         before = bisect_left([e["ts"] for e in carriers], node["ts"])
         return carriers[before - 1] if before else None
 

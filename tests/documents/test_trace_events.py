@@ -24,6 +24,7 @@ from rooflint.engine import program as app
 from rooflint.measure.trace_bootstrap import DYNAMO, LIBRARY, PACKAGE, PROGRAM, _programs_frames
 from rooflint.measure import ncu
 from rooflint.measure.program import Choice
+from rooflint.formats.ranks import merged
 from rooflint.formats.trace_events import (AUTOGRAD_NODE, AUTOTUNING_RANGE, COMPILED_REGION,
                                            LINE_RANGE, TENSOR_PRECISION_OF_DTYPE, Launch,
                                            Origin, _programs_frame, launches, origins,
@@ -93,6 +94,46 @@ def test_a_backward_kernel_is_traced_to_the_forward_line_it_differentiates(lined
     addmm = [x for x in backward if x.backward_of == "AddmmBackward0"]
     assert {x.operator for x in addmm} >= {"aten::mm", "aten::sum"}
     assert {x.line for x in addmm} == {f"step.py:{n} in Block.forward" for n in (10, 12, 13)}
+
+
+def test_line_ranges_recorded_as_operators_give_every_launch_the_same_origin(lined):
+    """Where PyTorch has its C++ range (trace_bootstrap._line_range, ten times cheaper than
+    record_function), a line range is in the trace as a ``cpu_op`` and has no copy on the
+    GPU's timeline: the step's trace so recorded gives each launch the same operator,
+    inputs, line and backward node, and no launch a line range for its operator."""
+    def as_operator(event):
+        if event.get("cat") == "user_annotation" and event["name"].startswith(LINE_RANGE):
+            return {**event, "cat": "cpu_op"}
+        return event
+    events = [as_operator(e) for e in LINES_TRACE["traceEvents"]
+              if not (e.get("cat") == "gpu_user_annotation"
+                      and e["name"].startswith(LINE_RANGE))]
+    assert sum(e.get("cat") == "cpu_op" and e["name"].startswith(LINE_RANGE)
+               for e in events) == 1142
+    fast = launches({**LINES_TRACE, "traceEvents": events})
+
+    def origin(x):
+        return x.operator, x.inputs, x.dtypes, x.line, x.via, x.backward_of, x.ranges
+    assert [origin(x) for x in fast] == [origin(x) for x in lined]
+    assert not any(x.operator.startswith(LINE_RANGE) for x in fast)
+
+
+def test_a_merged_jobs_backward_kernels_keep_their_own_ranks_forward_lines(lined):
+    """Each rank's autograd numbers its operators from the start: in a launcher's merged
+    trace two ranks' forward operators carry the same sequence numbers, and a backward
+    kernel is traced to its own process's forward operator, not to the other rank's that
+    ran a moment later (nanoGPT under torchrun had a quarter of its attention backward
+    kernels on MLP lines)."""
+    pid = next(e["pid"] for e in LINES_TRACE["traceEvents"] if e.get("cat") == "cpu_op")
+    other = json.loads(json.dumps(LINES_TRACE).replace("step.py", "other.py"))
+    other["traceEvents"] = [{**e, "ts": e["ts"] + 1.0, "pid": e["pid"] + 1 if e["pid"] == pid
+                             else e["pid"]} if isinstance(e.get("ts"), float) else e
+                            for e in other["traceEvents"]]       # the next process, 1 us later
+    job = launches(merged([LINES_TRACE, other]))
+    mine = [x for x in job if x.line is None or "step.py" in x.line]
+    assert len(job) == 2 * len(lined) and len(mine) == len(lined)
+    assert [x.line for x in mine] == [x.line for x in lined]
+    assert sum(bool(x.backward_of) for x in mine) > 100
 
 
 def test_a_trace_with_pythons_frames_names_the_programs_function_by_its_first_line(step):

@@ -274,8 +274,8 @@ def test_a_profiler_that_cannot_pause_records_every_call():
     """PyTorch before 2.3 has no toggle_collection_dynamic: nothing is wrapped to pause."""
     from rooflint.measure.trace_bootstrap import _Collection, _InductorLines, _wrappers
     assert _Collection.of(object()) is None
-    wrapped = _wrappers(lambda f: 0, recorder([]), "p", None, {}, lambda: _unlined(None),
-                        _InductorLines(lambda f: 0))
+    wrapped = _wrappers(lambda f: 0, recorder([]), recorder([]), "p", None, {},
+                        lambda: _unlined(None), _InductorLines(lambda f: 0))
     assert "torch.utils.data.dataloader" not in wrapped and "triton.testing" not in wrapped
 
 
