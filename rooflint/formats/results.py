@@ -205,7 +205,8 @@ class ProgramFixResult:
     lines: list[FixLine]        # the most GPU time first
     share: Amount               # of the region's GPU time, its kernels' shares summed
     saving_s: Amount            # over the profiled region
-    saving_share: Amount        # of the region's GPU time
+    saving_share: Amount        # of the region's GPU time and a job's exposed
+                                # communication (judge/program_fixes.spent_s)
     changes_precision: bool = False
 
 

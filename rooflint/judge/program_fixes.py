@@ -58,7 +58,10 @@ Where an entry names its collectives (``collectives``), the job's placed collect
 names; without them only the entries that name none are given.
 
 Savings are over the profiled region, as the shares are; the summary says them a step
-where the profile found its steps (output/program_summary.py). One fix is for the program's
+where the profile found its steps (output/program_summary.py). A kernel fix's share is of
+the region's GPU time; every fix's saving, a kernel's or the job's communication's, is a
+share of that time and the job's exposed communication together (spent_s), so that the
+percentages of one list compare as the savings do. One fix is for the program's
 time, not for kernels: CUDA graphs, where the steps' GPU waited on the host's launches
 (:func:`launch_bound_fixes`), with no saving claimed.
 """
@@ -292,12 +295,22 @@ def roll_up(result: RunResult, collectives: Placement | None = None) -> list[Pro
     for group in groups_of(variants):
         fix = group_fix(group) or no_fix(group)
         by_fix[fix.id + (fix.why if fix.id == NO_FIX else "")].append((fix, group))
-    fixes = [fix_result(pairs, region) for pairs in by_fix.values()]
     found = result.program.communication if result.program else None
+    fixes = [fix_result(pairs, region, spent_s(found, region)) for pairs in by_fix.values()]
     if found:
         optimizer = sum(v.share.total_s for v in variants if kernel_kind(v) is Kind.OPTIMIZER)
         fixes += communication_fixes(found, collectives, region, optimizer)
     return sorted(fixes, key=lambda f: (-f.saving_s, -f.share)) + launch_bound_fixes(result)
+
+
+def spent_s(found: Communication | None, region_s: float) -> float:
+    """What every fix's saving is a share of: the region's GPU time (every rank's) and, in a
+    job, the exposed communication on its critical path (every rank's; ``found``), which a
+    communication fix saves and no kernel's time holds. One measure for all of them, so
+    that their percentages compare as their savings do (nanoGPT under torchrun had read
+    9.43 ms at 33.5 % beside 2.98 ms at 19.2 %)."""
+    exposed = exposed_on_the_critical_path(found) * found.ranks if found else 0.0
+    return region_s + max(exposed, 0.0)
 
 
 def exposed_on_the_critical_path(found: Communication) -> float:
@@ -322,7 +335,7 @@ def communication_fixes(found: Communication, collectives: Placement | None,
     exposed = exposed_on_the_critical_path(found) * found.ranks
     if exposed <= 0:
         return []
-    spent = region_s + exposed
+    spent = spent_s(found, region_s)
     fixes = []
     for fix in (f for f in PROGRAM_FIXES if f.saving in COMMUNICATION):
         named = named_collectives(fix, collectives)
@@ -386,9 +399,10 @@ def launch_bound_fixes(result: RunResult) -> list[ProgramFixResult]:
                              saving_s=0.0, saving_share=0.0)]
 
 
-def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float
-               ) -> ProgramFixResult:
-    """One fix's groups added up into the document's record."""
+def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float,
+               spent: float) -> ProgramFixResult:
+    """One fix's groups added up into the document's record: its kernels' shares of the
+    region's GPU time, its saving's of ``spent`` (spent_s)."""
     fix = pairs[0][0]
     variants = [v for _, g in pairs for v in g.variants]
     saved = sum(saving(f, g) for f, g in pairs)
@@ -396,7 +410,7 @@ def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float
         id=fix.id, action=fix.action, why=fix.why, estimate=fix.saving.value,
         kernels=[v.name for v in variants], lines=line_shares(variants, region_s),
         share=sum(v.share.total_s for v in variants) / region_s, saving_s=saved,
-        saving_share=saved / region_s, changes_precision=fix.changes_precision)
+        saving_share=saved / spent, changes_precision=fix.changes_precision)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from rooflint.common.printable import printable
 from rooflint.common.units import format_time
 from rooflint.formats.results import ProgramFixResult, RunResult
 from rooflint.formats.trace_timing import Communication, IdleTime, ProgramTiming, Steps
-from rooflint.judge.program_fixes import compile_estimate
+from rooflint.judge.program_fixes import compile_estimate, spent_s
 
 MAX_LINES = 30
 MAX_FIXES = 10          # two lines each, under the header and the kinds
@@ -204,7 +204,8 @@ def compile_lines(result: RunResult, fixes: list[ProgramFixResult]) -> list[str]
         return []
     ranks = [str(rank) for rank, f in enumerate(fixes, 1) if f.id in estimate.fixes]
     region = result.settings.gpu_time_s
-    share = f" ({estimate.saving_s / region:.1%})" if region else ""
+    found = result.program.communication if result.program else None
+    share = f" ({estimate.saving_s / spent_s(found, region):.1%})" if region else ""
     return [f"    torch.compile makes fixes {', '.join(ranks)} at once: saves "
             f"{saved(estimate.saving_s, steps_of(result))}{share} of them together"]
 

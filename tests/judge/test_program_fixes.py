@@ -118,6 +118,15 @@ def test_communication_fixes_save_shares_of_the_late_ranks_exposed_time_a_step()
     assert fixes["larger_buckets"].share == pytest.approx(exposed / spent)
     for fix in (fixes["accumulate_gradients"], fixes["larger_buckets"]):
         assert fix.kernels == [] and fix.saving_share == pytest.approx(fix.saving_s / spent)
+    # and every other fix of the list, a kernel's, saves a share of that same time: the
+    # list's percentages compare as its savings do (the kernels' shares stay of GPU time)
+    kernels = [f for f in fixes.values() if f.kernels and f.saving_s]
+    assert len(kernels) >= 3
+    for fix in kernels:
+        assert fix.saving_share == pytest.approx(fix.saving_s / spent)
+        assert fix.share == pytest.approx(
+            sum(v.share.total_s for f in result.families for v in f.variants
+                if v.name in fix.kernels) / result.settings.gpu_time_s)
     gathered, placement = _job(1e-4, [_placed("all-gather", "bfloat16", 0.5, 3e-3),
                                       _placed("reduce-scatter", "float32", 0.8, 1e-3)])
     fixes = {f.id: f for f in roll_up(gathered, placement)}
