@@ -17,18 +17,19 @@ before the program: what the program sets in its environment before that import
 such import is CuPy's, JAX's or another library's but PyTorch's or Triton's gets CUPTI's
 recorder instead, where rooflint offers one (PROFILED_IMPORTS): no torch imported into it.
 
-Which line of the program called each operator: every torch function the program calls
-runs inside a profiler range named PREFIX + ``file(line): function``, the program's own
-frame nearest the call. A compiled function's calls and kernels, which TorchInductor's
-generated code makes, get the model's lines that code was compiled from, as TorchInductor
-recorded them (_InductorLines), forward and backward alike; where it recorded none, the
-line that called the compiled function (PyTorch's profiler records Python frames only by
-the line each function starts at, and recording them all makes a compiled program's trace
-gigabytes). Where the call was made by an installed package's code on the program's
-behalf (a Hugging Face model's ``modeling_gpt2.py``, whose every kernel the program's
-one ``model(batch)`` line launches), a second range inside the first names the package's
-frame nearest the call. A Triton kernel the program launches itself (``kernel[grid](...)``,
-no torch function in between) gets the same ranges around Triton's launch.
+Which line of the program called each operator: every torch function the program calls runs
+inside a profiler range named PREFIX + ``file(line): function``, the program's own frame
+nearest the call (PyTorch's C++ range where it has one, _line_range; none around a call
+that launches nothing, NO_LAUNCH). A compiled function's calls and kernels, which
+TorchInductor's generated code makes, get the model's lines that code was compiled from, as
+TorchInductor recorded them (_InductorLines), forward and backward alike; where it recorded
+none, the line that called the compiled function (PyTorch's profiler records Python frames
+only by the line each function starts at, and recording them all makes a compiled program's
+trace gigabytes). Where the call was made by an installed package's code on the program's
+behalf (a Hugging Face model's ``modeling_gpt2.py``, whose every kernel the program's one
+``model(batch)`` line launches), a second range inside the first names the package's frame
+nearest the call. A Triton kernel the program launches itself (``kernel[grid](...)``, no
+torch function in between) gets the same ranges around Triton's launch.
 
 Autotuners time candidate kernels before they pick one: Triton's ``@triton.autotune``
 (every config of a kernel, on the first call for each key) and TorchInductor's (the

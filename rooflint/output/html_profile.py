@@ -53,7 +53,7 @@ def _fixes(result: RunResult, fixes: list[ProgramFixResult], anchors: Anchors) -
     named = {v.name: anchors[id(v)] for f in result.families for v in f.variants}
     steps = steps_of(result)
     rows = [[Sorted(rank, rank), Sorted(saving_amount(fix, steps) or "-", fix.saving_s or None),
-             _change(fix, result), Sorted(f"{fix.share:.1%}", fix.share),
+             _change(fix, result), _gpu_time(fix),
              Sorted(_fix_kernels(fix, named), len(fix.kernels) or None), fix.estimate,
              _fix_lines(fix)]
             for rank, fix in enumerate(fixes, start=1)]
@@ -67,6 +67,13 @@ def _change(fix: ProgramFixResult, result: RunResult) -> Content:
         return change_words(fix)
     return [change_words(fix), tag("div", program_fix_words(fix, result.program),
                                    class_="muted")]
+
+
+def _gpu_time(fix: ProgramFixResult) -> Sorted:
+    """The share of the GPU time the fix's kernels take; none for a fix for no kernels (a
+    job's communication fix acts on exposed waits, CUDA graphs on the host's launches),
+    whose record's share is of something else (judge/program_fixes.communication_fixes)."""
+    return Sorted(f"{fix.share:.1%}", fix.share) if fix.kernels else Sorted("-", None)
 
 
 def _fix_kernels(fix: ProgramFixResult, named: dict[str, str]) -> Content:

@@ -165,6 +165,26 @@ def test_a_profile_leads_with_its_summary_and_fixes_then_its_kernel_table(pages)
         assert html.escape(change_words(fix)) in fixes_table
 
 
+def test_a_fix_for_no_kernels_has_no_share_of_the_gpu_time(tmp_path):
+    """A job's communication fix acts on exposed waits, not on any kernel's GPU time: its
+    row's "GPU time" says none (nanoGPT's had read the accumulation's 39.4 %, of the GPU
+    time and the exposed time together, beside kernel fixes' shares of the GPU time)."""
+    job = REPO / "examples" / "profile" / "h200x2-profile-nanogpt-ddp.json"
+    page = report(tmp_path, job)
+    start = page.index('<table class="fixes"')
+    rows = re.findall(r'<tr><td class="num" data-value="\d+">\d+</td>.*?</td><td>.*?</td>'
+                      r'<td class="num" data-value="([^"]*)">([^<]*)</td>'
+                      r'<td data-value="([^"]*)">', page[start:page.index("</table>", start)])
+    fixes = fixes_of(read_result(job))
+    assert len(rows) == len(fixes) >= 5
+    for (value, shown, kernels), fix in zip(rows, fixes):
+        if fix.kernels:
+            assert shown == f"{fix.share:.1%}" and int(kernels) == len(fix.kernels)
+        else:
+            assert (value, shown, kernels) == ("", "-", "")
+    assert sum(not f.kernels for f in fixes) >= 1
+
+
 def test_the_kernel_table_names_each_kernels_top_move_and_links_its_details(pages):
     page = pages["profile"].read_text()
     variants = read_result(PROFILE).families[0].variants
