@@ -387,8 +387,7 @@ def rank_kernels(first: Pass, filters: Filters) -> list[tuple[RankInfo, PassOne]
     ranks), as pass 1 of that process alone would have found them, its collectives at
     their calls' own time (with_calls_own_time: the job's ranks are needed to tell it)."""
     trace = with_calls_own_time(first.trace or {})
-    return [(rank, timed_kernels(replace(first, trace=trace_of(trace, rank), processes=1),
-                                 filters))
+    return [(rank, traced_kernels(trace_of(trace, rank), filters, first.timer.words))
             for rank in ranks_of(trace)]
 
 
