@@ -39,8 +39,9 @@ class Saving(Enum):
     #                                            the compute it can hide behind
     EXPOSED_BELOW_ROOF = "exposed below the roof"   # the collectives at their roof: its share
     #                                                 of their time below the roof
-    EXPOSED_ONCE = "exposed and optimizer, once a batch"   # all but one in ACCUMULATION of it and
-    #                                                 of the optimizer's step
+    EXPOSED_ONCE = "once-a-step work, once a batch"   # all but one in ACCUMULATION of the
+    #      step's work done once whatever its batch: its host's outside the forward and
+    #      backward passes, or its gradients' reductions exposed and its optimizer's kernels
     NONE = "none"                # nothing the program can change is estimated
 
 
@@ -79,9 +80,10 @@ class ProgramFix:
     by_compile: bool = False          # torch.compile makes it (compare checks them together)
     program: bool = False             # for the program's time, not a group of kernels
     collectives: str | None = None    # a communication fix's: a pattern over the job's placed
-    #                                   collectives ("all-reduce float32"); where it is given,
-    #                                   the fix is for a job whose placed collectives' time is
-    #                                   mostly in those it matches
+    #                                   collectives ("all-reduce float32"), the ones it acts
+    #                                   on; where it is given, the fix is for a job whose
+    #                                   placed collectives' time is mostly in them (but
+    #                                   accumulation's, for any job's gradient reductions)
 
     def matches(self, operators: list[str], kernels: list[str], library: str | None) -> bool:
         """Whether a group of kernels, by its operators, names and library, is this fix's."""
@@ -173,7 +175,7 @@ PROGRAM_FIXES: tuple[ProgramFix, ...] = (
                f"training must allow",
                "the gradients cross the interconnect, and the optimizer steps, once a step "
                "whatever its batch: accumulated, once for several batches",
-               Saving.EXPOSED_ONCE, program=True),
+               Saving.EXPOSED_ONCE, program=True, collectives=r"^(all-reduce|reduce-scatter) "),
     ProgramFix("larger_buckets", "larger gradient buckets (DDP's bucket_cap_mb, 25 MB by "
                "default; a sharded model's fully_shard over groups of layers), fewer and "
                "larger collectives",

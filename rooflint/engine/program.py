@@ -349,15 +349,17 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
 
 def with_jobs_least_exposed(rank: ProgramTiming | None, job: ProgramTiming | None
                             ) -> ProgramTiming | None:
-    """A rank's timing with the least-waiting rank's exposed time its job's (the rank's
-    document says the job's communication fixes, not its own wait for its peers)."""
+    """A rank's timing with the least-waiting rank's exposed time and host time once a step
+    its job's (the rank's document says the job's communication fixes, not its own wait for
+    its peers)."""
     mine = rank.communication if rank else None
     least = job.communication if job else None
     if rank is None or mine is None or least is None:
         return rank
     return replace(rank, communication=replace(
         mine, least_exposed_s=least.least_exposed_s,
-        step_least_exposed_s=least.step_least_exposed_s))
+        step_least_exposed_s=least.step_least_exposed_s,
+        step_host_once_s=least.step_host_once_s))
 
 
 def nccl_calls_of(first: Pass, say: Callable[[str], None]) -> list[NcclCall] | None:

@@ -29,24 +29,32 @@ How a saving is estimated, by the entry's :class:`Saving`:
 - none: nothing is estimated.
 
 A job's communication fixes are not for kernels: NCCL's kernels are timed from the trace,
-never profiled. Their savings are shares of one time, the exposed collective time of the
-rank that waits least, a step's times the steps (formats/trace_timing.Communication): the
-last rank to arrive waits only for the transfer, so that is the interconnect's time on the
-job's critical path; the others' exposed time beyond it is their wait for that rank, which
-the job view's straggler line names, and no communication setting saves. Where the ranks
-take turns being late, the rank that waits least waits too (an FSDP2 job on two H200s:
-9.21 ms exposed a step, where its calls' own time, each the shortest of its ranks' kernels,
-adds up to 0.81 ms). Of it:
+never profiled. What they act on is the exposed collective time of the rank that waits
+least, a step's times the steps (formats/trace_timing.Communication): the last rank to
+arrive waits only for the transfer, so that is the interconnect's time on the job's
+critical path; the others' exposed time beyond it is their wait for that rank, which the
+job view's straggler line names, and no communication setting saves. Where the ranks take
+turns being late, the rank that waits least waits too, so it is taken at most at the
+collectives' own time (each call the shortest of its ranks' kernels): an FSDP2 job on two
+H200s, its steps bound by their hosts, exposed 22.9 ms a step on the rank that waits
+least, where its calls took 0.84 ms; its two fixes, offered at 35.2 and 8.85 ms a step
+on the whole exposed time, bought 5.5 and 1.7 ms (benchmarks/results/h200x2/fsdp-fixes.json).
+A fix that names its collectives acts on their share of the collectives' time. Of it:
 
 - exposed: all of it, overlapped with compute (prefetching a sharded model's all-gathers),
   at most the ranks' compute over the region: communication hidden behind kernels can be no
-  longer than they are (an FSDP2 job on two H200s exposed 147 ms beside 70 ms of compute,
-  its host-bound steps waiting on each other's hosts);
+  longer than they are;
 - exposed below the roof: its collectives' time below the interconnect's roof, the roof
   for their kind (`rooflint calibrate`) over the bus bandwidth they reached, weighted by
   their time (larger buckets bring a call nearer its roof);
-- exposed, once a batch: all but one in ACCUMULATION of it, and of the optimizer's kernels'
-  time, which accumulated gradients also step once for several batches.
+- once-a-step work, once a batch: all but one in ACCUMULATION of what a step does once
+  whatever its batch: the host's time outside the forward and backward passes on the rank
+  that waits least (the optimizer's step, clipping, zeroing, a logging synchronisation:
+  Communication.step_host_once_s), or, where longer, the gradients' reductions exposed
+  (all-reduces and reduce-scatters: a sharded model's all-gathers run for every
+  micro-step) and the optimizer's kernels. A host-bound step saves the first (nanoGPT's
+  DDP job: the host's 5.3 ms a step, where its exposed all-reduces were 0.21 ms; 5.4 ms a
+  micro-step bought), a GPU-bound one the second.
 
 Every rank saves it, so a job's saving is the ranks' (its GPU time is every rank's).
 Gradients all-reduced in bf16 are not offered: on two H200s over NVLink DDP's
@@ -55,7 +63,8 @@ promised 3.6 ms less.
 
 Where an entry names its collectives (``collectives``), the job's placed collectives
 (judge/collectives.py: NCCL's log read) must hold more than half their time in those it
-names; without them only the entries that name none are given.
+names (accumulation's need only be there); without them only the entries that name none,
+and accumulation, are given.
 
 Savings are over the profiled region, as the shares are; the summary says them a step
 where the profile found its steps (output/program_summary.py). A kernel fix's share is of
@@ -327,27 +336,26 @@ def communication_fixes(found: Communication, collectives: Placement | None,
     ``region_s``: every rank's GPU time over the region, collectives at their calls' own
     time (Communication.counted_s);
     ``optimizer_s``: the optimizer's kernels' time over the region). A fix's shares (of
-    what it acts on, the exposed time on the critical path, every rank's, and the
-    optimizer's for accumulation; and of what it saves) are of that GPU time and the
-    exposed time together: what it saves is mostly waiting, which the GPU time does not
-    hold (nanoGPT compiled under torchrun: 19.4 ms a step saved, 155 % of its GPU time, 51 %
-    of both)."""
-    exposed = exposed_on_the_critical_path(found) * found.ranks
+    what it acts on and of what it saves) are of that GPU time and the exposed time
+    together: what it saves is mostly waiting, which the GPU time does not hold (nanoGPT
+    compiled under torchrun: 19.4 ms a step saved, 155 % of its GPU time, 51 % of both)."""
+    exposed = exposed_on_the_critical_path(found)
     if exposed <= 0:
         return []
     spent = spent_s(found, region_s)
+    transferred = min(exposed, found.counted_s) * found.ranks
     fixes = []
     for fix in (f for f in PROGRAM_FIXES if f.saving in COMMUNICATION):
-        named = named_collectives(fix, collectives)
-        if named is None:
+        share = acted_share(fix, collectives)
+        if share is None:
             continue
-        saved = exposed * communication_factor(fix, named)
+        subject = transferred * share
+        saved = subject * communication_factor(fix, named_collectives(fix, collectives))
         if fix.saving is Saving.EXPOSED:
             saved = min(saved, max(region_s - found.counted_s * found.ranks, 0.0))
-        subject = exposed
         if fix.saving is Saving.EXPOSED_ONCE:
-            saved += optimizer_s * (1.0 - 1.0 / ACCUMULATION)
-            subject += optimizer_s
+            subject = max(subject + optimizer_s, host_once_s(found))
+            saved = subject * (1.0 - 1.0 / ACCUMULATION)
         if saved > 0:
             fixes.append(ProgramFixResult(
                 id=fix.id, action=fix.action, why=fix.why, estimate=fix.saving.value,
@@ -356,27 +364,40 @@ def communication_fixes(found: Communication, collectives: Placement | None,
     return fixes
 
 
-def named_collectives(fix: ProgramFix, collectives: Placement | None
-                      ) -> list[PlacedCollective] | None:
-    """The job's placed collectives a fix names (every one where it names none); None where
-    it names some and the job's time is not mostly in them, or its collectives are unknown."""
+def host_once_s(found: Communication) -> float:
+    """The host's time outside the forward and backward passes of the rank that waits
+    least, over the region, every rank's (each rank spends it): a step's times the steps."""
+    return found.step_host_once_s * found.steps * found.ranks if found.steps >= 2 else 0.0
+
+
+def acted_share(fix: ProgramFix, collectives: Placement | None) -> float | None:
+    """The share of the job's collective time a fix acts on: its named collectives' (every
+    one where it names none); None where it is not for this job: it names some, and they
+    hold no more than half the job's collective time, or its collectives are unknown.
+    Accumulation is for any job, and acts on its gradients' reductions alone (a sharded
+    model's all-gathers run again for every micro-step): all its collectives where they
+    are unknown."""
     if fix.collectives is None:
-        return collectives.collectives if collectives else []
-    if collectives is None:
-        return None
-    named = [c for c in collectives.collectives
-             if re.search(fix.collectives, f"{c.collective} {c.datatype}")]
-    total = sum(c.seconds for c in collectives.collectives)
-    return named if total and sum(c.seconds for c in named) > total / 2 else None
+        return 1.0
+    total = sum(c.seconds for c in collectives.collectives) if collectives else 0.0
+    if not total:
+        return 1.0 if fix.saving is Saving.EXPOSED_ONCE else None
+    share = sum(c.seconds for c in named_collectives(fix, collectives)) / total
+    return share if fix.saving is Saving.EXPOSED_ONCE or share > 0.5 else None
+
+
+def named_collectives(fix: ProgramFix, collectives: Placement | None) -> list[PlacedCollective]:
+    """The job's placed collectives a fix names (every one where it names none)."""
+    placed = collectives.collectives if collectives else []
+    return [c for c in placed if fix.collectives is None
+            or re.search(fix.collectives, f"{c.collective} {c.datatype}")]
 
 
 def communication_factor(fix: ProgramFix, named: list[PlacedCollective]) -> float:
-    """The share of the critical path's exposed time the fix saves (the module's
-    docstring), from the collectives it names."""
-    if fix.saving is Saving.EXPOSED:
+    """The share of the time a fix acts on that it saves (the module's docstring), from the
+    collectives it names."""
+    if fix.saving is not Saving.EXPOSED_BELOW_ROOF:
         return 1.0
-    if fix.saving is Saving.EXPOSED_ONCE:
-        return 1.0 - 1.0 / ACCUMULATION
     placed = [c for c in named if c.of_roof is not None]
     if not placed:
         return 0.0

@@ -17,7 +17,7 @@ from rooflint.output.html_page import Content, Html, Sorted, bulleted, coloured,
 from rooflint.output.profile_view import top_move_cell
 from rooflint.output.program_summary import (
     TOP_LINES, change_words, communication_lines, compile_lines, header_lines, kind_lines,
-    program_fix_words, saving_amount, steps_of, timing_lines,
+    per_step, program_fix_words, saving_amount, timing_lines,
 )
 from rooflint.output.tables import (
     application_heading, at_roof_cell, autotuning_line, biggest_upside_line, unprofiled_line,
@@ -51,8 +51,8 @@ def _fixes(result: RunResult, fixes: list[ProgramFixResult], anchors: Anchors) -
     """A fix a row: its saving, the change, its kernels' share, the kernels, how the saving
     was estimated and the source lines, the most GPU time first."""
     named = {v.name: anchors[id(v)] for f in result.families for v in f.variants}
-    steps = steps_of(result)
-    rows = [[Sorted(rank, rank), Sorted(saving_amount(fix, steps) or "-", fix.saving_s or None),
+    per = per_step(result)
+    rows = [[Sorted(rank, rank), Sorted(saving_amount(fix, per) or "-", fix.saving_s or None),
              _change(fix, result), _gpu_time(fix),
              Sorted(_fix_kernels(fix, named), len(fix.kernels) or None), fix.estimate,
              _fix_lines(fix)]

@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import textwrap
 from collections import defaultdict
+from dataclasses import dataclass
 
 from rich.console import Console
 
-from rooflint.analysis.program_fixes import COMMUNICATION, FIXES_BY_ID, Kind, kind_of
+from rooflint.analysis.program_fixes import COMMUNICATION, FIXES_BY_ID, Kind, Saving, kind_of
 from rooflint.common.printable import printable
 from rooflint.common.units import format_time
 from rooflint.formats.results import ProgramFixResult, RunResult
 from rooflint.formats.trace_timing import Communication, IdleTime, ProgramTiming, Steps
 from rooflint.judge.program_fixes import compile_estimate, spent_s
 
-MAX_LINES = 30
-MAX_FIXES = 10          # two lines each, under the header and the kinds
+# With the shortest top-kernel table `show` puts under it (its 11 lines at 100 columns: the
+# GPU, the heading and the table's header wrapped, three rows, the pointer to --detail),
+# profile_view.LINE_BUDGET: an FSDP2 job's ten fixes under a timing line of four made 41
+MAX_LINES = 29
+MAX_FIXES = 10          # two lines each, under the header and the kinds; fewer where the
+#                         header, timing and kinds take more room (summary_lines)
 TOP_LINES = 3           # source lines named per fix
 ELLIPSIS = "…"
 
@@ -127,23 +132,38 @@ def kind_lines(result: RunResult, width: int) -> list[str]:
     return textwrap.wrap("GPU time by kind: " + ", ".join(parts), width, subsequent_indent="    ")
 
 
-def steps_of(result: RunResult) -> int | None:
-    """How many steps the profiled region ran, the first included, where it found some."""
+@dataclass(frozen=True)
+class PerStep:
+    """What a saving over the profiled region is said over: a step's share where the region
+    found its steps (its GPU time is theirs, the first one's with them), and in a job each
+    rank's share of that (every rank runs every step, and a job's saving is every rank's:
+    a step's wall time is one rank's)."""
+
+    steps: int | None
+    ranks: int = 1
+
+    def saved(self, seconds: float) -> str:
+        """``~2.34 ms``, ``~234 us a step`` or ``~117 us a step on each rank``."""
+        if not self.steps:
+            return f"~{format_time(seconds)}"
+        each = " on each rank" if self.ranks > 1 else ""
+        return f"~{format_time(seconds / self.steps / self.ranks)} a step{each}"
+
+
+def per_step(result: RunResult) -> PerStep:
+    """The steps the profiled region ran, the first included, where it found some, and the
+    job's ranks."""
     program = result.program
-    return program.steps.count if program and program.steps and program.steps.count else None
+    steps = program.steps.count if program and program.steps and program.steps.count else None
+    found = program.communication if program else None
+    return PerStep(steps, found.ranks if found and found.ranks > 1 else 1)
 
 
-def saved(seconds: float, steps: int | None) -> str:
-    """A saving over the profiled region, a step's share of it where the steps are known
-    (the region's GPU time is its steps', the first one's with them)."""
-    return f"~{format_time(seconds / steps)} a step" if steps else f"~{format_time(seconds)}"
-
-
-def fix_lines(rank: int, fix: ProgramFixResult, steps: int | None = None,
+def fix_lines(rank: int, fix: ProgramFixResult, per: PerStep = PerStep(None),
               program: ProgramTiming | None = None) -> list[str]:
     """A fix in two lines: what to change and its saving; its share and top source lines
     (for the program's time, what the trace timed of it)."""
-    first = f"{rank:>2}. {saving_words(fix, steps)}: {change_words(fix)}"
+    first = f"{rank:>2}. {saving_words(fix, per)}: {change_words(fix)}"
     if not fix.kernels and program is not None:      # for the program's time or its job's
         return [first, f"    {program_fix_words(fix, program)}"]
     lines = ", ".join(f"{line.line.split(' in ')[0]} {line.share:.1%}"
@@ -152,15 +172,15 @@ def fix_lines(rank: int, fix: ProgramFixResult, steps: int | None = None,
                    f"({fix.estimate}); {lines}"]
 
 
-def saving_words(fix: ProgramFixResult, steps: int | None) -> str:
+def saving_words(fix: ProgramFixResult, per: PerStep) -> str:
     """``saves ~2.34 ms (11.6%)``: over the region, or a step's share of it."""
-    amount = saving_amount(fix, steps)
+    amount = saving_amount(fix, per)
     return f"saves {amount}" if amount else "no saving estimated"
 
 
-def saving_amount(fix: ProgramFixResult, steps: int | None) -> str | None:
+def saving_amount(fix: ProgramFixResult, per: PerStep) -> str | None:
     """``~2.34 ms (11.6%)``, or ``~234 us a step (11.6%)``; None where none was estimated."""
-    return f"{saved(fix.saving_s, steps)} ({fix.saving_share:.1%})" if fix.saving_s else None
+    return f"{per.saved(fix.saving_s)} ({fix.saving_share:.1%})" if fix.saving_s else None
 
 
 def change_words(fix: ProgramFixResult) -> str:
@@ -172,21 +192,28 @@ def change_words(fix: ProgramFixResult) -> str:
 
 def program_fix_words(fix: ProgramFixResult, program: ProgramTiming) -> str:
     """What the trace timed of a fix for no kernels: the collectives' exposed time for a
-    communication fix, the host's launches for CUDA graphs."""
+    communication fix (and the host's once-a-step time for accumulation), the host's
+    launches for CUDA graphs."""
     found = program.communication
     if is_communication(fix) and found:
-        return exposed_words(found) + f" ({fix.estimate})"
+        host = (f"; its host {format_time(found.step_host_once_s)} a step outside forward "
+                f"and backward" if fix.estimate == Saving.EXPOSED_ONCE.value
+                and found.steps >= 2 and found.step_host_once_s else "")
+        return exposed_words(found) + f" ({fix.estimate})" + host
     return host_wait_words(program)
 
 
 def exposed_words(found: Communication) -> str:
-    """``exposed 538 us a step on the rank that waits least, of 4.41 ms of collectives``:
-    the time a communication fix's saving is a share of."""
+    """``exposed 538 us a step on the rank that waits least, of 4.41 ms of collectives a
+    step, their calls 1.2 ms``: the time a communication fix acts on (at most its calls'
+    own time)."""
     if found.steps >= 2:
         return (f"exposed {format_time(found.step_least_exposed_s)} a step on the rank that "
-                f"waits least, of {format_time(found.step_collective_s)} of collectives a step")
+                f"waits least, of {format_time(found.step_collective_s)} of collectives a "
+                f"step, their calls {format_time(found.counted_s / found.steps)}")
     return (f"exposed {format_time(found.least_exposed_s)} on the rank that waits least, of "
-            f"{format_time(found.collective_s)} of collectives")
+            f"{format_time(found.collective_s)} of collectives, their calls "
+            f"{format_time(found.counted_s)}")
 
 
 def host_wait_words(program: ProgramTiming) -> str:
@@ -207,7 +234,7 @@ def compile_lines(result: RunResult, fixes: list[ProgramFixResult]) -> list[str]
     found = result.program.communication if result.program else None
     share = f" ({estimate.saving_s / spent_s(found, region):.1%})" if region else ""
     return [f"    torch.compile makes fixes {', '.join(ranks)} at once: saves "
-            f"{saved(estimate.saving_s, steps_of(result))}{share} of them together"]
+            f"{per_step(result).saved(estimate.saving_s)}{share} of them together"]
 
 
 def is_communication(fix: ProgramFixResult) -> bool:
@@ -226,15 +253,20 @@ def communication_lines(fixes: list[ProgramFixResult]) -> list[str]:
 
 
 def summary_lines(result: RunResult, fixes: list[ProgramFixResult], width: int) -> list[str]:
-    """The summary as printed, each line cut to the width, at most MAX_LINES lines."""
-    lines = [*header_lines(result), *timing_lines(result.program, width),
-             *kind_lines(result, width)]
-    for rank, fix in enumerate(fixes[:MAX_FIXES], 1):
-        lines += fix_lines(rank, fix, steps_of(result), result.program)
-    if len(fixes) > MAX_FIXES:
-        rest = sum(f.share for f in fixes[MAX_FIXES:])
-        lines.append(f"    and {len(fixes) - MAX_FIXES} more fixes over {rest:.1%} of GPU time")
-    lines += compile_lines(result, fixes) + communication_lines(fixes[:MAX_FIXES])
+    """The summary as printed, each line cut to the width, in at most MAX_LINES lines: as
+    many fixes as fit (MAX_FIXES at most) above the lines that count the rest and say which
+    of them torch.compile makes at once and which save from one exposed time."""
+    head = [*header_lines(result), *timing_lines(result.program, width),
+            *kind_lines(result, width)]
+    for shown in range(min(MAX_FIXES, len(fixes)), -1, -1):
+        lines = head + [line for rank, fix in enumerate(fixes[:shown], 1)
+                        for line in fix_lines(rank, fix, per_step(result), result.program)]
+        if len(fixes) > shown:
+            rest = sum(f.share for f in fixes[shown:])
+            lines.append(f"    and {len(fixes) - shown} more fixes over {rest:.1%} of GPU time")
+        lines += compile_lines(result, fixes[:shown]) + communication_lines(fixes[:shown])
+        if len(lines) <= MAX_LINES:
+            break
     return [fit(line, width) for line in lines][:MAX_LINES]
 
 

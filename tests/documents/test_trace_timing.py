@@ -308,3 +308,28 @@ def test_a_ddp_jobs_collectives_a_step_are_what_its_steps_after_the_first_hold()
     assert found.step_exposed_s == pytest.approx(sum(exposed) / 2 * 1e-6, rel=0.1)
     assert found.step_kernels_s == pytest.approx(sum(own) / 2 * 1e-6, rel=0.1)
     assert found.step_exposed_s * 12 < found.exposed_s / 2
+
+
+def _operator(start: float, end: float, numbered: bool = True) -> dict:
+    args = {"Sequence number": int(start)} if numbered else {}
+    return {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": start, "dur": end - start,
+            "pid": 1, "tid": 1, "args": args}
+
+
+def test_the_hosts_time_once_a_step_is_what_lies_outside_its_forward_and_backward():
+    """By hand, three steps of 100 us, the first left out. Step 2: autograd's operators
+    from 110 to 150 us (forward and backward), its DataLoader's batches at 102-108 (outside
+    them, a micro-batch's work) and 125-128 (inside): 100 - 40 - 6 = 54 us once. Step 3:
+    from 230 to an operator that runs past the step's end at 300 (cut there), an
+    unnumbered one (the optimizer's, under no_grad) among them: 100 - 70 = 30 us. The mean,
+    42 us; nothing where no step after the first holds a numbered operator."""
+    from rooflint.formats.trace_timing import once_a_step
+    events = [_operator(20, 60), _operator(110, 120), _operator(130, 150),
+              annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 102, 108),
+              annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 125, 128),
+              _operator(160, 190, numbered=False), _operator(230, 240), _operator(290, 310),
+              _operator(250, 280, numbered=False)]
+    steps = [(0.0, 100.0), (100.0, 200.0), (200.0, 300.0)]
+    assert once_a_step(events, steps) == pytest.approx(42.0)
+    assert once_a_step([e for e in events if e["ts"] < 100], steps) == 0.0
+    assert once_a_step(events, steps[:1]) == 0.0

@@ -28,6 +28,21 @@ def test_the_summary_fits_its_lines_and_columns(path, width):
     assert all(len(line) <= width and line.isprintable() for line in lines)
 
 
+def test_a_long_summary_shows_fewer_fixes_rather_than_cut_its_last_lines():
+    """The FSDP2 job at 100 columns: its timing line wraps to four, and ten fixes would
+    make 30 lines, one more than the room `show` leaves above the top kernels; the summary
+    shows nine, counts the tenth, and keeps the lines that say which fixes torch.compile
+    makes at once and which save from one exposed time."""
+    result = read_result(REPO / "examples" / "profile" / "h200x2-profile-fsdp.json")
+    wide, narrow = (summary_lines(result, fixes_of(result), w) for w in (400, 100))
+    assert sum(line[:3].strip().rstrip(".").isdigit() for line in wide) == 10
+    assert sum(line[:3].strip().rstrip(".").isdigit() for line in narrow) == 9
+    assert len(narrow) == MAX_LINES
+    assert narrow[-3].startswith("    and 1 more fixes over ")
+    assert narrow[-2].startswith("    torch.compile makes fixes ")
+    assert narrow[-1].endswith("their savings do not add up")
+
+
 def test_the_eager_step_s_summary_leads_with_its_unfused_work():
     result = read_result(REPO / "examples" / "profile" / "h200-profile-train-eager.json")
     lines = summary_lines(result, fixes_of(result), 140)
@@ -103,7 +118,8 @@ def test_a_jobs_collectives_are_its_communication_not_kernels_left_unprofiled():
     """The wide DDP job on two H200s: its NCCL kernels (timed from the trace, never
     profiled) are 61 % of its GPU time, said as communication; what is left unprofiled is
     the rest, 4 %; the kinds and the rest add up to the whole. Its communication fixes say
-    the exposed time they are shares of."""
+    the exposed time they act on, and the calls' own time that bounds it (the document's
+    stored estimate kept)."""
     import re
     result = read_result(REPO / "examples" / "profile" / "h200x2-profile-ddp-nccl-wide.json")
     lines = summary_lines(result, fixes_of(result), 400)
@@ -113,8 +129,8 @@ def test_a_jobs_collectives_are_its_communication_not_kernels_left_unprofiled():
     assert sum(int(p) for p in re.findall(r"(\d+)%", kinds)) in range(98, 103)
     fix = lines.index(next(line for line in lines if "accumulate the gradients" in line))
     assert lines[fix + 1].strip() == ("exposed 7.28 ms a step on the rank that waits least, of "
-                                      "14.7 ms of collectives a step (exposed and optimizer, "
-                                      "once a batch)")
+                                      "14.7 ms of collectives a step, their calls 17.2 ms "
+                                      "(exposed and optimizer, once a batch)")
 
 
 def test_a_jobs_communication_fixes_are_said_not_to_add_up():
