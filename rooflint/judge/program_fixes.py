@@ -37,8 +37,9 @@ job view's straggler line names, and no communication setting saves. Where the r
 turns being late, the rank that waits least waits too, so it is taken at most at the
 collectives' own time (each call the shortest of its ranks' kernels): an FSDP2 job on two
 H200s, its steps bound by their hosts, exposed 22.9 ms a step on the rank that waits
-least, where its calls took 0.84 ms; its two fixes, offered at 35.2 and 8.85 ms a step
-on the whole exposed time, bought 5.5 and 1.7 ms (benchmarks/results/h200x2/fsdp-fixes.json).
+least, where its calls took 0.84 ms; its two fixes, offered at 17.6 and 4.4 ms a step on
+each rank on the whole exposed time, bought 5.5 and 1.7 ms
+(benchmarks/results/h200x2/fsdp-fixes.json).
 A fix that names its collectives acts on their share of the collectives' time. Of it:
 
 - exposed: all of it, overlapped with compute (prefetching a sharded model's all-gathers),
