@@ -128,6 +128,11 @@ def checked_trace(path: Path, text: str) -> dict:
         raise RooflintError(f"{path}: not JSON, so not a PyTorch profiler trace") from None
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         raise RooflintError(f"{path}: JSON, but not a PyTorch profiler trace (no traceEvents)")
+    for i, event in enumerate(trace["traceEvents"]):      # what every reader of it assumes
+        if not isinstance(event, dict) or not isinstance(event.get("args", {}), dict):
+            what = f"args {str(event['args'])[:40]!r}" if isinstance(event, dict) \
+                else f"{str(event)[:40]!r}"
+            raise RooflintError(f"{path}: traceEvents[{i}] is {what}, not an object")
     kernels = [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("cat") == KERNEL
                and isinstance(e.get("args"), dict) and "grid" in e["args"]]
     if not kernels:

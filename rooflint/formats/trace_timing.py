@@ -171,6 +171,7 @@ class _Region:
     region: Span
     steps: list[Span]
     process_steps: dict[Any, list[Span]]
+    processes: dict[Any, list[dict]]          # each process's events (_by_process)
 
     @classmethod
     def of(cls, trace: dict[str, Any]) -> _Region | None:
@@ -181,9 +182,10 @@ class _Region:
         copies = union([_span(e) for e in events if e.get("cat") in COPIES])
         whole = union([*kernels, *copies])
         region = (whole[0][0], whole[-1][1])
-        steps = {process: step_spans(mine, region)
-                 for process, mine in _by_process(events).items()}
-        return cls(events, kernels, copies, region, next(iter(steps.values())), steps)
+        processes = _by_process(events)
+        steps = {process: step_spans(mine, region) for process, mine in processes.items()}
+        return cls(events, kernels, copies, region, next(iter(steps.values())), steps,
+                   processes)
 
 
 def _by_process(events: list[dict]) -> dict[Any, list[dict]]:
@@ -225,15 +227,18 @@ def _timing(found: _Region) -> ProgramTiming:
     return ProgramTiming(wall_s=(measured[1] - measured[0]) * 1e-6,
                          busy_s=overlap(kernels, measured) * 1e-6, idle=idle,
                          steps=_steps_of([end - start for start, end in spans]) if spans else None,
-                         communication=communication(events, found.process_steps))
+                         communication=communication(events, found.process_steps,
+                                                     found.processes))
 
 
-def communication(events: list[dict], steps: dict[Any, list[Span]] | None = None
-                  ) -> Communication | None:
+def communication(events: list[dict], steps: dict[Any, list[Span]] | None = None,
+                  processes: dict[Any, list[dict]] | None = None) -> Communication | None:
     """The collectives' time and its exposed part (Communication), each rank's kernels
     apart: a rank is a process (CUPTI's records and merged traces name it) on a GPU; per
     step over its process's ``steps`` after the first (step_spans), else the rank's
-    kernel_steps; None where no collective ran."""
+    kernel_steps, and the host's time once a step of the rank that waits least from its
+    process's events (``processes``: _by_process's, read again where not given); None where
+    no collective ran."""
     ranks: dict[tuple[Any, Any], list[dict]] = {}
     for event in events:
         if event.get("cat") == "kernel":
@@ -252,7 +257,8 @@ def communication(events: list[dict], steps: dict[Any, list[Span]] | None = None
     least = min(range(n), key=lambda i: found[i][2][1] / (found[i][1] - 1)) if every else None
     if least is not None:
         process = list(ranks)[least][0]
-        host_once = once_a_step(_by_process(events).get(process, []), steps.get(process, []))
+        host_once = once_a_step((processes or _by_process(events)).get(process, []),
+                                steps.get(process, []))
     return Communication(
         collective_s=sum(whole[0] for whole, _, _ in found) * 1e-6 / n,
         exposed_s=sum(whole[1] for whole, _, _ in found) * 1e-6 / n, ranks=n,
@@ -274,7 +280,7 @@ def once_a_step(events: list[dict], steps: list[Span]) -> float:
     to the end of its last (the backward's), less its DataLoader's batches outside that
     span; 0 where no step after the first holds a numbered operator."""
     numbered = sorted(_span(e) for e in events if e.get("cat") == "cpu_op"
-                      and isinstance(e.get("args"), dict) and SEQUENCE_NUMBER in e["args"])
+                      and SEQUENCE_NUMBER in (e.get("args") or {}))
     loading = union(_span(e) for e in events if e.get("cat") == "user_annotation"
                     and DATA_LOADER.match(e["name"]))
     starts = [start for start, _ in numbered]

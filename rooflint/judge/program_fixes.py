@@ -347,11 +347,12 @@ def communication_fixes(found: Communication, collectives: Placement | None,
     transferred = min(exposed, found.counted_s) * found.ranks
     fixes = []
     for fix in (f for f in PROGRAM_FIXES if f.saving in COMMUNICATION):
-        share = acted_share(fix, collectives)
+        named = named_collectives(fix, collectives)
+        share = acted_share(fix, named, collectives)
         if share is None:
             continue
         subject = transferred * share
-        saved = subject * communication_factor(fix, named_collectives(fix, collectives))
+        saved = subject * communication_factor(fix, named)
         if fix.saving is Saving.EXPOSED:
             saved = min(saved, max(region_s - found.counted_s * found.ranks, 0.0))
         if fix.saving is Saving.EXPOSED_ONCE:
@@ -371,8 +372,9 @@ def host_once_s(found: Communication) -> float:
     return found.step_host_once_s * found.steps * found.ranks if found.steps >= 2 else 0.0
 
 
-def acted_share(fix: ProgramFix, collectives: Placement | None) -> float | None:
-    """The share of the job's collective time a fix acts on: its named collectives' (every
+def acted_share(fix: ProgramFix, named: list[PlacedCollective], collectives: Placement | None
+                ) -> float | None:
+    """The share of the job's collective time a fix acts on: its ``named`` collectives' (every
     one where it names none); None where it is not for this job: it names some, and they
     hold no more than half the job's collective time, or its collectives are unknown.
     Accumulation is for any job, and acts on its gradients' reductions alone (a sharded
@@ -383,7 +385,7 @@ def acted_share(fix: ProgramFix, collectives: Placement | None) -> float | None:
     total = sum(c.seconds for c in collectives.collectives) if collectives else 0.0
     if not total:
         return 1.0 if fix.saving is Saving.EXPOSED_ONCE else None
-    share = sum(c.seconds for c in named_collectives(fix, collectives)) / total
+    share = sum(c.seconds for c in named) / total
     return share if fix.saving is Saving.EXPOSED_ONCE or share > 0.5 else None
 
 

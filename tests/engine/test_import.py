@@ -180,6 +180,13 @@ def test_gpu_judges_against_another_spec(files):
      "has args.rooflint_call_us 'abc', not a number"),
     (b'{"traceEvents": [{"cat": "kernel", "name": "k", "ts": true, "dur": 2, "args": '
      b'{"grid": [1, 1, 1]}}]}', "has ts 'True', not a number"),
+    # an operator's arguments, or an event, that is not an object (every reader of a
+    # trace reads them as one: an internal error before)
+    (b'{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": '
+     b'{"grid": [1, 1, 1]}}, {"cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 5, '
+     b'"args": 5}]}', "traceEvents[1] is args '5', not an object"),
+    (b'{"traceEvents": [{"cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": '
+     b'{"grid": [1, 1, 1]}}, 7]}', "traceEvents[1] is '7', not an object"),
 ])
 def test_a_file_that_is_neither_is_named(tmp_path, content, said):
     bad = tmp_path / "what.csv"
