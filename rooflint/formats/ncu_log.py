@@ -74,5 +74,35 @@ def parse_rows(text: str) -> list[dict[str, float | str]]:
             for row in rows if row.get(ID) not in (None, "")]
 
 
+def joined(texts: list[str]) -> str:
+    """Several raw pages of one metric list (pass 2 attached to each rank of a job) as one:
+    the first whole, the others' launch rows after it, numbered on from its last ``ID``
+    (each session numbers its launches from 0) and laid out by its header; "" for none."""
+    if len(texts) <= 1:
+        return texts[0] if texts else ""
+    (header, first), *others = [_table(text) for text in texts]
+    after = max((int(row[ID]) for row in first if row[ID].isdigit()), default=-1) + 1
+    out = io.StringIO()
+    writer = csv.DictWriter(out, header, quoting=csv.QUOTE_ALL, lineterminator="\n",
+                            extrasaction="ignore")
+    for _, rows in others:
+        for row in rows:
+            if row[ID].isdigit():
+                writer.writerow({**row, ID: str(after)})
+                after += 1
+    return texts[0].rstrip("\n") + "\n" + out.getvalue()
+
+
+def _table(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    """A raw page's header and rows as text (its unit row among them)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(f'"{ID}"')), None)
+    if start is None:
+        return [], []
+    reader = csv.DictReader(io.StringIO("\n".join(lines[start:])))
+    rows = list(reader)
+    return list(reader.fieldnames or []), rows
+
+
 def _scaled(value: float | str, scale: float) -> float | str:
     return value * scale if isinstance(value, float) and scale != 1.0 else value

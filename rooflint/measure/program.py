@@ -24,7 +24,8 @@ demangled name, two ``extern "C"`` kernels are one, H100.)
 
 Pass 2's program is started while pass 1 runs and waits for pass 2 to attach to it, when
 that is sound (early_start.py), a Python program with TorchDynamo imported with its torch
-(early_command); else pass 1 is taken again, alone, before an ordinary pass 2. Each pass
+(early_command); else pass 1 is taken again, alone, before an ordinary pass 2. So is a
+``torchrun --standalone`` job's, each rank waiting under its own ncu (_early_job). Each pass
 runs through pass_runner.py (progress, failures, the Pass it gives back).
 """
 
@@ -35,6 +36,7 @@ import re
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -45,13 +47,15 @@ from rooflint.measure import nccl_logs, ncu
 from rooflint.measure.kernel_trace import (NCCL_FOLDER, RECORDS_FOLDER, KernelTraceUnavailable,
                                           has_records, kernel_trace_pass, recorded_pass,
                                           recorder_if_built)
-from rooflint.measure.early_start import PORTS, Waiting, alone, started_early, stop
+from rooflint.measure.early_start import (PORTS, Waiting, alone, job_alone, started_early,
+                                         started_early_job, stop)
 from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, PID, RECORDER,
                                              STARTING_IMPORTS)
 from rooflint.measure.pass_runner import (NotAttachable, NothingProfiled, Pass, PassProgress,
                                           PassTooLong, Stopped, Timer,
-                                          command_failed, output_of, program_tail,
-                                          run_ncu)
+                                          command_failed, ncu_executable, output_of,
+                                          processes_in, program_tail, run_ncu)
+from rooflint.formats.ncu_log import joined
 from rooflint.formats.ranks import merged
 from rooflint.formats.trace_events import LINE_RANGE
 
@@ -101,8 +105,9 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     """Pass 1, then pass 2 on the kernels ``plan`` chooses from it,
     pass 2's program started early when that is sound (see early_start.py). A
     pass 2 that fails or is interrupted is a Pass that says why (see _second): what pass 1
-    measured is kept. A launcher's program (starts_its_program) is not started early: only
-    the launcher would wait, and its ranks would run beside pass 1."""
+    measured is kept. A launcher's program (starts_its_program) is started early only as
+    torchrun's job whose ranks each wait under their own ncu (_early_job): under one ncu
+    only the launcher would wait, and its ranks would run beside pass 1."""
     if not starts_its_program(command):
         with started_early(early_command(command)) as waiting:
             first = timing_pass(command, filters, logs, say)
@@ -116,12 +121,37 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
             stop(waiting.process)
         say("pass 1 again, alone: this program's kernels do not all run in its own process, "
             "so its early-started second run may have overlapped the first")
+    job = TorchrunCommand.of(command) if starts_its_program(command) else None
+    ranks = job.ranks_here if job else None
+    if job and ranks:
+        return _early_job(command, job, ranks, filters, logs, plan, say)
     first = every_process_pass(command, filters, logs, say)
-    choice = plan(first)
+    return first, _ordinary_second(command, first, plan(first), logs, say)
+
+
+def _ordinary_second(command: list[str], first: Pass, choice: Choice, logs: Path | None,
+                     say: Callable[[str], None]) -> Pass:
+    """Pass 2 as a run of its own, under ncu from its start."""
     if not choice.patterns:
-        return first, Pass("", 0.0)
-    return first, _second(lambda: counter_pass(command, choice, logs,
-                                                pass_two_progress(first, say)))
+        return Pass("", 0.0)
+    return _second(lambda: counter_pass(command, choice, logs, pass_two_progress(first, say)))
+
+
+def _early_job(command: list[str], job: TorchrunCommand, ranks: int, filters: Filters,
+               logs: Path | None, plan: Callable[[Pass], Choice], say: Callable[[str], None]
+               ) -> tuple[Pass, Pass]:
+    """Pass 1 of torchrun's job while its pass 2 starts, each rank waiting under its own
+    ncu (early_start.started_early_job); where pass 1 did not see as many processes as
+    ranks wait, or a rank never said it waits, the early job is stopped and pass 2 runs on
+    its own (nothing of it ran on the GPU: a rank waits at its first CUDA call)."""
+    with started_early_job(lambda port: ranks_waiting_for_ncu(job, port), ranks) as waiting:
+        first = every_process_pass(command, filters, logs, say)
+        choice = plan(first)
+        if job_alone(waiting, first) and choice.patterns:
+            return first, _second(lambda: _attach_ranks(waiting, command, first, choice, logs,
+                                                        say), attached=True)
+        stop(waiting.process)
+    return first, _ordinary_second(command, first, choice, logs, say)
 
 
 def pass_two_progress(first: Pass, say: Callable[[str], None]) -> PassProgress:
@@ -218,36 +248,82 @@ TORCHRUN_MODULE = frozenset({"-m", "--module"})
 TORCHRUN_NOT_PYTHON = frozenset({"--no-python", "--no_python", "--run-path", "--run_path"})
 
 
+@dataclass
+class TorchrunCommand:
+    """torchrun's command (or ``python -m torch.distributed.run``'s), read for running each
+    rank through rooflint's own command: the launcher, its options as given (but ``-m``),
+    the interpreter it runs its ranks under, and the script (or module) with its
+    arguments."""
+
+    launcher: list[str]
+    options: list[str]
+    python: list[str]
+    module: bool
+    script: list[str]
+
+    @classmethod
+    def of(cls, command: list[str]) -> TorchrunCommand | None:
+        """None for any other launcher, for a training script that is not a Python file or
+        module run as ``python`` would, or where the interpreter torchrun runs is not
+        known."""
+        if Path(command[0]).name == "torchrun":
+            launcher, rest, python = command[:1], command[1:], interpreter_of(command[0])
+        elif is_python(command) and command[1] == "-m" and LAUNCHER_MODULE.fullmatch(command[2]):
+            launcher, rest, python = command[:3], command[3:], [command[0]]
+        else:
+            return None
+        options, module, i = [], False, 0
+        while i < len(rest) and rest[i].startswith("-"):
+            flag = rest[i].split("=", 1)[0]
+            if flag in TORCHRUN_NOT_PYTHON:
+                return None
+            if flag in TORCHRUN_MODULE:
+                module = True
+            else:
+                takes = flag not in TORCHRUN_FLAGS and "=" not in rest[i]
+                options += rest[i:i + 1 + takes]
+                i += takes
+            i += 1
+        script = rest[i:]
+        if python is None or not script or not (module or script[0].endswith(".py")):
+            return None
+        return cls(launcher, options, python, module, script)
+
+    def each_rank(self, *runner: str) -> list[str]:
+        """The launcher's command with each rank's command ``RUNNER... -- SCRIPT ARGS``."""
+        return [*self.launcher, *self.options, "--no-python", *runner, "--",
+                *(["-m"] if self.module else []), *self.script]
+
+    @property
+    def ranks_here(self) -> int | None:
+        """How many ranks it starts on this host, where its options say so in a number and
+        its rendezvous is on a port of its own (``--standalone``: one host, a free port,
+        so a second run of the job beside the first cannot meet it); else None."""
+        if "--standalone" not in self.options:
+            return None
+        for i, option in enumerate(self.options):
+            flag, _, value = option.partition("=")
+            if flag in ("--nproc_per_node", "--nproc-per-node"):
+                value = value or (self.options[i + 1] if i + 1 < len(self.options) else "")
+                return int(value) if value.isdigit() and int(value) > 0 else None
+        return 1
+
+
 def ranks_through_bootstrap(command: list[str], trace: str) -> list[str] | None:
     """torchrun's command (or ``python -m torch.distributed.run``'s) with each rank run
     through the bootstrap under PyTorch's profiler, writing its trace to ``trace`` (its pid
     for trace_bootstrap.PID): ``torchrun OPTIONS --no-python PYTHON BOOTSTRAP TRACE ... --
-    SCRIPT ARGS``. None for any other launcher, for a training script that is not a
-    Python file or module run as ``python`` would, or where the interpreter torchrun runs
-    is not known."""
-    if Path(command[0]).name == "torchrun":
-        launcher, rest, python = command[:1], command[1:], interpreter_of(command[0])
-    elif is_python(command) and command[1] == "-m" and LAUNCHER_MODULE.fullmatch(command[2]):
-        launcher, rest, python = command[:3], command[3:], [command[0]]
-    else:
-        return None
-    options, module, i = [], False, 0
-    while i < len(rest) and rest[i].startswith("-"):
-        flag = rest[i].split("=", 1)[0]
-        if flag in TORCHRUN_NOT_PYTHON:
-            return None
-        if flag in TORCHRUN_MODULE:
-            module = True
-        else:
-            takes = flag not in TORCHRUN_FLAGS and "=" not in rest[i]
-            options += rest[i:i + 1 + takes]
-            i += takes
-        i += 1
-    script = rest[i:]
-    if python is None or not script or not (module or script[0].endswith(".py")):
-        return None
-    return [*launcher, *options, "--no-python", *python, str(BOOTSTRAP), trace, LINE_RANGE,
-            "--", *(["-m"] if module else []), *script]
+    SCRIPT ARGS``. None where TorchrunCommand cannot read it."""
+    job = TorchrunCommand.of(command)
+    return job.each_rank(*job.python, str(BOOTSTRAP), trace, LINE_RANGE) if job else None
+
+
+def ranks_waiting_for_ncu(job: TorchrunCommand, port: int) -> list[str]:
+    """The job with each rank under its own ``ncu --mode launch`` (rank_launch.py, from
+    ``port``), running the rank's script through the bootstrap's pass 2 (which imports
+    TorchDynamo while pass 1 runs, as early_command does)."""
+    return job.each_rank(*job.python, str(RANK_LAUNCH), str(port), str(PORTS),
+                         ncu_executable(), "--", *job.python, str(BOOTSTRAP), PASS_TWO)
 
 
 def interpreter_of(launcher: str) -> list[str] | None:
@@ -333,6 +409,7 @@ def is_python(command: list[str]) -> bool:
 
 
 BOOTSTRAP = Path(__file__).with_name("trace_bootstrap.py")
+RANK_LAUNCH = Path(__file__).with_name("rank_launch.py")
 
 
 def early_command(command: list[str]) -> list[str]:
@@ -488,24 +565,74 @@ ATTACH_AGAIN_S = 0.25
 def _attach(waiting: Waiting, choice: Choice,
             logs: Path | None, say: Callable[[str], None]) -> Pass:
     """counter_pass's selection, profiled by attaching to the waiting program, which then
-    runs to its end; attached again while the program runs but cannot be attached yet."""
-    args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(waiting.port),
+    runs to its end."""
+    began = time.perf_counter()
+    attached = _attached(waiting, waiting.port, choice, logs, PassProgress("pass 2", say))
+    return Pass(attached.log, time.perf_counter() - began, attached=True)
+
+
+def _attached(waiting: Waiting, port: int, choice: Choice, logs: Path | None,
+              progress: PassProgress, log: str = COUNTERS_LOG) -> Pass:
+    """counter_pass's selection, profiled by attaching to the process waiting on ``port``;
+    attached again while the program runs but cannot be attached yet."""
+    args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(port),
             "--max-connections", str(PORTS), *ncu.BASE_OPTIONS,
             "--cache-control", "all", "--metrics", ",".join(choice.metrics),
             *choice.selection]
-    began, progress, said_why = time.perf_counter(), PassProgress("pass 2", say), False
+    said_why = False
     while True:
         try:
-            attached = run_ncu(args, [], logs, COUNTERS_LOG, progress,
-                               program_output=waiting.output, program=waiting.process)
-            return Pass(attached.log, time.perf_counter() - began, attached=True)
+            return run_ncu(args, [], logs, log, progress,
+                           program_output=waiting.output, program=waiting.process)
         except NotAttachable:
             _still_running(waiting)
         if not said_why:
-            say("pass 2: waiting for the program to reach its first CUDA call")
+            progress.say(f"{progress.step}: waiting for the program to reach its first CUDA "
+                         f"call")
             said_why = True
         time.sleep(ATTACH_AGAIN_S)
         progress.tick()
+
+
+def _attach_ranks(waiting: Waiting, command: list[str], first: Pass, choice: Choice,
+                  logs: Path | None, say: Callable[[str], None]) -> Pass:
+    """counter_pass's selection in an early-started job: every rank attached at once (each
+    waits for its peers' collectives), the choice's GPUs profiled, the others' ranks let
+    run; their logs joined. Where none profiled a launch on those GPUs, pass 2 runs again
+    on every GPU, as counter_pass does. The job is stopped where any attach fails."""
+    began, progress = time.perf_counter(), pass_two_progress(first, say)
+    quiet = PassProgress("pass 2", lambda _: None, limit_s=progress.limit_s, over=progress.over)
+    with ThreadPoolExecutor(waiting.ranks) as pool:
+        runs = [pool.submit(_rank_log, waiting, port, choice, rank,
+                            progress if rank == 0 else quiet)
+                for rank, port in enumerate(waiting.ports)]
+        try:
+            texts = [run.result() for run in runs]
+        except BaseException:
+            stop(waiting.process)
+            raise
+    text = joined([t for t in texts if t])
+    if not text:
+        if not choice.devices:
+            raise NothingProfiled(f"{' '.join(command)} launched no CUDA kernel that ncu "
+                                  f"saw; check --nvtx and --kernel")
+        progress.say(f"pass 2: Nsight Compute profiled no launch on GPU "
+                     f"{', '.join(map(str, choice.devices))}: again, on every GPU")
+        return counter_pass(command, replace(choice, devices=()), logs, progress)
+    if logs:
+        (logs / COUNTERS_LOG).write_text(text)
+    return Pass(text, time.perf_counter() - began, attached=True,
+                processes=processes_in(ncu.parse_rows(text)))
+
+
+def _rank_log(waiting: Waiting, port: int, choice: Choice, rank: int,
+              progress: PassProgress) -> str:
+    """One rank's log of pass 2 ("" where it profiled nothing: its GPU is not chosen)."""
+    try:
+        return _attached(waiting, port, choice, None, progress,
+                         f"{Path(COUNTERS_LOG).stem}.rank{rank}.csv").log
+    except NothingProfiled:
+        return ""
 
 
 def _still_running(waiting: Waiting) -> None:

@@ -1,8 +1,9 @@
 """On a host of two GPUs or more (`pytest -m gpu`): `rooflint profile -- torchrun ...` of
 the sharded job (examples/apps/fsdp_train.py, FSDP2 over NCCL, two ranks), end to end:
-one document for the job and one a rank, every rank's kernels, its collectives placed
-from NCCL's log, and its accumulation fix read from the host's once-a-step time, at most
-what the steps hold. Skipped with one GPU, or without PyTorch or torchrun."""
+its pass 2 started early, one document for the job and one a rank, every rank's kernels,
+its collectives placed from NCCL's log, and its accumulation fix read from the host's
+once-a-step time, at most what the steps hold. Skipped with one GPU, or without PyTorch
+or torchrun."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def test_a_sharded_jobs_profile_holds_every_rank_and_its_once_a_step_host_time(t
     assert done.returncode == 0, done.stderr[-3000:]
     job = json.loads(out.read_text())
     ranks = [json.loads(out.with_name(f"job.rank{r}.json").read_text()) for r in (0, 1)]
+    # torchrun --standalone: its pass 2 waited, rank by rank, while pass 1 ran
+    assert job["settings"]["pass2_started_early"] is True
     found = job["program"]["communication"]
     assert found["ranks"] == 2 and found["steps"] >= 4
     # the host's time outside forward and backward: some of each step, never all of it

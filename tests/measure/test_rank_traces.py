@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from edges import REPO
+from fake_torchrun import stand_in_torchrun
 from rooflint.engine.program import rank_kernels, timed_kernels
 from rooflint.formats.ranks import PROCESS_KEY, RANK_VARIABLES, merged, ranks_of
 from rooflint.formats.trace_events import LINE_RANGE, launches
@@ -118,37 +119,9 @@ def test_a_launchers_pass_1_is_its_ranks_traces_where_they_were_written(monkeypa
                                       print) is recorded
 
 
-FAKE_TORCHRUN = '''#!{python}
-"""torchrun's stand-in: each of two "ranks" writes the trace its bootstrap would have
-written (a kernel and its launch), where the command names it; FAKE_RANKS=none writes
-none, FAKE_RANKS=fail exits 1."""
-import json, os, sys
-args = sys.argv[1:]
-assert "--no-python" in args, args
-if os.environ.get("FAKE_RANKS") == "fail":
-    sys.exit(1)
-boot = next(i for i, a in enumerate(args) if a.endswith("trace_bootstrap.py"))
-pattern = args[boot + 1]
-assert args[boot + 3] == "--" and args[boot + 4] == "t.py"
-if os.environ.get("FAKE_RANKS") != "none":
-    for rank, pid in ((0, 101), (1, 102)):
-        events = [{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid,
-                    "tid": 1, "ts": 10.0, "dur": 2.0, "args": {{"correlation": 7}}}},
-                   {{"ph": "X", "cat": "kernel", "name": "k", "pid": rank, "tid": 7,
-                    "ts": 20.0, "dur": 5.0, "args": {{"correlation": 7, "device": rank,
-                    "grid": [1, 1, 1], "block": [32, 1, 1]}}}}]
-        with open(pattern.replace("%p", str(pid)), "w") as f:
-            json.dump({{"traceEvents": events, "rooflint_process": {{"pid": pid, "rank": rank,
-                       "host": "node-a"}}}}, f)
-'''
-
-
 @pytest.fixture
 def fake_torchrun(tmp_path, monkeypatch):
-    launcher = tmp_path / "bin" / "torchrun"
-    launcher.parent.mkdir()
-    launcher.write_text(FAKE_TORCHRUN.format(python=sys.executable))
-    launcher.chmod(0o755)
+    launcher = stand_in_torchrun(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{launcher.parent}:/usr/bin:/bin")
     return launcher
 
