@@ -76,7 +76,8 @@ from rooflint.formats.results import FamilyResult, KernelShare, RunResult, Varia
 from rooflint.formats.settings import DEFAULT_COVERAGE, Settings
 from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Launch, Unrecorded, unrecorded
-from rooflint.formats.trace_events import launches as trace_launches, peak_reserved_bytes
+from rooflint.formats.trace_events import launch_count, launches as trace_launches
+from rooflint.formats.trace_events import peak_reserved_bytes
 from rooflint.formats.trace_events import libraries, union_unless_any
 from rooflint.formats.trace_timing import ProgramTiming, timing_and_second_step
 
@@ -241,18 +242,16 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     logs = logs_folder(Path(options.logs)) if options.logs else None
     say(pass1_words(options.command))
 
-    timed: dict[int, PassOne] = {}                             # parsed once per pass
-    ranks_timed: dict[int, list[tuple[RankInfo, PassOne]]] = {}      # each rank's, once
+    read: dict[int, tuple[PassOne, list[tuple[RankInfo, PassOne]]]] = {}  # once per pass
 
     def kernels_of(first: Pass) -> PassOne:
-        if id(first) not in timed:
-            timed[id(first)] = timed_kernels(first, filters)
-        return timed[id(first)]
+        if id(first) not in read:
+            read[id(first)] = pass_one(first, filters)
+        return read[id(first)][0]
 
     def ranks_of_pass(first: Pass) -> list[tuple[RankInfo, PassOne]]:
-        if id(first) not in ranks_timed:
-            ranks_timed[id(first)] = rank_kernels(first, filters) if first.processes > 1 else []
-        return ranks_timed[id(first)]
+        kernels_of(first)
+        return read[id(first)][1]
 
     planned: list[Choice] = []                                   # the last is pass 2's
     cache = CounterCache.default() if options.counter_cache else None
@@ -382,15 +381,6 @@ def calls_of_one(calls: list[NcclCall] | None, trace: dict) -> list[NcclCall] | 
     named = ranks_of(trace)
     processes = {named[0].process} if named else {c.process for c in calls}
     return [c for c in calls if c.process in processes] if len(processes) == 1 else []
-
-
-def rank_kernels(first: Pass, filters: Filters) -> list[tuple[RankInfo, PassOne]]:
-    """Each process's own kernels, where pass 1 saw kernels of several (a launcher's
-    ranks), as pass 1 of that process alone would have found them, its collectives at
-    their calls' own time (with_calls_own_time: the job's ranks are needed to tell it)."""
-    trace = with_calls_own_time(first.trace or {})
-    return [(rank, traced_kernels(trace_of(trace, rank), filters, first.timer.words))
-            for rank in ranks_of(trace)]
 
 
 @dataclass
@@ -614,21 +604,34 @@ class PassOne:
     launches: list[Launch] = field(default_factory=list)
 
 
-def timed_kernels(first: Pass, filters: Filters) -> PassOne:
+def pass_one(first: Pass, filters: Filters) -> tuple[PassOne, list[tuple[RankInfo, PassOne]]]:
     """Pass 1's kernels, from whichever timer took them, less autotuners' trials (see
     autotuning.without_autotuning), a job's collectives at their calls' own time (see
-    collectives.with_calls_own_time)."""
-    if first.timer.traced:
-        return traced_kernels(with_calls_own_time(first.trace or {}), filters,
-                              first.timer.words)
-    return ncu_timed_kernels(parse_rows(first.log))
+    collectives.with_calls_own_time: the job's ranks are needed to tell it); and, where it
+    saw kernels of several processes (a launcher's ranks), each process's own, as pass 1 of
+    that process alone would have found them. Each rank's launches are read from its own
+    events, once, and the job's are theirs together (a launch is placed within its own
+    process: trace_events.launches), unless some kernel belongs to no rank."""
+    if not first.timer.traced:
+        return ncu_timed_kernels(parse_rows(first.log)), []
+    trace, words = with_calls_own_time(first.trace or {}), first.timer.words
+    ranks = [(rank, trace_of(trace, rank)) for rank in ranks_of(trace)] \
+        if first.processes > 1 else []
+    found = [(rank, mine, trace_launches(mine)) for rank, mine in ranks]
+    every = sorted((x for _, _, theirs in found for x in theirs), key=lambda x: x.start_us)
+    job = traced_kernels(trace, filters, words,
+                         every if ranks and len(every) == launch_count(trace) else None)
+    return job, [(rank, traced_kernels(mine, filters, words, theirs))
+                 for rank, mine, theirs in found]
 
 
-def traced_kernels(trace: dict, filters: Filters, timer: str) -> PassOne:
+def traced_kernels(trace: dict, filters: Filters, timer: str,
+                   launches: list[Launch] | None = None) -> PassOne:
     """The kernels of a trace (PyTorch's profiler's, CUPTI's records), filtered here as
     ncu filters its own launches (which leaves it no kernel but those); ``timer`` names
-    who recorded it, for the refusal of a trace with no launch through the filters."""
-    launches = trace_launches(trace)
+    who recorded it, for the refusal of a trace with no launch through the filters;
+    ``launches``, where already read, the trace's."""
+    launches = trace_launches(trace) if launches is None else launches
     found = selected(launches, filters.nvtx, filters.kernel, filters.skip)
     if not found:
         raise RooflintError(f"no kernel launch that {timer} recorded passed --nvtx, --kernel "

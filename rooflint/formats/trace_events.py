@@ -261,10 +261,15 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
     # an event whose name is not text (a foreign or hand-edited trace) is not read
     events = [e for e in trace.get("traceEvents", [])
               if isinstance(e, dict) and isinstance(e.get("name", ""), str)]
-    calls = {e["args"]["correlation"]: e for e in events
-             if e.get("cat") in ("cuda_runtime", "cuda_driver")
-             and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
-    kernels = [e for e in events if e.get("cat") == KERNEL and "grid" in e.get("args", {})]
+    calls, kernels = {}, []
+    for e in events:
+        category = e.get("cat")
+        if category in ("cuda_runtime", "cuda_driver"):
+            args = e.get("args")
+            if isinstance(args, dict) and "correlation" in args:
+                calls[args["correlation"]] = e
+        elif category == KERNEL and "grid" in e.get("args", {}):
+            kernels.append(e)
     scopes = _Scopes(events)
     found = []
     for kernel in kernels:
@@ -281,6 +286,13 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
             scopes.attribute(launch, call)
         found.append(launch)
     return sorted(found, key=lambda x: x.start_us)
+
+
+def launch_count(trace: dict[str, Any]) -> int:
+    """How many kernel launches ``trace`` holds, as launches reads them."""
+    return sum(1 for e in trace.get("traceEvents", []) if isinstance(e, dict)
+               and e.get("cat") == KERNEL and isinstance(e.get("name", ""), str)
+               and "grid" in e.get("args", {}))
 
 
 def _dims(values: Any) -> str:
@@ -348,36 +360,46 @@ class _Scopes:
     """The operators and ranges of a trace, by thread."""
 
     def __init__(self, events: list[dict]):
-        timed = [e for e in events if e.get("ph") == "X" and "ts" in e]
-        self.operators = _by_thread([e for e in timed if e.get("cat") == "cpu_op"
-                                     and not _is_line_range(e)])
-        ranges = [e for e in timed if e.get("cat") == "user_annotation" or _is_line_range(e)]
+        operators, ranges, frames, numbered = [], [], [], []
+        for e in events:               # one reading of the trace's timed events, in order
+            if e.get("ph") != "X" or "ts" not in e:
+                continue
+            category = e.get("cat")
+            if category == "user_annotation" or _is_line_range(e):
+                ranges.append(e)
+            elif category == "cpu_op":
+                operators.append(e)
+                if (e.get("args") or {}).get("Sequence number") is not None \
+                        and "Backward" not in e["name"] and not e["name"].startswith(AUTOGRAD_NODE):
+                    numbered.append(e)
+            elif category == PYTHON_FRAME:
+                frames.append(e)
+        self.operators = _by_thread(operators)
         self.lines = _by_thread([e for e in ranges if e["name"].startswith(LINE_RANGE)])
         # a trace the bootstrap did not write (torch.profiler's, with_stack=True): its
         # Python frames stand for the line ranges, the nearest of the program's the line
         self.frames = not self.lines
         if self.frames:
-            self.lines = _by_thread([e for e in timed if e.get("cat") == PYTHON_FRAME
-                                     and _programs_frame(e["name"])])
+            self.lines = _by_thread([e for e in frames if _programs_frame(e["name"])])
         self.autotuning = _by_thread([e for e in ranges
                                       if e["name"].startswith(AUTOTUNING_RANGE)])
-        self.sampled = _by_thread([e for e in ranges if e["name"].startswith(SAMPLED_RANGE)
-                                   and not SAMPLED_COUNT.match(e["name"])])
+        sampled = [e for e in ranges if e["name"].startswith(SAMPLED_RANGE)]
+        self.sampled = _by_thread([e for e in sampled if not SAMPLED_COUNT.match(e["name"])])
         self.weights = {m["run"]: int(m["calls"]) / int(m["recorded"])
-                        for e in ranges for m in [SAMPLED_COUNT.match(e["name"])]
+                        for e in sampled for m in [SAMPLED_COUNT.match(e["name"])]
                         if _went_past(m)}
-        self.ranges = _Intervals.of([e for e in ranges if not e["name"].startswith(
+        # by process: a launch is inside its own process's ranges (on any of its threads:
+        # autograd's backward runs under the range its main thread opened), not another
+        # rank's of a merged job that held the same moment
+        self.ranges = _by_pid([e for e in ranges if not e["name"].startswith(
             (LINE_RANGE, AUTOTUNING_RANGE, SAMPLED_RANGE))])
         # (process, sequence number) -> the forward operators that carry it, in time order:
         # a number is unique among one step's differentiable operators of one process (a
         # launcher's ranks, merged into one trace, number theirs alike), but the operators
         # a program runs before any (a model's .cuda(), its .detach()es) carry 0 as well.
         self.forward: dict[Any, list[dict]] = {}
-        for e in sorted(timed, key=lambda e: e["ts"]):
-            number = (e.get("args") or {}).get("Sequence number")
-            if e.get("cat") == "cpu_op" and number is not None and "Backward" not in e["name"] \
-                    and not e["name"].startswith(AUTOGRAD_NODE) and not _is_line_range(e):
-                self.forward.setdefault((_process(e), number), []).append(e)
+        for e in sorted(numbered, key=lambda e: e["ts"]):
+            self.forward.setdefault((_process(e), e["args"]["Sequence number"]), []).append(e)
 
     def attribute(self, launch: Launch, call: dict) -> None:
         """Set ``launch``'s operator, autograd node, Python line and ranges from its call."""
@@ -386,7 +408,7 @@ class _Scopes:
         launch.operator = operators[-1]["name"] if operators else None
         launch.dtypes = _input_dtypes(operators[-1]) if operators else None
         launch.inputs = _inputs(operators[-1]) if operators else None
-        launch.ranges = tuple(dict.fromkeys(e["name"] for e in self.ranges.around(call["ts"])))
+        launch.ranges = tuple(dict.fromkeys(e["name"] for e in self._ranges(thread, call["ts"])))
         tuning = self.autotuning.get(thread, _Intervals()).around(call["ts"])
         launch.autotuner = tuning[0]["name"].removeprefix(AUTOTUNING_RANGE) if tuning else None
         launch.weight = self._weight(thread, call["ts"])
@@ -412,11 +434,16 @@ class _Scopes:
         runs = self.sampled.get(thread, _Intervals()).around(moment)
         return self.weights.get(runs[-1]["name"], 1.0) if runs else 1.0
 
+    def _ranges(self, thread: tuple[Any, Any], moment: float) -> list[dict]:
+        """The ranges ``thread``'s process holds at ``moment``, outermost first."""
+        return self.ranges.get(thread[0], _Intervals()).around(moment)
+
     def _lines_elsewhere(self, thread: tuple[Any, Any], moment: float) -> list[dict]:
-        """The line ranges another thread holds at ``moment``, outermost first: the call
-        (``loss.backward()``) that autograd's thread works for meanwhile; of several
-        threads holding some, the one whose innermost range began last."""
-        stacks = [held for other, lines in self.lines.items() if other != thread
+        """The line ranges another thread of its process holds at ``moment``, outermost
+        first: the call (``loss.backward()``) that autograd's thread works for meanwhile;
+        of several threads holding some, the one whose innermost range began last."""
+        stacks = [held for other, lines in self.lines.items()
+                  if other != thread and other[0] == thread[0]
                   for held in [lines.around(moment)] if held]
         return max(stacks, key=lambda held: held[-1]["ts"], default=[])
 
@@ -438,7 +465,7 @@ class _Scopes:
         calls = lines.around(moment)
         if not calls:
             scopes = [*self.operators.get(thread, _Intervals()).around(moment),
-                      *self.ranges.around(moment)]
+                      *self._ranges(thread, moment)]
             region = next((r for r in scopes if r["name"].startswith(COMPILED_REGION)), None)
             calls = lines.within(region)[:1] if region is not None else []
         return self._line_and_caller(calls)
@@ -516,6 +543,13 @@ def libraries(trace: dict[str, Any]) -> dict[str, Any] | None:
     them); None where the trace does not say."""
     value = trace.get(LIBRARIES)
     return value if isinstance(value, dict) and value.get("torch") else None
+
+
+def _by_pid(events: list[dict]) -> dict[Any, _Intervals]:
+    processes: dict[Any, list[dict]] = {}
+    for e in events:
+        processes.setdefault(e.get("pid"), []).append(e)
+    return {pid: _Intervals.of(items) for pid, items in processes.items()}
 
 
 def _by_thread(events: list[dict]) -> dict[tuple[Any, Any], _Intervals]:

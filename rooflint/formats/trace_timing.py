@@ -176,10 +176,17 @@ class _Region:
     @classmethod
     def of(cls, trace: dict[str, Any]) -> _Region | None:
         events = _timed_events(trace)
-        kernels = union([_span(e) for e in events if e.get("cat") == "kernel"])
+        kernel_spans, copy_spans = [], []
+        for e in events:
+            category = e.get("cat")
+            if category == "kernel":
+                kernel_spans.append(_span(e))
+            elif category in COPIES:
+                copy_spans.append(_span(e))
+        kernels = union(kernel_spans)
         if not kernels:
             return None
-        copies = union([_span(e) for e in events if e.get("cat") in COPIES])
+        copies = union(copy_spans)
         whole = union([*kernels, *copies])
         region = (whole[0][0], whole[-1][1])
         processes = _by_process(events)
@@ -416,13 +423,19 @@ class _Host:
 
     @classmethod
     def of(cls, events: list[dict]) -> _Host:
-        syncs = union(_span(e) for e in events if _synchronises(e))
-        calls = {e["args"]["correlation"]: e for e in events
-                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and LAUNCHES.match(e["name"])
-                 and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
-        launched = {e["ts"]: calls[c]["ts"] for e in events if e.get("cat") == "kernel"
+        syncs, calls, kernels = [], {}, []
+        for e in events:                  # one reading: its calls, syncs and kernels
+            if _synchronises(e):
+                syncs.append(_span(e))
+            category = e.get("cat")
+            if category in ("cuda_runtime", "cuda_driver") and LAUNCHES.match(e["name"]) \
+                    and isinstance(e.get("args"), dict) and "correlation" in e["args"]:
+                calls[e["args"]["correlation"]] = e
+            elif category == "kernel":
+                kernels.append(e)
+        launched = {e["ts"]: calls[c]["ts"] for e in kernels
                     for c in [(e.get("args") or {}).get("correlation")] if c in calls}
-        return cls(syncs, sorted(e["ts"] for e in calls.values()), launched)
+        return cls(union(syncs), sorted(e["ts"] for e in calls.values()), launched)
 
     def synchronising(self, gap: Span) -> bool:
         """Whether the host waited on the GPU at some moment of ``gap``."""
@@ -465,11 +478,15 @@ def step_spans(events: list[dict], region: Span) -> list[Span]:
 
 def _programs_launches(events: list[dict]) -> list[float]:
     """The host's kernel launch calls outside the autotuners' ranges, in time order."""
-    tuning = union(_span(e) for e in events if e.get("cat") == "user_annotation"
-                   and e["name"].startswith(AUTOTUNING_RANGE))
+    trials, launches = [], []
+    for e in events:
+        category = e.get("cat")
+        if category == "user_annotation" and e["name"].startswith(AUTOTUNING_RANGE):
+            trials.append(_span(e))
+        elif category in ("cuda_runtime", "cuda_driver") and LAUNCHES.match(e["name"]):
+            launches.append(e["ts"])
+    tuning = union(trials)
     starts = [start for start, _ in tuning]
-    launches = (e["ts"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
-                and LAUNCHES.match(e["name"]))
     return sorted(t for t in launches if not _in_spans(t, starts, tuning))
 
 

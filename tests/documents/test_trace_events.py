@@ -357,6 +357,33 @@ def test_a_gradient_accumulation_is_traced_to_the_line_that_ran_the_backward_pas
     assert (launch.line, launch.via) == ("bench.py:61 in full", None)
 
 
+def test_a_merged_jobs_launch_is_placed_within_its_own_process():
+    """In a launcher's merged trace the ranks' threads run side by side: a gradient
+    accumulation on rank 1's autograd thread is traced to rank 1's backward() line, not
+    to rank 0's line that began later (nanoGPT under torchrun: its job's all-reduces and
+    accumulations had a fifth of their launches on the other rank's data loading and
+    forward lines), and rank 0's range (`--nvtx`) does not hold rank 1's launch."""
+    def event(name, ts, dur, cat, pid, tid, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts,
+                "dur": dur, "args": {**args, "process": pid}}
+    trace = {"traceEvents": [
+        event("step", 0, 100, "user_annotation", 101, 1),
+        event(LINE_RANGE + "/home/me/train.py(125): get_batch", 18, 40, "user_annotation",
+              101, 1),
+        event(LINE_RANGE + "/home/me/train.py(305): <module>", 0, 100, "user_annotation",
+              102, 1),
+        event("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 20, 30,
+              "cpu_op", 102, 2),
+        event("aten::add_", 21, 28, "cpu_op", 102, 2),
+        event("cudaLaunchKernel", 23, 5, "cuda_runtime", 102, 2, correlation=9),
+        {"ph": "X", "cat": "kernel", "name": "vectorized_elementwise_kernel", "pid": 1,
+         "tid": 7, "ts": 30, "dur": 20, "args": {"correlation": 9, "grid": [32768, 1, 1],
+                                                 "block": [128, 1, 1], "process": 102}}]}
+    (launch,) = launches(trace)
+    assert launch.backward_of == "torch::autograd::AccumulateGrad"
+    assert launch.line == "train.py:305 in <module>" and launch.ranges == ()
+
+
 def test_a_kernel_whose_later_launches_carry_no_line_is_shown_from_its_line():
     """The bootstrap names the line of a Triton kernel's first LINED_LAUNCHES launches only:
     Liger-Kernel's RMSNorm backward, 100 launches with its line and 163 without, had read
@@ -396,7 +423,7 @@ def test_pass_twos_patterns_under_kernel_tell_the_chosen_from_every_kernel_pass_
     from rooflint.measure.pass_runner import Pass, Timer
     from rooflint.measure.program import Filters
     first = Pass("", 1.0, timer=Timer.torch, trace=TRACE)
-    one = app.timed_kernels(first, Filters(kernel="GeluCUDAKernelImpl"))
+    one, _ = app.pass_one(first, Filters(kernel="GeluCUDAKernelImpl"))
     assert [k.kernel.split("<8, at::native::")[1][:18] for k in one.kernels] == \
         ["GeluCUDAKernelImpl"]
     assert len(one.every) > 40 and one.kernels[0] in one.every
@@ -404,7 +431,7 @@ def test_pass_twos_patterns_under_kernel_tell_the_chosen_from_every_kernel_pass_
     narrow = app.pass2_choice(chosen, one.every).patterns
     assert narrow == ["29vectorized_elementwise_kernel.*18GeluCUDAKernelImpl"]
     assert app.pass2_choice(chosen, one.kernels).patterns == ["29vectorized_elementwise_kernel"]
-    whole = app.timed_kernels(first, Filters())
+    whole, _ = app.pass_one(first, Filters())
     assert whole.every is whole.kernels
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from edges import REPO, rooflint
 from rooflint.common.errors import RooflintError
-from rooflint.engine.program import rank_kernels, timed_kernels
+from rooflint.engine.program import pass_one
 from rooflint.formats.ranks import RankInfo, rank_path, ranks_of, trace_of
 from rooflint.formats.results import read_result
 from rooflint.formats.trace_timing import Communication, ProgramTiming, communication
@@ -47,8 +47,7 @@ def test_the_recorded_processes_are_torchruns_two_ranks_on_one_gpu(first):
 
 
 def test_each_ranks_kernels_add_up_to_the_jobs(first):
-    job = timed_kernels(first, Filters())
-    by_rank = rank_kernels(first, Filters())
+    job, by_rank = pass_one(first, Filters())
     assert [rank.rank for rank, _ in by_rank] == [0, 1]
     for identity in {k.identity for k in job.kernels}:
         launches = sum(k.launches for _, one in by_rank for k in one.kernels

@@ -14,7 +14,7 @@ import pytest
 
 from edges import REPO
 from fake_torchrun import stand_in_torchrun
-from rooflint.engine.program import rank_kernels, timed_kernels
+from rooflint.engine.program import pass_one
 from rooflint.formats.ranks import PROCESS_KEY, RANK_VARIABLES, merged, ranks_of
 from rooflint.formats.trace_events import LINE_RANGE, launches
 from rooflint.formats.trace_timing import program_timing
@@ -91,9 +91,9 @@ def test_two_ranks_traces_merge_into_one_job_whose_ranks_are_each_the_trace_alon
     assert sorted((x.line or "", x.operator or "") for x in both) == \
         sorted(2 * [(x.line or "", x.operator or "") for x in alone])
     first = Pass("", 10.0, timer=Timer.torch, processes=2, own_process=False, trace=job)
-    one = timed_kernels(Pass("", 10.0, timer=Timer.torch, trace=step), program.Filters())
+    one, _ = pass_one(Pass("", 10.0, timer=Timer.torch, trace=step), program.Filters())
     expected = sorted((k.identity, len(k.durations_s), k.tensor_precisions) for k in one.kernels)
-    ranks = rank_kernels(first, program.Filters())
+    _, ranks = pass_one(first, program.Filters())
     assert [rank.rank for rank, _ in ranks] == [0, 1]
     for _, theirs in ranks:
         assert sorted((k.identity, len(k.durations_s), k.tensor_precisions)
