@@ -136,8 +136,12 @@ def _free_ports(count: int) -> int:
             base = first.getsockname()[1]
             if base + count - 1 <= 65535 and all(_is_free(base + n) for n in range(1, count)):
                 return base
-    raise RooflintError(f"no {count} free consecutive TCP ports on 127.0.0.1 for ncu to "
-                        f"attach by")
+    raise NoFreePorts(f"no {count} free consecutive TCP ports on 127.0.0.1 for ncu to "
+                      f"attach by")
+
+
+class NoFreePorts(RooflintError):
+    """No run of free ports for the waiting processes: said before anything started."""
 
 
 def _is_free(port: int) -> bool:

@@ -47,8 +47,8 @@ from rooflint.measure import nccl_logs, ncu
 from rooflint.measure.kernel_trace import (NCCL_FOLDER, RECORDS_FOLDER, KernelTraceUnavailable,
                                           has_records, kernel_trace_pass, recorded_pass,
                                           recorder_if_built)
-from rooflint.measure.early_start import (PORTS, Waiting, alone, job_alone, started_early,
-                                         started_early_job, stop)
+from rooflint.measure.early_start import (PORTS, NoFreePorts, Waiting, alone, job_alone,
+                                         started_early, started_early_job, stop)
 from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, PID, RECORDER,
                                              STARTING_IMPORTS)
 from rooflint.measure.pass_runner import (NotAttachable, NothingProfiled, Pass, PassProgress,
@@ -124,7 +124,10 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     job = TorchrunCommand.of(command) if starts_its_program(command) else None
     ranks = job.ranks_here if job else None
     if job and ranks:
-        return _early_job(command, job, ranks, filters, logs, plan, say)
+        try:
+            return _early_job(command, job, ranks, filters, logs, plan, say)
+        except NoFreePorts as exc:        # before anything ran: pass 2 after pass 1
+            say(f"pass 2 after pass 1: {exc}")
     first = every_process_pass(command, filters, logs, say)
     return first, _ordinary_second(command, first, plan(first), logs, say)
 

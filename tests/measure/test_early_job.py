@@ -112,3 +112,19 @@ def test_a_job_whose_pass_1_saw_fewer_ranks_than_wait_runs_pass_2_on_its_own(job
     assert first.processes == 1 and not second.attached and second.log
     seen = by_mode(job)
     assert "attach" not in seen and len(seen["pass2"]) == 1    # the early job was stopped
+
+
+def test_a_job_whose_ranks_find_no_free_ports_runs_pass_2_after_pass_1(job, monkeypatch):
+    """`--nproc_per_node` beyond the ports free (two a rank): said, and pass 2 as before."""
+    from rooflint.measure import early_start
+
+    def none_free(count):
+        raise early_start.NoFreePorts(f"no {count} free consecutive TCP ports")
+    monkeypatch.setattr(early_start, "_free_ports", none_free)
+    said = []
+    first, second = program.two_passes(JOB, program.Filters(), None,
+                                       lambda _: program.Choice(["k"]), said.append)
+    assert first.processes == 2 and not second.attached and second.log
+    assert "pass 2 after pass 1: no 4 free consecutive TCP ports" in said
+    seen = by_mode(job)
+    assert "launch" not in seen and "attach" not in seen and len(seen["pass2"]) == 1
