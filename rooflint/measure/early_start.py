@@ -53,6 +53,10 @@ WAITING_LINE = "Waiting for profiler to attach"
 # ncu 2025.3 finds no waiting program with --max-connections 1 (the launcher binds the
 # first port of the range, the attacher then finds nothing); with two it does.
 PORTS = 2
+# How a waiting process is started under ncu (its ports after --port): for its own process
+# only, so that its children run (nobody attaches to them).
+LAUNCH = ("--mode", "launch", "--target-processes", "application-only", "--max-connections",
+          str(PORTS))
 
 
 @contextmanager
@@ -60,9 +64,8 @@ def started_early(command: list[str]) -> Iterator[Waiting]:
     """``command`` started for pass 2, its own process to wait at its first CUDA call; on
     the way out (pass 2 done, pass 1 failing, Ctrl-C) killed if still running."""
     port = _free_ports(PORTS)
-    with _started([ncu_executable(), "--mode", "launch", "--target-processes",
-                   "application-only", "--port", str(port), "--max-connections", str(PORTS),
-                   *command], port, 1) as waiting:
+    with _started([ncu_executable(), *LAUNCH, "--port", str(port), *command], port,
+                  1) as waiting:
         yield waiting
 
 

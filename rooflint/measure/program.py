@@ -47,7 +47,7 @@ from rooflint.measure import nccl_logs, ncu
 from rooflint.measure.kernel_trace import (NCCL_FOLDER, RECORDS_FOLDER, KernelTraceUnavailable,
                                           has_records, kernel_trace_pass, recorded_pass,
                                           recorder_if_built)
-from rooflint.measure.early_start import (PORTS, NoFreePorts, Waiting, alone, job_alone,
+from rooflint.measure.early_start import (LAUNCH, PORTS, NoFreePorts, Waiting, alone, job_alone,
                                          started_early, started_early_job, stop)
 from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, PID, RECORDER,
                                              STARTING_IMPORTS)
@@ -326,7 +326,8 @@ def ranks_waiting_for_ncu(job: TorchrunCommand, port: int) -> list[str]:
     ``port``), running the rank's script through the bootstrap's pass 2 (which imports
     TorchDynamo while pass 1 runs, as early_command does)."""
     return job.each_rank(*job.python, str(RANK_LAUNCH), str(port), str(PORTS),
-                         ncu_executable(), "--", *job.python, str(BOOTSTRAP), PASS_TWO)
+                         ncu_executable(), *LAUNCH, "--", *job.python, str(BOOTSTRAP),
+                         PASS_TWO)
 
 
 def interpreter_of(launcher: str) -> list[str] | None:

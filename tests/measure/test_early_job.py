@@ -17,7 +17,7 @@ from fake_ncu import NCU, by_mode, stand_in
 from fake_torchrun import stand_in_torchrun
 from rooflint.formats.ncu_log import ID, joined, parse_rows
 from rooflint.measure import program
-from rooflint.measure.early_start import PORTS
+from rooflint.measure.early_start import LAUNCH, PORTS
 from rooflint.measure.trace_bootstrap import PASS_TWO
 
 BOOT, SHIM = str(program.BOOTSTRAP), str(program.RANK_LAUNCH)
@@ -45,22 +45,23 @@ def test_each_early_rank_runs_its_script_under_its_own_ncu_through_the_bootstrap
                                       "train.py", "--steps", "5"])
     assert program.ranks_waiting_for_ncu(job, 4000) == [
         "torchrun", "--standalone", "--nproc_per_node=2", "--no-python", "/opt/py/bin/python3",
-        SHIM, "4000", str(PORTS), "/opt/ncu", "--", "/opt/py/bin/python3", BOOT, PASS_TWO,
-        "--", "train.py", "--steps", "5"]
+        SHIM, "4000", str(PORTS), "/opt/ncu", *LAUNCH, "--", "/opt/py/bin/python3", BOOT,
+        PASS_TWO, "--", "train.py", "--steps", "5"]
 
 
 def test_the_rank_launch_listens_on_its_local_ranks_ports(tmp_path):
-    """rank_launch.py execs ncu from ``BASE + PORTS * LOCAL_RANK``, the rank's program
-    after its first ``--`` (the bootstrap's own ``--`` kept)."""
+    """rank_launch.py execs ncu with the options it was given and its port from ``BASE +
+    PORTS * LOCAL_RANK``, the rank's program after its first ``--`` (the bootstrap's own
+    ``--`` kept)."""
     ncu = tmp_path / "ncu"
     ncu.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
     ncu.chmod(0o755)
-    done = subprocess.run([sys.executable, SHIM, "5000", "2", str(ncu), "--", "py", "b.py",
-                           PASS_TWO, "--", "t.py"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, SHIM, "5000", "2", str(ncu), *LAUNCH, "--", "py",
+                           "b.py", PASS_TWO, "--", "t.py"], capture_output=True, text=True,
                           env={**os.environ, "LOCAL_RANK": "3"}, check=True)
-    assert json.loads(done.stdout) == [
-        "--mode", "launch", "--target-processes", "application-only", "--port", "5006",
-        "--max-connections", "2", "py", "b.py", PASS_TWO, "--", "t.py"]
+    assert json.loads(done.stdout) == [*LAUNCH, "--port", "5006", "py", "b.py", PASS_TWO,
+                                       "--", "t.py"]
+    assert "application-only" in LAUNCH     # the rank's own process waits, not its children
 
 
 def test_ranks_logs_join_into_one_page_numbered_on():
