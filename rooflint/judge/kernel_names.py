@@ -68,13 +68,62 @@ def without_parameters(name: str) -> str:
 
 def function_name(kernel: str) -> str:
     """The kernel's function, without namespaces, template arguments or parameters."""
-    return name_key(kernel).split(" ", 1)[0]
+    return mangled_names(kernel)[0] or name_key(kernel).split(" ", 1)[0]
+
+
+# An Itanium-mangled name (``_ZN17cutlass__5x_cudnn6KernelI...``) that PyTorch's profiler
+# left as it found it: the C++ runtime's demangler gives up on some (cuDNN's CUTLASS
+# convolutions, H200: 5 % of DCGAN's GPU time), which Nsight Compute's demangles.
+_MANGLED = re.compile(r"_ZL?[A-Za-z0-9_]+")
+# What may stand where a nested name's source names are read: a substitution of a prefix
+# seen before (``S_``, ``S1G_``) or of std's (``St``), and cv- or ref-qualifiers.
+_SUBSTITUTION = re.compile(r"S[0-9A-Z]*_|S[tabsiod]")
+_QUALIFIERS = re.compile(r"[rVKRO]*")
+
+
+@functools.cache
+def mangled_names(kernel: str) -> tuple[str | None, str | None]:
+    """A mangled kernel name's function (``Kernel``) and the last name of its first
+    template argument (``ImplicitGemmConvolution``), read off the name's start, where
+    each name is spelled once after its length; (None, None) for a name that is not
+    mangled or does not start as these read."""
+    if not _MANGLED.fullmatch(kernel):
+        return None, None
+    start = 3 if kernel.startswith("_ZL") else 2
+    function, at = _last_name(kernel, start)
+    if function is None or not kernel.startswith("I", at):
+        return function, None
+    return function, _last_name(kernel, at + 1)[0]
+
+
+def _last_name(mangled: str, at: int) -> tuple[str | None, int]:
+    """The last source name of the (nested) name at ``at``, and where its template
+    arguments or its end begin."""
+    nested = mangled.startswith("N", at)
+    if nested:
+        at = _QUALIFIERS.match(mangled, at + 1).end()
+    last = None
+    while at < len(mangled):
+        if length := re.match(r"\d+", mangled[at:]):
+            at += len(length.group())
+            last, at = mangled[at:at + int(length.group())], at + int(length.group())
+        elif substitution := _SUBSTITUTION.match(mangled, at):
+            at = substitution.end()
+        else:
+            break
+        if not nested and last is not None:
+            break
+    return last, at
 
 
 def short_name(kernel: str) -> str:
     """A demangled signature, shortened to what tells it apart: the function's name, and
     for a template the first named argument
-    (``vectorized_elementwise_kernel<GeluCUDAKernelImpl>``)."""
+    (``vectorized_elementwise_kernel<GeluCUDAKernelImpl>``); a mangled one likewise, as
+    far as mangled_names reads it."""
+    function, argument = mangled_names(kernel)
+    if function:
+        return f"{function}<{argument}>" if argument else function
     head = re.sub(r"<unnamed>::|\(anonymous namespace\)::", "", kernel)
     head = re.sub(r"^(void|auto)\s+", "", head.split("(")[0]).strip()
     base, _, arguments = head.partition("<")
@@ -137,9 +186,10 @@ DOES = (
     (r"AbsFunctor", "abs"),
     (r"nchwToNhwc", "layout NCHW→NHWC"),
     (r"nhwcToNchw", "layout NHWC→NCHW"),
-    (r"dgrad", "convolution backward (input)"),
-    (r"wgrad", "convolution backward (weights)"),
-    (r"fprop|implicit_convolve|convolve_sgemm|winograd|implicit_?gemm", "convolution"),
+    (r"dgrad|Conv2dDgrad", "convolution backward (input)"),     # cuDNN's, its CUTLASS kernels'
+    (r"wgrad|Conv2dWgrad", "convolution backward (weights)"),
+    (r"fprop|implicit_convolve|convolve_sgemm|winograd|implicit_?gemm|ImplicitGemmConvolution",
+     "convolution"),
 )
 LIBRARY_NAME = re.compile(r"\bat::|cudnn|xmma_(fprop|dgrad|wgrad)|softmax_warp_")
 # Dtypes by the names kernels and the profiler write, as a person writes them.

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from rooflint.analysis.counters import Counters
 from rooflint.formats.ncu_log import KERNEL_NAME as NAME
+from rooflint.judge.kernel_names import mangled_names
 from rooflint.judge.kernel_times import Identity, KernelTime, identity
 
 def launches_by_identity(chosen: list[KernelTime], rows: list[dict],
@@ -42,9 +43,11 @@ def launches_by_identity(chosen: list[KernelTime], rows: list[dict],
 
 
 def _loosely(key: Identity) -> Identity:
-    """An identity with only the function's name of its name key."""
+    """An identity with only the function's name of its name key (of a mangled name pass
+    1 kept, the function's name as mangled_names reads it: Nsight Compute demangles it)."""
     name, grid, block = key
-    return name.split(" ", 1)[0], grid, block
+    first = name.split(" ", 1)[0]
+    return mangled_names(first)[0] or first, grid, block
 
 
 @dataclass(frozen=True)

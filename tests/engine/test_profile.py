@@ -237,6 +237,73 @@ def test_a_kernel_pass_two_missed_says_why():
     assert "pass 2 profiled only" in why_no_counters(gemm, twin)   # at its shape
 
 
+# A cuDNN CUTLASS convolution as PyTorch's profiler named it on an H200 (DCGAN, pytorch/
+# examples, cudnn.benchmark): the C++ runtime's demangler gives up on it, so the trace keeps
+# it mangled, where Nsight Compute's demangles it; the name ncu wrote is shaped as it
+# writes one, its template arguments cut short.
+CUTLASS_MANGLED = (
+    "_ZN17cutlass__5x_cudnn6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_11threadblock"
+    "22ImplicitGemmMultistageINS_4gemm9GemmShapeILi64ELi64ELi32EEENS4_52Conv2dWgradOutputGradi"
+    "entTileAccessIteratorOptimizedINS_11MatrixShapeILi64ELi32EEENS_10tfloat32_tENS_9transform"
+    "29PitchLinearWarpRakedThreadMapINS_16PitchLinearShapeILi64ELi32EEELi128ENSF_ILi8ELi4EEELi4"
+    "EEENS_12AlignedArrayISC_Li4ELi16EEEEENSD_11threadblock25RegularTileAccessIteratorISB_SC_NS"
+    "_6layout40ColumnMajorTensorOpMultiplicandCongruousILi32ELi32EEELi1ESI_Li16EEELNS_4arch14Ca"
+    "cheOperation4KindE0EEELi5EbEENS1_17Conv2dProblemSizeELNS1_9GroupModeE0EEEEEvNT_6ParamsE")
+CUTLASS_BY_NCU = (
+    "void cutlass__5x_cudnn::Kernel<cutlass__5x_cudnn::conv::kernel::ImplicitGemmConvolution<"
+    "cutlass__5x_cudnn::conv::threadblock::ImplicitGemmMultistage<cutlass__5x_cudnn::gemm::"
+    "GemmShape<64, 64, 32>, cutlass__5x_cudnn::conv::threadblock::Conv2dWgradOutputGradient"
+    "TileAccessIteratorOptimized<cutlass__5x_cudnn::MatrixShape<64, 32>, cutlass__5x_cudnn::"
+    "tfloat32_t>, 5, bool>, cutlass__5x_cudnn::conv::Conv2dProblemSize, "
+    "(cutlass__5x_cudnn::conv::GroupMode)0>>(T1::Params)")
+
+
+def test_a_kernel_pass_one_kept_mangled_meets_its_launches_by_function_and_shape():
+    """DCGAN's CUTLASS weight-gradient convolution (5 % of its GPU time) and one of the
+    ResNet-50 step's had no counters: pass 2 profiled them (its pattern is the mangled name
+    itself) but their rows, named as ncu demangles, were not read as theirs. They meet on
+    the function's name read off the mangled one, the grid and the block, where no other
+    row does."""
+    kernels = kernel_times.kernel_times(H200_PASS1)
+    gemm = kernels[0]
+    mangled = replace(gemm, kernel=CUTLASS_MANGLED)
+    rows = [{**r, "Kernel Name": CUTLASS_BY_NCU} if r["Kernel Name"] == gemm.kernel else r
+            for r in H200_PASS2]
+    timed = [mangled, *kernels[1:]]
+    found = app.counters_by_identity([mangled], rows, timed)
+    alike = app.counters_by_identity([gemm], H200_PASS2)[gemm.identity]
+    assert set(found[mangled.identity].kernels) == {CUTLASS_BY_NCU}
+    assert replace(found[mangled.identity], kernels=alike.kernels) == alike
+    twin = {**next(r for r in rows if r["Kernel Name"] == CUTLASS_BY_NCU),
+            "Kernel Name": CUTLASS_BY_NCU.replace("GemmShape<64, 64, 32>", "GemmShape<128, 64, 32>")}
+    assert not app.counters_by_identity([mangled], [*rows, twin], timed)   # two: neither
+    assert not app.counters_by_identity([mangled], rows, timed, loosely=False)
+
+
+@pytest.mark.parametrize("mangled, function, argument", [
+    (CUTLASS_MANGLED, "Kernel", "ImplicitGemmConvolution"),
+    ("_Z6kernelIfEvPT_", "kernel", None),                        # a template's builtin type
+    ("_ZL9my_kernelPfi", "my_kernel", None),                     # internal linkage
+    ("_Z3fooPfS_", "foo", None),
+    ("_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_implINS0_13BinaryFunctorEEEvv",
+     "elementwise_kernel", None),                                # a literal's first
+    ("_ZN7cutlass6KernelINS_4gemm6kernel4GemmIiEEEEvNT_6ParamsE", "Kernel", "Gemm"),
+    ("vectorized_elementwise_kernel", None, None),               # extern "C", not mangled
+    ("void foo<int>(int)", None, None),
+    ("_Z", None, None),
+])
+def test_a_mangled_names_function_and_first_argument_are_read_off_its_start(
+        mangled, function, argument):
+    assert kernel_names.mangled_names(mangled) == (function, argument)
+
+
+def test_a_kernel_pass_one_kept_mangled_is_named_and_said_what_it_does():
+    assert kernel_names.short_name(CUTLASS_MANGLED) == "Kernel<ImplicitGemmConvolution>"
+    assert kernel_names.function_name(CUTLASS_MANGLED) == "Kernel"
+    assert kernel_names.what_it_does(CUTLASS_MANGLED) == "convolution backward (weights)"
+    assert kernel_names.what_it_does(CUTLASS_BY_NCU) == "convolution backward (weights)"
+
+
 def why_no_counters(k: kernel_times.KernelTime, rows: list[dict]) -> str:
     """The message a chosen kernel without counters gets: what pass 2 saw of it, in words."""
     return profile_words.missed_words(k, launch_matching.missed(k, rows))
