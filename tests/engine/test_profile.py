@@ -274,8 +274,9 @@ def test_a_kernel_pass_one_kept_mangled_meets_its_launches_by_function_and_shape
     alike = app.counters_by_identity([gemm], H200_PASS2)[gemm.identity]
     assert set(found[mangled.identity].kernels) == {CUTLASS_BY_NCU}
     assert replace(found[mangled.identity], kernels=alike.kernels) == alike
+    other_tile = CUTLASS_BY_NCU.replace("GemmShape<64, 64, 32>", "GemmShape<128, 64, 32>")
     twin = {**next(r for r in rows if r["Kernel Name"] == CUTLASS_BY_NCU),
-            "Kernel Name": CUTLASS_BY_NCU.replace("GemmShape<64, 64, 32>", "GemmShape<128, 64, 32>")}
+            "Kernel Name": other_tile}
     assert not app.counters_by_identity([mangled], [*rows, twin], timed)   # two: neither
     assert not app.counters_by_identity([mangled], rows, timed, loosely=False)
 
