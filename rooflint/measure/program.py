@@ -363,6 +363,7 @@ def rank_trace_pass(command: list[str], logs: Path | None, say: Callable[[str], 
         if not paths:
             say("pass 1: no rank wrote PyTorch's trace: timing every launch another way")
             return None
+        say_if_large(paths, say)
         try:
             traces = [_read_trace(path) for path in paths]
         except UnreadableTrace as exc:
@@ -450,6 +451,7 @@ def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
         if not trace.exists() and has_records(records):
             return recorded_pass(records, wall, logs / TRACE_LOG if logs else None, say,
                                  done.pid, nccl_logs.logs_in(nccl, logs))
+        say_if_large([trace], say)
         document = _read_trace(trace)
         calls = nccl_logs.logs_in(nccl, logs)
     kernels = any(isinstance(e, dict) and e.get("cat") == "kernel"
@@ -468,6 +470,25 @@ MAX_TRACE_BYTES = 1 << 30
 # What Nsight Compute's pass 1 costs a launch, serialised (a GPT-2 step's 5,000 in 68 s, H100).
 NCU_PASS1_S_PER_LAUNCH = 0.013
 TRACE_BYTES_PER_LAUNCH = 1100
+
+
+# Past this much trace, reading and analysing it takes a while, about READ_S_PER_MB a
+# megabyte: the word language model's LSTM epoch (pytorch/examples) wrote 837 MB for its
+# 320,093 launches and its profile spent about 100 s on it beside its passes (H200's
+# host); a 180 MB copy of the training step's trace took 23 s on a 2-core CPU. Said
+# before, so that the wait is not silent and its cure is known.
+LARGE_TRACE_BYTES = 100 << 20
+READ_S_PER_MB = 0.12
+
+
+def say_if_large(paths: list[Path], say: Callable[[str], None]) -> None:
+    """A line before a large pass-1 trace is read (LARGE_TRACE_BYTES): its size, about how
+    long reading it takes, and what makes it smaller."""
+    size = sum(path.stat().st_size for path in paths if path.is_file())
+    if size > LARGE_TRACE_BYTES:
+        say(f"pass 1: PyTorch's profiler wrote {format_bytes(size)} of trace; reading it "
+            f"takes about {round(size / 2**20 * READ_S_PER_MB, -1):.0f} s: a shorter run of the "
+            f"program (fewer steps, batches or evaluations) profiles sooner")
 
 
 def _read_trace(path: Path) -> dict:

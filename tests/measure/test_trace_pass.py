@@ -55,6 +55,26 @@ def test_a_trace_too_large_to_read_stops_the_profile_with_what_to_do(tmp_path, m
     assert "up to 8 hours" in words and "profile a shorter run" in words
 
 
+def test_a_large_trace_is_said_before_it_is_read_with_what_makes_it_smaller(tmp_path):
+    """The word language model's LSTM epoch (pytorch/examples) wrote an 837 MB trace, and
+    its profile sat silent for about 100 s reading it: a trace past LARGE_TRACE_BYTES,
+    one process's or a job's ranks' together, is said first; one under it is not."""
+    ranks = [tmp_path / "trace.1.json", tmp_path / "trace.2.json"]
+    for path, size in zip(ranks, (500_000_000, 337_000_000)):
+        path.write_bytes(b"")
+        os.truncate(path, size)                      # sparse: no disk written
+    said: list[str] = []
+    passes.say_if_large(ranks, said.append)
+    (line,) = said
+    assert "798 MiB of trace" in line and "about 100 s" in line
+    assert "a shorter run of the program" in line
+    said.clear()
+    os.truncate(ranks[0], passes.LARGE_TRACE_BYTES - 1000)
+    os.truncate(ranks[1], 1000)                      # together: the threshold, not past it
+    passes.say_if_large([*ranks, tmp_path / "missing.json"], said.append)
+    assert said == []
+
+
 def test_a_python_without_pytorch_falls_back_to_nsight_compute(tmp_path, monkeypatch):
     """The bootstrap exits with NO_PROFILER before running the program when torch cannot
     be imported (true of this CI machine)."""
