@@ -13,8 +13,11 @@ fix is another one (pinned memory, fewer transfers). Each other idle gap
 is named by what the host did around it:
 
 - synchronisation: the host waited on the GPU (cudaDeviceSynchronize,
-  cudaStreamSynchronize, a blocking cudaMemcpy, ``.item()``) during the gap; the queue ran
-  dry, and the gap lasts until the host has launched again;
+  cudaStreamSynchronize, a blocking cudaMemcpy, ``.item()``) into the gap: as much of the
+  gap as the host had waited before it began, which it would otherwise have spent running
+  ahead (at most the gap). The rest of such a gap is the host's own work after the wait
+  (a host-bound step's data loading: DCGAN's 45 ms a step behind each step's ``.item()``),
+  named as any other gap's;
 - launch-bound: the kernel after the gap was launched after the gap began, by a host that
   had launched another one just before (LAUNCH_PAUSE_S): the GPU waited on the launches
   themselves (CUDA graphs, fewer and larger kernels);
@@ -404,12 +407,12 @@ def _add_gap(idle: IdleTime, gap: Span, copies: list[Span], host: _Host) -> None
     copying = overlap(copies, gap)
     rest = (gap[1] - gap[0] - copying) * 1e-6
     idle.copy_s += copying * 1e-6
-    if host.synchronising(gap):
-        idle.sync_s += rest
-    elif host.launching_into(gap):
-        idle.launch_s += rest
+    waited = min(rest, host.waited_into(gap) * 1e-6)
+    idle.sync_s += waited
+    if host.launching_into(gap):
+        idle.launch_s += rest - waited
     else:
-        idle.other_s += rest
+        idle.other_s += rest - waited
 
 
 @dataclass
@@ -437,9 +440,14 @@ class _Host:
                     for c in [(e.get("args") or {}).get("correlation")] if c in calls}
         return cls(union(syncs), sorted(e["ts"] for e in calls.values()), launched)
 
-    def synchronising(self, gap: Span) -> bool:
-        """Whether the host waited on the GPU at some moment of ``gap``."""
-        return overlap(self.syncs, gap) > 0
+    def waited_into(self, gap: Span) -> float:
+        """How long the host had waited on the GPU when ``gap`` began, in a wait that lasted
+        into it (microseconds; 0 where it waited in none): the time it would otherwise have
+        spent running ahead, queueing what the gap waits for."""
+        at = bisect_right(self.syncs, (gap[0], float("inf"))) - 1
+        if at < 0 or self.syncs[at][1] <= gap[0]:
+            return 0.0
+        return gap[0] - self.syncs[at][0]
 
     def launching_into(self, gap: Span) -> bool:
         """Whether the kernel after ``gap`` was launched during it, by a host that had

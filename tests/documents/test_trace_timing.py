@@ -92,9 +92,11 @@ def annotation(name: str, start: float, end: float) -> dict:
 
 def hand_built(*ranges: dict) -> dict:
     """Kernels at 0-10 and 5-8 (another stream), 30-40, 50-60 and 200-210 us; a copy at
-    100-120. 10-30: the host synchronised (5-12); 40-50: the kernel at 50 was launched at
-    45, 25 us after the launch before (back to back); 60-200: a copy, then 120 us with the
-    kernel at 200 launched at 190, 145 us after the launch before (the host elsewhere)."""
+    100-120. 10-30: the host synchronised (5-12), having waited 5 us when the gap began,
+    then launched the kernel at 30 at 20, 22 us after the launch before (back to back);
+    40-50: the kernel at 50 was launched at 45, 25 us after the launch before (back to
+    back); 60-200: a copy, then 120 us with the kernel at 200 launched at 190, 145 us after
+    the launch before (the host elsewhere)."""
     return {"traceEvents": [
         kernel(0, 10, 1), kernel(5, 8, 2, stream=13), kernel(30, 40, 3), kernel(50, 60, 4),
         kernel(200, 210, 5),
@@ -108,18 +110,47 @@ def test_each_idle_gap_is_named_by_what_the_host_did():
     timing = program_timing(hand_built())
     assert timing.wall_s == pytest.approx(210e-6)
     assert timing.busy_s == pytest.approx(40e-6)
-    assert timing.idle == IdleTime(sync_s=pytest.approx(20e-6), launch_s=pytest.approx(10e-6),
+    assert timing.idle == IdleTime(sync_s=pytest.approx(5e-6), launch_s=pytest.approx(25e-6),
                                    copy_s=pytest.approx(20e-6), other_s=pytest.approx(120e-6))
     assert timing.steps is None
 
 
 def test_item_synchronises():
     """``.item()``'s operator around the gap names it, whatever its runtime calls."""
-    item = {"ph": "X", "cat": "cpu_op", "name": "aten::item", "ts": 9, "dur": 4}
+    item = {"ph": "X", "cat": "cpu_op", "name": "aten::item", "ts": 2, "dur": 11}
     trace = hand_built()
     trace["traceEvents"] = [e for e in trace["traceEvents"]
                             if e["name"] != "cudaStreamSynchronize"] + [item]
-    assert program_timing(trace).idle.sync_s == pytest.approx(20e-6)
+    assert program_timing(trace).idle.sync_s == pytest.approx(8e-6)
+
+
+def host_waits_then_works(wait_us: float, work_us: float) -> dict:
+    """A step's kernel at 0-100 us, the host's ``.item()`` from 100 - wait_us until the
+    kernel ends, then work_us of its own (a batch fetched, a loss logged) before it launches
+    the next step's kernel, 500 us after its launch before (the host elsewhere)."""
+    start = 100 + work_us
+    return {"traceEvents": [
+        kernel(0, 100, 1), kernel(start, start + 100, 2),
+        call("cudaLaunchKernel", -10, -8, 1), call("cudaLaunchKernel", start - 10, start - 8, 2),
+        {"ph": "X", "cat": "cpu_op", "name": "aten::item", "ts": 100 - wait_us,
+         "dur": wait_us + 1}]}
+
+
+@pytest.mark.parametrize("wait_us, work_us, sync_us", [
+    (80, 20, 20),      # the GPU's step outlasts the host's: without the wait, no gap at all
+    (80, 60, 60),
+    (5, 4000, 5),      # a host-bound step (DCGAN's): the wait hides 5 us of its 4 ms
+    (0.5, 4000, 0.5),
+])
+def test_a_synchronisation_costs_the_gap_only_as_long_as_the_host_had_waited(
+        wait_us, work_us, sync_us):
+    """Had the host not waited, it would have started its own work that much sooner and
+    launched the next step that much sooner: a synchronisation names at most its wait of
+    the gap after it, the rest is the host's work (DCGAN, host-bound, had read 1.12 s of
+    its 1.5 s idle as synchronisation behind each step's ``.item()``)."""
+    idle = program_timing(host_waits_then_works(wait_us, work_us)).idle
+    assert idle.sync_s == pytest.approx(sync_us * 1e-6)
+    assert idle.sync_s + idle.other_s == pytest.approx(work_us * 1e-6)
 
 
 def test_profiler_steps_are_whole_steps_the_first_apart():
