@@ -16,7 +16,7 @@ is named by what the host did around it:
   cudaStreamSynchronize, a blocking cudaMemcpy, ``.item()``) into the gap: as much of the
   gap as the host had waited before it began, which it would otherwise have spent running
   ahead (at most the gap). The rest of such a gap is the host's own work after the wait
-  (a host-bound step's data loading: DCGAN's 45 ms a step behind each step's ``.item()``),
+  (a host-bound step's: DCGAN's 45 ms a step behind each step's ``.item()``, on fake data),
   named as any other gap's;
 - launch-bound: the kernel after the gap was launched after the gap began, by a host that
   had launched another one just before (LAUNCH_PAUSE_S): the GPU waited on the launches
