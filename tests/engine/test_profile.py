@@ -298,6 +298,40 @@ def test_a_mangled_names_function_and_first_argument_are_read_off_its_start(
     assert kernel_names.mangled_names(mangled) == (function, argument)
 
 
+def _mangled(namespaces: tuple[str, ...], function: str, argument: str | None,
+             internal: bool) -> str:
+    """An Itanium-mangled kernel name: in ``namespaces``, with a first template argument
+    that is a class in the first namespace (a substitution of it) or none."""
+    def names(parts):
+        return "".join(f"{len(p)}{p}" for p in parts)
+    nested = bool(namespaces)
+    head = f"N{names(namespaces)}{len(function)}{function}" if nested else \
+        f"{len(function)}{function}"
+    template = f"INS_{len(argument)}{argument}EE" if argument and nested else \
+        (f"I{len(argument)}{argument}E" if argument else "")
+    return f"_Z{'L' if internal else ''}{head}{template}{'E' if nested else ''}vPfi"
+
+
+@pytest.mark.parametrize("namespaces", [(), ("at",), ("at", "native"), ("cutlass__5x_cudnn",)])
+@pytest.mark.parametrize("argument", [None, "Gemm", "ImplicitGemmConvolution"])
+@pytest.mark.parametrize("internal", [False, True])
+def test_every_mangled_shape_reads_its_function_and_first_argument(namespaces, argument,
+                                                                  internal):
+    for function in ("k", "Kernel", "elementwise_kernel", "x" * 123):
+        name = _mangled(namespaces, function, argument, internal)
+        assert kernel_names.mangled_names(name) == (function, argument), name
+
+
+def test_no_cut_of_a_mangled_name_breaks_its_reading():
+    """Every prefix of a real name (a truncated or hand-edited trace) is read without
+    error, and any name it reads is spelled inside it."""
+    for end in range(len(CUTLASS_MANGLED) + 1):
+        cut = CUTLASS_MANGLED[:end]
+        function, argument = kernel_names.mangled_names(cut)
+        assert all(n is None or n in cut for n in (function, argument))
+        kernel_names.short_name(cut), kernel_names.function_name(cut)
+
+
 def test_a_kernel_pass_one_kept_mangled_is_named_and_said_what_it_does():
     assert kernel_names.short_name(CUTLASS_MANGLED) == "Kernel<ImplicitGemmConvolution>"
     assert kernel_names.function_name(CUTLASS_MANGLED) == "Kernel"
