@@ -74,7 +74,8 @@ def function_name(kernel: str) -> str:
 # An Itanium-mangled name (``_ZN17cutlass__5x_cudnn6KernelI...``) that PyTorch's profiler
 # left as it found it: the C++ runtime's demangler gives up on some (cuDNN's CUTLASS
 # convolutions, H200: 5 % of DCGAN's GPU time), which Nsight Compute's demangles.
-_MANGLED = re.compile(r"_ZL?[A-Za-z0-9_]+")
+_MANGLED = re.compile(r"_Z[A-Za-z0-9_]+")
+_LENGTH = re.compile(r"\d+")        # a source name's length, the name after it
 # What may stand where a nested name's source names are read: a substitution of a prefix
 # seen before (``S_``, ``S1G_``) or of std's (``St``), and cv- or ref-qualifiers.
 _SUBSTITUTION = re.compile(r"S[0-9A-Z]*_|S[tabsiod]")
@@ -104,9 +105,9 @@ def _last_name(mangled: str, at: int) -> tuple[str | None, int]:
         at = _QUALIFIERS.match(mangled, at + 1).end()
     last = None
     while at < len(mangled):
-        if length := re.match(r"\d+", mangled[at:]):
-            at += len(length.group())
-            last, at = mangled[at:at + int(length.group())], at + int(length.group())
+        if length := _LENGTH.match(mangled, at):
+            at, size = length.end(), int(length.group())
+            last, at = mangled[at:at + size], at + size
         elif substitution := _SUBSTITUTION.match(mangled, at):
             at = substitution.end()
         else:
