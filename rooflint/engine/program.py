@@ -55,7 +55,7 @@ from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.stats import TimeStats
 from rooflint.judge.autotuning import (Autotuning, benchmark_trials, launches_to_skip,
                                       rows_without_autotuning, trace_without_autotuning)
-from rooflint.judge.kernel_choice import choose
+from rooflint.judge.kernel_choice import choose, profiled_shapes
 from rooflint.judge.counter_reuse import kernel_key, reuse_context, served
 from rooflint.formats.counter_cache import CounterCache
 from rooflint.judge.kernel_libraries import caller_flags, library
@@ -277,7 +277,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         planned.append(choice)
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
                        choice.tensor_precisions, profiled, choice.skip, on,
-                       len(ranks_of_pass(first)), left))
+                       len(ranks_of_pass(first)), left,
+                       profiled_shapes(profiled, one.launches, choice.skip)))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))
         if one.unrecorded:

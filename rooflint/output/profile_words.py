@@ -31,12 +31,14 @@ def pass1_words(command: Sequence[str]) -> str:
 def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: list[KernelTime],
                precisions: frozenset[str] | None,
                profiled: list[KernelTime] | None = None, skip: int = 0,
-               on: Sequence[RankInfo] | None = None, ranks: int = 0, left: int = 0) -> str:
+               on: Sequence[RankInfo] | None = None, ranks: int = 0, left: int = 0,
+               shapes: int | None = None) -> str:
     """What pass 1 (timed by ``timer``, in ``wall_s``) found and what pass 2 will profile,
     said before pass 2 starts: ``profiled`` of the chosen kernels (all of them by default;
-    the rest's counters come from the counter cache), after the program's first ``skip``
-    launches, on the GPUs of the ranks ``on`` only, of the job's ``ranks``, ``left`` of the
-    chosen kernels held by none of those."""
+    the rest's counters come from the counter cache) at ``shapes`` launch shapes (one
+    each where not given: kernel_choice.profiled_shapes), after the program's first
+    ``skip`` launches, on the GPUs of the ranks ``on`` only, of the job's ``ranks``,
+    ``left`` of the chosen kernels held by none of those."""
     profiled = chosen if profiled is None else profiled
     served = len(chosen) - len(profiled)
     covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
@@ -52,7 +54,7 @@ def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: lis
             f"Compute selects by name), the first launch of each"
             f"{profiled_ranks_words(on, ranks, left)}, tensor FLOPs in "
             f"{precisions_words(precisions)}: about "
-            f"{pass2_estimate_s(profiled):.0f} s and the rest of the program")
+            f"{pass2_estimate_s(shapes or len(profiled)):.0f} s and the rest of the program")
 
 
 def profiled_ranks_words(on: Sequence[RankInfo] | None, ranks: int, left: int = 0) -> str:

@@ -175,3 +175,27 @@ def test_a_resnets_pass_two_leaves_out_the_trials_of_its_chosen_functions():
     shapes = {(name_key(x.name), x.grid, x.block) for x in marked
               if name_key(x.name) in functions}
     assert len(shapes - set(after)) == 62          # pass 2's launches left out
+
+
+def test_pass_two_is_estimated_by_the_launch_shapes_it_profiles_trials_among_them():
+    """The same ResNet-50 step's 93 chosen kernels: 155 launch shapes of their functions in
+    pass 1 (pass 2 profiled 160 launches without the skip, H200), 93 after the skip (it
+    profiled 81-89); a kernel always counts one. DCGAN's last, smaller batch brings cuDNN's
+    benchmark back after the second step, so no skip: 0.3 s for each of its 77 kernels
+    said 23 s where its 152 launches took 43 s."""
+    import lzma
+    from pathlib import Path
+    from rooflint.judge.kernel_choice import pass2_estimate_s, profiled_shapes
+    from rooflint.judge.kernel_times import KernelTime
+    rows = [line.split("\t") for line in lzma.decompress(
+        (Path(__file__).parents[1] / "fixtures" / "trace" / "h200-convnet-launches.tsv.xz")
+        .read_bytes()).decode().splitlines() if not line.startswith("#")]
+    marked = [Launch(name=name, grid=grid, block=block, duration_s=1e-6, start_us=float(i),
+                     autotuner=CUDNN_BENCHMARK if trial == "1" else None)
+              for i, (name, grid, block, trial, _) in enumerate(rows)]
+    chosen = list({(name, grid, block): KernelTime(name, grid, block=block)
+                   for name, grid, block, _, was in rows if was == "1"}.values())
+    assert profiled_shapes(chosen, marked) == 155
+    assert profiled_shapes(chosen, marked, skip=2669) == 93
+    assert profiled_shapes(chosen, []) == len(chosen)        # Nsight Compute timed pass 1
+    assert pass2_estimate_s(155) == pytest.approx(46.5)
