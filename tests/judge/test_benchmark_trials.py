@@ -149,22 +149,29 @@ def test_nothing_is_skipped_without_trials_under_a_graph_or_when_a_kernel_would_
     assert launches_to_skip(early, kept) == 6
 
 
+def recorded_convnet() -> tuple[list[list[str]], list[Launch]]:
+    """Pass 1 of a ResNet-50 training step under cuDNN's benchmark (H200): each launch's
+    name, grid, block, whether it was a trial and whether it was chosen; and the launches,
+    trials marked."""
+    import lzma
+    from pathlib import Path
+    rows = [line.split("\t") for line in lzma.decompress(
+        (Path(__file__).parents[1] / "fixtures" / "trace" / "h200-convnet-launches.tsv.xz")
+        .read_bytes()).decode().splitlines() if not line.startswith("#")]
+    return rows, [Launch(name=name, grid=grid, block=block, duration_s=1e-6, start_us=float(i),
+                         autotuner=CUDNN_BENCHMARK if trial == "1" else None)
+                  for i, (name, grid, block, trial, _) in enumerate(rows)]
+
+
 def test_a_resnets_pass_two_leaves_out_the_trials_of_its_chosen_functions():
     """pass 1 of a ResNet-50 training step under cuDNN's benchmark (H200; each launch's
     name, grid and block, whether it was a trial, whether it was chosen): pass 2 skips the
     launches up to the last trial, every chosen kernel still launching after them, and so
     leaves out the launch shapes of the chosen functions that only the warm-up ran."""
-    import lzma
     from collections import Counter
-    from pathlib import Path
     from rooflint.judge.autotuning import LAUNCHES_AFTER_SKIP, launches_to_skip
     from rooflint.judge.kernel_names import name_key
-    rows = [line.split("\t") for line in lzma.decompress(
-        (Path(__file__).parents[1] / "fixtures" / "trace" / "h200-convnet-launches.tsv.xz")
-        .read_bytes()).decode().splitlines() if not line.startswith("#")]
-    marked = [Launch(name=name, grid=grid, block=block, duration_s=1e-6, start_us=float(i),
-                     autotuner=CUDNN_BENCHMARK if trial == "1" else None)
-              for i, (name, grid, block, trial, _) in enumerate(rows)]
+    rows, marked = recorded_convnet()
     chosen = {(name_key(name), grid, block) for name, grid, block, _, was in rows if was == "1"}
     assert (len(marked), len(chosen)) == (13419, 93)
     skip = launches_to_skip(marked, chosen)
@@ -183,16 +190,9 @@ def test_pass_two_is_estimated_by_the_launch_shapes_it_profiles_trials_among_the
     profiled 81-89); a kernel always counts one. DCGAN's last, smaller batch brings cuDNN's
     benchmark back after the second step, so no skip: 0.3 s for each of its 77 kernels
     said 23 s where its 152 launches took 43 s."""
-    import lzma
-    from pathlib import Path
     from rooflint.judge.kernel_choice import pass2_estimate_s, profiled_shapes
     from rooflint.judge.kernel_times import KernelTime
-    rows = [line.split("\t") for line in lzma.decompress(
-        (Path(__file__).parents[1] / "fixtures" / "trace" / "h200-convnet-launches.tsv.xz")
-        .read_bytes()).decode().splitlines() if not line.startswith("#")]
-    marked = [Launch(name=name, grid=grid, block=block, duration_s=1e-6, start_us=float(i),
-                     autotuner=CUDNN_BENCHMARK if trial == "1" else None)
-              for i, (name, grid, block, trial, _) in enumerate(rows)]
+    rows, marked = recorded_convnet()
     chosen = list({(name, grid, block): KernelTime(name, grid, block=block)
                    for name, grid, block, _, was in rows if was == "1"}.values())
     assert profiled_shapes(chosen, marked) == 155
