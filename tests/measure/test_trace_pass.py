@@ -73,6 +73,9 @@ def test_a_large_trace_is_said_before_it_is_read_with_what_makes_it_smaller(tmp_
     os.truncate(ranks[1], 1000)                      # together: the threshold, not past it
     passes.say_if_large([*ranks, tmp_path / "missing.json"], said.append)
     assert said == []
+    os.truncate(ranks[0], passes.MAX_TRACE_BYTES + 1)   # refused by its reading, with why
+    passes.say_if_large(ranks, said.append)
+    assert said == []
 
 
 def test_a_python_without_pytorch_falls_back_to_nsight_compute(tmp_path, monkeypatch):
