@@ -486,8 +486,8 @@ def say_if_large(paths: list[Path], say: Callable[[str], None]) -> None:
     long reading it takes, and what makes it smaller; none where a file is past what
     rooflint reads at all (MAX_TRACE_BYTES: _read_trace refuses it, saying why)."""
     sizes = [path.stat().st_size for path in paths if path.is_file()]
-    if sum(sizes) > LARGE_TRACE_BYTES and max(sizes) <= MAX_TRACE_BYTES:
-        size = sum(sizes)
+    size = sum(sizes)
+    if size > LARGE_TRACE_BYTES and max(sizes) <= MAX_TRACE_BYTES:
         say(f"pass 1: PyTorch's profiler wrote {format_bytes(size)} of trace; reading it "
             f"takes about {round(size / 2**20 * READ_S_PER_MB, -1):.0f} s: a shorter run of the "
             f"program (fewer steps, batches or evaluations) profiles sooner")
