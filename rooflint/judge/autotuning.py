@@ -7,6 +7,7 @@ of a program's kernels: benchmarking, not the program's work."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable, TypeVar
@@ -128,24 +129,42 @@ LAUNCHES_AFTER_SKIP = 2
 def launches_to_skip(launches: list[Launch], chosen: set[Identity]) -> int:
     """How many of the program's first launches pass 2 can leave out (Nsight Compute's
     ``--launch-skip-before-match`` counts every launch, whatever its name): those up to
-    cuDNN's benchmark's last trial, where every ``chosen`` kernel launches
-    LAUNCHES_AFTER_SKIP times after it; else none. Pass 2 selects kernels by name, so
-    the trials of a chosen kernel's function are otherwise profiled too, one launch each
-    (a ResNet-50's training step, H200: 62 of pass 2's launch shapes, about 18 s).
+    the latest trial of cuDNN's benchmark after which every ``chosen`` kernel still
+    launches (_still_launches); else none. Pass 2 selects kernels by name, so the trials
+    of a chosen kernel's function are otherwise profiled too, one launch each (a
+    ResNet-50's training step, H200: 62 of pass 2's launch shapes, about 18 s). A last,
+    smaller batch brings the benchmark back at the program's end, for shapes of its own
+    (DCGAN's): the skip then ends at the first step's trials, not at those.
 
     ``launches`` are pass 1's, in launch order, trials marked (benchmark_trials). The
-    other autotuners' trials before the last are not counted: pass 2 may not run them again
-    (Triton's autotuner reads what it chose from its cache), and to skip fewer launches is
-    only to profile more. A launch pass 1 did not record (a paused region) makes the count
-    smaller, as safely. None under a CUDA graph, whose launches Nsight Compute may count
-    otherwise."""
-    last = max((i for i, x in enumerate(launches) if x.autotuner == CUDNN_BENCHMARK),
-               default=None)
-    if last is None or any(x.graph for x in launches):
+    other autotuners' trials before the skip's end are not counted: pass 2 may not run them
+    again (Triton's autotuner reads what it chose from its cache), and to skip fewer
+    launches is only to profile more. A launch pass 1 did not record (a paused region)
+    makes the count smaller, as safely. None under a CUDA graph, whose launches Nsight
+    Compute may count otherwise."""
+    trials = [i for i, x in enumerate(launches) if x.autotuner == CUDNN_BENCHMARK]
+    if not trials or any(x.graph for x in launches):
         return 0
-    after = Counter((name_key(x.name), x.grid, x.block) for x in launches[last + 1:])
-    if any(after[identity] < LAUNCHES_AFTER_SKIP for identity in chosen):
+    at: dict[Identity, list[int]] = {}
+    for i, x in enumerate(launches):
+        at.setdefault((name_key(x.name), x.grid, x.block), []).append(i)
+    # Whether every chosen kernel still launches after a trial holds for every earlier one
+    # too: the latest such trial is found by bisection over them.
+    kept = bisect_left(trials, True, key=lambda last: not all(
+        _still_launches(at.get(identity, []), last) for identity in chosen))
+    if kept == 0:
         return 0
+    last = trials[kept - 1]
     others = sum(x.autotuner is not None and x.autotuner != CUDNN_BENCHMARK
                  for x in launches[:last + 1])
     return last + 1 - others
+
+
+def _still_launches(indices: list[int], last: int) -> bool:
+    """Whether a kernel launched at ``indices`` is still profiled by a pass 2 that skips
+    the launches up to ``last``, however the two runs' launches shift: it launches
+    LAUNCHES_AFTER_SKIP times after them, or once further after them than the skip is
+    long (a last batch's kernels, launched once at the program's end: a shift between two
+    runs is a part of the warm-up they share)."""
+    after = len(indices) - bisect_right(indices, last)
+    return after >= LAUNCHES_AFTER_SKIP or (after > 0 and indices[-1] - last > last + 1)

@@ -11,6 +11,7 @@ import pytest
 from rooflint.formats.trace_events import Launch
 from rooflint.judge.autotuning import (CUDNN_BENCHMARK, FEWEST_STEPS, benchmark_trials,
                                        trace_without_autotuning)
+from rooflint.judge.kernel_names import name_key
 
 
 def launch(name, operator, grid="(1, 1, 1)", duration_s=1e-4, autotuner=None):
@@ -147,6 +148,29 @@ def test_nothing_is_skipped_without_trials_under_a_graph_or_when_a_kernel_would_
     early = benchmark_trials([once, *marked], steps)
     assert launches_to_skip(early, kept | _kept_identities([once])) == 0
     assert launches_to_skip(early, kept) == 6
+
+
+def test_a_last_smaller_batch_keeps_the_skip_past_the_first_steps_trials():
+    """A last batch of another size brings cuDNN's benchmark back at the program's end, for
+    its own shapes, and its kernels launch once (DCGAN's, on fake data): pass 2 still skips
+    the first step's trials, and the last batch's kernels, launched once far past the
+    skip, are still profiled. A kernel launched once right after the trials is not a reason
+    to skip nothing either: the skip ends at an earlier trial, or nowhere."""
+    from rooflint.judge.autotuning import launches_to_skip
+    steps = 8
+    last_batch = [replace(x, grid="(3, 1, 1)") for x in step_of_a_convnet(first=True)]
+    marked = benchmark_trials([*[x for s in range(steps) for x in step_of_a_convnet(s == 0)],
+                               *last_batch], steps)
+    assert [x.autotuner is not None for x in marked[-len(last_batch):]] == [True] * 7 + [False]
+    chosen = _kept_identities(marked)
+    assert launches_to_skip(marked, chosen) == 5
+    assert all(any(identity == (name_key(x.name), x.grid, x.block) for x in marked[5:])
+               for identity in chosen)
+    right_after = launch("zero_grad_kernel", "aten::zero_")
+    early = [*marked[:5], right_after, *marked[5:]]
+    # launched once at 5, it is far enough only after the skip of trials 0 and 1
+    assert launches_to_skip(early, chosen | _kept_identities([right_after])) == 2
+    assert launches_to_skip(early, chosen) == 5
 
 
 def recorded_convnet() -> tuple[list[list[str]], list[Launch]]:
