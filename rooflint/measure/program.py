@@ -55,6 +55,7 @@ from rooflint.measure.pass_runner import (NotAttachable, NothingProfiled, Pass, 
                                           PassTooLong, Stopped, Timer,
                                           command_failed, ncu_executable, output_of,
                                           processes_in, program_tail, run_ncu)
+from rooflint.formats.jsonfile import parse_large
 from rooflint.formats.ncu_log import joined
 from rooflint.formats.ranks import merged
 from rooflint.formats.trace_events import LINE_RANGE
@@ -508,7 +509,7 @@ def _read_trace(path: Path) -> dict:
                 f"Nsight Compute would take up to {launches * NCU_PASS1_S_PER_LAUNCH / 3600:.0f}"
                 f" hours to time them one by one; profile a shorter run of the program "
                 f"(fewer steps, sizes or repetitions)")
-        document = json.loads(path.read_bytes())
+        document = parse_large(path.read_bytes())
     except FileNotFoundError:
         raise UnreadableTrace(f"PyTorch's profiler traced nothing (it starts at the program's "
                               f"first import of {', '.join(STARTING_IMPORTS)}: this program "

@@ -899,3 +899,22 @@ def test_a_kernels_notes_name_its_top_origins_and_count_the_rest():
     words = origins_words(found)
     assert words.count("by aten::mul") == 3
     assert words.endswith("and 2 more origins (2 launches, 20% of its time)")
+
+
+@pytest.mark.parametrize("orjson_installed", [True, False])
+def test_a_trace_reads_the_same_with_or_without_orjson(orjson_installed, monkeypatch):
+    """Traces are parsed by orjson where it is installed (the GPU machines' Python has
+    none): the same document either way, its launches the same; NaN, which orjson refuses,
+    read by the standard library; text that is not JSON refused by the standard library's
+    error in both."""
+    from rooflint.formats.jsonfile import parse_large
+    if not orjson_installed:
+        monkeypatch.setitem(sys.modules, "orjson", None)
+    text = (FIXTURES / "trace" / "h200-step-trace.json").read_bytes()
+    parsed = parse_large(text)
+    assert parsed == LINES_TRACE
+    assert launches(parsed) == launches(LINES_TRACE)
+    with_nan = parse_large(b'{"traceEvents": [{"name": "k", "dur": NaN}]}')
+    assert with_nan["traceEvents"][0]["dur"] != with_nan["traceEvents"][0]["dur"]
+    with pytest.raises(json.JSONDecodeError):
+        parse_large(text[: len(text) // 2])
