@@ -26,6 +26,7 @@ from rooflint.analysis.moves import ruled_out
 # The libraries by the words judge/kernel_libraries.py gives them.
 GEMM = "cuBLAS GEMM"
 CONVOLUTION = "cuDNN convolution"
+RNN = "cuDNN recurrent cell (LSTM, GRU)"
 CUTLASS = "CUTLASS kernel"      # a CUTLASS template the program or a package instantiated
 ATTENTION = "attention (cuDNN / flash)"
 NORM = "normalisation (PyTorch)"
@@ -54,7 +55,7 @@ ELEMENT_WISE = (NORM, NORM_GRADIENT, GELU, SOFTMAX, ELEMENTWISE, CAST, FILL, RED
 # is a sum over the batch, and its grid stays the features' whatever the batch.
 REDUCING = (NORM_GRADIENT, REDUCTION)
 # what the program can capture in a CUDA graph
-CAPTURABLE = (GEMM, CONVOLUTION, CUTLASS, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER,
+CAPTURABLE = (GEMM, CONVOLUTION, RNN, CUTLASS, ATTENTION, *ELEMENT_WISE, RANDOM, OPTIMIZER,
               FUSED_OPTIMIZER, FOREACH, INDUCTOR, NCCL, CUPY, OPERATOR)
 XLA = (XLA_FUSION, XLA_GEMM)     # XLA captures its own launches in CUDA graphs already
 EVERY_LIBRARY = (*CAPTURABLE, *XLA)
@@ -94,7 +95,7 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "(torch.compile writes one): a sum over the batch, as a weight or bias gradient, "
                "keeps its grid whatever the batch, so a larger batch lengthens each block "
                "instead of filling the GPU", requires=("grid_under_one_wave",)),
-    CallerMove("larger_batch", "up", (GEMM, CONVOLUTION, CUTLASS, ATTENTION, INDUCTOR,
+    CallerMove("larger_batch", "up", (GEMM, CONVOLUTION, RNN, CUTLASS, ATTENTION, INDUCTOR,
                                       OPERATOR, *XLA,
                                       *(x for x in ELEMENT_WISE if x not in REDUCING)),
                "a larger batch, "
@@ -132,6 +133,10 @@ CALLER_MOVES: tuple[CallerMove, ...] = (
                "(model.to(memory_format=torch.channels_last), autocast) and channel counts "
                "that are multiples of 8, so cuDNN picks its tensor-core kernels without "
                "transposing; torch.backends.cudnn.benchmark=True to time its algorithms once"),
+    CallerMove("rnn_cells", "up", (RNN,), "a larger batch, or bf16 under autocast, for the "
+               "recurrent layers (nn.LSTM, nn.GRU): cuDNN runs their cells one time step at a "
+               "time, a small kernel each, whose cost is its launch and latency, not its "
+               "bytes; fewer, wider steps amortise it"),
     CallerMove("conv_fp8", "raise-the-roof", (CONVOLUTION,), "fp8 convolutions (Transformer "
                "Engine, TensorRT) where the accuracy allows: twice the bf16 tensor roof",
                changes_precision=True),

@@ -212,6 +212,7 @@ class Kind(Enum):
 
     GEMM = "GEMM / convolution"
     ATTENTION = "attention"
+    RECURRENT = "recurrent cells"
     NORMALISATION = "normalisation"
     ELEMENT_WISE = "element-wise"
     CASTS = "casts and copies"
@@ -226,7 +227,7 @@ class Kind(Enum):
 KIND_OF_LIBRARY = {
     library_moves.GEMM: Kind.GEMM, library_moves.XLA_GEMM: Kind.GEMM,
     library_moves.CONVOLUTION: Kind.GEMM, library_moves.CUTLASS: Kind.GEMM,
-    library_moves.ATTENTION: Kind.ATTENTION,
+    library_moves.ATTENTION: Kind.ATTENTION, library_moves.RNN: Kind.RECURRENT,
     library_moves.NORM: Kind.NORMALISATION, library_moves.NORM_GRADIENT: Kind.NORMALISATION,
     library_moves.GELU: Kind.ELEMENT_WISE, library_moves.ELEMENTWISE: Kind.ELEMENT_WISE,
     library_moves.FILL: Kind.ELEMENT_WISE, library_moves.RANDOM: Kind.ELEMENT_WISE,

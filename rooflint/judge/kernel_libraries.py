@@ -48,6 +48,10 @@ LIBRARIES = (
     (r"fmha|flash::|sdpa|cudnn\w*(flash|attention)|compute_dot_do_o|convert_dq_to_16bits",
      library_moves.ATTENTION),
     (r"cudnn::bn_|^bn_(fw|bw)_", library_moves.NORM),      # cuDNN's BatchNorm, not a convolution
+    # cuDNN's recurrent cells (an nn.LSTM's elemWiseRNNcell, LSTM_elementWise_bp1), whose
+    # parameter types name cuDNN: not convolutions (a word language model's LSTM was told to
+    # make its tensors channels_last)
+    (r"cudnnRNN|elemWiseRNN|\b(LSTM|GRU)_elementWise", library_moves.RNN),
     (CONVOLUTION_NAMES, library_moves.CONVOLUTION),
     (r"^nvjet_|cutlass::Kernel2?<cutlass_\d+_|^cutlass_\d+_|xmma|cublas"
      r"|^(ampere|volta|turing|maxwell|sm\d+)_\w*gemm", library_moves.GEMM),

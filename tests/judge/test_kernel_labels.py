@@ -48,6 +48,18 @@ CUBLAS_CUTLASS = ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16
     ("void at::native::batch_norm_collect_statistics_channels_last_kernel<at::native::"
      "(anonymous namespace)::Var, c10::BFloat16, float, 4>(c10::BFloat16 const*)", None,
      catalog.NORM),
+    # recorded (the word language model's nn.LSTM, H200): cuDNN's recurrent cells, whose
+    # parameter types name cuDNN, are not convolutions; the GEMMs cuDNN runs for them are
+    # cuBLAS's
+    ("void elemWiseRNNcell<float, float, float, (cudnnRNNMode_t)2, (cudnnRNNBiasMode_t)2>(int,"
+     " int, int, int, int, bool, float const*, float*, cudnnRNNClipMode_t, cudnnNanPropagation_t"
+     ", float, float)", "aten::_cudnn_rnn", catalog.RNN),
+    ("void LSTM_elementWise_bp1<float, float, float>(int, int, float*, float*, int, int, "
+     "cudnnRNNClipMode_t, cudnnNanPropagation_t, float, float)", "aten::_cudnn_rnn_backward",
+     catalog.RNN),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4>(cutlass_80_"
+     "tensorop_s1688gemm_64x64_32x6_nn_align4::Params)", "aten::_cudnn_rnn_backward",
+     catalog.GEMM),
     # recorded (examples/profile): cuBLAS's GEMMs, whatever they are called
     ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "aten::addmm", catalog.GEMM),
     ("sm90_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize128x256x32_warpgroupsize2x1x1_execute"

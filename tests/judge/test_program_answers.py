@@ -192,3 +192,20 @@ def test_the_lm_head_and_loss_fix_is_within_five_points_of_their_lines(name, hea
     summed /= document["settings"]["gpu_time_s"]
     fix = next(f for f in document["fixes"] if f["id"] == "fused_linear_cross_entropy")
     assert summed > 0.08 and fix["share"] == pytest.approx(summed, abs=0.05)
+
+
+def test_an_lstm_s_recurrent_cells_are_not_told_to_shape_convolutions():
+    """The word language model's nn.LSTM (pytorch/examples, unmodified, H200): cuDNN's
+    recurrent cells name cuDNN in their parameter types, and had read as convolutions, so
+    the program was told to make its tensors channels_last and pad a 3-channel stem. They
+    are recurrent cells now, a kind of their own, and no fix of the catalog claims them;
+    the GEMMs cuDNN runs for them are still offered the GEMM shapes."""
+    from rooflint.analysis.program_fixes import Kind, kind_of
+    result = read_result(PROFILE / "h200-profile-wlm-lstm.json")
+    cells = [v for f in result.families for v in f.variants
+             if v.share and ("RNN" in v.share.kernel or "LSTM_" in v.share.kernel)]
+    assert cells and {v.share.library for v in cells} == {"cuDNN recurrent cell (LSTM, GRU)"}
+    assert {kind_of(v.share.kernel, v.share.library) for v in cells} == {Kind.RECURRENT}
+    fixes = {f.id: f for f in roll_up(result)}
+    assert "convolution_shapes" not in fixes
+    assert fixes["gemm_shapes"].share == pytest.approx(0.534, abs=0.01)
