@@ -434,6 +434,34 @@ def test_a_kernel_without_counters_has_no_verdict_but_keeps_its_time(specs):
     assert result.settings.other_kernels == 3
 
 
+def test_a_kernel_of_many_launches_keeps_some_samples_and_the_time_of_all(specs):
+    """The word language model's LSTM launched one kernel 60,000 times, all kept: its
+    result took 6.7 MB. A row keeps KEPT_SAMPLES durations, evenly spaced (the first and
+    the last among them); its time is still every launch's."""
+    [k, *_] = kernel_times.kernel_times(H200_PASS1)
+    rng = random.Random(5)
+    many = replace(k, durations_s=[rng.uniform(1e-6, 3e-6) for _ in range(25_001)])
+    result = app.profile_result("p", "/", [many], [many], {}, find_spec("h200", specs),
+                                app.device_from(H200_PASS1, "x"), None, Settings())
+    [v] = result.families[0].variants
+    assert len(v.samples_s) == app.KEPT_SAMPLES
+    assert v.samples_s[0] == many.durations_s[0] and v.samples_s[-1] == many.durations_s[-1]
+    assert v.time.n == v.share.launches == 25_001
+    assert v.time.median_s == pytest.approx(2e-6, rel=0.02)
+    assert TimeStats.of(v.samples_s).median_s == pytest.approx(v.time.median_s, rel=0.02)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 1999, 2000, 2001, 4000, 123_457])
+def test_kept_samples_are_evenly_spaced_and_in_launch_order(n):
+    durations = [float(i) for i in range(n)]
+    kept = app.kept_samples(durations)
+    assert len(kept) == min(n, app.KEPT_SAMPLES) and kept == sorted(set(kept))
+    if n:
+        assert (kept[0], kept[-1]) == (0.0, n - 1.0)
+        gaps = {b - a for a, b in zip(kept, kept[1:])}
+        assert max(gaps, default=1) - min(gaps, default=1) <= 1
+
+
 @pytest.mark.parametrize("kernel, words", [
     ("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", "cuBLAS GEMM"),
     ("triton_poi_fused_gelu_view_2", "Triton (torch.compile)"),
