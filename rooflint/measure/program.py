@@ -475,11 +475,12 @@ TRACE_BYTES_PER_LAUNCH = 1100
 
 # Past this much trace, reading and analysing it takes a while, about READ_S_PER_MB a
 # megabyte: the word language model's LSTM epoch (pytorch/examples) wrote 837 MB for its
-# 320,093 launches and its profile spent about 100 s on it beside its passes (H200's
-# host); a 180 MB copy of the training step's trace took 23 s on a 2-core CPU. Said
-# before, so that the wait is not silent and its cure is known.
+# 320,093 launches, and its profile took 37.5 s from this line to pass 2's plan on an
+# H200's host (each line stamped, 2026-11-30), 4 s more to judge pass 2's kernels; a 180
+# MB copy of the training step's trace takes 14 s on a 2-core CPU. Said before, so that
+# the wait is not silent and its cure is known.
 LARGE_TRACE_BYTES = 100 << 20
-READ_S_PER_MB = 0.12
+READ_S_PER_MB = 0.05
 
 
 def say_if_large(paths: list[Path], say: Callable[[str], None]) -> None:
