@@ -55,7 +55,7 @@ from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.stats import TimeStats
 from rooflint.judge.autotuning import (Autotuning, benchmark_trials, launches_to_skip,
                                       rows_without_autotuning, trace_without_autotuning)
-from rooflint.judge.kernel_choice import choose, profiled_shapes
+from rooflint.judge.kernel_choice import EarlyEnd, choose, early_end, profiled_shapes
 from rooflint.judge.counter_reuse import kernel_key, reuse_context, served
 from rooflint.formats.counter_cache import CounterCache
 from rooflint.judge.kernel_libraries import caller_flags, library
@@ -286,15 +286,16 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         on = profiled_devices(held, {k.identity: k.total_s for k in profiled})
         left = 0 if on is None else len(          # chosen kernels only the others ran
             {k.identity for k in profiled} - set().union(*(m for r, m in held if r in on)))
-        choice = pass2_choice(profiled, one.every,
-                              launches_to_skip(one.launches, {k.identity for k in profiled})
-                              if first.processes == 1 else 0, listed,
-                              tuple(rank.device for rank in on or ()))
+        alone = first.processes == 1
+        skip = launches_to_skip(one.launches, {k.identity for k in profiled}) if alone else 0
+        choice = pass2_choice(profiled, one.every, skip, listed,
+                              tuple(rank.device for rank in on or ()),
+                              early_end(profiled, one.launches, skip) if alone else None)
         planned.append(choice)
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
                        choice.tensor_precisions, profiled, choice.skip, on,
                        len(ranks_of_pass(first)), left,
-                       profiled_shapes(profiled, one.launches, choice.skip)))
+                       profiled_shapes(profiled, one.launches, choice.skip), choice.early_end))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))
         if one.unrecorded:
@@ -522,18 +523,18 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
 
 
 def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime], skip: int = 0,
-                 listed: frozenset[str] | None = None, devices: tuple[int, ...] = ()
-                 ) -> Choice:
+                 listed: frozenset[str] | None = None, devices: tuple[int, ...] = (),
+                 ending: EarlyEnd | None = None) -> Choice:
     """Pass 2's patterns (on mangled names: the chosen kernels among all of pass 1's,
     ``timed``), the tensor precisions the chosen kernels' operators name (all of them
     when one kernel's operators are unknown), and the program's first ``skip`` launches
     left out (only where one process launched them all: Nsight Compute counts every
     process's launches, in an order between processes no trace fixes), read by the names
     the GPU's chip lists (``listed``), on the GPUs numbered ``devices`` (every GPU where
-    none)."""
+    none), the program ended where ``ending`` says (likewise one process's only)."""
     return Choice(mangled_patterns(chosen, timed),
                   union_unless_any(k.tensor_precisions for k in chosen), skip, listed,
-                  devices)
+                  devices, ending)
 
 
 def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:

@@ -4,11 +4,13 @@ what profiling them costs."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rooflint.formats.settings import DEFAULT_COVERAGE
 from rooflint.formats.trace_events import Launch
 from rooflint.judge.kernel_libraries import is_collective
-from rooflint.judge.kernel_names import name_key
-from rooflint.judge.kernel_times import KernelTime
+from rooflint.judge.kernel_names import function_name, name_key
+from rooflint.judge.kernel_times import Identity, KernelTime
 
 # What pass 2 costs a profiled launch (8 replay passes: the training step's pass 2, its 46
 # launches and the program's own run under ncu, took 14.8 s on an H100).
@@ -55,13 +57,61 @@ def pass2_estimate_s(shapes: int) -> float:
 
 def profiled_shapes(profiled: list[KernelTime], launches: list[Launch], skip: int = 0) -> int:
     """How many launch shapes pass 2 profiles for the ``profiled`` kernels: every shape of
-    their functions that pass 1's ``launches`` hold after the first ``skip``, the trials
-    of cuDNN's benchmark among them (Nsight Compute selects by name); one a kernel at
-    least. A ResNet-50 step's 93 chosen kernels (H200): 155 shapes, 160 launches profiled,
-    without the skip; a last batch of another size brings the benchmark back after the
-    second step, so no skip (DCGAN: 77 kernels, 152 launches, 43 s where 0.3 s a kernel
-    had said 23 s)."""
+    their functions that pass 1's ``launches`` hold after the first ``skip`` (_first_shapes),
+    the trials of cuDNN's benchmark among them (Nsight Compute selects by name); one a
+    kernel at least. A ResNet-50 step's 93 chosen kernels (H200): 155 shapes, 160 launches
+    profiled, without the skip; a last batch of another size brings the benchmark back
+    after the second step, so no skip (DCGAN: 77 kernels, 152 launches, 43 s where 0.3 s a
+    kernel had said 23 s)."""
+    return max(len(_first_shapes(profiled, launches, skip)), len(profiled))
+
+
+def _first_shapes(profiled: list[KernelTime], launches: list[Launch], skip: int) -> list[Launch]:
+    """The first launch of each shape of the ``profiled`` kernels' functions after the
+    first ``skip`` of ``launches``, in launch order: what pass 2 profiles, one launch each."""
     functions = {name_key(k.kernel) for k in profiled}
-    shapes = {(name_key(x.name), x.grid, x.block) for x in launches[skip:]
-              if name_key(x.name) in functions}
-    return max(len(shapes), len(profiled))
+    seen: set[Identity] = set()
+    first = []
+    for x in launches[skip:]:
+        shape = (name_key(x.name), x.grid, x.block)
+        if shape[0] in functions and shape not in seen:
+            seen.add(shape)
+            first.append(x)
+    return first
+
+
+# Pass 2 ends its program once its launches are profiled only where pass 1's program ran
+# this long after the last of them: ending it sooner saves nothing worth the risk.
+EARLY_END_AFTER_S = 2.0
+
+
+@dataclass(frozen=True)
+class EarlyEnd:
+    """Where pass 2 can end its program: once it has profiled launches of these functions,
+    in this order (each the first of its launch shape, as Nsight Compute profiles them),
+    the last of them the last chosen kernel's first launch; pass 1's program ran
+    ``after_s`` longer (its last launch's start)."""
+
+    functions: tuple[str, ...]
+    after_s: float
+
+
+def early_end(profiled: list[KernelTime], launches: list[Launch], skip: int = 0
+              ) -> EarlyEnd | None:
+    """Where pass 2 can end its program (EarlyEnd), from pass 1's ``launches`` in launch
+    order: after the launch that profiles the last of the ``profiled`` kernels' shapes to
+    come, where pass 1 ran on EARLY_END_AFTER_S or more after it; None where every launch
+    matters to the end (a last batch's kernels, an evaluation's at its own shapes), under a
+    CUDA graph (whose launches Nsight Compute counts otherwise), or with no launches
+    (Nsight Compute timed pass 1)."""
+    if not launches or any(x.graph for x in launches):
+        return None
+    wanted = {k.identity for k in profiled}
+    first = _first_shapes(profiled, launches, skip)
+    for i, x in enumerate(first):
+        wanted.discard((name_key(x.name), x.grid, x.block))
+        if not wanted:
+            after_s = (launches[-1].start_us - x.start_us) * 1e-6
+            return EarlyEnd(tuple(function_name(y.name) for y in first[:i + 1]),
+                            after_s) if after_s >= EARLY_END_AFTER_S else None
+    return None

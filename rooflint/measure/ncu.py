@@ -283,7 +283,10 @@ def listed_metrics(compute_capability: str) -> frozenset[str] | None:
 # Every ncu run of rooflint's: clocks as the GPU sets them (never locked on a shared
 # machine), one CSV row per launch with every metric, in base units.
 CLOCKS_UNTOUCHED = ("--clock-control", "none")
-BASE_OPTIONS = (*CLOCKS_UNTOUCHED, "--csv", "--page", "raw", "--print-units", "base")
+CSV_OUTPUT = ("--csv", "--page", "raw", "--print-units", "base")
+BASE_OPTIONS = (*CLOCKS_UNTOUCHED, *CSV_OUTPUT)
+# Printed names: ncu's demangler's, in a CSV and in a report's lines alike.
+DEMANGLED_NAMES = ("--print-kernel-base", "demangled")
 
 
 def metrics_for(precisions: Iterable[str] | None, listed: frozenset[str] | None) -> list[str]:

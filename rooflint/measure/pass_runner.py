@@ -11,9 +11,12 @@ log is kept in the user's --logs directory or a temporary one.
 from __future__ import annotations
 
 import os
+import queue
+import re
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from rooflint.common.errors import RooflintError
+from rooflint.judge.kernel_names import function_name
 from rooflint.formats.ncu_log import PROCESS
 from rooflint.measure import ncu
 
@@ -242,19 +246,31 @@ class NotAttachable(RooflintError):
 
 def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
             progress: PassProgress, program_output: Path | None = None,
-            program: subprocess.Popen | None = None) -> Pass:
+            program: subprocess.Popen | None = None, ending: Ending | None = None) -> Pass:
     """ncu ARGS COMMAND, its CSV kept in ``logs`` (or a temporary folder); one line saying
     why for every failure: no ncu, no permission, the program failing, nothing profiled.
-    When ncu attaches to a waiting ``program``, that program's exit and output count."""
+    When ncu attaches to a waiting ``program``, that program's exit and output count. With
+    an ``ending``, ncu writes a report instead, saying each profiled launch as it goes, and
+    the program is ended where the ending says (_ended_early); the report is then printed
+    as the same CSV."""
     with tempfile.TemporaryDirectory(prefix="rooflint-profile-") as scratch:
         log = (logs or Path(scratch)) / name
         began = time.perf_counter()
-        done = output_of([ncu_executable(), *args, "--log-file", str(log), *command],
-                         progress)
+        if ending is None:
+            done = output_of([ncu_executable(), *args, *ncu.CSV_OUTPUT, "--log-file", str(log),
+                              *command], progress)
+        else:
+            report = Path(scratch) / "pass"
+            done = _ended_early([ncu_executable(), *args, "-o", str(report), *command],
+                                progress, ending)
         if program is not None:
             done.returncode = done.returncode or progress.wait(
                 lambda seconds: program.wait(timeout=seconds))
             done.stdout += program_output.read_text(errors="replace")
+        if ending is not None and ending.ended:
+            done.returncode = 0       # the program's exit is the kill's
+        if ending is not None and report.with_suffix(".ncu-rep").exists():
+            log.write_text(_printed(report.with_suffix(".ncu-rep")))
         wall = time.perf_counter() - began
         text = log.read_text(errors="replace") if log.exists() else ""
     output = f"{text}\n{done.stdout}\n{done.stderr}"
@@ -270,7 +286,109 @@ def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
         raise NothingProfiled(f"{' '.join(command) or 'the program'} launched no CUDA kernel "
                             f"that ncu saw ({ncu.failure_reason(output)}); check --nvtx and "
                             f"--kernel")
+    if ending is not None and ending.ended:
+        progress.say(f"{progress.step}: its {ending.seen} launches profiled "
+                     f"{ending.ended_at_s:.0f} s in, the program was ended there (pass 1 ran it "
+                     f"{ending.after_s:.0f} s more, to its end)")
     return Pass(text, wall, processes=processes_in(rows))
+
+
+# What ncu says in a report's run: each launch it profiles, once profiled, and the process
+# it profiles (the CSV to a log says neither as it goes).
+PROFILED_LINE = re.compile(r'^==PROF== Profiling "(?P<name>.*)"')
+CONNECTED_LINE = re.compile(r"==PROF== Connected to process (?P<pid>\d+)")
+
+
+@dataclass
+class Ending:
+    """Where pass 2 ends its program (judge/kernel_choice.EarlyEnd), read off ncu's lines:
+    once it has profiled launches of ``functions`` in that order, the process it profiles
+    is killed. At the first line that differs (another kernel, another order: two runs of
+    one program need not launch alike) it is off, and the program runs to its end."""
+
+    functions: tuple[str, ...]
+    after_s: float                   # how much longer pass 1's program ran
+    seen: int = 0
+    pid: int | None = None
+    off: bool = False
+    ended_at_s: float | None = None  # when the program was ended, from ncu's start
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at_s is not None
+
+    def read(self, line: str) -> bool:
+        """Whether, with ``line`` read, the program can be ended now."""
+        connected = CONNECTED_LINE.search(line)
+        if connected:
+            self.pid = int(connected["pid"])
+        profiled = PROFILED_LINE.match(line)
+        if profiled is None or self.off or self.ended:
+            return False
+        if self.seen == len(self.functions) or \
+                function_name(profiled["name"]) != self.functions[self.seen]:
+            self.off = True
+            return False
+        self.seen += 1
+        return self.seen == len(self.functions) and self.pid is not None
+
+
+def _ended_early(args: list[str], progress: PassProgress, ending: Ending) -> Finished:
+    """output_of(args), ncu's lines read as they come (stderr with stdout), the program
+    it profiles killed where ``ending`` says."""
+    try:
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, errors="replace", start_new_session=True,
+                                   env=program_environment())
+    except OSError as exc:
+        raise RooflintError(f"cannot start {Path(args[0]).name}: {exc.strerror or exc}") \
+            from None
+    lines: queue.Queue[str | None] = queue.Queue()
+    reader = threading.Thread(target=_lines_of, args=(process.stdout, lines), daemon=True)
+    began, said = time.monotonic(), []
+    with process:
+        try:
+            reader.start()
+            for line in iter(lambda: _next_line(lines, progress), None):
+                said.append(line)
+                if ending.read(line):
+                    _kill(ending.pid)
+                    ending.ended_at_s = time.monotonic() - began
+            process.wait()
+        except BaseException:
+            stop(process)
+            raise
+    return Finished(args, process.returncode, "".join(said), "", process.pid)
+
+
+def _lines_of(stream, lines: queue.Queue) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def _next_line(lines: queue.Queue, progress: PassProgress) -> str | None:
+    """The next of ncu's lines (None at its end), saying how long the pass has run meanwhile."""
+    while True:
+        try:
+            return lines.get(timeout=PROGRESS_EVERY_S)
+        except queue.Empty:
+            progress.tick()
+
+
+def _kill(pid: int | None) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, TypeError):
+        pass                          # ended meanwhile
+
+
+def _printed(report: Path) -> str:
+    """A report as the CSV a run prints to its log (its launches' raw pages, in base units,
+    names demangled)."""
+    done = subprocess.run([ncu_executable(), "--import", str(report), *ncu.CSV_OUTPUT,
+                           *ncu.DEMANGLED_NAMES], capture_output=True, text=True, errors="replace")
+    return done.stdout
 
 
 def processes_in(rows: list[dict]) -> int:

@@ -51,11 +51,12 @@ from rooflint.measure.early_start import (LAUNCH, PORTS, NoFreePorts, Waiting, a
                                          started_early, started_early_job, stop)
 from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, PID, RECORDER,
                                              STARTING_IMPORTS)
-from rooflint.measure.pass_runner import (NotAttachable, NothingProfiled, Pass, PassProgress,
-                                          PassTooLong, Stopped, Timer,
+from rooflint.measure.pass_runner import (Ending, NotAttachable, NothingProfiled, Pass,
+                                          PassProgress, PassTooLong, Stopped, Timer,
                                           command_failed, ncu_executable, output_of,
                                           processes_in, program_tail, run_ncu)
 from rooflint.formats.jsonfile import parse_large
+from rooflint.judge.kernel_choice import EarlyEnd
 from rooflint.formats.ncu_log import joined
 from rooflint.formats.ranks import merged
 from rooflint.formats.trace_events import LINE_RANGE
@@ -90,6 +91,13 @@ class Choice:
     skip: int = 0                  # the program's first launches, left out (launches_to_skip)
     listed: frozenset[str] | None = None
     devices: tuple[int, ...] = ()
+    early_end: EarlyEnd | None = None   # where pass 2 can end its program (one process's)
+
+    @property
+    def ending(self) -> Ending | None:
+        """A fresh watch for each run of pass 2 of where it ends its program."""
+        return Ending(self.early_end.functions, self.early_end.after_s) \
+            if self.early_end else None
 
     @property
     def metrics(self) -> list[str]:
@@ -533,7 +541,7 @@ def duration_pass(command: list[str], filters: Filters, logs: Path | None,
     long each kernel takes in this program, where a kernel often reads what the one before
     it wrote; flushing before every launch would time a different program, and costs about
     6 ms a launch (1.2 s of the PyTorch example's 200 launches on an H100)."""
-    args = [*ncu.BASE_OPTIONS, *NAME_BASE, "--cache-control", "none",
+    args = [*ncu.CLOCKS_UNTOUCHED, *NAME_BASE, "--cache-control", "none",
             "--metrics", ncu.DURATION, *_filter_args(filters),
             "--launch-skip", str(filters.skip)]
     return run_ncu(args, command, logs, DURATIONS_LOG, PassProgress("pass 1", say))
@@ -550,9 +558,9 @@ def counter_pass(command: list[str], choice: Choice, logs: Path | None,
     (the ranks' device numbers are CUDA's, as each process counts its GPUs: a launcher
     that numbers them otherwise must not cost the counters)."""
     def profiled(on: Choice) -> Pass:
-        args = [*ncu.BASE_OPTIONS, "--cache-control", "all",
+        args = [*ncu.CLOCKS_UNTOUCHED, "--cache-control", "all",
                 "--metrics", ",".join(on.metrics), *on.selection]
-        return run_ncu(args, command, logs, COUNTERS_LOG, progress)
+        return run_ncu(args, command, logs, COUNTERS_LOG, progress, ending=on.ending)
     try:
         return profiled(choice)
     except NothingProfiled:
@@ -582,7 +590,7 @@ def selection(patterns: list[str], skip: int = 0, devices: tuple[int, ...] = ())
     return ["--filter-mode", "per-launch-config", "--launch-count", str(LAUNCHES_PER_CONFIG),
             *(["--launch-skip-before-match", str(skip)] if skip else []),
             *(["--devices", ",".join(map(str, devices))] if devices else []),
-            "--kernel-name-base", "mangled", "--print-kernel-base", "demangled",
+            "--kernel-name-base", "mangled", *ncu.DEMANGLED_NAMES,
             "-k", f"regex:{'|'.join(patterns)}"]
 
 
@@ -605,14 +613,14 @@ def _attached(waiting: Waiting, port: int, choice: Choice, logs: Path | None,
     """counter_pass's selection, profiled by attaching to the process waiting on ``port``;
     attached again while the program runs but cannot be attached yet."""
     args = ["--mode", "attach", "--hostname", "127.0.0.1", "--port", str(port),
-            "--max-connections", str(PORTS), *ncu.BASE_OPTIONS,
+            "--max-connections", str(PORTS), *ncu.CLOCKS_UNTOUCHED,
             "--cache-control", "all", "--metrics", ",".join(choice.metrics),
             *choice.selection]
     said_why = False
     while True:
         try:
-            return run_ncu(args, [], logs, log, progress,
-                           program_output=waiting.output, program=waiting.process)
+            return run_ncu(args, [], logs, log, progress, program_output=waiting.output,
+                           program=waiting.process, ending=choice.ending)
         except NotAttachable:
             _still_running(waiting)
         if not said_why:

@@ -17,6 +17,7 @@ from rooflint.formats.settings import Settings
 from rooflint.formats.trace_events import CPU_ACTIVITY, RECORD_SHAPES, WITH_STACK, Unrecorded
 from rooflint.judge.autotuning import XLA_AUTOTUNER, Autotuning
 from rooflint.judge.kernel_choice import pass2_estimate_s
+from rooflint.judge.kernel_choice import EarlyEnd
 from rooflint.judge.kernel_names import short_name
 from rooflint.judge.kernel_times import KernelTime
 from rooflint.judge.launch_matching import Missed
@@ -32,13 +33,14 @@ def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: lis
                precisions: frozenset[str] | None,
                profiled: list[KernelTime] | None = None, skip: int = 0,
                on: Sequence[RankInfo] | None = None, ranks: int = 0, left: int = 0,
-               shapes: int | None = None) -> str:
+               shapes: int | None = None, early: EarlyEnd | None = None) -> str:
     """What pass 1 (timed by ``timer``, in ``wall_s``) found and what pass 2 will profile,
     said before pass 2 starts: ``profiled`` of the chosen kernels (all of them by default;
     the rest's counters come from the counter cache) at ``shapes`` launch shapes (one
     each where not given: kernel_choice.profiled_shapes), after the program's first
     ``skip`` launches, on the GPUs of the ranks ``on`` only, of the job's ``ranks``,
-    ``left`` of the chosen kernels held by none of those."""
+    ``left`` of the chosen kernels held by none of those; the program stopped ``early``
+    (kernel_choice.early_end) or run to its end."""
     profiled = chosen if profiled is None else profiled
     served = len(chosen) - len(profiled)
     covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
@@ -54,7 +56,15 @@ def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: lis
             f"Compute selects by name), the first launch of each"
             f"{profiled_ranks_words(on, ranks, left)}, tensor FLOPs in "
             f"{precisions_words(precisions)}: about "
-            f"{pass2_estimate_s(shapes or len(profiled)):.0f} s and the rest of the program")
+            f"{pass2_estimate_s(len(early.functions) if early else shapes or len(profiled)):.0f}"
+            f" s{_ending_words(early)}")
+
+
+def _ending_words(early: EarlyEnd | None) -> str:
+    if early is None:
+        return " and the rest of the program"
+    return (f", then the program is stopped, {early.after_s:.0f} s before its end in pass 1, "
+            f"where it launches them as pass 1 saw")
 
 
 def profiled_ranks_words(on: Sequence[RankInfo] | None, ranks: int, left: int = 0) -> str:

@@ -223,3 +223,65 @@ def test_pass_two_is_estimated_by_the_launch_shapes_it_profiles_trials_among_the
     assert profiled_shapes(chosen, marked, skip=2669) == 93
     assert profiled_shapes(chosen, []) == len(chosen)        # Nsight Compute timed pass 1
     assert pass2_estimate_s(155) == pytest.approx(46.5)
+
+
+def timed_steps(steps: int, step_us: float, evaluation: bool = False) -> list[Launch]:
+    """A training loop's launches, each ``step_us`` apart a step: the first step's cuDNN
+    trials, then the kept kernels every step; an evaluation at another batch (another grid)
+    at the end where asked."""
+    found = []
+    for s in range(steps):
+        for i, x in enumerate(step_of_a_convnet(s == 0)):
+            found.append(replace(x, start_us=s * step_us + i))
+    if evaluation:
+        found.append(replace(step_of_a_convnet(False)[2], grid="(2, 1, 1)",
+                             start_us=steps * step_us))
+    return benchmark_trials(found, steps)
+
+
+def test_pass_two_ends_its_program_once_the_chosen_kernels_first_shapes_are_profiled():
+    """A long loop of one step: pass 2 has what it needs from the first step after the
+    skip, and pass 1 ran 98 steps more: the program is ended there, after the launches of
+    these functions in this order. An evaluation at another shape at the loop's end, a
+    CUDA graph, a program that ends soon after, or no launches (Nsight Compute timed pass
+    1): run to the end."""
+    from rooflint.judge.autotuning import launches_to_skip
+    from rooflint.judge.kernel_choice import EARLY_END_AFTER_S, early_end
+    from rooflint.judge.kernel_times import kernel_times_from_trace
+    launches = timed_steps(100, step_us=50_000.0)
+    kept = [x for x in launches if x.autotuner is None]
+    chosen = kernel_times_from_trace(kept)
+    skip = launches_to_skip(launches, {k.identity for k in chosen})
+    assert skip == 5
+    end = early_end(chosen, launches, skip)
+    assert end.functions == ("sm90_xmma_fprop_kept", "sm90_xmma_dgrad_kept",
+                             "bn_fw_tr_1C11_kernel_NCHW")
+    assert end.after_s == pytest.approx(99 * 0.05 - 7e-6)
+    evaluated = timed_steps(100, step_us=50_000.0, evaluation=True)
+    assert early_end(kernel_times_from_trace([x for x in evaluated if x.autotuner is None]),
+                     evaluated, skip) is None
+    assert early_end(chosen, [replace(x, graph=True) for x in launches], skip) is None
+    short = timed_steps(100, step_us=EARLY_END_AFTER_S * 1e6 / 200)
+    assert early_end(chosen, short, skip) is None
+    assert early_end(chosen, [], 0) is None
+
+
+def test_a_short_training_step_runs_pass_two_to_its_end():
+    """The recorded H200 training step (five steps, 2,414 launches): the chosen kernels'
+    shapes have all come by launch 440, 0.2 s before its last launch: nothing worth ending
+    early (EARLY_END_AFTER_S)."""
+    import json
+    import lzma
+    from pathlib import Path
+    from rooflint.formats.trace_events import launches
+    from rooflint.judge.kernel_choice import choose, early_end
+    from rooflint.judge.kernel_times import kernel_times_from_trace
+    trace = json.loads(lzma.decompress((Path(__file__).parents[1] / "fixtures" / "trace"
+                                        / "h200-train-step-trace.json.xz").read_bytes()))
+    found = launches(trace)
+    chosen = choose(kernel_times_from_trace(found))
+    assert (len(found), len(chosen)) == (2414, 48)
+    assert early_end(chosen, found) is None
+    later = [replace(x, start_us=x.start_us + 5e6) if i > 440 else x for i, x in enumerate(found)]
+    end = early_end(chosen, later)
+    assert len(end.functions) == 48 and end.after_s == pytest.approx(5.196, abs=0.01)

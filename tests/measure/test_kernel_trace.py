@@ -337,7 +337,7 @@ def test_a_pass_2_on_the_ranks_gpu_that_profiled_nothing_runs_again_on_every_gpu
     from rooflint.measure.pass_runner import NothingProfiled, PassProgress
     calls = []
 
-    def run_ncu(args, command, logs, name, progress):
+    def run_ncu(args, command, logs, name, progress, ending=None):
         calls.append(args)
         if "--devices" in args or len(calls) > 2:
             raise NothingProfiled("torchrun launched no CUDA kernel that ncu saw")
