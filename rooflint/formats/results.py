@@ -208,6 +208,8 @@ class ProgramFixResult:
     saving_share: Amount        # of the region's GPU time and a job's exposed
                                 # communication (judge/program_fixes.spent_s)
     changes_precision: bool = False
+    made: int = 0               # of its kernels, those the change is made in already (none
+    #                             of its saving: analysis/program_fixes.ProgramFix.made)
 
 
 @dataclass

@@ -231,7 +231,11 @@ def group_fix(group: KernelGroup) -> ProgramFix | None:
 
 
 def saving(fix: ProgramFix, group: KernelGroup) -> float:
-    """The time a fix could save on a group, as the module's docstring says."""
+    """The time a fix could save on a group, as the module's docstring says, of its kernels
+    in which the change is not made already (ProgramFix.made)."""
+    group = replace(group, variants=tuple(v for v in group.variants if not made(fix, v)))
+    if not group.variants:
+        return 0.0
     if fix.saving is Saving.FUSION:
         return max(0.0, group.total_s - remaining_s(group))
     if fix.saving is Saving.REMOVAL:
@@ -241,6 +245,11 @@ def saving(fix: ProgramFix, group: KernelGroup) -> float:
     if fix.saving is Saving.RAISE_ROOF:
         return sum(v.share.total_s for v in group.variants if is_at_roof(v)) * (1 - 1 / RAISED_ROOF)
     return 0.0
+
+
+def made(fix: ProgramFix, v: VariantResult) -> bool:
+    """Whether the fix's change is made already in a kernel (ProgramFix.made)."""
+    return fix.made_in(str(v.precision), v.share.kernel)
 
 
 def remaining_s(group: KernelGroup) -> float:
@@ -434,7 +443,8 @@ def fix_result(pairs: list[tuple[ProgramFix, KernelGroup]], region_s: float,
         id=fix.id, action=fix.action, why=fix.why, estimate=fix.saving.value,
         kernels=[v.name for v in variants], lines=line_shares(variants, region_s),
         share=sum(v.share.total_s for v in variants) / region_s, saving_s=saved,
-        saving_share=saved / spent, changes_precision=fix.changes_precision)
+        saving_share=saved / spent, changes_precision=fix.changes_precision,
+        made=sum(made(fix, v) for v in variants))
 
 
 @dataclass(frozen=True)

@@ -168,8 +168,9 @@ def fix_lines(rank: int, fix: ProgramFixResult, per: PerStep = PerStep(None),
         return [first, f"    {program_fix_words(fix, program)}"]
     lines = ", ".join(f"{line.line.split(' in ')[0]} {line.share:.1%}"
                       for line in fix.lines[:TOP_LINES])
+    made = f"; made already in {fix.made} of them, not counted" if fix.made else ""
     return [first, f"    {fix.share:.1%} of GPU time in {len(fix.kernels)} kernels "
-                   f"({fix.estimate}); {lines}"]
+                   f"({fix.estimate}{made}); {lines}"]
 
 
 def saving_words(fix: ProgramFixResult, per: PerStep) -> str:
