@@ -262,7 +262,7 @@ def run_ncu(args: list[str], command: list[str], logs: Path | None, name: str,
         else:
             report = Path(scratch) / "pass"
             done = _ended_early([ncu_executable(), *args, "-o", str(report), *command],
-                                progress, ending)
+                                progress, ending, program)
         if program is not None:
             done.returncode = done.returncode or progress.wait(
                 lambda seconds: program.wait(timeout=seconds))
@@ -320,7 +320,7 @@ class Ending:
     def read(self, line: str) -> bool:
         """Whether, with ``line`` read, the program can be ended now."""
         connected = CONNECTED_LINE.search(line)
-        if connected:
+        if connected and self.pid is None:     # ncu's own line comes before the program's
             self.pid = int(connected["pid"])
         profiled = PROFILED_LINE.match(line)
         if profiled is None or self.off or self.ended:
@@ -333,9 +333,13 @@ class Ending:
         return self.seen == len(self.functions) and self.pid is not None
 
 
-def _ended_early(args: list[str], progress: PassProgress, ending: Ending) -> Finished:
+def _ended_early(args: list[str], progress: PassProgress, ending: Ending,
+                 program: subprocess.Popen | None = None) -> Finished:
     """output_of(args), ncu's lines read as they come (stderr with stdout), the program
-    it profiles killed where ``ending`` says."""
+    it profiles killed where ``ending`` says: only a process of the session ncu or the
+    waiting ``program`` leads (both are started in sessions of their own). Launched by ncu,
+    the program writes to the same lines, and a line it prints ("Connected to process 1")
+    must not name what is killed."""
     try:
         process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    text=True, errors="replace", start_new_session=True,
@@ -352,8 +356,9 @@ def _ended_early(args: list[str], progress: PassProgress, ending: Ending) -> Fin
             for line in iter(lambda: _next_line(lines, progress), None):
                 said.append(line)
                 if ending.read(line):
-                    _kill(ending.pid)
-                    ending.ended_at_s = time.monotonic() - began
+                    ending.off = not _killed(ending.pid, {process.pid, program and program.pid})
+                    if not ending.off:
+                        ending.ended_at_s = time.monotonic() - began
             process.wait()
         except BaseException:
             stop(process)
@@ -376,11 +381,17 @@ def _next_line(lines: queue.Queue, progress: PassProgress) -> str | None:
             progress.tick()
 
 
-def _kill(pid: int | None) -> None:
+def _killed(pid: int, sessions: set[int | None]) -> bool:
+    """Whether ``pid``, a process of one of ``sessions``, was killed (or had ended)."""
     try:
+        if os.getsid(pid) not in sessions:
+            return False
         os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, TypeError):
+    except ProcessLookupError:
         pass                          # ended meanwhile
+    except PermissionError:
+        return False
+    return True
 
 
 def _printed(report: Path) -> str:

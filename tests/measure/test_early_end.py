@@ -25,7 +25,8 @@ if args[0] == "--import":
     sys.exit(0)
 out = args[args.index("-o") + 1]
 child = subprocess.Popen(args[args.index("-o") + 2:])
-print("==PROF== Connected to process", child.pid, "(/usr/bin/python3.12)", flush=True)
+print("==PROF== Connected to process", os.environ.get("NAMED_PID", child.pid), "(python)",
+      flush=True)
 for name in os.environ["PROFILED"].split("|"):
     time.sleep(0.05)
     print(f'==PROF== Profiling "{{name}}": 0%....50%....100% - 8 passes', flush=True)
@@ -93,3 +94,21 @@ def test_a_program_that_launches_otherwise_runs_to_its_end(reporting_ncu, tmp_pa
 def test_an_ending_reads_ncus_lines(lines, ends):
     ending = Ending(FUNCTIONS, 10.0)
     assert [ending.read(line) for line in lines] == ends
+
+
+def test_no_process_outside_the_programs_session_is_killed(reporting_ncu, tmp_path):
+    """Launched by ncu, the program prints to ncu's lines: a "Connected to process" naming
+    another process (here a sleeper of its own session, standing for PID 1 or the user's
+    shell) is not killed, and the program runs to its end."""
+    import subprocess
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             start_new_session=True)
+    try:
+        reporting_ncu.setenv("NAMED_PID", str(other.pid))
+        done, ending, said, wall = profiled(reporting_ncu, NAMES, 1.5, tmp_path)
+        assert other.poll() is None
+        assert not ending.ended and ending.off and wall >= 1.5 and said == []
+        assert ncu.parse_rows(done.log)
+    finally:
+        other.kill()
+        other.wait()
