@@ -60,9 +60,9 @@ def profiled_shapes(profiled: list[KernelTime], launches: list[Launch], skip: in
     their functions that pass 1's ``launches`` hold after the first ``skip`` (_first_shapes),
     the trials of cuDNN's benchmark among them (Nsight Compute selects by name); one a
     kernel at least. A ResNet-50 step's 93 chosen kernels (H200): 155 shapes, 160 launches
-    profiled, without the skip; a last batch of another size brings the benchmark back
-    after the second step, so no skip (DCGAN: 77 kernels, 152 launches, 43 s where 0.3 s a
-    kernel had said 23 s)."""
+    profiled, without the skip; DCGAN, where the skip had to end before its last, smaller
+    batch brought the benchmark back (autotuning.launches_to_skip): 77 kernels, 152
+    launches, 43 s where 0.3 s a kernel had said 23 s."""
     return max(len(_first_shapes(profiled, launches, skip)), len(profiled))
 
 

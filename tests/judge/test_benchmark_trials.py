@@ -211,8 +211,8 @@ def test_a_resnets_pass_two_leaves_out_the_trials_of_its_chosen_functions():
 def test_pass_two_is_estimated_by_the_launch_shapes_it_profiles_trials_among_them():
     """The same ResNet-50 step's 93 chosen kernels: 155 launch shapes of their functions in
     pass 1 (pass 2 profiled 160 launches without the skip, H200), 93 after the skip (it
-    profiled 81-89); a kernel always counts one. DCGAN's last, smaller batch brings cuDNN's
-    benchmark back after the second step, so no skip: 0.3 s for each of its 77 kernels
+    profiled 81-89); a kernel always counts one. DCGAN, with no skip then (its last,
+    smaller batch brought cuDNN's benchmark back): 0.3 s for each of its 77 kernels had
     said 23 s where its 152 launches took 43 s."""
     from rooflint.judge.kernel_choice import pass2_estimate_s, profiled_shapes
     from rooflint.judge.kernel_times import KernelTime
