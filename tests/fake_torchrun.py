@@ -25,7 +25,7 @@ if any(a.endswith("rank_launch.py") for a in runner):
     sys.exit(max(p.wait() for p in started))
 boot = next(i for i, a in enumerate(args) if a.endswith("trace_bootstrap.py"))
 pattern = args[boot + 1]
-assert args[boot + 3] == "--" and args[boot + 4] == "t.py"
+assert args[boot + 3].isdigit() and args[boot + 4] == "--" and args[boot + 5] == "t.py"
 for rank, pid in [(0, 101), (1, 102)][:0 if ranks == "none" else int(ranks)]:
     events = [{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid,
                 "tid": 1, "ts": 10.0, "dur": 2.0, "args": {{"correlation": 7}}}},

@@ -328,6 +328,10 @@ def profile(
                                          "matches this regular expression.", metavar="REGEX"),
     skip: int = typer.Option(ProfileRequest.skip, "--skip", min=0, help="Leave out the first N "
                              "kernel launches (warm-up).", metavar="N"),
+    stop_after: int = typer.Option(ProfileRequest.stop_after, "--stop-after", min=0,
+                                   help="End a Python program at its first optimizer's Nth "
+                                   "step, in both passes: a training run is profiled on its "
+                                   "first N steps (0: run it to its end).", metavar="N"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help=f"{GPU_HELP} (default: match the "
                                       "device).", metavar="GPU"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write the result document "
@@ -357,8 +361,8 @@ def profile(
     from rooflint.commands.profile import profile_command   # start-up: see the top
     profile_command(ProfileRequest(
         command=tuple(command), top=top, coverage=coverage, nvtx=nvtx, kernel=kernel,
-        skip=skip, gpu=gpu, json_path=json_path, svg=svg, logs=logs, model=model,
-        exports=Exports(csv, markdown, html), depth=depth_of(summary, detail),
+        skip=skip, stop_after=stop_after, gpu=gpu, json_path=json_path, svg=svg, logs=logs,
+        model=model, exports=Exports(csv, markdown, html), depth=depth_of(summary, detail),
         counter_cache=not no_counter_cache, force=force))
 
 

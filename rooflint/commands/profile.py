@@ -50,7 +50,7 @@ def profile_command(request: ProfileRequest) -> None:
         profiled = profile_program(
             ProfileOptions(command=list(request.command), coverage=request.coverage,
                            top=request.top, nvtx=request.nvtx, kernel=request.kernel,
-                           skip=request.skip, gpu=request.gpu,
+                           skip=request.skip, stop_after=request.stop_after, gpu=request.gpu,
                            logs=str(logs) if logs else None,
                            model=str(model) if model else None,
                            counter_cache=request.counter_cache), progress)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rooflint.common.vocabularies import CacheMode, CountersMode, GpuMismatch, Precision
 from rooflint.formats.settings import (DEFAULT_CACHE, DEFAULT_COUNTERS, DEFAULT_COVERAGE,
+                                       DEFAULT_STOP_AFTER,
                                        DEFAULT_TIMEOUT_S)
 from rooflint.output.depth import Depth
 
@@ -80,6 +81,7 @@ class ProfileRequest:
     nvtx: str | None = None
     kernel: str | None = None
     skip: int = 0
+    stop_after: int = DEFAULT_STOP_AFTER
     gpu: str | None = None
     json_path: Path | None = None
     svg: Path | None = None

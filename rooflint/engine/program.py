@@ -73,11 +73,11 @@ from rooflint.judge.program_fixes import roll_up
 from rooflint.judge.upside import best_fraction, by_upside, upside
 from rooflint.common.paths import portable_path
 from rooflint.formats.results import FamilyResult, KernelShare, RunResult, VariantResult
-from rooflint.formats.settings import DEFAULT_COVERAGE, Settings
+from rooflint.formats.settings import DEFAULT_COVERAGE, DEFAULT_STOP_AFTER, Settings
 from rooflint.formats.status import Status
 from rooflint.formats.trace_events import Launch, Unrecorded, unrecorded
 from rooflint.formats.trace_events import launch_count, launches as trace_launches
-from rooflint.formats.trace_events import peak_reserved_bytes
+from rooflint.formats.trace_events import peak_reserved_bytes, stopped_at_step
 from rooflint.formats.trace_events import libraries, union_unless_any
 from rooflint.formats.trace_timing import ProgramTiming, timing_and_second_step
 
@@ -237,6 +237,7 @@ class ProfileOptions:
     nvtx: str | None = None
     kernel: str | None = None
     skip: int = 0
+    stop_after: int = DEFAULT_STOP_AFTER   # a Python program ended at its Nth optimizer step
     gpu: str | None = None
     logs: str | None = None          # keep Nsight Compute's CSV logs in this directory
     model: str | None = None         # a kernel_models file: kernels' FLOPs and bytes
@@ -254,7 +255,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
     check_program(options.command)
     check_gpu_option(options.gpu)
     ncu_executable()                        # no ncu: say so before any program runs
-    filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip)
+    filters = passes.Filters(nvtx=options.nvtx, kernel=options.kernel, skip=options.skip,
+                             stop_after=options.stop_after)
     logs = logs_folder(Path(options.logs)) if options.logs else None
     say(pass1_words(options.command))
 
@@ -295,7 +297,8 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
                        choice.tensor_precisions, profiled, choice.skip, on,
                        len(ranks_of_pass(first)), left,
-                       profiled_shapes(profiled, one.launches, choice.skip), choice.early_end))
+                       profiled_shapes(profiled, one.launches, choice.skip), choice.early_end,
+                       stopped_at_step(first.trace) if first.trace else None))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))
         if one.unrecorded:
@@ -512,7 +515,8 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
     return Settings(
         counters=CountersMode.NCU, command=options.command, nvtx=options.nvtx,
         kernel_filter=options.kernel,
-        skip=options.skip, model=options.model, coverage=options.coverage, top=options.top,
+        skip=options.skip, stop_after=options.stop_after, model=options.model,
+        coverage=options.coverage, top=options.top,
         pass1_timer=first.timer.value,
         pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,
         pass2_profiled_launches=profiled, pass2_kernels=choice.patterns,

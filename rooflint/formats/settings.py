@@ -21,6 +21,12 @@ from rooflint.formats.trace_events import Unrecorded
 # The share of the GPU time whose kernels a profile's pass 2 profiles, unless --coverage
 # or --top says otherwise (judge/kernel_choice.choose).
 DEFAULT_COVERAGE = 0.90
+# A profile's window: a Python program is ended at its first optimizer's step this many,
+# in both passes, unless --stop-after says otherwise (0: at its own end; trace_bootstrap.py).
+# Enough steps for the warm-up to be the first of many (cuDNN's benchmark, autotuning and
+# compilation run in the first one or two), few enough that a training run of hours is
+# profiled in the time of its start-up and a few seconds.
+DEFAULT_STOP_AFTER = 20
 DEFAULT_CACHE = CacheMode.COLD         # run's --cache
 DEFAULT_COUNTERS = CountersMode.AUTO   # --counters of run, gate and compare
 DEFAULT_TIMEOUT_S = 120.0              # a variant's worker is abandoned after this
@@ -46,6 +52,7 @@ class Settings:
     nvtx: str | None = None
     kernel_filter: str | None = None
     skip: int | None = None
+    stop_after: int | None = None         # --stop-after: the optimizer step the program ends at
     model: str | None = None              # the kernel_models file given with --model
     coverage: float | None = None         # pass 2's kernels: those covering this share of
     top: int | None = None                # the GPU time, or the top N

@@ -90,6 +90,8 @@ COPY = "aten::copy_"
 PEAK_RESERVED = "rooflint_peak_reserved_bytes"
 # The versions of PyTorch, its CUDA and its cuDNN, as the bootstrap writes them there.
 LIBRARIES = "rooflint_libraries"
+# The optimizer step the bootstrap ended the program at (profile's --stop-after), there too.
+STOPPED = "rooflint_stopped_at_step"
 
 
 @dataclass
@@ -189,6 +191,14 @@ def peak_reserved_bytes(trace: dict[str, Any]) -> int | None:
     value = trace.get(PEAK_RESERVED)
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     return int(value) if number and value >= 0 else None
+
+
+def stopped_at_step(trace: dict[str, Any]) -> int | None:
+    """The optimizer step at which the bootstrap ended the program (profile's --stop-after);
+    None where it ran to its own end (or the trace does not say)."""
+    value = trace.get(STOPPED)
+    text = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
+    return int(text) if text.isdigit() and int(text) > 0 else None
 
 
 def origins(launches: Iterable[Launch]) -> list[Origin]:

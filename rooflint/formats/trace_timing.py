@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from statistics import fmean
 from typing import Any, Iterable
 
 from rooflint.common.sense import Amount, Count, Size
-from rooflint.formats.trace_events import AUTOTUNING_RANGE, CALL_TIME, COLLECTIVE
+from rooflint.formats.trace_events import (AUTOTUNING_RANGE, CALL_TIME, COLLECTIVE,
+                                          stopped_at_step)
 
 Span = tuple[float, float]             # start and end, in the trace's microseconds
 
@@ -161,6 +162,9 @@ class ProgramTiming:
     steps: Steps | None = None
     # The whole region's (as a profile's GPU time and savings are), where it ran collectives.
     communication: Communication | None = None
+    # The optimizer step the program was ended at (profile's --stop-after): the region is its
+    # first steps, not the whole program; None where it ran to its end.
+    stopped_at_step: Count | None = None
 
 
 @dataclass
@@ -222,7 +226,7 @@ def timing_and_second_step(trace: dict[str, Any]) -> tuple[ProgramTiming | None,
     if found is None:
         return None, None
     second = found.steps[1][0] if len(found.steps) >= 2 else None
-    return _timing(found), second
+    return replace(_timing(found), stopped_at_step=stopped_at_step(trace)), second
 
 
 def _timing(found: _Region) -> ProgramTiming:

@@ -24,7 +24,7 @@ demangled name, two ``extern "C"`` kernels are one, H100.)
 
 Pass 2's program is started while pass 1 runs and waits for pass 2 to attach to it, when
 that is sound (early_start.py), a Python program with TorchDynamo imported with its torch
-(early_command); else pass 1 is taken again, alone, before an ordinary pass 2. So is a
+(pass_two_command); else pass 1 is taken again, alone, before an ordinary pass 2. So is a
 ``torchrun --standalone`` job's, each rank waiting under its own ncu (_early_job). Each pass
 runs through pass_runner.py (progress, failures, the Pass it gives back).
 """
@@ -75,6 +75,8 @@ class Filters:
     nvtx: str | None = None        # an NVTX range (push/pop name): only launches inside it
     kernel: str | None = None      # a regular expression on the demangled kernel name
     skip: int = 0                  # leave out the first N (matching) launches: warm-up
+    stop_after: int = 0            # a Python program ended at its first optimizer's Nth
+    #                                step, in both passes (0: at its own end; trace_bootstrap)
 
 
 @dataclass
@@ -118,7 +120,7 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     torchrun's job whose ranks each wait under their own ncu (_early_job): under one ncu
     only the launcher would wait, and its ranks would run beside pass 1."""
     if not starts_its_program(command):
-        with started_early(early_command(command)) as waiting:
+        with started_early(pass_two_command(command, filters.stop_after)) as waiting:
             first = timing_pass(command, filters, logs, say)
             if alone(waiting, first):
                 choice = plan(first)
@@ -138,15 +140,17 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
         except NoFreePorts as exc:        # before anything ran: pass 2 after pass 1
             say(f"pass 2 after pass 1: {exc}")
     first = every_process_pass(command, filters, logs, say)
-    return first, _ordinary_second(command, first, plan(first), logs, say)
+    return first, _ordinary_second(command, first, plan(first), logs, say, filters.stop_after)
 
 
 def _ordinary_second(command: list[str], first: Pass, choice: Choice, logs: Path | None,
-                     say: Callable[[str], None]) -> Pass:
-    """Pass 2 as a run of its own, under ncu from its start."""
+                     say: Callable[[str], None], steps: int = 0) -> Pass:
+    """Pass 2 as a run of its own, under ncu from its start (a Python program through
+    the bootstrap, ended at the step pass 1's was)."""
     if not choice.patterns:
         return Pass("", 0.0)
-    return _second(lambda: counter_pass(command, choice, logs, pass_two_progress(first, say)))
+    return _second(lambda: counter_pass(pass_two_command(command, steps), choice, logs,
+                                        pass_two_progress(first, say)))
 
 
 def _early_job(command: list[str], job: TorchrunCommand, ranks: int, filters: Filters,
@@ -156,14 +160,15 @@ def _early_job(command: list[str], job: TorchrunCommand, ranks: int, filters: Fi
     ncu (early_start.started_early_job); where pass 1 did not see as many processes as
     ranks wait, or a rank never said it waits, the early job is stopped and pass 2 runs on
     its own (nothing of it ran on the GPU: a rank waits at its first CUDA call)."""
-    with started_early_job(lambda port: ranks_waiting_for_ncu(job, port), ranks) as waiting:
+    with started_early_job(lambda port: ranks_waiting_for_ncu(job, port, filters.stop_after),
+                           ranks) as waiting:
         first = every_process_pass(command, filters, logs, say)
         choice = plan(first)
         if job_alone(waiting, first) and choice.patterns:
             return first, _second(lambda: _attach_ranks(waiting, command, first, choice, logs,
                                                         say), attached=True)
         stop(waiting.process)
-    return first, _ordinary_second(command, first, choice, logs, say)
+    return first, _ordinary_second(command, first, choice, logs, say, filters.stop_after)
 
 
 def pass_two_progress(first: Pass, say: Callable[[str], None]) -> PassProgress:
@@ -222,7 +227,7 @@ def every_process_pass(command: list[str], filters: Filters, logs: Path | None,
     of one process gets them); else CUPTI's recorder, which the driver loads into every
     process, at the program's own speed; else Nsight Compute, which serialises every
     launch of every process, and sees NVTX ranges the recorder does not."""
-    traced = rank_trace_pass(command, logs, say)
+    traced = rank_trace_pass(command, logs, say, filters.stop_after)
     if traced is not None and (not filters.nvtx or has_range(traced.trace, filters.nvtx)):
         return traced
     if not filters.nvtx:
@@ -241,7 +246,7 @@ def _torch_trace(command: list[str], filters: Filters, logs: Path | None,
     --nvtx range, records that are), said when it ran."""
     recorder = None if filters.nvtx else recorder_if_built()   # its records hold no NVTX
     try:
-        traced = trace_pass(command, logs, say, recorder)
+        traced = trace_pass(command, logs, say, recorder, filters.stop_after)
     except (UnreadableTrace, KernelTraceUnavailable) as exc:
         say(f"{exc}: timing every launch another way")
         return None
@@ -321,22 +326,26 @@ class TorchrunCommand:
         return 1
 
 
-def ranks_through_bootstrap(command: list[str], trace: str) -> list[str] | None:
+def ranks_through_bootstrap(command: list[str], trace: str, steps: int = 0
+                            ) -> list[str] | None:
     """torchrun's command (or ``python -m torch.distributed.run``'s) with each rank run
     through the bootstrap under PyTorch's profiler, writing its trace to ``trace`` (its pid
-    for trace_bootstrap.PID): ``torchrun OPTIONS --no-python PYTHON BOOTSTRAP TRACE ... --
-    SCRIPT ARGS``. None where TorchrunCommand cannot read it."""
+    for trace_bootstrap.PID), ended at its ``steps``-th optimizer step (0: its end):
+    ``torchrun OPTIONS --no-python PYTHON BOOTSTRAP TRACE ... -- SCRIPT ARGS``. None where
+    TorchrunCommand cannot read it."""
     job = TorchrunCommand.of(command)
-    return job.each_rank(*job.python, str(BOOTSTRAP), trace, LINE_RANGE) if job else None
+    return job.each_rank(*job.python, str(BOOTSTRAP), trace, LINE_RANGE,
+                         str(steps)) if job else None
 
 
-def ranks_waiting_for_ncu(job: TorchrunCommand, port: int) -> list[str]:
+def ranks_waiting_for_ncu(job: TorchrunCommand, port: int, steps: int = 0) -> list[str]:
     """The job with each rank under its own ``ncu --mode launch`` (rank_launch.py, from
     ``port``), running the rank's script through the bootstrap's pass 2 (which imports
-    TorchDynamo while pass 1 runs, as early_command does)."""
+    TorchDynamo while pass 1 runs, as pass_two_command does, and ends the rank at its
+    ``steps``-th optimizer step)."""
     return job.each_rank(*job.python, str(RANK_LAUNCH), str(port), str(PORTS),
                          ncu_executable(), *LAUNCH, "--", *job.python, str(BOOTSTRAP),
-                         PASS_TWO)
+                         PASS_TWO, str(steps))
 
 
 def interpreter_of(launcher: str) -> list[str] | None:
@@ -351,14 +360,15 @@ def interpreter_of(launcher: str) -> list[str] | None:
     return words or None
 
 
-def rank_trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
-                    ) -> Pass | None:
+def rank_trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None],
+                    steps: int = 0) -> Pass | None:
     """Pass 1 of torchrun's ranks, each under PyTorch's profiler (ranks_through_bootstrap),
     their traces merged into the job's (formats/ranks.merged), NCCL's logs of their calls
     kept; None where the command cannot be so run, or no rank wrote a trace (its
     PyTorch's profiler did not start: the program is then timed another way)."""
     with tempfile.TemporaryDirectory(prefix="rooflint-ranks-") as scratch:
-        rewritten = ranks_through_bootstrap(command, str(Path(scratch) / f"trace.{PID}.json"))
+        rewritten = ranks_through_bootstrap(command, str(Path(scratch) / f"trace.{PID}.json"),
+                                            steps)
         if rewritten is None:
             return None
         nccl = Path(scratch) / NCCL_FOLDER
@@ -426,22 +436,23 @@ BOOTSTRAP = Path(__file__).with_name("trace_bootstrap.py")
 RANK_LAUNCH = Path(__file__).with_name("rank_launch.py")
 
 
-def early_command(command: list[str]) -> list[str]:
-    """Pass 2's early-started command: a Python program started through the bootstrap, which
-    imports TorchDynamo right after the program's torch, while pass 1 runs, where the
-    program would import it on pass 2's clock (trace_bootstrap._import_dynamo); any other
-    program as it is."""
+def pass_two_command(command: list[str], steps: int = 0) -> list[str]:
+    """Pass 2's command: a Python program started through the bootstrap, which imports
+    TorchDynamo right after the program's torch (while pass 1 runs, where pass 2 is started
+    early; else the program would import it on pass 2's clock:
+    trace_bootstrap._import_dynamo) and ends it at its ``steps``-th optimizer step, as pass
+    1's was (0: at its own end); any other program as it is."""
     if is_python(command):
-        return [command[0], str(BOOTSTRAP), PASS_TWO, "--", *command[1:]]
+        return [command[0], str(BOOTSTRAP), PASS_TWO, str(steps), "--", *command[1:]]
     return command
 
 
 def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None],
-               recorder: Path | None = None) -> Pass | None:
-    """The program under PyTorch's profiler (see trace_bootstrap.py), or under CUPTI's
-    ``recorder`` where one is offered and the program's first GPU library is not PyTorch's
-    or Triton's; None if its interpreter has no PyTorch. Filters are applied to the trace
-    afterwards."""
+               recorder: Path | None = None, steps: int = 0) -> Pass | None:
+    """The program under PyTorch's profiler (see trace_bootstrap.py), ended at its first
+    optimizer's ``steps``-th step (0: at its own end), or under CUPTI's ``recorder`` where
+    one is offered and the program's first GPU library is not PyTorch's or Triton's; None
+    if its interpreter has no PyTorch. Filters are applied to the trace afterwards."""
     with tempfile.TemporaryDirectory(prefix="rooflint-trace-") as scratch:
         trace = (logs or Path(scratch)) / TRACE_LOG
         records = Path(scratch) / "records"
@@ -449,7 +460,7 @@ def trace_pass(command: list[str], logs: Path | None, say: Callable[[str], None]
         offered = {RECORDER: str(recorder), RECORDS_FOLDER: str(records)} if recorder else {}
         nccl = Path(scratch) / NCCL_FOLDER
         began = time.perf_counter()
-        done = output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, "--",
+        done = output_of([command[0], str(BOOTSTRAP), str(trace), LINE_RANGE, str(steps), "--",
                           *command[1:]], PassProgress("pass 1", say),
                          {**offered, **nccl_logs.log_environment(nccl)})
         wall = time.perf_counter() - began

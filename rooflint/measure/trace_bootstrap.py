@@ -60,14 +60,21 @@ wrapped as their modules are imported (_WrappedOnImport; nothing is imported her
 program that never uses Triton does not pay for importing it). A release that renamed a
 method is simply not wrapped.
 
+A training program that runs for hours is profiled on its first steps: with STEPS above 0
+(``python trace_bootstrap.py TRACE PREFIX STEPS -- train.py ARGS``) the program is ended
+once its first optimizer (the first ``torch.optim`` optimizer to step: a GAN's
+discriminator, whose generator steps as often) has stepped STEPS times (_StepLimit), its
+trace written with STOPPED, the step it ended at, and its exit status 0.
+
 Exit status: the program's own. Status 3 with nothing written means PyTorch is not
 importable here (the program is not run); a program that imported none of
 STARTING_IMPORTS, or whose PyTorch's profiler failed to start, runs untraced and leaves
 no trace. Either way rooflint times the launches another way.
 
 Pass 2 starts the program through this file too, with no profiler (``python
-trace_bootstrap.py --pass-two -- train.py ARGS``): the program run as above, with
-TorchDynamo imported right after its own ``import torch`` (see _import_dynamo).
+trace_bootstrap.py --pass-two STEPS -- train.py ARGS``): the program run as above, with
+TorchDynamo imported right after its own ``import torch`` (see _import_dynamo), and ended
+at the same optimizer step as pass 1's.
 """
 
 import ast
@@ -113,6 +120,9 @@ PEAK_RESERVED = "rooflint_peak_reserved_bytes"
 # The trace's top-level key for the versions of PyTorch, its CUDA and its cuDNN, whose
 # kernels' code they fix (formats/trace_events.py reads it under the same name).
 LIBRARIES = "rooflint_libraries"
+# The trace's top-level key for the optimizer step the program was ended at (_StepLimit;
+# formats/trace_events.py reads it under the same name).
+STOPPED = "rooflint_stopped_at_step"
 # The trace's top-level key for which process it is of: its pid, its launcher's rank and its
 # host (formats/ranks.py reads it under the same name, to merge a launcher's ranks' traces),
 # and where launchers put the rank (formats/ranks.RANK_VARIABLES, in the same order).
@@ -843,14 +853,70 @@ def _import_dynamo():
         pass
 
 
-def _started(argv):
+def _started(steps, argv):
     """Pass 2's start: the program run as ``python ARGV`` would run it (its argv, its
     folder first on sys.path, its exit status), with TorchDynamo imported right after the
-    program's own ``import torch`` (_import_dynamo)."""
+    program's own ``import torch`` (_import_dynamo), and ended at its first optimizer's
+    ``steps``-th step where that is above 0 (_StepLimit), as pass 1's was."""
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
-    sys.meta_path.insert(0, _AfterFirstImport(("torch",), _import_dynamo))
+
+    def after_torch():
+        _import_dynamo()
+        if steps:
+            _StepLimit(steps, lambda step: None).install()
+    sys.meta_path.insert(0, _AfterFirstImport(("torch",), after_torch))
     run()
+
+
+class _StepLimit:
+    """Ends the program once its first optimizer has stepped ``steps`` times: ``end(step)``
+    first (pass 1's trace written), then the process (_exit_now). Counted by torch.optim's
+    hook after every optimizer's step (PyTorch 2.0 on; where a release lacks it, the program
+    runs to its end); the first optimizer's alone, so that a GAN's two optimizers, or a
+    model's two parameter groups' own, count one step an iteration; a first optimizer the
+    program dropped is followed by the next to step. Only on the main thread, where pass 1's
+    line ranges were opened and are closed: a step on another runs the program on."""
+
+    def __init__(self, steps, end):
+        self.steps, self.end = steps, end
+        self.first, self.stepped = None, 0
+
+    def install(self):
+        """The hook, by its module's name: torch.optim deletes its submodules' names from
+        its namespace (``torch.optim.optimizer`` is no attribute), and a release without
+        the hook is not failed."""
+        try:
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+        except ImportError:
+            return
+        register_optimizer_step_post_hook(self._after_step)
+
+    def _after_step(self, optimizer, args, kwargs):
+        if self.first is None or self.first() is None:
+            self.first = weakref.ref(optimizer)
+        if self.first() is not optimizer:
+            return
+        self.stepped += 1
+        if self.stepped >= self.steps and threading.current_thread() is threading.main_thread():
+            self.end(self.stepped)
+            _exit_now()
+
+
+def _exit_now():
+    """The process ended as a program that finished: its output flushed, the processes it
+    started through multiprocessing (a DataLoader's workers, which would hold its output
+    open for seconds) ended, exit status 0. Nothing else of the program runs, its exit
+    handlers neither (a logger's upload, a last checkpoint)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a stream the program closed or replaced
+            pass
+    import multiprocessing
+    for child in multiprocessing.active_children():
+        child.terminate()
+    os._exit(0)
 
 
 class _StartAtFirstImport:
@@ -891,8 +957,8 @@ class _Profiling:
     a STARTING_IMPORTS module, stopped (stop) when the program ends, its trace written; or
     CUPTI's recorder (record), where rooflint offers one (_StartAtFirstImport says when)."""
 
-    def __init__(self, trace, prefix, recorder, records):
-        self.trace, self.prefix = trace, prefix
+    def __init__(self, trace, prefix, recorder, records, steps=0):
+        self.trace, self.prefix, self.steps = trace, prefix, steps
         self.recorder, self.records = recorder, records
         self.torch = self.profiler = self.lines = None
         self.runs = weakref.WeakKeyDictionary()    # DataLoader iterators' runs, not ended
@@ -938,11 +1004,16 @@ class _Profiling:
             self.lines = compiled.mode = _caller_lines(torch, kind, self.prefix, compiled)
             self.lines.__enter__()
         self.torch = torch
+        if self.steps:
+            _StepLimit(self.steps, self.stop).install()
 
-    def stop(self):
-        """The trace written, where the profiler started (else none)."""
+    def stop(self, stopped_at=None):
+        """The trace written, where the profiler started (else none), with the optimizer
+        step the program was ended at (_StepLimit), if it was."""
         if self.profiler is None:
             return
+        if stopped_at is not None and hasattr(self.profiler, "add_metadata_json"):
+            self.profiler.add_metadata_json(STOPPED, str(stopped_at))
         if self.lines is not None:
             self.lines.__exit__(None, None, None)
         for run in list(self.runs.values()):     # iterators the program left unexhausted
@@ -958,9 +1029,9 @@ class _Profiling:
 def main():
     sys.path.pop(0)                  # this file's folder is not the program's
     if sys.argv[1] == PASS_TWO:
-        _started(sys.argv[3:])
+        _started(int(sys.argv[2]), sys.argv[4:])
         return
-    trace, prefix, argv = sys.argv[1], sys.argv[2], sys.argv[4:]
+    trace, prefix, steps, argv = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[5:]
     if importlib.util.find_spec("torch") is None:
         sys.exit(NO_PROFILER)
     run, sys.argv, path = _program(argv)
@@ -968,7 +1039,7 @@ def main():
     for variable, value in PROVENANCE.items():
         os.environ.setdefault(variable, value)
     profiling = _Profiling(trace, prefix, os.environ.pop(RECORDER, None),
-                           os.environ.get(RECORDS))
+                           os.environ.get(RECORDS), steps)
     sys.meta_path.insert(0, _StartAtFirstImport(profiling))
     status = 0
     try:

@@ -33,18 +33,21 @@ def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: lis
                precisions: frozenset[str] | None,
                profiled: list[KernelTime] | None = None, skip: int = 0,
                on: Sequence[RankInfo] | None = None, ranks: int = 0, left: int = 0,
-               shapes: int | None = None, early: EarlyEnd | None = None) -> str:
+               shapes: int | None = None, early: EarlyEnd | None = None,
+               stopped_at: int | None = None) -> str:
     """What pass 1 (timed by ``timer``, in ``wall_s``) found and what pass 2 will profile,
     said before pass 2 starts: ``profiled`` of the chosen kernels (all of them by default;
     the rest's counters come from the counter cache) at ``shapes`` launch shapes (one
     each where not given: kernel_choice.profiled_shapes), after the program's first
     ``skip`` launches, on the GPUs of the ranks ``on`` only, of the job's ``ranks``,
     ``left`` of the chosen kernels held by none of those; the program stopped ``early``
-    (kernel_choice.early_end) or run to its end."""
+    (kernel_choice.early_end) or run to its end (or to the optimizer step pass 1's was
+    ended at, ``stopped_at``: profile's --stop-after)."""
     profiled = chosen if profiled is None else profiled
     served = len(chosen) - len(profiled)
     covered = sum(k.total_s for k in chosen) / (sum(k.total_s for k in kernels) or 1.0)
-    found = (f"pass 1 ({timer}): {counted(len(kernels), 'kernel')} in {wall_s:.1f} s; "
+    ended = f", {ended_words(stopped_at)}" if stopped_at else ""
+    found = (f"pass 1 ({timer}): {counted(len(kernels), 'kernel')} in {wall_s:.1f} s{ended}; "
              f"pass 2: counters on {len(chosen)} of them ({covered:.0%} of GPU time")
     cached = (f"; {served} from the counter cache: PyTorch's own kernels at the launch shapes "
               f"and inputs an earlier profile measured, --no-counter-cache profiles them "
@@ -57,12 +60,18 @@ def plan_words(timer: str, wall_s: float, kernels: list[KernelTime], chosen: lis
             f"{profiled_ranks_words(on, ranks, left)}, tensor FLOPs in "
             f"{precisions_words(precisions)}: about "
             f"{pass2_estimate_s(len(early.functions) if early else shapes or len(profiled)):.0f}"
-            f" s{_ending_words(early)}")
+            f" s{_ending_words(early, stopped_at)}")
 
 
-def _ending_words(early: EarlyEnd | None) -> str:
+def ended_words(step: int) -> str:
+    """How a program ended by profile's --stop-after is said: ``the program ended after 20
+    optimizer steps (--stop-after)``."""
+    return f"the program ended after {counted(step, 'optimizer step')} (--stop-after)"
+
+
+def _ending_words(early: EarlyEnd | None, stopped_at: int | None) -> str:
     if early is None:
-        return " and the rest of the program"
+        return " and the rest of the program" + (" to that step" if stopped_at else "")
     return (f", then the program is stopped, {early.after_s:.0f} s before its end in pass 1, "
             f"where it launches them as pass 1 saw")
 

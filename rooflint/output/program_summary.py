@@ -21,6 +21,7 @@ from rooflint.common.units import format_time
 from rooflint.formats.results import ProgramFixResult, RunResult
 from rooflint.formats.trace_timing import Communication, IdleTime, ProgramTiming, Steps
 from rooflint.judge.program_fixes import compile_estimate, spent_s
+from rooflint.output.profile_words import ended_words
 
 # With the shortest top-kernel table `show` puts under it (its 11 lines at 100 columns: the
 # GPU, the heading and the table's header wrapped, three rows, the pointer to --detail),
@@ -84,6 +85,8 @@ def timing_lines(program: ProgramTiming | None, width: int) -> list[str]:
              idle_words(program.idle)]
     if program.steps:
         parts.append(steps_words(program.steps))
+    if program.stopped_at_step:
+        parts.append(f"{ended_words(program.stopped_at_step)}; 0 runs it to its end")
     if program.communication:
         parts.append(communication_words(program.communication))
     return textwrap.wrap("; ".join(filter(None, parts)), width, subsequent_indent="    ")

@@ -46,7 +46,7 @@ def test_each_early_rank_runs_its_script_under_its_own_ncu_through_the_bootstrap
     assert program.ranks_waiting_for_ncu(job, 4000) == [
         "torchrun", "--standalone", "--nproc_per_node=2", "--no-python", "/opt/py/bin/python3",
         SHIM, "4000", str(PORTS), "/opt/ncu", *LAUNCH, "--", "/opt/py/bin/python3", BOOT,
-        PASS_TWO, "--", "train.py", "--steps", "5"]
+        PASS_TWO, "0", "--", "train.py", "--steps", "5"]
 
 
 def test_the_rank_launch_listens_on_its_local_ranks_ports(tmp_path):

@@ -76,7 +76,7 @@ def test_a_compiled_program_runs_under_the_line_ranges(tmp_path):
     pytest.importorskip("torch")
     (tmp_path / "compiled.py").write_text(COMPILED)
     trace = tmp_path / "trace.json"
-    done = subprocess.run([sys.executable, str(BOOTSTRAP), str(trace), LINE_RANGE, "--",
+    done = subprocess.run([sys.executable, str(BOOTSTRAP), str(trace), LINE_RANGE, "0", "--",
                            "compiled.py"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-1500:]

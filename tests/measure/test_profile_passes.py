@@ -14,10 +14,11 @@ import lzma
 import subprocess
 import sys
 
+import pytest
 
 from edges import REPO, assert_one_line_error, rooflint
 from fake_ncu import NCU, by_mode, calls, waiting_program_is_gone
-from rooflint.formats.settings import DEFAULT_COVERAGE
+from rooflint.formats.settings import DEFAULT_COVERAGE, DEFAULT_STOP_AFTER
 from rooflint.measure import ncu
 
 def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu, tmp_path):
@@ -32,9 +33,11 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     assert pass2[pass2.index("--cache-control") + 1] == "all"      # counters from cold caches
     assert launch[launch.index("--target-processes") + 1] == "application-only"
     assert launch[launch.index("--port") + 1] == pass2[pass2.index("--port") + 1]
-    # a Python program waits for pass 2 with TorchDynamo imported (trace_bootstrap.py)
-    assert launch[-4:] == ["--pass-two", "--", "-c", "print('the program ran')"]
-    assert launch[-5].endswith("trace_bootstrap.py")
+    # a Python program waits for pass 2 with TorchDynamo imported (trace_bootstrap.py), to
+    # be ended at the optimizer step pass 1's is
+    assert launch[-5:] == ["--pass-two", str(DEFAULT_STOP_AFTER), "--", "-c",
+                           "print('the program ran')"]
+    assert launch[-6].endswith("trace_bootstrap.py")
     assert pass1[pass1.index("--nvtx-include") + 1] == "timed/"
     # an NVTX range holds only its own thread's launches (not autograd's backward): pass 2
     # selects by kernel instead, one launch of each shape of the kernels pass 1 chose
@@ -47,6 +50,7 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     assert doc["settings"]["pass2_started_early"] is True
     assert doc["settings"]["ncu_version"] == "2025.3.1.0"      # how it was measured
     assert doc["settings"]["coverage"] == 0.99 and "top" not in doc["settings"]  # and chosen
+    assert doc["settings"]["stop_after"] == DEFAULT_STOP_AFTER      # the window asked
     # what ncu was asked for is kept, so the same launches can be profiled again
     kept = doc["settings"]["pass2_selection"]
     assert kept == pass2[pass2.index(kept[0]):pass2.index(kept[0]) + len(kept)]
@@ -58,6 +62,25 @@ def test_a_profile_runs_both_passes_and_profiles_each_launch_shape_once(fake_ncu
     assert "pass 1 (Nsight Compute): 5 kernels" in outcome.stderr
     assert "pass 2: counters on 5 of them" in outcome.stderr
     assert waiting_program_is_gone(state)
+
+
+@pytest.mark.parametrize("asked, step", [(["--stop-after", "0"], "0"),
+                                         (["--stop-after", "3"], "3")])
+def test_the_window_asked_reaches_pass_two_and_the_result(fake_ncu, tmp_path, asked, step):
+    """--stop-after N: pass 2's waiting program is ended at the step pass 1's is (0: at its
+    own end), and the result says what was asked; a negative count is refused."""
+    env, state = fake_ncu
+    out = tmp_path / "p.json"
+    outcome = rooflint("profile", *asked, "--json", str(out), "--", sys.executable, "-c",
+                       "pass", env=env)
+    assert outcome.code == 0, outcome.stderr
+    (launch,) = by_mode(state)["launch"]
+    assert launch[-5:-3] == ["--pass-two", step]
+    assert json.loads(out.read_text())["settings"]["stop_after"] == int(step)
+    refused = rooflint("profile", "--stop-after", "-1", "--", sys.executable, "-c", "pass",
+                       env=env)
+    assert refused.code == 2 and "--stop-after" in refused.stderr and not by_mode(state)[
+        "launch"][1:]
 
 
 def test_pass_two_asks_for_the_counters_by_the_names_of_the_gpus_chip(fake_ncu):

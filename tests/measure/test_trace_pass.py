@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rooflint.measure import program as passes
+from stand_in_torch import stand_in_torch as write_stand_in
 
 
 @pytest.mark.parametrize("command, python", [
@@ -96,37 +97,11 @@ def test_ranges_are_found_in_a_parsed_trace():
     assert not passes.has_range(None, "timed")
 
 
-# A stand-in PyTorch: what its import and its TorchDynamo's saw of the environment's
-# SETTING, a profiler that writes that into its trace; DYNAMO=fail makes TorchDynamo raise,
-# PROFILER=fail the profiler's start.
+# A stand-in PyTorch (stand_in_torch.py) whose import and TorchDynamo's note what they saw
+# of the environment's SETTING; DYNAMO=fail makes TorchDynamo raise.
 STAND_IN = {
     "__init__.py": "import os\nSEEN = os.environ.get('SETTING')\n"
                    "from . import cuda, overrides, profiler\n",
-    "cuda/__init__.py": "from . import nvtx\ndef is_initialized():\n    return False\n",
-    "cuda/nvtx.py": "def range_push(message):\n    return 0\ndef range_pop():\n    return 0\n",
-    "overrides.py": "class TorchFunctionMode:\n    def __enter__(self):\n        return self\n"
-                    "    def __exit__(self, *exc):\n        pass\n",
-    "profiler.py": """\
-import contextlib, json
-class ProfilerActivity:
-    CPU, CUDA = "cpu", "cuda"
-@contextlib.contextmanager
-def record_function(name):
-    yield
-class profile:
-    def __init__(self, activities, record_shapes):
-        pass
-    def __enter__(self):
-        import os
-        if os.environ.get("PROFILER") == "fail":
-            raise RuntimeError("CUPTI would not start")
-        return self
-    def __exit__(self, *exc):
-        pass
-    def export_chrome_trace(self, path):
-        import torch
-        json.dump({"traceEvents": [], "torch saw": torch.SEEN}, open(path, "w"))
-""",
     "_dynamo/__init__.py": """\
 import os, sys
 if os.environ.get("DYNAMO") == "fail":
@@ -148,11 +123,7 @@ sys.exit(7 if os.environ.get("IMPORTS") == "torch" else 0)
 
 @pytest.fixture
 def stand_in_torch(tmp_path):
-    for name, text in STAND_IN.items():
-        path = tmp_path / "site" / "torch" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path / "site"
+    return write_stand_in(tmp_path / "site", STAND_IN)
 
 
 def _program(tmp_path) -> Path:
@@ -171,8 +142,8 @@ def test_pass_two_imports_dynamo_with_the_programs_torch(tmp_path, stand_in_torc
     ``python train.py ARGS`` runs it: its argv, its folder first on sys.path, its exit
     status. A TorchDynamo that cannot be imported is the program's own affair."""
     script = _program(tmp_path)
-    command = passes.early_command([sys.executable, str(script), "--steps", "2"])
-    assert command[1:4] == [str(passes.BOOTSTRAP), "--pass-two", "--"]
+    command = passes.pass_two_command([sys.executable, str(script), "--steps", "2"])
+    assert command[1:5] == [str(passes.BOOTSTRAP), "--pass-two", "0", "--"]
     done = subprocess.run(command, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(stand_in_torch),
                                "DYNAMO": dynamo, "IMPORTS": "torch"})
@@ -184,7 +155,7 @@ def test_pass_two_imports_dynamo_with_the_programs_torch(tmp_path, stand_in_torc
 
 
 def test_pass_two_imports_no_dynamo_for_a_program_without_torch(tmp_path, stand_in_torch):
-    done = subprocess.run(passes.early_command([sys.executable, str(_program(tmp_path))]),
+    done = subprocess.run(passes.pass_two_command([sys.executable, str(_program(tmp_path))]),
                           capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(stand_in_torch), "IMPORTS": ""})
     assert done.returncode == 0, done.stderr
@@ -218,8 +189,8 @@ def test_a_program_that_imports_no_cuda_library_is_not_traced_and_says_so(
 
 
 def test_pass_two_starts_other_programs_as_they_are():
-    assert passes.early_command(["./sgemm", "5"]) == ["./sgemm", "5"]
-    assert passes.early_command(["python", "-u", "train.py"]) == ["python", "-u", "train.py"]
+    assert passes.pass_two_command(["./sgemm", "5"]) == ["./sgemm", "5"]
+    assert passes.pass_two_command(["python", "-u", "train.py"]) == ["python", "-u", "train.py"]
 
 
 def test_a_profiler_that_will_not_start_leaves_the_program_to_run_untraced(
@@ -294,7 +265,7 @@ def test_a_program_that_imports_torch_first_keeps_pytorchs_profiler(tmp_path, st
 
 def test_a_cupy_program_imports_no_torch_under_the_recorder(tmp_path, stand_in_cupy):
     done = subprocess.run(
-        [sys.executable, str(passes.BOOTSTRAP), str(tmp_path / "t.json"), "x", "--",
+        [sys.executable, str(passes.BOOTSTRAP), str(tmp_path / "t.json"), "x", "0", "--",
          str(stand_in_cupy)], capture_output=True, text=True,
         env={**os.environ, passes.RECORDER: "/cache/librooflint_kernel_trace.so",
              passes.RECORDS_FOLDER: str(tmp_path)})
@@ -316,7 +287,7 @@ def test_a_pytorch_program_whose_first_import_was_numbas_keeps_pytorchs_profiler
                                recorder=Path("/cache/librooflint_kernel_trace.so"))
     assert traced.timer is passes.Timer.torch
     done = subprocess.run(
-        [sys.executable, str(passes.BOOTSTRAP), str(tmp_path / "t.json"), "x", "--",
+        [sys.executable, str(passes.BOOTSTRAP), str(tmp_path / "t.json"), "x", "0", "--",
          str(script)], capture_output=True, text=True,
         env={**os.environ, passes.RECORDER: "/cache/librooflint_kernel_trace.so",
              passes.RECORDS_FOLDER: str(tmp_path)})

@@ -160,3 +160,21 @@ def test_the_report_says_the_communication_fixes_do_not_add_up_as_the_terminal_d
     said = next(line for line in summary_lines(read_result(job), fixes_of(read_result(job)),
                                                400) if "do not add up" in line)
     assert said.strip() in text
+
+
+def test_a_program_ended_at_its_steps_says_so_with_how_to_run_it_to_its_end(tmp_path):
+    """A training run of hours is profiled on its first --steps optimizer steps: the
+    summary says the times are of those, and how to time the whole run; the step is kept
+    in the document."""
+    result = with_program(read_result(REPO / "examples" / "profile" /
+                                      "h200-profile-train-eager.json"))
+    result.program.stopped_at_step = 20
+    lines = summary_lines(result, fixes_of(result), 100)
+    said = " ".join(line.strip() for line in lines[1:5])
+    assert ("after a 5.1 ms warm-up; the program ended after 20 optimizer steps (--stop-after); "
+            "0 runs it to its end") in said
+    assert all(len(line) <= 100 for line in lines)
+    write_result(result, tmp_path / "r.json")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["program"]["stopped_at_step"] == 20 and jsonschema_valid(data)
+    assert read_result(tmp_path / "r.json").program.stopped_at_step == 20
