@@ -873,9 +873,9 @@ class _StepLimit:
     """Ends the program once its first optimizer has stepped ``steps`` times: ``end(step)``
     first (pass 1's trace written), then the process (_exit_now). Counted by torch.optim's
     hook after every optimizer's step (PyTorch 2.0 on; where a release lacks it, the program
-    runs to its end); the first optimizer's alone, so that a GAN's two optimizers, or a
-    model's two parameter groups' own, count one step an iteration; a first optimizer the
-    program dropped is followed by the next to step. Only on the main thread, where pass 1's
+    runs to its end); the first optimizer's alone, so that a GAN's two optimizers count one
+    step an iteration; a first optimizer the program dropped is followed by the next to
+    step. Only on the main thread, where pass 1's
     line ranges were opened and are closed: a step on another runs the program on."""
 
     def __init__(self, steps, end):

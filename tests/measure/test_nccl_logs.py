@@ -12,6 +12,7 @@ import pytest
 
 from rooflint.measure import kernel_trace, nccl_logs, program
 from test_kernel_trace import _kernel
+from stand_in_torch import stand_in_torch
 from test_trace_pass import STAND_IN
 
 CALL = ("{host}:{pid}:{pid} [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f0 recvbuff 0x7f0 "
@@ -77,12 +78,9 @@ def test_under_the_users_own_nccl_debug_pass_one_reads_no_log(tmp_path, monkeypa
 
 def test_under_pytorchs_profiler_the_programs_log_comes_back_too(tmp_path, monkeypatch):
     """test_trace_pass.py's stand-in PyTorch, whose profiler traces nothing."""
-    for name, text in STAND_IN.items():
-        (tmp_path / "site" / "torch" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "site" / "torch" / name).write_text(text)
     for name in nccl_logs.USERS_OWN:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    monkeypatch.setenv("PYTHONPATH", str(stand_in_torch(tmp_path / "site", STAND_IN)))
     script = tmp_path / "train.py"
     script.write_text("import os, pathlib, socket, torch\n"
                       "host, pid = socket.gethostname().split('.')[0], os.getpid()\n"
