@@ -59,7 +59,7 @@ from rooflint.formats.jsonfile import parse_large
 from rooflint.judge.kernel_choice import EarlyEnd
 from rooflint.formats.ncu_log import joined
 from rooflint.formats.ranks import merged
-from rooflint.formats.trace_events import LINE_RANGE
+from rooflint.formats.trace_events import LINE_RANGE, stopped_at_step
 
 NAME_BASE = ("--kernel-name-base", "demangled")
 
@@ -127,7 +127,8 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
                 if not choice.patterns:        # every chosen kernel's counters are known
                     stop(waiting.process)
                     return first, Pass("", 0.0)
-                return first, _second(lambda: _attach(waiting, choice, logs, say),
+                return first, _second(lambda: _attach(waiting, choice, logs,
+                                                      pass_two_progress(first, say)),
                                       attached=True)
             stop(waiting.process)
         say("pass 1 again, alone: this program's kernels do not all run in its own process, "
@@ -172,20 +173,33 @@ def _early_job(command: list[str], job: TorchrunCommand, ranks: int, filters: Fi
 
 
 def pass_two_progress(first: Pass, say: Callable[[str], None]) -> PassProgress:
-    """Pass 2's progress, with a limit where pass 1 saw kernels of several processes."""
-    if first.processes <= 1:
-        return PassProgress("pass 2", say)
-    return PassProgress(
-        "pass 2", say, limit_s=SEVERAL_PROCESSES_LIMIT * first.wall_s + SEVERAL_PROCESSES_MORE_S,
-        over=f"more than {SEVERAL_PROCESSES_LIMIT}x pass 1's time: the program's "
-             f"{first.processes} processes may wait on each other (a collective waits for its "
-             f"peers), which Nsight Compute, profiling one kernel at a time, never lets finish")
+    """Pass 2's progress, with a limit where pass 1 saw kernels of several processes, or
+    ended its program at an optimizer step (profile's --stop-after): a training run of
+    hours whose pass 2 went on past that step would be profiled for hours."""
+    limit_s = SEVERAL_PROCESSES_LIMIT * first.wall_s + SEVERAL_PROCESSES_MORE_S
+    over = f"more than {SEVERAL_PROCESSES_LIMIT}x pass 1's time: "
+    if first.processes > 1:
+        return PassProgress(
+            "pass 2", say, limit_s=limit_s,
+            over=f"{over}the program's {first.processes} processes may wait on each other (a "
+                 f"collective waits for its peers), which Nsight Compute, profiling one kernel "
+                 f"at a time, never lets finish")
+    step = stopped_at_step(first.trace) if first.trace else None
+    if step:
+        return PassProgress(
+            "pass 2", say, limit_s=limit_s,
+            over=f"{over}pass 1 ended the program after {step} optimizer steps "
+                 f"(--stop-after), and pass 2's run has not ended")
+    return PassProgress("pass 2", say)
 
 
-# Pass 2 of a program whose kernels ran in several processes (a launcher's ranks) is stopped
-# after this many times pass 1's time and SEVERAL_PROCESSES_MORE_S more: ranks waiting on
-# each other's collectives may never finish under Nsight Compute, and pass 1's times are
-# kept (a 2-rank DDP step, 21.7 s plain, had run 300 s when its user gave up; issue 49).
+# Pass 2 of a program whose kernels ran in several processes (a launcher's ranks), or that
+# pass 1 ended at an optimizer step, is stopped after this many times pass 1's time and
+# SEVERAL_PROCESSES_MORE_S more: ranks waiting on each other's collectives may never finish
+# under Nsight Compute (a 2-rank DDP step, 21.7 s plain, had run 300 s when its user gave
+# up; issue 49), and a training run that goes on past the step could run for hours
+# (pytorch/examples' imagenet on fake data, 5,005 steps an epoch: its pass 2 had not ended
+# 277 s after a pass 1 of 19.6 s, H200). Pass 1's times are kept.
 SEVERAL_PROCESSES_LIMIT = 5
 SEVERAL_PROCESSES_MORE_S = 120.0
 
@@ -610,12 +624,12 @@ def selection(patterns: list[str], skip: int = 0, devices: tuple[int, ...] = ())
 ATTACH_AGAIN_S = 0.25
 
 
-def _attach(waiting: Waiting, choice: Choice,
-            logs: Path | None, say: Callable[[str], None]) -> Pass:
+def _attach(waiting: Waiting, choice: Choice, logs: Path | None,
+            progress: PassProgress) -> Pass:
     """counter_pass's selection, profiled by attaching to the waiting program, which then
-    runs to its end."""
+    runs to its end (or to where pass 1's was ended, or the early end stops it)."""
     began = time.perf_counter()
-    attached = _attached(waiting, waiting.port, choice, logs, PassProgress("pass 2", say))
+    attached = _attached(waiting, waiting.port, choice, logs, progress)
     return Pass(attached.log, time.perf_counter() - began, attached=True)
 
 

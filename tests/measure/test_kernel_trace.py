@@ -20,7 +20,7 @@ from rooflint.common.errors import RooflintError
 from rooflint.engine.program import device_from_trace
 from rooflint.formats.kernel_records import UnreadableRecords, read_records
 from rooflint.formats.ranks import ranks_of, trace_of
-from rooflint.formats.trace_events import launches
+from rooflint.formats.trace_events import STOPPED, launches
 from rooflint.measure import kernel_trace, program
 from rooflint.measure.kernel_trace import KernelTraceUnavailable
 from rooflint.measure.pass_runner import Pass, Timer
@@ -385,6 +385,19 @@ def test_pass_two_of_several_processes_has_a_limit_and_one_process_none(monkeypa
     two = program.pass_two_progress(Pass("", 25.0, processes=2), print)
     assert two.limit_s == 245.0 and "2 processes may wait on each other" in two.over
     assert program.pass_two_progress(Pass("", 25.0, processes=1), print).limit_s is None
+
+
+def test_pass_two_of_a_program_pass_one_ended_at_a_step_has_a_limit():
+    """pytorch/examples' imagenet on fake data (5,005 steps an epoch): pass 1 ended it at its
+    20th step in 19.6 s, and its pass 2 had not ended 277 s later (H200): stopped at 5x pass
+    1's time and 2 minutes more, saying why; a trace that ran to its end sets none."""
+    ended = program.pass_two_progress(
+        Pass("", 19.6, processes=1, trace={"traceEvents": [], STOPPED: 20}), print)
+    assert ended.limit_s == pytest.approx(218.0)
+    assert ended.over == ("more than 5x pass 1's time: pass 1 ended the program after 20 "
+                          "optimizer steps (--stop-after), and pass 2's run has not ended")
+    assert program.pass_two_progress(Pass("", 19.6, processes=1, trace={"traceEvents": []}),
+                                     print).limit_s is None
 
     def too_long():
         raise program.PassTooLong("pass 2 stopped after 245 s: ranks")
