@@ -55,7 +55,8 @@ from rooflint.analysis.observation import Model, Observation, analyse
 from rooflint.analysis.stats import TimeStats
 from rooflint.judge.autotuning import (Autotuning, benchmark_trials, launches_to_skip,
                                       rows_without_autotuning, trace_without_autotuning)
-from rooflint.judge.kernel_choice import EarlyEnd, choose, early_end, profiled_shapes
+from rooflint.judge.kernel_choice import (EarlyEnd, choose, early_end, pass2_estimate_s,
+                                         profiled_shapes)
 from rooflint.judge.counter_reuse import kernel_key, reuse_context, served
 from rooflint.formats.counter_cache import CounterCache
 from rooflint.judge.kernel_libraries import caller_flags, library
@@ -293,11 +294,12 @@ def profile_program(options: ProfileOptions, say: Callable[[str], None]
         choice = pass2_choice(profiled, one.every, skip, listed,
                               tuple(rank.device for rank in on or ()),
                               early_end(profiled, one.launches, skip) if alone else None)
+        shapes = profiled_shapes(profiled, one.launches, choice.skip)
+        choice = replace(choice, expected_s=pass2_estimate_s(shapes))
         planned.append(choice)
         say(plan_words(first.timer.words, first.wall_s, one.kernels, chosen,
                        choice.tensor_precisions, profiled, choice.skip, on,
-                       len(ranks_of_pass(first)), left,
-                       profiled_shapes(profiled, one.launches, choice.skip), choice.early_end,
+                       len(ranks_of_pass(first)), left, shapes, choice.early_end,
                        stopped_at_step(first.trace) if first.trace else None))
         if one.tuning.launches:
             say(autotuning_words(one.tuning))

@@ -94,6 +94,7 @@ class Choice:
     listed: frozenset[str] | None = None
     devices: tuple[int, ...] = ()
     early_end: EarlyEnd | None = None   # where pass 2 can end its program (one process's)
+    expected_s: float = 0.0        # what its launches should take (kernel_choice.pass2_estimate_s)
 
     @property
     def ending(self) -> Ending | None:
@@ -128,7 +129,7 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
                     stop(waiting.process)
                     return first, Pass("", 0.0)
                 return first, _second(lambda: _attach(waiting, choice, logs,
-                                                      pass_two_progress(first, say)),
+                                                      pass_two_progress(first, choice, say)),
                                       attached=True)
             stop(waiting.process)
         say("pass 1 again, alone: this program's kernels do not all run in its own process, "
@@ -151,7 +152,7 @@ def _ordinary_second(command: list[str], first: Pass, choice: Choice, logs: Path
     if not choice.patterns:
         return Pass("", 0.0)
     return _second(lambda: counter_pass(pass_two_command(command, steps), choice, logs,
-                                        pass_two_progress(first, say)))
+                                        pass_two_progress(first, choice, say)))
 
 
 def _early_job(command: list[str], job: TorchrunCommand, ranks: int, filters: Filters,
@@ -172,11 +173,14 @@ def _early_job(command: list[str], job: TorchrunCommand, ranks: int, filters: Fi
     return first, _ordinary_second(command, first, choice, logs, say, filters.stop_after)
 
 
-def pass_two_progress(first: Pass, say: Callable[[str], None]) -> PassProgress:
+def pass_two_progress(first: Pass, choice: Choice, say: Callable[[str], None]
+                      ) -> PassProgress:
     """Pass 2's progress, with a limit where pass 1 saw kernels of several processes, or
     ended its program at an optimizer step (profile's --stop-after): a training run of
-    hours whose pass 2 went on past that step would be profiled for hours."""
-    limit_s = SEVERAL_PROCESSES_LIMIT * first.wall_s + SEVERAL_PROCESSES_MORE_S
+    hours whose pass 2 went on past that step would be profiled for hours. The limit
+    counts the ``choice``'s launches too, whose cost pass 1's time does not hold."""
+    limit_s = (SEVERAL_PROCESSES_LIMIT * first.wall_s + SEVERAL_PROCESSES_MORE_S
+               + choice.expected_s)
     over = f"more than {SEVERAL_PROCESSES_LIMIT}x pass 1's time: "
     if first.processes > 1:
         return PassProgress(
@@ -194,12 +198,13 @@ def pass_two_progress(first: Pass, say: Callable[[str], None]) -> PassProgress:
 
 
 # Pass 2 of a program whose kernels ran in several processes (a launcher's ranks), or that
-# pass 1 ended at an optimizer step, is stopped after this many times pass 1's time and
-# SEVERAL_PROCESSES_MORE_S more: ranks waiting on each other's collectives may never finish
-# under Nsight Compute (a 2-rank DDP step, 21.7 s plain, had run 300 s when its user gave
-# up; issue 49), and a training run that goes on past the step could run for hours
-# (pytorch/examples' imagenet on fake data, 5,005 steps an epoch: its pass 2 had not ended
-# 277 s after a pass 1 of 19.6 s, H200). Pass 1's times are kept.
+# pass 1 ended at an optimizer step, is stopped after this many times pass 1's time,
+# SEVERAL_PROCESSES_MORE_S more and what its launches should take: ranks waiting on each
+# other's collectives may never finish under Nsight Compute (a 2-rank DDP step, 21.7 s
+# plain, had run 300 s when its user gave up; issue 49), and a training run that goes on
+# past the step could run for hours (pytorch/examples' imagenet on fake data, 5,005 steps
+# an epoch: its pass 2 had not ended 277 s after a pass 1 of 19.6 s, H200). Pass 1's times
+# are kept.
 SEVERAL_PROCESSES_LIMIT = 5
 SEVERAL_PROCESSES_MORE_S = 120.0
 
@@ -662,7 +667,7 @@ def _attach_ranks(waiting: Waiting, command: list[str], first: Pass, choice: Cho
     waits for its peers' collectives), the choice's GPUs profiled, the others' ranks let
     run; their logs joined. Where none profiled a launch on those GPUs, pass 2 runs again
     on every GPU, as counter_pass does. The job is stopped where any attach fails."""
-    began, progress = time.perf_counter(), pass_two_progress(first, say)
+    began, progress = time.perf_counter(), pass_two_progress(first, choice, say)
     quiet = PassProgress("pass 2", lambda _: None, limit_s=progress.limit_s, over=progress.over)
     with ThreadPoolExecutor(waiting.ranks) as pool:
         runs = [pool.submit(_rank_log, waiting, port, choice, rank,

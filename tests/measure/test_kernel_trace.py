@@ -382,22 +382,26 @@ def test_a_pass_past_its_limit_is_stopped_with_every_process_of_its_program(tmp_
 def test_pass_two_of_several_processes_has_a_limit_and_one_process_none(monkeypatch):
     """5x pass 1's time and 2 minutes more: a 2-rank step of 25 s is stopped at 245 s, where
     its user gave up at 300 s and got nothing; the limit's stop keeps pass 1 (a Stopped)."""
-    two = program.pass_two_progress(Pass("", 25.0, processes=2), print)
+    nothing = program.Choice([])
+    two = program.pass_two_progress(Pass("", 25.0, processes=2), nothing, print)
     assert two.limit_s == 245.0 and "2 processes may wait on each other" in two.over
-    assert program.pass_two_progress(Pass("", 25.0, processes=1), print).limit_s is None
+    assert program.pass_two_progress(Pass("", 25.0, processes=1), nothing,
+                                     print).limit_s is None
 
 
 def test_pass_two_of_a_program_pass_one_ended_at_a_step_has_a_limit():
     """pytorch/examples' imagenet on fake data (5,005 steps an epoch): pass 1 ended it at its
     20th step in 19.6 s, and its pass 2 had not ended 277 s later (H200): stopped at 5x pass
-    1's time and 2 minutes more, saying why; a trace that ran to its end sets none."""
+    1's time and 2 minutes more, and what its launches should take (its plan said about 20
+    s), saying why; a trace that ran to its end sets none."""
     ended = program.pass_two_progress(
-        Pass("", 19.6, processes=1, trace={"traceEvents": [], STOPPED: 20}), print)
-    assert ended.limit_s == pytest.approx(218.0)
+        Pass("", 19.6, processes=1, trace={"traceEvents": [], STOPPED: 20}),
+        program.Choice(["k"], expected_s=20.0), print)
+    assert ended.limit_s == pytest.approx(238.0)
     assert ended.over == ("more than 5x pass 1's time: pass 1 ended the program after 20 "
                           "optimizer steps (--stop-after), and pass 2's run has not ended")
     assert program.pass_two_progress(Pass("", 19.6, processes=1, trace={"traceEvents": []}),
-                                     print).limit_s is None
+                                     program.Choice(["k"]), print).limit_s is None
 
     def too_long():
         raise program.PassTooLong("pass 2 stopped after 245 s: ranks")
