@@ -198,7 +198,7 @@ def stopped_at_step(trace: dict[str, Any]) -> int | None:
     None where it ran to its own end (or the trace does not say)."""
     value = trace.get(STOPPED)
     text = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else ""
-    return int(text) if text.isdigit() and int(text) > 0 else None
+    return int(text) if re.fullmatch(r"[0-9]{1,9}", text) and int(text) > 0 else None
 
 
 def origins(launches: Iterable[Launch]) -> list[Origin]:

@@ -95,11 +95,12 @@ def test_pass_two_ends_the_program_where_pass_one_did(program):
 
 @pytest.mark.parametrize("steps, mode", [(0, ""), (5, "thread"), (40, "")])
 def test_a_program_runs_to_its_end_without_a_limit_a_step_on_another_thread_or_fewer_steps(
-        program, steps, mode):
+        program, tmp_path, steps, mode):
     """0 steps, a step taken on a thread of the program's own (where pass 1's line ranges
     cannot be closed), or a run of fewer steps than asked: the program as it would run."""
     for command in (passes.pass_two_command(program, steps),
-                    [program[0], str(passes.BOOTSTRAP), "t.json", "x", str(steps), "--",
+                    [program[0], str(passes.BOOTSTRAP), str(tmp_path / "t.json"), "x",
+                     str(steps), "--",
                      *program[1:]]):
         done = _run(command, MODE=mode)
         assert done.returncode == 7, done.stderr
@@ -108,7 +109,8 @@ def test_a_program_runs_to_its_end_without_a_limit_a_step_on_another_thread_or_f
 
 @pytest.mark.parametrize("value, step", [
     (20, 20), ("20", 20), ("0", None), (0, None), (-3, None), ("x", None), (True, None),
-    (None, None), (2.5, None), ({"step": 3}, None)])
+    (None, None), (2.5, None), ({"step": 3}, None), ("\u00b2", None), ("9" * 5000, None),
+    (10 ** 20, None), (" 20", None)])
 def test_the_step_the_program_was_ended_at_is_read_only_as_a_positive_whole_number(value, step):
     assert stopped_at_step({STOPPED: value}) == step
     assert stopped_at_step({}) is None
