@@ -27,8 +27,10 @@ the user made is the compile, not four fixes one at a time, predicted as the bef
 profile's summary predicted it.
 
 Times are over each profile's region, as its shares are; the two regions must hold the
-same work (the same steps) for the difference to mean anything, which the documents do not
-record and this module cannot check.
+same work (the same steps) for the difference to mean anything. Where both documents count
+their steps and the counts differ (a profile ended at its 20th optimizer step by
+``--stop-after`` beside one that ran its 300 to the end), the comparison says so
+(``unlike_steps``); the steps' own work it cannot check.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class ProgramComparison:
     new_from: list[str]
     lines: list[LineTimes]
     change: ChangeCheck | None = None
+    unlike_steps: str | None = None     # why the regions are not the same work, where known
 
 
 @dataclass(frozen=True)
@@ -250,4 +253,18 @@ def compare_fixes(before: RunResult, after: RunResult) -> ProgramComparison | No
         before_s=region_s(before), after_s=region_s(after), fixes=rows,
         new_s=sum(p.time_s for p in pieces[None]),
         new_from=[f.id for f in after_fixes if new_kernels & set(f.kernels)],
-        lines=program_lines(was, now), change=compile_check(before, after, rows))
+        lines=program_lines(was, now), change=compile_check(before, after, rows),
+        unlike_steps=unlike_steps(before, after))
+
+
+def unlike_steps(before: RunResult, after: RunResult) -> str | None:
+    """Why the two regions hold different work, where both count their steps and the counts
+    differ; None where they agree or either does not say."""
+    counts = [r.program.steps.count if r.program and r.program.steps else None
+              for r in (before, after)]
+    if None in counts or counts[0] == counts[1]:
+        return None
+    ended = [" (ended there by --stop-after)" if r.program.stopped_at_step else ""
+             for r in (before, after)]
+    return (f"A's region holds {counts[0]} steps{ended[0]}, B's {counts[1]}{ended[1]}: not "
+            f"the same work; profile both with the same --stop-after")

@@ -88,8 +88,9 @@ def change_lines(comparison: ProgramComparison) -> list[str]:
 
 def comparison_lines(comparison: ProgramComparison, width: int) -> list[str]:
     """The whole per-fix part as printed, each line cut to the width."""
-    lines = [header_lines(comparison)[0], *change_lines(comparison),
-             *header_lines(comparison)[1:]]
+    lines = [header_lines(comparison)[0],
+             *([f"  {comparison.unlike_steps}"] if comparison.unlike_steps else []),
+             *change_lines(comparison), *header_lines(comparison)[1:]]
     for fix in comparison.fixes:
         lines += fix_lines(fix)
     lines += [*new_lines(comparison), *program_lines(comparison)]

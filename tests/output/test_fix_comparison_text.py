@@ -37,3 +37,20 @@ def test_each_fix_is_said_with_its_measured_and_predicted_saving():
 
 def test_the_committed_example_is_what_compare_prints():
     assert "\n".join(comparison_lines(train_step(), 100)) in EXAMPLE.read_text()
+
+
+def test_regions_of_unlike_steps_are_said_to_be_different_work():
+    """nanoGPT's 300 iterations profiled to their end beside its first 20 steps
+    (--stop-after): 2.05 s against 144 ms of GPU time is not a saving, and the line under
+    the region's time says why; two windows of 20 steps (eager, compiled) say nothing."""
+    full, window = (read_result(PROFILE / f"h200-profile-nanogpt-300-{n}.json")
+                    for n in ("eager", "window"))
+    lines = comparison_lines(compare_fixes(full, window), 200)
+    assert lines[1] == ("  A's region holds 301 steps, B's 20 (ended there by --stop-after): "
+                        "not the same work; profile both with the same --stop-after")
+    assert "ended there by --stop-after), B's 301" in comparison_lines(
+        compare_fixes(window, full), 200)[1]
+    compiled = read_result(PROFILE / "h200-profile-nanogpt-300-window-compiled.json")
+    assert compare_fixes(window, compiled).unlike_steps is None
+    assert "\n".join(comparison_lines(compare_fixes(window, compiled), 140)) in (
+        PROFILE / "h200-compare-nanogpt-window-eager-compiled.txt").read_text()
