@@ -875,8 +875,10 @@ class _StepLimit:
     hook after every optimizer's step (PyTorch 2.0 on; where a release lacks it, the program
     runs to its end); the first optimizer's alone, so that a GAN's two optimizers count one
     step an iteration; a first optimizer the program dropped is followed by the next to
-    step. Only on the main thread, where pass 1's
-    line ranges were opened and are closed: a step on another runs the program on."""
+    step. Only on the main thread, where pass 1's line ranges were opened and are closed (a
+    step on another runs the program on), and not while a CUDA graph is being captured (a
+    step captured whole), where pass 1 could not synchronise to write its trace: the next
+    step outside the capture ends it."""
 
     def __init__(self, steps, end):
         self.steps, self.end = steps, end
@@ -898,9 +900,18 @@ class _StepLimit:
         if self.first() is not optimizer:
             return
         self.stepped += 1
-        if self.stepped >= self.steps and threading.current_thread() is threading.main_thread():
+        if (self.stepped >= self.steps and threading.current_thread() is threading.main_thread()
+                and not _capturing()):
             self.end(self.stepped)
             _exit_now()
+
+
+def _capturing():
+    """Whether the current CUDA stream is capturing a graph (False where PyTorch cannot say)."""
+    try:
+        return bool(sys.modules["torch"].cuda.is_current_stream_capturing())
+    except Exception:  # a PyTorch without the call, or a CUDA that cannot answer
+        return False
 
 
 def _exit_now():

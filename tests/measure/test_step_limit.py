@@ -24,6 +24,9 @@ from stand_in_torch import stand_in_torch
 # name deleted from torch.optim as PyTorch's is.
 STAND_IN = {
     "__init__.py": "from . import cuda, optim, overrides, profiler\n",
+    "cuda/__init__.py": "from . import nvtx\nCAPTURING = False\ndef is_initialized():\n"
+                        "    return False\ndef is_current_stream_capturing():\n"
+                        "    return CAPTURING\n",
     "optim/__init__.py": "from .optimizer import Optimizer\ndel optimizer\n",
     "optim/optimizer.py": """\
 _hooks = []
@@ -46,6 +49,8 @@ worker.start()
 discriminator, generator = torch.optim.Optimizer(), torch.optim.Optimizer()
 def loop():
     for step in range(1, 31):
+        # MODE capture: steps 4 to 6 captured in a CUDA graph
+        torch.cuda.CAPTURING = os.environ.get("MODE") == "capture" and 4 <= step <= 6
         discriminator.step()
         generator.step()
         print("step", step, file=sys.stderr, flush=True)
@@ -91,6 +96,19 @@ def test_pass_two_ends_the_program_where_pass_one_did(program):
     done = _run(passes.pass_two_command(program, 5))
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "step 4"     # ended inside its fifth step
+
+
+def test_a_step_captured_in_a_cuda_graph_does_not_end_the_program(program, tmp_path,
+                                                                  monkeypatch):
+    """Pass 1 cannot synchronise to write its trace while a graph is captured: the first step
+    at or past the limit outside the capture ends it (the seventh here), in both passes."""
+    passes.trace_pass(program, tmp_path, print, steps=5)
+    assert stopped_at_step(json.loads((tmp_path / passes.TRACE_LOG).read_text())) == 5
+    monkeypatch.setenv("MODE", "capture")
+    passes.trace_pass(program, tmp_path, print, steps=5)
+    assert stopped_at_step(json.loads((tmp_path / passes.TRACE_LOG).read_text())) == 7
+    done = _run(passes.pass_two_command(program, 5))
+    assert done.returncode == 0 and done.stderr.splitlines()[-1] == "step 6", done.stderr
 
 
 @pytest.mark.parametrize("steps, mode", [(0, ""), (5, "thread"), (40, "")])
