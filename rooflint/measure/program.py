@@ -460,8 +460,9 @@ def pass_two_command(command: list[str], steps: int = 0) -> list[str]:
     TorchDynamo right after the program's torch (while pass 1 runs, where pass 2 is started
     early; else the program would import it on pass 2's clock:
     trace_bootstrap._import_dynamo) and ends it at its ``steps``-th optimizer step, as pass
-    1's was (0: at its own end); any other program as it is."""
-    if is_python(command):
+    1's was (0: at its own end); any other program as it is, a launcher's too (``python -m
+    torch.distributed.run``: its ranks are its program, which the launcher starts itself)."""
+    if is_python(command) and not starts_its_program(command):
         return [command[0], str(BOOTSTRAP), PASS_TWO, str(steps), "--", *command[1:]]
     return command
 

@@ -191,6 +191,9 @@ def test_a_program_that_imports_no_cuda_library_is_not_traced_and_says_so(
 def test_pass_two_starts_other_programs_as_they_are():
     assert passes.pass_two_command(["./sgemm", "5"]) == ["./sgemm", "5"]
     assert passes.pass_two_command(["python", "-u", "train.py"]) == ["python", "-u", "train.py"]
+    launcher = ["python", "-m", "torch.distributed.run", "--nproc_per_node=2", "t.py"]
+    assert passes.pass_two_command(launcher, 20) == launcher     # its ranks are the program
+    assert passes.pass_two_command(["python", "t.py"], 20)[2:5] == ["--pass-two", "20", "--"]
 
 
 def test_a_profiler_that_will_not_start_leaves_the_program_to_run_untraced(
