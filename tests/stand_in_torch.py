@@ -6,7 +6,10 @@ given; PROFILER=fail makes the profiler's start fail."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 MODULES = {
     "cuda/__init__.py": "from . import nvtx\ndef is_initialized():\n    return False\n",
@@ -48,3 +51,13 @@ def stand_in_torch(site: Path, modules: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return site
+
+
+def stand_in_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, str],
+                     text: str) -> list[str]:
+    """The command that runs ``text`` (``train.py`` in ``tmp_path``) as this interpreter
+    would, the stand-in PyTorch of ``modules`` (stand_in_torch) on its PYTHONPATH."""
+    monkeypatch.setenv("PYTHONPATH", str(stand_in_torch(tmp_path / "site", modules)))
+    script = tmp_path / "train.py"
+    script.write_text(text)
+    return [sys.executable, str(script)]

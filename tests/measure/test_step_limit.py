@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
@@ -18,7 +17,7 @@ from rooflint.formats.trace_events import STOPPED, stopped_at_step
 from rooflint.formats.trace_timing import timing_and_second_step
 from rooflint.measure import program as passes
 from rooflint.measure import trace_bootstrap
-from stand_in_torch import stand_in_torch
+from stand_in_torch import stand_in_program
 
 # A stand-in PyTorch (stand_in_torch.py) with torch.optim's step hooks, its submodule's
 # name deleted from torch.optim as PyTorch's is.
@@ -67,10 +66,7 @@ sys.exit(7)
 
 @pytest.fixture
 def program(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(stand_in_torch(tmp_path / "site", STAND_IN)))
-    script = tmp_path / "train.py"
-    script.write_text(PROGRAM)
-    return [sys.executable, str(script)]
+    return stand_in_program(tmp_path, monkeypatch, STAND_IN, PROGRAM)
 
 
 def test_pass_one_ends_the_program_at_its_first_optimizers_step_with_its_trace(
