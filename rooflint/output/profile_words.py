@@ -72,8 +72,9 @@ def ended_words(step: int) -> str:
 def _ending_words(early: EarlyEnd | None, stopped_at: int | None) -> str:
     if early is None:
         return " and the rest of the program" + (" to that step" if stopped_at else "")
-    return (f", then the program is stopped, {early.after_s:.0f} s before its end in pass 1, "
-            f"where it launches them as pass 1 saw")
+    return (f", then the program is stopped where it launches them as pass 1 saw, about "
+            f"{early.under_ncu_s:.0f} s before its end under Nsight Compute ("
+            f"{early.after_s:.1f} s in pass 1)")
 
 
 def profiled_ranks_words(on: Sequence[RankInfo] | None, ranks: int, left: int = 0) -> str:

@@ -257,6 +257,7 @@ def test_pass_two_ends_its_program_once_the_chosen_kernels_first_shapes_are_prof
     assert end.functions == ("sm90_xmma_fprop_kept", "sm90_xmma_dgrad_kept",
                              "bn_fw_tr_1C11_kernel_NCHW")
     assert end.after_s == pytest.approx(99 * 0.05 - 7e-6)
+    assert end.launches_after == 99 * 3
     evaluated = timed_steps(100, step_us=50_000.0, evaluation=True)
     assert early_end(kernel_times_from_trace([x for x in evaluated if x.autotuner is None]),
                      evaluated, skip) is None
@@ -264,6 +265,26 @@ def test_pass_two_ends_its_program_once_the_chosen_kernels_first_shapes_are_prof
     short = timed_steps(100, step_us=EARLY_END_AFTER_S * 1e6 / 200)
     assert early_end(chosen, short, skip) is None
     assert early_end(chosen, [], 0) is None
+
+
+@pytest.mark.parametrize("steps, ended", [(200, True), (170, False)])
+def test_a_fast_loop_of_many_launches_is_ended_for_the_time_nsight_compute_adds(steps,
+                                                                               ended):
+    """Pass 1 ran the loop on for well under EARLY_END_AFTER_S, 3 ms a step: under Nsight
+    Compute each launch after the last profiled one costs NCU_LAUNCH_S more (the ResNet-50
+    step's last 11 steps: 2.9 s there, 0.2 s in pass 1), so 200 steps of 15 launches are
+    worth ending early (2.1 s) and 170 are not (1.8 s)."""
+    from rooflint.judge.kernel_choice import EARLY_END_AFTER_S, NCU_LAUNCH_S, early_end
+    from rooflint.judge.kernel_times import kernel_times_from_trace
+    step = step_of_a_convnet(False)
+    loop = [replace(x, start_us=s * 3_000.0 + i * 200.0)
+            for s in range(steps) for i, x in enumerate(step * 5)]
+    end = early_end(kernel_times_from_trace(loop), loop)
+    assert (end is not None) is ended
+    if end:
+        assert end.after_s < EARLY_END_AFTER_S / 3
+        assert end.under_ncu_s == pytest.approx(end.after_s + end.launches_after * NCU_LAUNCH_S)
+        assert end.launches_after == steps * 15 - 3
 
 
 def test_a_short_training_step_runs_pass_two_to_its_end():

@@ -157,6 +157,6 @@ def test_the_plan_says_where_pass_one_ended_the_program_and_pass_two_will():
     whole = plan_words("PyTorch's profiler", 8.04, kernels, kernels[:1], None)
     assert "--stop-after" not in whole and whole.endswith(" s and the rest of the program")
     early = plan_words("PyTorch's profiler", 8.04, kernels, kernels[:1], None,
-                       early=EarlyEnd(("k",), 5.0), stopped_at=20)
-    assert early.endswith("then the program is stopped, 5 s before its end in pass 1, where "
-                          "it launches them as pass 1 saw")
+                       early=EarlyEnd(("k",), 0.6, 4_000), stopped_at=20)
+    assert early.endswith("then the program is stopped where it launches them as pass 1 saw, "
+                          "about 3 s before its end under Nsight Compute (0.6 s in pass 1)")
