@@ -110,6 +110,9 @@ class PassProgress:
     # The pass is stopped (PassTooLong) once it has run this long, for the reason ``over``.
     limit_s: float | None = None
     over: str = ""
+    # Past this long, the progress says once that the pass runs slow, and ``slow`` why.
+    slow_after_s: float | None = None
+    slow: str = ""
 
     def wait(self, until_done: Callable[[float], T]) -> T:
         """``until_done(timeout)``, called again after each subprocess.TimeoutExpired."""
@@ -128,8 +131,15 @@ class PassProgress:
             raise PassTooLong(f"{self.step} stopped after {now - self.began:.0f} s: "
                               f"{self.over}")
         if now - self.said_at >= PROGRESS_EVERY_S:
-            self.say(f"{self.step}: {now - self.began:.0f} s so far")
+            self.say(f"{self.step}: {now - self.began:.0f} s so far{self._slow_words(now)}")
             self.said_at = now
+
+    def _slow_words(self, now: float) -> str:
+        """``, past 3x ...: why``, the first time the pass has run past slow_after_s."""
+        if self.slow_after_s is None or now - self.began <= self.slow_after_s:
+            return ""
+        self.slow_after_s = None
+        return f", {self.slow}"
 
 
 class PassTooLong(RooflintError):

@@ -182,19 +182,23 @@ def pass_two_progress(first: Pass, choice: Choice, say: Callable[[str], None]
     limit_s = (SEVERAL_PROCESSES_LIMIT * first.wall_s + SEVERAL_PROCESSES_MORE_S
                + choice.expected_s)
     over = f"more than {SEVERAL_PROCESSES_LIMIT}x pass 1's time: "
+    expected_s = first.wall_s + choice.expected_s
+    slow = PassProgress("pass 2", say, slow_after_s=SLOW_PASS_TWO * expected_s,
+                        slow=f"past {SLOW_PASS_TWO}x the {expected_s:.0f} s that pass 1's run "
+                             f"and its launches' estimate add up to: {SLOW_REPLAYS}")
     if first.processes > 1:
-        return PassProgress(
-            "pass 2", say, limit_s=limit_s,
+        return replace(
+            slow, limit_s=limit_s,
             over=f"{over}the program's {first.processes} processes may wait on each other (a "
                  f"collective waits for its peers), which Nsight Compute, profiling one kernel "
                  f"at a time, never lets finish")
     step = stopped_at_step(first.trace) if first.trace else None
     if step:
-        return PassProgress(
-            "pass 2", say, limit_s=limit_s,
+        return replace(
+            slow, limit_s=limit_s,
             over=f"{over}pass 1 ended the program after {step} optimizer steps "
                  f"(--stop-after), and pass 2's run has not ended")
-    return PassProgress("pass 2", say)
+    return slow
 
 
 # Pass 2 of a program whose kernels ran in several processes (a launcher's ranks), or that
@@ -202,11 +206,18 @@ def pass_two_progress(first: Pass, choice: Choice, say: Callable[[str], None]
 # SEVERAL_PROCESSES_MORE_S more and what its launches should take: ranks waiting on each
 # other's collectives may never finish under Nsight Compute (a 2-rank DDP step, 21.7 s
 # plain, had run 300 s when its user gave up; issue 49), and a training run that goes on
-# past the step could run for hours (pytorch/examples' imagenet on fake data, 5,005 steps
-# an epoch: its pass 2 had not ended 277 s after a pass 1 of 19.6 s, H200). Pass 1's times
-# are kept.
+# past the step would run for hours. Pass 1's times are kept.
 SEVERAL_PROCESSES_LIMIT = 5
 SEVERAL_PROCESSES_MORE_S = 120.0
+# Past this many times pass 1's time and its launches' estimate, pass 2's progress says
+# once that it runs slow, and the likeliest why: pytorch/examples' imagenet on fake data
+# had run 220 s after a pass 1 of 18 s (65 launches, "about 20 s"), each profiled launch
+# taking 4.4 s while its DataLoader kept batches pinned (before pass 2 unpinned them,
+# trace_bootstrap.DATALOADER_INIT; H200). The word language model's pass 2, which spent 88
+# s on its 320,093 launches against a pass 1 of 34 s, is not slow by this.
+SLOW_PASS_TWO = 3
+SLOW_REPLAYS = ("Nsight Compute saves and restores the memory the program holds around each "
+                "replay pass, pinned host memory too (docs/profiling.md#what-a-profile-costs)")
 
 
 def _second(run: Callable[[], Pass], attached: bool = False) -> Pass:
@@ -360,8 +371,8 @@ def ranks_through_bootstrap(command: list[str], trace: str, steps: int = 0
 def ranks_waiting_for_ncu(job: TorchrunCommand, port: int, steps: int = 0) -> list[str]:
     """The job with each rank under its own ``ncu --mode launch`` (rank_launch.py, from
     ``port``), running the rank's script through the bootstrap's pass 2 (which imports
-    TorchDynamo while pass 1 runs, as pass_two_command does, and ends the rank at its
-    ``steps``-th optimizer step)."""
+    TorchDynamo while pass 1 runs and unpins its DataLoaders, as pass_two_command does, and
+    ends the rank at its ``steps``-th optimizer step)."""
     return job.each_rank(*job.python, str(RANK_LAUNCH), str(port), str(PORTS),
                          ncu_executable(), *LAUNCH, "--", *job.python, str(BOOTSTRAP),
                          PASS_TWO, str(steps))
@@ -459,9 +470,11 @@ def pass_two_command(command: list[str], steps: int = 0) -> list[str]:
     """Pass 2's command: a Python program started through the bootstrap, which imports
     TorchDynamo right after the program's torch (while pass 1 runs, where pass 2 is started
     early; else the program would import it on pass 2's clock:
-    trace_bootstrap._import_dynamo) and ends it at its ``steps``-th optimizer step, as pass
-    1's was (0: at its own end); any other program as it is, a launcher's too (``python -m
-    torch.distributed.run``: its ranks are its program, which the launcher starts itself)."""
+    trace_bootstrap._import_dynamo), runs its DataLoaders unpinned (pinned batches make
+    every replay pass slow: trace_bootstrap.DATALOADER_INIT) and ends it at its
+    ``steps``-th optimizer step, as pass 1's was (0: at its own end); any other program as
+    it is, a launcher's too (``python -m torch.distributed.run``: its ranks are its
+    program, which the launcher starts itself)."""
     if is_python(command) and not starts_its_program(command):
         return [command[0], str(BOOTSTRAP), PASS_TWO, str(steps), "--", *command[1:]]
     return command

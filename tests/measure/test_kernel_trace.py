@@ -390,10 +390,9 @@ def test_pass_two_of_several_processes_has_a_limit_and_one_process_none(monkeypa
 
 
 def test_pass_two_of_a_program_pass_one_ended_at_a_step_has_a_limit():
-    """pytorch/examples' imagenet on fake data (5,005 steps an epoch): pass 1 ended it at its
-    20th step in 19.6 s, and its pass 2 had not ended 277 s later (H200): stopped at 5x pass
-    1's time and 2 minutes more, and what its launches should take (its plan said about 20
-    s), saying why; a trace that ran to its end sets none."""
+    """A training run pass 1 ended at its 20th step in 19.6 s (pytorch/examples' imagenet):
+    pass 2 stopped at 5x pass 1's time and 2 minutes more, and what its launches should take
+    (its plan said about 20 s), saying why; a trace that ran to its end sets none."""
     ended = program.pass_two_progress(
         Pass("", 19.6, processes=1, trace={"traceEvents": [], STOPPED: 20}),
         program.Choice(["k"], expected_s=20.0), print)
@@ -407,3 +406,26 @@ def test_pass_two_of_a_program_pass_one_ended_at_a_step_has_a_limit():
         raise program.PassTooLong("pass 2 stopped after 245 s: ranks")
     stopped = program._second(too_long).stopped
     assert stopped.why == "pass 2 stopped after 245 s: ranks" and not stopped.interrupted
+
+
+def test_a_slow_pass_two_says_once_that_it_is_slow_and_the_likeliest_why(monkeypatch):
+    """imagenet's pass 2 (its DataLoader's batches pinned) had said only "220 s so far"
+    after a pass 1 of 18 s and a plan of about 20 s: past 3x those, its progress says so,
+    once, with why; before that, and after, only the time."""
+    from rooflint.measure import pass_runner
+    said: list[str] = []
+    progress = program.pass_two_progress(Pass("", 18.0, processes=1),
+                                         program.Choice(["k"], expected_s=20.0), said.append)
+    assert progress.slow_after_s == pytest.approx(114.0) and progress.limit_s is None
+    now = time.monotonic()
+    for ran_s in (100.0, 120.0, 130.0):
+        monkeypatch.setattr(progress, "began", now - ran_s)
+        monkeypatch.setattr(progress, "said_at", now - pass_runner.PROGRESS_EVERY_S)
+        progress.tick()
+    assert said[0] == "pass 2: 100 s so far" and said[2] == "pass 2: 130 s so far"
+    assert said[1] == ("pass 2: 120 s so far, past 3x the 38 s that pass 1's run and its "
+                       "launches' estimate add up to: Nsight Compute saves and restores the "
+                       "memory the program holds around each replay pass, pinned host memory "
+                       "too (docs/profiling.md#what-a-profile-costs)")
+    several = program.pass_two_progress(Pass("", 18.0, processes=2), program.Choice([]), print)
+    assert several.slow_after_s == pytest.approx(54.0) and several.limit_s == 210.0
