@@ -82,10 +82,12 @@ def comparison_json(c: Comparison) -> dict:
 
 def fix_check_json(program: ProgramComparison | None) -> dict | None:
     """Two profiles' per-fix comparison as the JSON holds it: the text's rows, with each
-    fix's measured saving and its ratio to the prediction written out."""
+    fix's measured saving and its ratio to the prediction written out, and whether the
+    step followed the GPU time saved."""
     if program is None:
         return None
-    return {**asdict(program), "fixes": [
+    steps = program.steps and {**asdict(program.steps), "follows_gpu": program.steps.follows_gpu}
+    return {**asdict(program), "steps": steps, "fixes": [
         {**asdict(f), "measured_s": f.measured_s, "ratio": f.ratio} for f in program.fixes]}
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from rich.console import Console
 
 from rooflint.common.units import format_time
-from rooflint.judge.fix_comparison import FixComparison, LineTimes, ProgramComparison
+from rooflint.judge.fix_comparison import (FixComparison, LineTimes, ProgramComparison,
+                                          StepTimes)
 from rooflint.output.program_summary import fit
 
 FIX_LINES = 3           # source lines shown under each fix
@@ -86,10 +87,25 @@ def change_lines(comparison: ProgramComparison) -> list[str]:
             f"{signed_time(c.measured_s)} of {shown_time(c.predicted_s)} predicted{ratio}"]
 
 
+def step_lines(steps: StepTimes | None) -> list[str]:
+    """A step's time A → B under the profiler and the GPU's busy share; where the step did
+    not follow the GPU time saved, that it did not, and what sets its pace."""
+    if steps is None:
+        return []
+    lines = [f"  a step under the profiler: {moved(steps.before_s, steps.after_s)}, the GPU "
+             f"busy {steps.before_busy:.0%} → {steps.after_busy:.0%} of the region"]
+    if not steps.follows_gpu:
+        lines += [f"    {shown_time(steps.gpu_saved_s)} of GPU time saved a step did not shorten "
+                  f"it: the host or the input sets its pace", "    (the profiler slows the "
+                  "host: time the program's steps without rooflint to see)"]
+    return lines
+
+
 def comparison_lines(comparison: ProgramComparison, width: int) -> list[str]:
     """The whole per-fix part as printed, each line cut to the width."""
     lines = [header_lines(comparison)[0],
              *([f"  {comparison.unlike_steps}"] if comparison.unlike_steps else []),
+             *step_lines(comparison.steps),
              *change_lines(comparison), *header_lines(comparison)[1:]]
     for fix in comparison.fixes:
         lines += fix_lines(fix)

@@ -115,3 +115,44 @@ def test_a_result_that_is_no_profile_is_not_compared_by_fix():
     result = read("h200-profile-train-eager")
     empty = without_kernels(result, {v.name for f in result.families for v in f.variants})
     assert compare_fixes(result, empty) is None
+
+
+@pytest.mark.parametrize("before_step_s, after_step_s, saved_s, follows", [
+    (0.0793, 0.0843, 0.0227, False),     # imagenet compiled: slower steps for 22.7 ms saved
+    (0.0610, 0.0585, 0.00173, True),     # nanoGPT's window: 2.5 ms shorter for 1.73 ms
+    (0.0500, 0.0450, 0.0100, True),      # half the saving: follows
+    (0.0500, 0.0451, 0.0100, False),     # a hair under half: does not
+    (0.0500, 0.0600, 0.0, True),         # nothing saved: nothing to follow
+    (0.0500, 0.0600, -0.005, True),      # GPU time grew: nothing to follow
+])
+def test_a_step_follows_the_gpu_time_saved_from_half_of_it(before_step_s, after_step_s,
+                                                            saved_s, follows):
+    from rooflint.judge.fix_comparison import STEP_FOLLOWS_GPU, StepTimes
+    assert STEP_FOLLOWS_GPU == 0.5
+    assert StepTimes(before_step_s, after_step_s, 0.6, 0.3, saved_s).follows_gpu is follows
+
+
+def test_step_times_are_compared_only_where_both_regions_count_the_same_steps():
+    """imagenet's two windows (20 steps each): 79.3 and 84.3 ms a step, the GPU busy 60 %
+    and 29 %, (947 - 493) / 20 ms of GPU time saved a step; a region of other steps, of one
+    step or of none is not compared."""
+    from dataclasses import replace
+    from rooflint.judge.fix_comparison import step_times
+    eager, compiled = read("h200-profile-imagenet-window"), \
+        read("h200-profile-imagenet-window-compiled")
+    steps = step_times(eager, compiled)
+    assert steps.before_s == pytest.approx(0.07926, abs=1e-5)
+    assert steps.after_s == pytest.approx(0.08430, abs=1e-5)
+    assert (round(steps.before_busy, 2), round(steps.after_busy, 2)) == (0.6, 0.29)
+    assert steps.gpu_saved_s == pytest.approx((eager.settings.gpu_time_s
+                                               - compiled.settings.gpu_time_s) / 20)
+    assert compare_fixes(eager, compiled).steps == steps
+
+    def with_steps(result, **changes):
+        program = result.program
+        return replace(result, program=replace(program, steps=replace(program.steps, **changes))
+                       if changes else replace(program, steps=None))
+    assert step_times(eager, with_steps(compiled, count=21)) is None
+    assert step_times(with_steps(eager, count=1), with_steps(compiled, count=1)) is None
+    assert step_times(eager, with_steps(compiled)) is None
+    assert step_times(eager, replace(compiled, program=None)) is None
