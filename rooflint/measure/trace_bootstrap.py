@@ -882,11 +882,15 @@ def _started(steps, argv):
 
 def _unpinned(init):
     """A DataLoader's ``__init__`` that leaves it with ``pin_memory`` off, however it was
-    given (by keyword or by position), for pass 2 (DATALOADER_INIT)."""
+    given (by keyword or by position), for pass 2 (DATALOADER_INIT); a subclass that will
+    not have it set (a read-only property) is left pinned, not failed."""
     @functools.wraps(init)
     def unpinned(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        self.pin_memory = False
+        try:
+            self.pin_memory = False
+        except (AttributeError, TypeError, ValueError):
+            pass
     return unpinned
 
 

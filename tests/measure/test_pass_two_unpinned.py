@@ -26,12 +26,22 @@ class DataLoader:
         self.dataset, self.pin_memory = dataset, pin_memory
 """,
 }
+# A subclass whose pin_memory is a read-only property (a library's loader) runs on pinned.
 PROGRAM = '''\
 import sys
 from torch.utils.data import DataLoader
+class Pinned(DataLoader):
+    @property
+    def pin_memory(self):
+        return True
+    @pin_memory.setter
+    def pin_memory(self, value):
+        if value is not True:
+            raise AttributeError("read-only")
 by_keyword = DataLoader(range(8), 4, num_workers=2, pin_memory=True)
 by_position = DataLoader(range(8), 4, None, None, None, 2, None, True)
-print(by_keyword.pin_memory, by_position.pin_memory, list(by_keyword.dataset)[-1])
+print(by_keyword.pin_memory, by_position.pin_memory, list(by_keyword.dataset)[-1],
+      Pinned(range(8), pin_memory=True).pin_memory)
 '''
 
 
@@ -49,8 +59,8 @@ def _output(command):
 
 @pytest.mark.parametrize("steps", [0, 20])
 def test_pass_two_runs_a_dataloader_unpinned_however_pin_memory_was_given(program, steps):
-    assert _output(passes.pass_two_command(program, steps)) == ["False", "False", "7"]
+    assert _output(passes.pass_two_command(program, steps)) == ["False", "False", "7", "True"]
 
 
 def test_the_program_itself_keeps_its_pinning(program):
-    assert _output(program) == ["True", "True", "7"]
+    assert _output(program) == ["True", "True", "7", "True"]
