@@ -115,10 +115,9 @@ def early_end(profiled: list[KernelTime], launches: list[Launch], skip: int = 0
     """Where pass 2 can end its program (EarlyEnd), from pass 1's ``launches`` in launch
     order: after the launch that profiles the last of the ``profiled`` kernels' shapes to
     come, where the program would run on EARLY_END_AFTER_S or more after it under Nsight
-    Compute (EarlyEnd.under_ncu_s); None where every launch
-    matters to the end (a last batch's kernels, an evaluation's at its own shapes), under a
-    CUDA graph (whose launches Nsight Compute counts otherwise), or with no launches
-    (Nsight Compute timed pass 1)."""
+    Compute (EarlyEnd.under_ncu_s); None where every launch matters to the end (a last
+    batch's kernels, an evaluation's at its own shapes), under a CUDA graph (whose launches
+    Nsight Compute counts otherwise), or with no launches (Nsight Compute timed pass 1)."""
     if not launches or any(x.graph for x in launches):
         return None
     wanted = {k.identity for k in profiled}
