@@ -1,0 +1,316 @@
+// A probe of issue 50's "CUPTI range profiler" idea, as rotation: CUPTI's range profiler
+// in user replay with automatic ranges, driven from Python (step_probe.py, by ctypes) one
+// training step a pass. Every kernel of the step is its own range and each pass of the
+// counter configuration is taken on the next step, so no kernel is replayed and no memory
+// saved or restored (what Nsight Compute pays for each profiled launch). Before each of the
+// program's launches (a CUPTI driver-API callback) a kernel reading twice the L2's size is
+// launched on its stream, so that each starts from an L2 holding none of its data, as under
+// ncu --cache-control all. Each launch's mangled name and shape are recorded per pass.
+//
+// Build: g++ -O2 -shared -fPIC -o librotation.so engine.cpp -I$CUDA/include -L$CUDA/lib
+//        -Wl,-rpath,$CUDA/lib -lcupti -lcuda   (probe.sh does it)
+// rl_begin(metrics, max_ranges, flush) -> passes; rl_start(); rl_stop() -> 1 once all passes
+// are submitted; rl_finish(path) -> ranges: path gets a line a range (flush ranges
+// included, each before its launch's), path.launches a line a launch of each pass.
+#include <cuda.h>
+#include <cupti_result.h>
+#include <cupti_target.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_profiler_host.h>
+#include <cupti.h>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+static CUpti_RangeProfiler_Object* g_object = nullptr;
+static CUpti_Profiler_Host_Object* g_host = nullptr;
+static std::vector<uint8_t> g_config, g_counters;
+static std::vector<std::string> g_names;
+static std::vector<const char*> g_cnames;
+static char g_error[1024];
+
+#define CHECK(call) do { CUptiResult r_ = (call); if (r_ != CUPTI_SUCCESS) { \
+    const char* s_ = ""; cuptiGetResultString(r_, &s_); \
+    snprintf(g_error, sizeof g_error, "%s: %s", #call, s_); return -1; } } while (0)
+
+// The L2 flush: a kernel that reads a buffer of twice the L2's size before each of the
+// program's launches, so that each starts as under Nsight Compute's --cache-control all
+// (its reads from DRAM, the dirty lines of the kernels before it written back in the
+// flush's own range, not in its).
+static const char* FLUSH_PTX = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry rl_flush(.param .u64 buf, .param .u64 n, .param .u64 sink)
+{
+  .reg .pred p<3>;
+  .reg .b32 r<12>;
+  .reg .b64 rd<10>;
+  ld.param.u64 rd1, [buf];
+  ld.param.u64 rd2, [n];
+  ld.param.u64 rd3, [sink];
+  cvta.to.global.u64 rd1, rd1;
+  cvta.to.global.u64 rd3, rd3;
+  mov.u32 r1, %ctaid.x;
+  mov.u32 r2, %ntid.x;
+  mov.u32 r3, %tid.x;
+  mad.lo.u32 r4, r1, r2, r3;
+  cvt.u64.u32 rd4, r4;
+  mov.u32 r5, %nctaid.x;
+  mul.lo.u32 r6, r5, r2;
+  cvt.u64.u32 rd5, r6;
+  mov.u32 r7, 0;
+LOOP:
+  setp.ge.u64 p1, rd4, rd2;
+  @p1 bra DONE;
+  shl.b64 rd6, rd4, 4;
+  add.u64 rd7, rd1, rd6;
+  ld.global.v4.u32 {r8, r9, r10, r11}, [rd7];
+  xor.b32 r7, r7, r8;
+  xor.b32 r7, r7, r9;
+  xor.b32 r7, r7, r10;
+  xor.b32 r7, r7, r11;
+  add.u64 rd4, rd4, rd5;
+  bra LOOP;
+DONE:
+  setp.ne.u32 p2, r7, 0x9e3779b9;
+  @p2 bra END;
+  st.global.u32 [rd3], r7;
+END:
+  ret;
+}
+)";
+// The launch callbacks' parameters, as the driver API's signatures lay them out
+// (generated_cuda_meta.h's, which will not compile against CUDA 13's cuda.h alone).
+struct LaunchParams { CUfunction f; unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                      blockDimZ, sharedMemBytes; CUstream hStream; void** kernelParams; void** extra; };
+struct LaunchExParams { const CUlaunchConfig* config; CUfunction f; void** kernelParams; void** extra; };
+static CUfunction g_flush = nullptr;
+static CUdeviceptr g_flush_buf = 0, g_sink = 0;
+static size_t g_flush_n = 0;
+static int g_flush_blocks = 0;
+static bool g_flushing = false;       // set by rl_begin(flush=1)
+static thread_local bool t_inside = false;
+static CUpti_SubscriberHandle g_sub = nullptr;
+struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; int regs; };
+static std::vector<std::vector<Launch>> g_passes(1);
+
+static std::string name_of(CUfunction f) {
+    const char* n = nullptr;
+    if (cuFuncGetName(&n, f) == CUDA_SUCCESS && n) return n;
+    return "?";
+}
+
+static void flush_on(CUstream stream) {
+    void* args[] = {&g_flush_buf, &g_flush_n, &g_sink};
+    cuLaunchKernel(g_flush, g_flush_blocks, 1, 1, 256, 1, 1, 0, stream, args, nullptr);
+}
+
+static void record(const char* symbol, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                   unsigned by, unsigned bz, unsigned shared) {
+    int regs = 0;
+    cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+    g_passes.back().push_back({symbol ? std::string(symbol) : name_of(f), gx, gy, gz, bx, by, bz, shared, regs});
+}
+
+static void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                               const void* data) {
+    auto* info = static_cast<const CUpti_CallbackData*>(data);
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || info->callbackSite != CUPTI_API_ENTER || t_inside)
+        return;
+    t_inside = true;
+    if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+        auto* p = static_cast<const LaunchParams*>(info->functionParams);
+        record(info->symbolName, p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+               p->blockDimZ, p->sharedMemBytes);
+        if (g_flushing) flush_on(p->hStream);
+    } else if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+        auto* p = static_cast<const LaunchExParams*>(info->functionParams);
+        record(info->symbolName, p->f, p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ,
+               p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ,
+               p->config->sharedMemBytes);
+        if (g_flushing) flush_on(p->config->hStream);
+    }
+    t_inside = false;
+}
+
+static int set_up_flush(CUdevice dev) {
+    CUmodule module;
+    if (cuModuleLoadData(&module, FLUSH_PTX) != CUDA_SUCCESS ||
+        cuModuleGetFunction(&g_flush, module, "rl_flush") != CUDA_SUCCESS) {
+        snprintf(g_error, sizeof g_error, "flush kernel did not load"); return -1; }
+    int l2 = 0, sms = 0;
+    cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev);
+    cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    size_t bytes = 2 * (size_t)l2;
+    g_flush_n = bytes / 16;
+    g_flush_blocks = sms * 4;
+    if (cuMemAlloc(&g_flush_buf, bytes) != CUDA_SUCCESS || cuMemAlloc(&g_sink, 4) != CUDA_SUCCESS) {
+        snprintf(g_error, sizeof g_error, "flush buffer not allocated"); return -1; }
+    cuMemsetD8(g_flush_buf, 0, bytes);
+    cuCtxSynchronize();
+    return 0;
+}
+
+static int subscribe() {
+    CHECK(cuptiSubscribe(&g_sub, (CUpti_CallbackFunc)on_launch, nullptr));
+    CUpti_CallbackId ids[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+                              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
+    for (auto id : ids) CHECK(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
+    return 0;
+}
+
+extern "C" const char* rl_error() { return g_error; }
+
+extern "C" int rl_begin(const char* metrics_csv, int max_ranges, int flush) {
+    std::stringstream in(metrics_csv);
+    std::string m;
+    while (std::getline(in, m, ',')) if (!m.empty()) g_names.push_back(m);
+    for (auto& n : g_names) g_cnames.push_back(n.c_str());
+    CUcontext ctx = nullptr;
+    if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) { snprintf(g_error, sizeof g_error, "no current context"); return -1; }
+    CUdevice dev;
+    cuCtxGetDevice(&dev);
+    g_flushing = flush != 0;
+    if (g_flushing && set_up_flush(dev) < 0) return -1;
+    if (subscribe() < 0) return -1;
+    CUpti_Profiler_Initialize_Params init{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+    CHECK(cuptiProfilerInitialize(&init));
+    CUpti_Device_GetChipName_Params chip{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+    chip.deviceIndex = (size_t)dev;
+    CHECK(cuptiDeviceGetChipName(&chip));
+    CUpti_Profiler_GetCounterAvailability_Params avail{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+    avail.ctx = ctx;
+    CHECK(cuptiProfilerGetCounterAvailability(&avail));
+    std::vector<uint8_t> image(avail.counterAvailabilityImageSize);
+    avail.pCounterAvailabilityImage = image.data();
+    CHECK(cuptiProfilerGetCounterAvailability(&avail));
+    CUpti_Profiler_Host_Initialize_Params hi{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+    hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    hi.pChipName = chip.pChipName;
+    hi.pCounterAvailabilityImage = image.data();
+    CHECK(cuptiProfilerHostInitialize(&hi));
+    g_host = hi.pHostObject;
+    CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+    add.pHostObject = g_host;
+    add.ppMetricNames = g_cnames.data();
+    add.numMetrics = g_cnames.size();
+    CHECK(cuptiProfilerHostConfigAddMetrics(&add));
+    CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    size.pHostObject = g_host;
+    CHECK(cuptiProfilerHostGetConfigImageSize(&size));
+    g_config.resize(size.configImageSize);
+    CUpti_Profiler_Host_GetConfigImage_Params get{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    get.pHostObject = g_host;
+    get.configImageSize = g_config.size();
+    get.pConfigImage = g_config.data();
+    CHECK(cuptiProfilerHostGetConfigImage(&get));
+    CUpti_Profiler_Host_GetNumOfPasses_Params passes{CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+    passes.configImageSize = g_config.size();
+    passes.pConfigImage = g_config.data();
+    CHECK(cuptiProfilerHostGetNumOfPasses(&passes));
+    CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+    enable.ctx = ctx;
+    CHECK(cuptiRangeProfilerEnable(&enable));
+    g_object = enable.pRangeProfilerObject;
+    CUpti_RangeProfiler_GetCounterDataSize_Params cds{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    cds.pRangeProfilerObject = g_object;
+    cds.pMetricNames = g_cnames.data();
+    cds.numMetrics = g_cnames.size();
+    cds.maxNumOfRanges = max_ranges;
+    cds.maxNumRangeTreeNodes = max_ranges;
+    CHECK(cuptiRangeProfilerGetCounterDataSize(&cds));
+    g_counters.assign(cds.counterDataSize, 0);
+    CUpti_RangeProfiler_CounterDataImage_Initialize_Params ci{CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+    ci.pRangeProfilerObject = g_object;
+    ci.counterDataSize = g_counters.size();
+    ci.pCounterData = g_counters.data();
+    CHECK(cuptiRangeProfilerCounterDataImageInitialize(&ci));
+    CUpti_RangeProfiler_SetConfig_Params sc{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+    sc.pRangeProfilerObject = g_object;
+    sc.configSize = g_config.size();
+    sc.pConfig = g_config.data();
+    sc.counterDataImageSize = g_counters.size();
+    sc.pCounterDataImage = g_counters.data();
+    sc.range = CUPTI_AutoRange;
+    sc.replayMode = CUPTI_UserReplay;
+    sc.maxRangesPerPass = max_ranges;
+    sc.numNestingLevels = 1;
+    sc.minNestingLevel = 1;
+    sc.passIndex = 0;
+    sc.targetNestingLevel = 1;
+    CHECK(cuptiRangeProfilerSetConfig(&sc));
+    return (int)passes.numOfPasses;
+}
+
+extern "C" int rl_start() {
+    CUpti_RangeProfiler_Start_Params p{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    p.pRangeProfilerObject = g_object;
+    CHECK(cuptiRangeProfilerStart(&p));
+    return 0;
+}
+
+// 1 once every pass has been submitted, 0 while passes remain, -1 on error.
+extern "C" int rl_stop() {
+    CUpti_RangeProfiler_Stop_Params p{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    p.pRangeProfilerObject = g_object;
+    CHECK(cuptiRangeProfilerStop(&p));
+    g_passes.emplace_back();
+    return p.isAllPassSubmitted ? 1 : 0;
+}
+
+// Decodes, writes one line a range (index, name, then each metric's value) to path.
+extern "C" int rl_finish(const char* path) {
+    CUpti_RangeProfiler_DecodeData_Params d{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+    d.pRangeProfilerObject = g_object;
+    CHECK(cuptiRangeProfilerDecodeData(&d));
+    CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+    info.pCounterDataImage = g_counters.data();
+    info.counterDataImageSize = g_counters.size();
+    CHECK(cuptiRangeProfilerGetCounterDataInfo(&info));
+    FILE* out = fopen(path, "w");
+    if (!out) { snprintf(g_error, sizeof g_error, "cannot write %s", path); return -1; }
+    fprintf(out, "# dropped %zu\nrange\tname", d.numOfRangeDropped);
+    for (auto& n : g_names) fprintf(out, "\t%s", n.c_str());
+    fprintf(out, "\n");
+    std::vector<double> values(g_names.size());
+    for (size_t i = 0; i < info.numTotalRanges; ++i) {
+        CUpti_Profiler_Host_GetRangeName_Params rn{CUpti_Profiler_Host_GetRangeName_Params_STRUCT_SIZE};
+        rn.pCounterDataImage = g_counters.data();
+        rn.counterDataImageSize = g_counters.size();
+        rn.rangeIndex = i;
+        rn.delimiter = "/";
+        CHECK(cuptiProfilerHostGetRangeName(&rn));
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params ev{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+        ev.pHostObject = g_host;
+        ev.pCounterDataImage = g_counters.data();
+        ev.counterDataImageSize = g_counters.size();
+        ev.rangeIndex = i;
+        ev.ppMetricNames = g_cnames.data();
+        ev.numMetrics = g_cnames.size();
+        ev.pMetricValues = values.data();
+        CHECK(cuptiProfilerHostEvaluateToGpuValues(&ev));
+        fprintf(out, "%zu\t%s", i, rn.pRangeName ? rn.pRangeName : "");
+        for (double v : values) fprintf(out, "\t%.6g", v);
+        fprintf(out, "\n");
+    }
+    fclose(out);
+    std::string launches = std::string(path) + ".launches";
+    FILE* l = fopen(launches.c_str(), "w");
+    for (size_t p = 0; p < g_passes.size(); ++p)
+        for (auto& x : g_passes[p])
+            fprintf(l, "%zu\t%s\t%u,%u,%u\t%u,%u,%u\t%u\t%d\n", p, x.name.c_str(), x.gx, x.gy, x.gz,
+                    x.bx, x.by, x.bz, x.shared, x.regs);
+    fclose(l);
+    cuptiUnsubscribe(g_sub);
+    CUpti_RangeProfiler_Disable_Params dis{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    dis.pRangeProfilerObject = g_object;
+    CHECK(cuptiRangeProfilerDisable(&dis));
+    CUpti_Profiler_Host_Deinitialize_Params hd{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+    hd.pHostObject = g_host;
+    CHECK(cuptiProfilerHostDeinitialize(&hd));
+    return (int)info.numTotalRanges;
+}

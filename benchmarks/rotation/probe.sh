@@ -1,0 +1,18 @@
+# The rotation probe on the GPU machine (one H200, 2026-11-30; benchmarks/results/h200/rotation):
+# `bash benchmarks/rotation/probe.sh` from the repository's root, $OUT a folder for results.
+# The training step and the ResNet-50 step rotated (ranges sized to the step: the first
+# pass's cost grew with the ranges asked for), then ncu twice on the training step (its own
+# run-to-run spread is the yardstick for the rotation's differences: compare.py).
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
+CU=/usr/local/cuda-13.0/targets/x86_64-linux
+g++ -O2 -shared -fPIC -o /tmp/librotation.so benchmarks/rotation/engine.cpp -I$CU/include -L$CU/lib -Wl,-rpath,$CU/lib -lcupti -lcuda 2>&1 | grep -E "error" | head -30
+export ROTATION_LIB=/tmp/librotation.so
+export METRICS=$(python3 -c "from rooflint.measure import ncu; print(','.join(m for m in ncu.metrics_for(['bf16-tensor'], None) if not m.startswith('launch__') and m not in ('gpu__time_duration.sum','sm__maximum_warps_per_active_cycle_pct')))")
+( time MAX_RANGES=600 MODE=rotate TAG=sized FLUSH=1 timeout 120 python3 benchmarks/rotation/step_probe.py ) 2>&1 | tail -13
+( time MAX_RANGES=1900 PROGRAM=convnet MODE=rotate TAG=convnet-sized FLUSH=1 timeout 150 python3 benchmarks/rotation/step_probe.py ) 2>&1 | tail -13
+for n in 1 2; do
+( time MODE=ncu timeout 200 ncu --clock-control none --cache-control all --profile-from-start off --metrics $METRICS --csv --page raw --log-file $OUT/ncu-cold-$n.csv python3 benchmarks/rotation/step_probe.py ) 2>&1 | tail -4
+done
+ls -la $OUT

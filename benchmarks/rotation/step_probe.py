@@ -1,0 +1,118 @@
+"""The rotation probe's program (engine.cpp): examples/apps/train_step.py's training step, or
+with PROGRAM=convnet examples/apps/convnet_train.py's ResNet-50 step, 3 warm-up steps, then
+- MODE=rotate: CUPTI's range profiler, one pass of the counter configuration a step
+  (ROTATION_LIB, METRICS, MAX_RANGES, FLUSH), its ranges written to $OUT/rotate-<TAG>.tsv;
+- MODE=ncu: one step between cudaProfilerStart/Stop (run under ncu --profile-from-start off);
+- MODE=plain: one step, timed.
+Run from the repository's root (probe.sh)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+from typing import Callable
+
+import torch
+
+sys.path.insert(0, "examples/apps")
+WARM_UP = 3
+MOST_PASSES = 40
+
+
+def training_step() -> Callable[[], None]:
+    """train_step.py's model and step, as that program builds them."""
+    from train_step import Model
+    vocab, context, batch = 8192, 512, 8
+    model = Model(vocab, context, dim=768, heads=12, layers=4).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
+    tokens = torch.randint(vocab, (batch, context), device="cuda")
+    targets = torch.randint(vocab, (batch, context), device="cuda")
+
+    def step() -> None:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(tokens, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def convnet_step() -> Callable[[], None]:
+    """convnet_train.py's ResNet-50 step (cuDNN's benchmark unless BENCHMARK=0)."""
+    import torch.nn.functional as F
+    import torchvision
+    torch.backends.cudnn.benchmark = os.environ.get("BENCHMARK", "1") == "1"
+    model = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    images = torch.randn(64, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    labels = torch.randint(1000, (64,), device="cuda")
+
+    def step() -> None:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def timed(step: Callable[[], None]) -> float:
+    began = time.perf_counter()
+    step()
+    torch.cuda.synchronize()
+    return time.perf_counter() - began
+
+
+def rotate(step: Callable[[], None], tag: str) -> None:
+    """One pass of the configuration a step until every pass is submitted, then decoded."""
+    lib = ctypes.CDLL(os.environ["ROTATION_LIB"])
+    lib.rl_error.restype = ctypes.c_char_p
+
+    def checked(result: int, call: str) -> int:
+        if result < 0:
+            sys.exit(f"{call}: {lib.rl_error().decode()}")
+        return result
+
+    began = time.perf_counter()
+    passes = checked(lib.rl_begin(os.environ["METRICS"].encode(),
+                                  int(os.environ.get("MAX_RANGES", "8000")),
+                                  int(os.environ.get("FLUSH", "1"))), "rl_begin")
+    print(f"configured: {passes} passes in {1e3 * (time.perf_counter() - began):.0f} ms")
+    for number in range(1, MOST_PASSES + 1):
+        pass_began = time.perf_counter()
+        checked(lib.rl_start(), "rl_start")
+        step()
+        torch.cuda.synchronize()
+        done = checked(lib.rl_stop(), "rl_stop")
+        print(f"pass step {number}: {1e3 * (time.perf_counter() - pass_began):.1f} ms")
+        if done:
+            break
+    decode_began = time.perf_counter()
+    ranges = checked(lib.rl_finish(f"{os.environ['OUT']}/rotate-{tag}.tsv".encode()),
+                     "rl_finish")
+    print(f"decoded {ranges} ranges in {1e3 * (time.perf_counter() - decode_began):.0f} ms; "
+          f"whole {time.perf_counter() - began:.2f} s")
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    step = convnet_step() if os.environ.get("PROGRAM") == "convnet" else training_step()
+    for _ in range(WARM_UP):
+        step()
+    torch.cuda.synchronize()
+    print(f"plain step {1e3 * timed(step):.1f} ms", flush=True)
+    mode = os.environ.get("MODE", "plain")
+    if mode == "rotate":
+        rotate(step, os.environ.get("TAG", ""))
+    elif mode == "ncu":
+        torch.cuda.profiler.start()
+        seconds = timed(step)
+        torch.cuda.profiler.stop()
+        print(f"ncu step {seconds:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
