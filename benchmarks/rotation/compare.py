@@ -8,10 +8,12 @@
   in each run: the probe checks each pass's launch list);
 - the verdicts: each kernel among those making 90 % of the step's time (by ncu's duration)
   judged twice through rooflint's analysis, from ncu's row and from the same row with the
-  rotation's counters in place of ncu's (launch statistics and duration ncu's in both: the
-  rotation does not measure them), and the bound, top move and best fraction (what the
-  upside is priced from) compared; and the same for ncu's second run against its first,
-  the spread the full path has with itself.
+  rotation's counters in place of ncu's and its occupancy, limiter and waves computed from
+  the launch's shape, registers and shared memory (analysis/occupancy.py: the range
+  profiler reads no launch statistics; the duration stays ncu's, which it does not measure
+  either), and the bound, top move and best fraction (what the upside is priced from)
+  compared; and the same for ncu's second run against its first, the spread the full path
+  has with itself.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from functools import cache
 from pathlib import Path
 
 from rooflint.analysis.observation import Observation, analyse
+from rooflint.analysis.occupancy import LIMITERS, LaunchResources, SmLimits, occupancy
 from rooflint.engine.program import dominant_precision
 from rooflint.formats import calibration
 from rooflint.formats.gpus import load_specs
@@ -35,6 +38,8 @@ from rooflint.measure import ncu
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results" / "h200" / "rotation"
 SMS = 132                   # the H200's
+H200_SM = SmLimits(registers=65536, threads=2048, blocks=32, shared_bytes=233472,
+                   reserved_shared_bytes=1024)
 COVERAGE = 0.9              # of the step's time: the kernels a profile chooses by default
 BEST_FRACTION_CHANGE = 0.05
 ROTATION, FIRST_NCU, SECOND_NCU = "rotate-sized.tsv.gz", "ncu-cold-1.csv.gz", "ncu-cold-2.csv.gz"
@@ -129,6 +134,24 @@ def judge(row: Row, precision: str) -> Judged | None:
                   best_fraction(analysis.point, analysis.counters, ceilings, precision, SMS))
 
 
+def with_counters(row: Row, counters: dict[str, float], computed: bool) -> Row:
+    """ncu's row with ``counters`` in place of its own and, where ``computed``, its
+    occupancy limits, theoretical occupancy and waves computed from the launch's resources."""
+    mixed = {**row, **{m: v for m, v in counters.items() if m in row}}
+    if not computed:
+        return mixed
+    launch = LaunchResources(
+        blocks=int(row[ncu.GRID_SIZE]), threads_per_block=int(row[ncu.BLOCK_SIZE]),
+        registers_per_thread=int(row[ncu.REGISTERS]),
+        shared_bytes_per_block=int(row["launch__shared_mem_per_block_static"]
+                                   + row["launch__shared_mem_per_block_dynamic"]))
+    found = occupancy(launch, H200_SM)
+    mixed |= {ncu.OCCUPANCY_LIMITS[k]: float(found.limits[k]) for k in LIMITERS}
+    mixed[ncu.THEORETICAL_OCCUPANCY] = found.theoretical_pct(launch.threads_per_block)
+    mixed[ncu.WAVES] = found.waves(launch.blocks, SMS)
+    return mixed
+
+
 def chosen(full: list[Row]) -> list[int]:
     """The launches making COVERAGE of the step's time, longest first."""
     order = sorted(range(len(full)), key=lambda i: -float(full[i][ncu.DURATION]))
@@ -150,14 +173,15 @@ class VerdictChanges:
     which: list[str]
 
 
-def verdict_changes(counters: list[dict[str, float]], full: list[Row]) -> VerdictChanges:
+def verdict_changes(counters: list[dict[str, float]], full: list[Row],
+                    computed: bool = False) -> VerdictChanges:
     """The chosen kernels' verdicts from ``full``'s rows against the same rows with
-    ``counters`` in place of their own."""
+    ``counters`` in place of their own (with_counters)."""
     spec = _h200()[0]
     changes = VerdictChanges(0, 0, 0, 0, [])
     for index in chosen(full):
         row = full[index]
-        mixed = {**row, **{m: v for m, v in counters[index].items() if m in row}}
+        mixed = with_counters(row, counters[index], computed)
         precision = dominant_precision(ncu.summarize([row]), spec)
         a, b = judge(row, precision), judge(mixed, precision)
         if a is None or b is None:
@@ -190,8 +214,9 @@ def summary(results: Path = RESULTS) -> dict:
         "rotation_against_first_ncu": [asdict(s) for s in spreads(rotation, first)],
         "verdicts": {
             "second ncu run against the first": asdict(verdict_changes(counters_of(second), first)),
-            "rotation against the first ncu run": asdict(verdict_changes(rotation, first)),
-            "rotation against the second ncu run": asdict(verdict_changes(rotation, second)),
+            "rotation against the first ncu run": asdict(verdict_changes(rotation, first, True)),
+            "rotation against the second ncu run": asdict(verdict_changes(rotation, second,
+                                                                          True)),
         },
     }
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rooflint.common.vocabularies import CacheMode, Precision
 from rooflint.analysis.causes import STALL_REASONS
+from rooflint.analysis import occupancy
 from rooflint.analysis.counters import Counters
 from rooflint.analysis.sourcelines import (Instruction, Place, SourceLine, SourceProfile,
                                            profile_of, with_inlined_code)
@@ -111,9 +112,8 @@ GLOBAL_REQUESTS = {direction: f"l1tex__t_requests_pipe_lsu_mem_global_op_{direct
                    for direction in ("ld", "st")}
 # What bounds the resident warps (launch attributes: no replay pass) and how busy issue is.
 THEORETICAL_OCCUPANCY = "sm__maximum_warps_per_active_cycle_pct"
-OCCUPANCY_LIMITS = {limiter: f"launch__occupancy_limit_{key}" for limiter, key in (
-    ("registers", "registers"), ("shared memory", "shared_mem"), ("warps", "warps"),
-    ("blocks", "blocks"))}
+OCCUPANCY_LIMITS = {limiter: f"launch__occupancy_limit_{key}" for limiter, key in zip(
+    occupancy.LIMITERS, ("registers", "shared_mem", "warps", "blocks"))}
 ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 INSTRUCTIONS = "smsp__inst_executed.sum"
 

@@ -60,8 +60,9 @@ def test_dram_reads_agree_where_the_caches_were_flushed(recorded):
 
 
 def test_the_rotation_changes_fewer_verdicts_than_ncu_run_twice(summary):
-    """Issue 50's check: the faster path against the full path on the same kernels, with
-    the full path's own spread as the yardstick."""
+    """Issue 50's check: the faster path (the rotation's counters, occupancy computed from
+    the launches' resources) against the full path on the same kernels, with the full
+    path's own spread as the yardstick."""
     verdicts = summary["verdicts"]
     itself = verdicts["second ncu run against the first"]
     for case in ("rotation against the first ncu run", "rotation against the second ncu run"):
