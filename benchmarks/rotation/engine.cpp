@@ -10,8 +10,12 @@
 // Build: g++ -O2 -shared -fPIC -o librotation.so engine.cpp -I$CUDA/include -L$CUDA/lib
 //        -Wl,-rpath,$CUDA/lib -lcupti -lcuda   (probe.sh does it)
 // rl_begin(metrics, max_ranges, flush) -> passes; rl_start(); rl_stop() -> 1 once all passes
-// are submitted; rl_finish(path) -> ranges: path gets a line a range (flush ranges
-// included, each before its launch's), path.launches a line a launch of each pass.
+// are submitted; rl_finish(path) -> ranges: path gets the SM's limits and a line a range
+// (flush ranges included, each before its launch's), path.launches a line a launch of each
+// pass (pass, mangled name, grid, block, dynamic shared bytes, registers, static shared
+// bytes, cuFuncGetAttribute's result: the first probe read no registers). The recordings
+// of 2026-11-30 were taken before the SM line and the last three columns were added
+// (next.sh asks what they read).
 #include <cuda.h>
 #include <cupti_result.h>
 #include <cupti_target.h>
@@ -95,7 +99,8 @@ static int g_flush_blocks = 0;
 static bool g_flushing = false;       // set by rl_begin(flush=1)
 static thread_local bool t_inside = false;
 static CUpti_SubscriberHandle g_sub = nullptr;
-struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; int regs; };
+struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; int regs, static_shared;
+                int regs_result; };
 static std::vector<std::vector<Launch>> g_passes(1);
 
 static std::string name_of(CUfunction f) {
@@ -111,9 +116,11 @@ static void flush_on(CUstream stream) {
 
 static void record(const char* symbol, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                    unsigned by, unsigned bz, unsigned shared) {
-    int regs = 0;
-    cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
-    g_passes.back().push_back({symbol ? std::string(symbol) : name_of(f), gx, gy, gz, bx, by, bz, shared, regs});
+    int regs = 0, static_shared = 0;
+    int result = (int)cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+    cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+    g_passes.back().push_back({symbol ? std::string(symbol) : name_of(f), gx, gy, gz, bx, by, bz,
+                               shared, regs, static_shared, result});
 }
 
 static void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
@@ -273,6 +280,19 @@ extern "C" int rl_finish(const char* path) {
     CHECK(cuptiRangeProfilerGetCounterDataInfo(&info));
     FILE* out = fopen(path, "w");
     if (!out) { snprintf(g_error, sizeof g_error, "cannot write %s", path); return -1; }
+    CUdevice dev;
+    cuCtxGetDevice(&dev);
+    int sm[6] = {0};
+    const CUdevice_attribute attributes[6] = {
+        CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+        CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+        CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT};
+    for (int i = 0; i < 6; ++i) cuDeviceGetAttribute(&sm[i], attributes[i], dev);
+    fprintf(out, "# sm registers=%d threads=%d blocks=%d shared=%d reserved=%d sms=%d\n",
+            sm[0], sm[1], sm[2], sm[3], sm[4], sm[5]);
     fprintf(out, "# dropped %zu\nrange\tname", d.numOfRangeDropped);
     for (auto& n : g_names) fprintf(out, "\t%s", n.c_str());
     fprintf(out, "\n");
@@ -302,8 +322,8 @@ extern "C" int rl_finish(const char* path) {
     FILE* l = fopen(launches.c_str(), "w");
     for (size_t p = 0; p < g_passes.size(); ++p)
         for (auto& x : g_passes[p])
-            fprintf(l, "%zu\t%s\t%u,%u,%u\t%u,%u,%u\t%u\t%d\n", p, x.name.c_str(), x.gx, x.gy, x.gz,
-                    x.bx, x.by, x.bz, x.shared, x.regs);
+            fprintf(l, "%zu\t%s\t%u,%u,%u\t%u,%u,%u\t%u\t%d\t%d\t%d\n", p, x.name.c_str(), x.gx, x.gy,
+                    x.gz, x.bx, x.by, x.bz, x.shared, x.regs, x.static_shared, x.regs_result);
     fclose(l);
     cuptiUnsubscribe(g_sub);
     CUpti_RangeProfiler_Disable_Params dis{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
