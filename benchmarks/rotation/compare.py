@@ -5,7 +5,7 @@
 
 - for each counter, how far the rotation's value is from ncu's (``--cache-control all``),
   launch by launch in launch order (the step launches the same kernels in the same order
-  in each run: the probe checks each pass's launch list);
+  in each run; formats/rotation_records refuses passes that did not);
 - the verdicts: each kernel among those making 90 % of the step's time (by ncu's duration)
   judged twice through rooflint's analysis, from ncu's row and from the same row with the
   rotation's counters in place of ncu's and its occupancy, limiter and waves computed from
@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import statistics
@@ -32,6 +31,7 @@ from rooflint.analysis.occupancy import LIMITERS, LaunchResources, SmLimits, occ
 from rooflint.engine.program import dominant_precision
 from rooflint.formats import calibration
 from rooflint.formats.gpus import load_specs
+from rooflint.formats.rotation_records import RotationRecords, read_rotation
 from rooflint.judge.upside import best_fraction
 from rooflint.measure import ncu
 
@@ -51,23 +51,10 @@ def _text(path: Path) -> str:
     return gzip.decompress(path.read_bytes()).decode()
 
 
-def rotation_counters(path: Path) -> list[dict[str, float]]:
-    """Each of the program's launches' counters, in launch order: the ranges of the engine's
-    file less the flush kernel's, which comes before each launch."""
-    lines = [line for line in _text(path).splitlines() if not line.startswith("#")]
-    table = list(csv.reader(lines, delimiter="\t"))
-    header, ranges = table[0], table[1:]
-    return [{name: float(value) for name, value in zip(header[2:], cells[2:])}
-            for cells in ranges[1::2]]
-
-
-def launch_lists(path: Path) -> list[list[tuple[str, str, str]]]:
-    """Each pass's launches (mangled name, grid, block), in order."""
-    passes: dict[int, list[tuple[str, str, str]]] = {}
-    for line in _text(path).splitlines():
-        number, name, grid, block = line.split("\t")[:4]
-        passes.setdefault(int(number), []).append((name, grid, block))
-    return [launches for _, launches in sorted(passes.items()) if launches]
+def rotation(path: Path) -> RotationRecords:
+    """The engine's ranges file and its launches file beside it, read."""
+    launches = path.with_name(path.name.removesuffix(".gz") + ".launches.gz")
+    return read_rotation(_text(path), _text(launches))
 
 
 def ncu_rows(path: Path) -> list[Row]:
@@ -204,18 +191,17 @@ def verdict_changes(counters: list[dict[str, float]], full: list[Row],
 
 
 def summary(results: Path = RESULTS) -> dict:
-    rotation = rotation_counters(results / ROTATION)
+    records = rotation(results / ROTATION)       # every pass launched the step alike
+    counters = records.counters
     first, second = ncu_rows(results / FIRST_NCU), ncu_rows(results / SECOND_NCU)
-    passes = launch_lists(results / (ROTATION.removesuffix(".gz") + ".launches.gz"))
     return {
-        "launches": len(rotation),
-        "passes": len(passes),
-        "passes_launch_the_same": all(p == passes[0] for p in passes),
-        "rotation_against_first_ncu": [asdict(s) for s in spreads(rotation, first)],
+        "launches": len(counters),
+        "passes": records.passes,
+        "rotation_against_first_ncu": [asdict(s) for s in spreads(counters, first)],
         "verdicts": {
             "second ncu run against the first": asdict(verdict_changes(counters_of(second), first)),
-            "rotation against the first ncu run": asdict(verdict_changes(rotation, first, True)),
-            "rotation against the second ncu run": asdict(verdict_changes(rotation, second,
+            "rotation against the first ncu run": asdict(verdict_changes(counters, first, True)),
+            "rotation against the second ncu run": asdict(verdict_changes(counters, second,
                                                                           True)),
         },
     }

@@ -1,0 +1,146 @@
+"""What the rotation engine writes (benchmarks/rotation/engine.cpp: CUPTI's range profiler,
+one pass of the counter configuration a training step), read back.
+
+Its ranges file holds, after ``#`` lines (the SM's limits as the driver gives them:
+``# sm registers=65536 threads=2048 blocks=32 shared=233472 reserved=1024 sms=132``), a
+header line and a line a range: the range's index, its name and each counter. CUPTI makes
+a range of every kernel launch while the profiler runs, and the engine launches an L2 flush
+kernel before each of the program's launches, so the ranges come in pairs, the flush's
+first. Its launches file holds a line a launch of each pass: the pass, the mangled name,
+grid and block (``x,y,z``), the dynamic shared memory, then what the engine could read of
+the function. Every pass must have launched the same kernels in the same order: a pass's
+counters are only another part of the same launches' if it did.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+
+from rooflint.analysis.occupancy import SmLimits
+from rooflint.common.errors import RooflintError
+
+SM_LINE = "# sm "
+SM_FIELDS = {"registers": "registers", "threads": "threads", "blocks": "blocks",
+             "shared": "shared_bytes", "reserved": "reserved_shared_bytes"}
+RANGES_A_LAUNCH = 2             # the flush kernel's, then the launch's
+
+
+class UnreadableRotation(RooflintError):
+    """The engine's files cannot be read as one step's launches and their counters."""
+
+
+@dataclass(frozen=True)
+class RotationLaunch:
+    """A launch of the program's step as the engine saw it."""
+
+    name: str                   # mangled
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int
+
+
+@dataclass(frozen=True)
+class RotationRecords:
+    """One step's launches, in launch order, each with its counters, taken over ``passes``
+    steps; the GPU's SM limits and SM count where the ranges file gives them."""
+
+    launches: list[RotationLaunch]
+    counters: list[dict[str, float]]
+    passes: int
+    sm: SmLimits | None = None
+    sms: int | None = None
+
+
+def read_rotation(ranges: str, launches: str) -> RotationRecords:
+    """The engine's two files' text as records; UnreadableRotation says what does not fit."""
+    passes = _passes(launches)
+    first = passes[0]
+    for number, other in enumerate(passes[1:], start=2):
+        if other != first:
+            raise UnreadableRotation(_differs(number, other, first))
+    counters = _counters(ranges)
+    if len(counters) != RANGES_A_LAUNCH * len(first):
+        raise UnreadableRotation(f"the range profiler recorded {len(counters)} ranges for "
+                                 f"{len(first)} launches and their flushes "
+                                 f"({RANGES_A_LAUNCH * len(first)})")
+    sm, sms = _sm(ranges)
+    return RotationRecords(first, counters[RANGES_A_LAUNCH - 1::RANGES_A_LAUNCH], len(passes),
+                           sm, sms)
+
+
+def _passes(text: str) -> list[list[RotationLaunch]]:
+    passes: dict[int, list[RotationLaunch]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        cells = line.split("\t")
+        try:
+            launch = RotationLaunch(cells[1], _shape(cells[2]), _shape(cells[3]), int(cells[4]))
+            passes.setdefault(int(cells[0]), []).append(launch)
+        except (IndexError, ValueError):
+            raise UnreadableRotation(f"line {number} of the launches is not a launch: "
+                                     f"{line[:80]!r}") from None
+    found = [launches for _, launches in sorted(passes.items()) if launches]
+    if not found:
+        raise UnreadableRotation("the engine recorded no launch")
+    return found
+
+
+def _shape(cell: str) -> tuple[int, int, int]:
+    x, y, z = (int(n) for n in cell.split(","))
+    return x, y, z
+
+
+def _differs(number: int, other: list[RotationLaunch], first: list[RotationLaunch]) -> str:
+    """Where pass ``number`` left the first pass's launches."""
+    where = next((i for i, (a, b) in enumerate(zip(other, first)) if a != b),
+                 min(len(other), len(first)))
+    return (f"pass {number} launched {len(other)} kernels where the first launched "
+            f"{len(first)}, differing from launch {where + 1} on: the program's steps do "
+            f"not launch the same kernels, so their counters cannot be joined")
+
+
+def _counters(text: str) -> list[dict[str, float]]:
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    if not lines:
+        raise UnreadableRotation("the range profiler's file holds no ranges")
+    table = list(csv.reader(lines, delimiter="\t"))
+    metrics = table[0][2:]
+    counters = []
+    for number, cells in enumerate(table[1:], start=2):
+        if len(cells) != len(metrics) + 2:
+            raise UnreadableRotation(f"range line {number} has {len(cells) - 2} values for "
+                                     f"{len(metrics)} counters")
+        values = [_number(cell, number) for cell in cells[2:]]
+        counters.append(dict(zip(metrics, values)))
+    return counters
+
+
+def _number(cell: str, line: int) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise UnreadableRotation(f"range line {line} holds {cell[:20]!r} for a count") \
+            from None
+    if not math.isfinite(value) or value < 0:
+        raise UnreadableRotation(f"range line {line} holds {cell[:20]!r} for a count")
+    return value
+
+
+def _sm(text: str) -> tuple[SmLimits | None, int | None]:
+    """The SM's limits and count from the ``# sm`` line; none where there is none, or one
+    of its numbers is missing or not above 0 (the driver gives 0 for an attribute it does
+    not know; the driver's shared-memory reserve alone may be 0)."""
+    line = next((line for line in text.splitlines() if line.startswith(SM_LINE)), None)
+    if line is None:
+        return None, None
+    pairs = dict(part.split("=", 1) for part in line[len(SM_LINE):].split() if "=" in part)
+    try:
+        values = {field: int(pairs[key]) for key, field in SM_FIELDS.items()}
+        sms = int(pairs["sms"])
+    except (KeyError, ValueError):
+        return None, None
+    above_zero = [sms, *(v for field, v in values.items() if field != "reserved_shared_bytes")]
+    if values["reserved_shared_bytes"] < 0 or min(above_zero) <= 0:
+        return None, None
+    return SmLimits(**values), sms
