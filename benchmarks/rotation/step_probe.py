@@ -1,5 +1,6 @@
-"""The rotation probe's program (engine.cpp): examples/apps/train_step.py's training step, or
-with PROGRAM=convnet examples/apps/convnet_train.py's ResNet-50 step, 3 warm-up steps, then
+"""The rotation probe's program (the engine: rooflint/measure/rotation_engine.cpp):
+examples/apps/train_step.py's training step, or with PROGRAM=convnet
+examples/apps/convnet_train.py's ResNet-50 step, 3 warm-up steps, then
 - MODE=rotate: CUPTI's range profiler, one pass of the counter configuration a step
   (ROTATION_LIB, METRICS, MAX_RANGES, FLUSH), its ranges written to $OUT/rotate-<TAG>.tsv;
 - MODE=ncu: one step between cudaProfilerStart/Stop (run under ncu --profile-from-start off);

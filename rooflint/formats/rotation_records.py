@@ -1,4 +1,4 @@
-"""What the rotation engine writes (benchmarks/rotation/engine.cpp: CUPTI's range profiler,
+"""What the rotation engine writes (measure/rotation_engine.cpp: CUPTI's range profiler,
 one pass of the counter configuration a training step), read back.
 
 Its ranges file holds, after ``#`` lines (the SM's limits as the driver gives them:
@@ -6,10 +6,11 @@ Its ranges file holds, after ``#`` lines (the SM's limits as the driver gives th
 header line and a line a range: the range's index, its name and each counter. CUPTI makes
 a range of every kernel launch while the profiler runs, and the engine launches an L2 flush
 kernel before each of the program's launches, so the ranges come in pairs, the flush's
-first. Its launches file holds a line a launch of each pass: the pass, the mangled name,
-grid and block (``x,y,z``), the dynamic shared memory, then what the engine could read of
-the function. Every pass must have launched the same kernels in the same order: a pass's
-counters are only another part of the same launches' if it did.
+first. Its launches file holds a line a launch of each pass: the pass, the name (demangled;
+mangled in the probe's recordings of 2026-11-30), grid and block (``x,y,z``), the dynamic
+shared memory, then what the engine could read of the function. Every pass must have
+launched the same kernels in the same order: a pass's counters are only another part of
+the same launches' if it did.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class UnreadableRotation(RooflintError):
 class RotationLaunch:
     """A launch of the program's step as the engine saw it."""
 
-    name: str                   # mangled
+    name: str                   # as the C++ runtime demangles it
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     dynamic_shared_bytes: int

@@ -173,21 +173,28 @@ def kernel_record(include: Path) -> str:
 
 
 def _build(nvcc: Path, include: Path, lib: Path, record: str, built: Path) -> None:
-    """nvcc SOURCE into ``built``, written whole or not at all (a concurrent build's
-    library is never seen half-written)."""
+    build_library(nvcc, [f"-DKERNEL_RECORD={record}", f"-I{include}"], SOURCE,
+                  [f"-L{lib}", "-lcupti", "-ldl", "-Xlinker", f"-rpath={lib}"], built,
+                  "CUPTI's recorder")
+
+
+def build_library(nvcc: Path, flags: list[str], source: Path, libraries: list[str],
+                  built: Path, what: str) -> None:
+    """nvcc ``source`` into the shared library ``built``, written whole or not at all (a
+    concurrent build's library is never seen half-written); KernelTraceUnavailable says
+    why ``what`` could not be built."""
     built.parent.mkdir(parents=True, exist_ok=True)
-    partial = built.with_name(f".{LIBRARY}.{os.getpid()}")
-    args = [str(nvcc), "-shared", "-O2", "-std=c++17", "-Xcompiler", "-fPIC",
-            f"-DKERNEL_RECORD={record}", f"-I{include}", str(SOURCE), f"-L{lib}", "-lcupti",
-            "-ldl", "-Xlinker", f"-rpath={lib}", "-o", str(partial)]
+    partial = built.with_name(f".{built.name}.{os.getpid()}")
+    args = [str(nvcc), "-shared", "-O2", "-std=c++17", "-Xcompiler", "-fPIC", *flags,
+            str(source), *libraries, "-o", str(partial)]
     try:
         done = subprocess.run(args, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         partial.unlink(missing_ok=True)
-        raise KernelTraceUnavailable(f"nvcc could not build CUPTI's recorder: {exc}") from None
+        raise KernelTraceUnavailable(f"nvcc could not build {what}: {exc}") from None
     if done.returncode != 0:
         partial.unlink(missing_ok=True)
         first = next((line for line in done.stderr.splitlines() if "error" in line),
                      done.stderr.strip()[:200])
-        raise KernelTraceUnavailable(f"nvcc could not build CUPTI's recorder: {first}")
+        raise KernelTraceUnavailable(f"nvcc could not build {what}: {first}")
     shutil.move(partial, built)

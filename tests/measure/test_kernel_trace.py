@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from rooflint.formats.trace_events import STOPPED, launches
 from rooflint.measure import kernel_trace, program
 from rooflint.measure.kernel_trace import KernelTraceUnavailable
 from rooflint.measure.pass_runner import Pass, Timer
+from stand_in_toolkit import stand_in_nvcc, stand_in_toolkit
 
 RECORDED = Path(__file__).parents[1] / "fixtures" / "kernel-records" / "h200-layernorm-forward.tsv"
 HEADER = "rooflint-kernel-trace\t1\t4242\n"
@@ -109,14 +109,6 @@ def test_the_newest_kernel_record_of_cuptis_header_is_built_against(tmp_path):
         kernel_trace.kernel_record(tmp_path)
 
 
-def _toolkit(root: Path, include: str, lib: str) -> Path:
-    (root / include).mkdir(parents=True)
-    (root / lib).mkdir(parents=True)
-    (root / include / "cupti.h").write_text("")
-    (root / lib / "libcupti.so.13").write_text("")
-    return root
-
-
 @pytest.mark.parametrize("include, lib", [("extras/CUPTI/include", "extras/CUPTI/lib64"),
                                           ("include", "lib64"),
                                           ("targets/x86_64-linux/include",
@@ -124,7 +116,7 @@ def _toolkit(root: Path, include: str, lib: str) -> Path:
 def test_cupti_is_found_in_each_layout_a_toolkit_has(tmp_path, include, lib):
     bare = tmp_path / "wrapper"            # /usr/local, where a script nvcc runs the real one
     (bare / "bin").mkdir(parents=True)
-    root = _toolkit(tmp_path / "cuda", include, lib)
+    root = stand_in_toolkit(tmp_path / "cuda", include, lib)
     assert kernel_trace.cupti_dirs([bare, root]) == (root / include, root / lib)
 
 
@@ -145,11 +137,7 @@ def test_anothers_injection_or_no_nvcc_leaves_the_recorder_unbuilt(monkeypatch):
 
 
 def _fake_nvcc(tmp_path: Path, script: str) -> Path:
-    nvcc = tmp_path / "cuda" / "bin" / "nvcc"
-    nvcc.parent.mkdir(parents=True)
-    nvcc.write_text("#!/bin/sh\n" + script)
-    nvcc.chmod(nvcc.stat().st_mode | stat.S_IEXEC)
-    _toolkit(tmp_path / "cuda", "include", "lib64")
+    nvcc = stand_in_nvcc(tmp_path, script)
     (tmp_path / "cuda" / "include" / "cupti_activity.h").write_text("CUpti_ActivityKernel10")
     return nvcc
 

@@ -1,21 +1,23 @@
-// A probe of issue 50's "CUPTI range profiler" idea, as rotation: CUPTI's range profiler
-// in user replay with automatic ranges, driven from Python (step_probe.py, by ctypes) one
-// training step a pass. Every kernel of the step is its own range and each pass of the
+// The rotation engine: Nsight Compute's counters without its replays, for a program that
+// repeats a step (measure/rotation.py builds it; the bootstrap drives it, by ctypes, from
+// the program's optimizer steps). CUPTI's range profiler runs in user replay with automatic
+// ranges: every kernel launched while it runs is a range of its own, and each pass of the
 // counter configuration is taken on the next step, so no kernel is replayed and no memory
-// saved or restored (what Nsight Compute pays for each profiled launch). Before each of the
-// program's launches (a CUPTI driver-API callback) a kernel reading twice the L2's size is
-// launched on its stream, so that each starts from an L2 holding none of its data, as under
-// ncu --cache-control all. Each launch's mangled name and shape are recorded per pass.
+// saved or restored (what Nsight Compute pays for each profiled launch: docs/history.md,
+// issue 50). Before each of the program's launches (a CUPTI driver-API callback) a kernel
+// reading twice the L2's size is launched on its stream, so that each starts from an L2
+// holding none of its data, as under ncu --cache-control all. Each launch's name and shape
+// are recorded per pass, so that a pass that launched other kernels is refused
+// (formats/rotation_records.py reads what this writes).
 //
-// Build: g++ -O2 -shared -fPIC -o librotation.so engine.cpp -I$CUDA/include -L$CUDA/lib
-//        -Wl,-rpath,$CUDA/lib -lcupti -lcuda   (probe.sh does it)
 // rl_begin(metrics, max_ranges, flush) -> passes; rl_start(); rl_stop() -> 1 once all passes
 // are submitted; rl_finish(path) -> ranges: path gets the SM's limits and a line a range
 // (flush ranges included, each before its launch's), path.launches a line a launch of each
-// pass (pass, mangled name, grid, block, dynamic shared bytes, registers, static shared
-// bytes, cuFuncGetAttribute's result: the first probe read no registers). The recordings
-// of 2026-11-30 were taken before the SM line and the last three columns were added
-// (next.sh asks what they read).
+// pass (pass, demangled name, grid, block, dynamic shared bytes, registers, static shared
+// bytes, cuFuncGetAttribute's result: the first probe, benchmarks/rotation, read no
+// registers through it). Its recordings of 2026-11-30 were taken before the SM line, the
+// last three columns and the demangling were added (benchmarks/rotation/next.sh asks what
+// they read).
 #include <cuda.h>
 #include <cupti_result.h>
 #include <cupti_target.h>
@@ -23,7 +25,9 @@
 #include <cupti_range_profiler.h>
 #include <cupti_profiler_host.h>
 #include <cupti.h>
+#include <cxxabi.h>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -103,9 +107,17 @@ struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; int r
                 int regs_result; };
 static std::vector<std::vector<Launch>> g_passes(1);
 
+static std::string demangled(const char* name) {
+    int status = 0;
+    char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    std::string text = status == 0 && readable ? readable : name;
+    std::free(readable);
+    return text;
+}
+
 static std::string name_of(CUfunction f) {
     const char* n = nullptr;
-    if (cuFuncGetName(&n, f) == CUDA_SUCCESS && n) return n;
+    if (cuFuncGetName(&n, f) == CUDA_SUCCESS && n) return demangled(n);
     return "?";
 }
 
@@ -119,7 +131,7 @@ static void record(const char* symbol, CUfunction f, unsigned gx, unsigned gy, u
     int regs = 0, static_shared = 0;
     int result = (int)cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
     cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
-    g_passes.back().push_back({symbol ? std::string(symbol) : name_of(f), gx, gy, gz, bx, by, bz,
+    g_passes.back().push_back({symbol ? demangled(symbol) : name_of(f), gx, gy, gz, bx, by, bz,
                                shared, regs, static_shared, result});
 }
 
