@@ -75,7 +75,8 @@ Pass 2 starts the program through this file too, with no profiler (``python
 trace_bootstrap.py --pass-two STEPS -- train.py ARGS``): the program run as above, with
 TorchDynamo imported right after its own ``import torch`` (see _import_dynamo), its
 DataLoaders' batches not pinned (DATALOADER_INIT), and ended at the same optimizer step as
-pass 1's.
+pass 1's. Pass 2 by rotation (``python trace_bootstrap.py --rotation CONFIG -- train.py
+ARGS``) runs it so too, and measures it from its optimizer's steps (_Rotation).
 """
 
 import ast
@@ -97,6 +98,12 @@ NO_PROFILER = 3
 # The first argument that starts the program for pass 2: no profiler, TorchDynamo imported
 # with the program's torch (measure/program.py imports the name).
 PASS_TWO = "--pass-two"
+# The first argument that starts the program for pass 2 by rotation (_Rotation), the next a
+# JSON file of ROTATION_FIELDS (measure/rotation.py writes it); and what is appended to the
+# engine's records' path for the file that says why the rotation failed.
+ROTATION = "--rotation"
+ROTATION_FIELDS = ("engine", "metrics", "max_ranges", "warm_up", "most_steps", "path")
+FAILED = ".failed"
 # The imports that start pass 1's profiler, once they have run: PyTorch's, or that of
 # another library a Python program launches kernels through, whichever the program
 # imports first. Not before the program: a program that sets PyTorch's environment
@@ -880,6 +887,22 @@ def _started(steps, argv):
     run()
 
 
+def _rotated(config, argv):
+    """Pass 2 by rotation: the program run as _started runs it (TorchDynamo imported with
+    its torch; its DataLoaders left as they are: nothing is replayed), measured from its
+    first optimizer's steps (_Rotation, as the JSON file ``config`` says)."""
+    with open(config) as given:
+        fields = json.load(given)
+    run, sys.argv, path = _program(argv)
+    sys.path.insert(0, path)
+
+    def after_torch():
+        _import_dynamo()
+        _Rotation(*(fields[name] for name in ROTATION_FIELDS)).install()
+    sys.meta_path.insert(0, _AfterFirstImport(("torch",), after_torch))
+    run()
+
+
 def _unpinned(init):
     """A DataLoader's ``__init__`` that leaves it with ``pin_memory`` off, however it was
     given (by keyword or by position), for pass 2 (DATALOADER_INIT); a subclass that will
@@ -894,19 +917,17 @@ def _unpinned(init):
     return unpinned
 
 
-class _StepLimit:
-    """Ends the program once its first optimizer has stepped ``steps`` times: ``end(step)``
-    first (pass 1's trace written), then the process (_exit_now). Counted by torch.optim's
-    hook after every optimizer's step (PyTorch 2.0 on; where a release lacks it, the program
-    runs to its end); the first optimizer's alone, so that a GAN's two optimizers count one
-    step an iteration; a first optimizer the program dropped is followed by the next to
-    step. Only on the main thread, where pass 1's line ranges were opened and are closed (a
-    step on another runs the program on), and not while a CUDA graph is being captured (a
-    step captured whole), where pass 1 could not synchronise to write its trace: the next
-    step outside the capture ends it."""
+class _FirstOptimizerSteps:
+    """Calls ``on_step(step)`` after each step of the program's first optimizer (the first
+    ``torch.optim`` optimizer to step: a GAN's discriminator, whose generator steps as often,
+    so that one call is one iteration; a first optimizer the program dropped is followed by
+    the next to step), through torch.optim's hook after every optimizer's step (PyTorch 2.0
+    on; where a release lacks it, nothing is called). Only on the main thread (a step on
+    another runs the program on) and not while a CUDA graph is being captured (a step
+    captured whole), where nothing could synchronise: the next step outside the capture
+    is called."""
 
-    def __init__(self, steps, end):
-        self.steps, self.end = steps, end
+    def __init__(self):
         self.first, self.stepped = None, 0
 
     def install(self):
@@ -925,10 +946,77 @@ class _StepLimit:
         if self.first() is not optimizer:
             return
         self.stepped += 1
-        if (self.stepped >= self.steps and threading.current_thread() is threading.main_thread()
-                and not _capturing()):
-            self.end(self.stepped)
+        if threading.current_thread() is threading.main_thread() and not _capturing():
+            self.on_step(self.stepped)
+
+    def on_step(self, step):
+        raise NotImplementedError
+
+
+class _StepLimit(_FirstOptimizerSteps):
+    """Ends the program once its first optimizer has stepped ``steps`` times: ``end(step)``
+    first (pass 1's trace written), then the process (_exit_now)."""
+
+    def __init__(self, steps, end):
+        super().__init__()
+        self.steps, self.end = steps, end
+
+    def on_step(self, step):
+        if step >= self.steps:
+            self.end(step)
             _exit_now()
+
+
+class _Rotation(_FirstOptimizerSteps):
+    """Pass 2 by rotation (measure/rotation.py): after the first optimizer's ``warm_up``-th
+    step, the engine (rotation_engine.cpp, through ``engine``: its rl_ functions) is given
+    the counters and each step from then on is a pass of them, until every pass is in; then
+    the engine writes its records to ``path`` and the program is ended (_exit_now). The GPU
+    is synchronised at each step's end, so that a pass holds its step's kernels and no
+    other's. What fails (the engine's error, or passes still wanted after ``most_steps``
+    steps) is written to ``path`` + FAILED and ends the program too: pass 2 is then
+    Nsight Compute's."""
+
+    def __init__(self, engine, metrics, max_ranges, warm_up, most_steps, path):
+        super().__init__()
+        self.engine, self.metrics, self.max_ranges = engine, metrics, max_ranges
+        self.warm_up, self.most_steps, self.path = warm_up, most_steps, path
+        self.lib = None
+
+    def on_step(self, step):
+        if step < self.warm_up:
+            return
+        sync = sys.modules["torch"].cuda.synchronize
+        sync()
+        if self.lib is None:
+            self._begin()
+        elif self._called("rl_stop", self.lib.rl_stop()):
+            self._called("rl_finish", self.lib.rl_finish(self.path.encode()))
+            _exit_now()
+        elif step - self.warm_up >= self.most_steps:
+            self._failed(f"the engine wanted more passes after {self.most_steps} steps")
+        self._called("rl_start", self.lib.rl_start())
+
+    def _begin(self):
+        import ctypes
+        try:
+            self.lib = ctypes.CDLL(self.engine)
+        except OSError as exc:
+            self._failed(f"the engine would not load: {exc}")
+        self.lib.rl_error.restype = ctypes.c_char_p
+        self._called("rl_begin", self.lib.rl_begin(",".join(self.metrics).encode(),
+                                                   self.max_ranges, 1))
+
+    def _called(self, name, result):
+        """``result`` of the engine's ``name``, where it is not an error (below 0)."""
+        if result < 0:
+            self._failed(f"{name}: {self.lib.rl_error().decode(errors='replace')}")
+        return result
+
+    def _failed(self, why):
+        with open(self.path + FAILED, "w") as out:
+            out.write(why)
+        _exit_now()
 
 
 def _capturing():
@@ -1066,6 +1154,9 @@ def main():
     sys.path.pop(0)                  # this file's folder is not the program's
     if sys.argv[1] == PASS_TWO:
         _started(int(sys.argv[2]), sys.argv[4:])
+        return
+    if sys.argv[1] == ROTATION:
+        _rotated(sys.argv[2], sys.argv[4:])
         return
     trace, prefix, steps, argv = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[5:]
     if importlib.util.find_spec("torch") is None:
