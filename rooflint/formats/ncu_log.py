@@ -74,6 +74,20 @@ def parse_rows(text: str) -> list[dict[str, float | str]]:
             for row in rows if row.get(ID) not in (None, "")]
 
 
+def raw_page(rows: list[dict[str, float | str]]) -> str:
+    """Rows as parse_rows reads them back: an ``ncu --csv --page raw`` page in base units
+    (no unit row), its columns the first row's (measure/rotation.py's rows, made to be read
+    as Nsight Compute's)."""
+    if not rows:
+        return ""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, list(rows[0]), quoting=csv.QUOTE_ALL, lineterminator="\n",
+                            extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
 def joined(texts: list[str]) -> str:
     """Several raw pages of one metric list (pass 2 attached to each rank of a job) as one:
     the first whole, the others' launch rows after it, numbered on from its last ``ID``

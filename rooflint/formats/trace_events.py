@@ -118,6 +118,8 @@ class Launch:
     weight: float = 1.0            # the launches it stands for: more than one where a run
     #                                of repeated calls recorded only its first (SAMPLED_RANGE)
     graph: bool = False            # launched by a CUDA graph's replay (cudaGraphLaunch)
+    registers: int = 0             # per thread, as CUPTI recorded the kernel (0: not given)
+    shared_bytes: int = 0          # per block, static and dynamic (CUPTI's)
 
     @property
     def tensor_precisions(self) -> frozenset[str] | None:
@@ -266,6 +268,30 @@ COLLECTIVE = re.compile(r"nccl")
 GRAPH_LAUNCH = "GraphLaunch"
 
 
+# A kernel event's arguments for what each of its blocks needs, as PyTorch's profiler names
+# them (CUPTI's kernel record: the shared memory is its static and dynamic together).
+REGISTERS, SHARED_MEMORY = "registers per thread", "shared memory"
+# The profiler's range around each optimizer step: "Optimizer.step#AdamW.step".
+OPTIMIZER_STEP = "Optimizer.step#"
+
+
+def optimizer_steps(trace: dict[str, Any]) -> list[float]:
+    """When each of the program's optimizer steps ended (us, the trace's clock), in order:
+    the steps of the first optimizer's class to step (a GAN's two Adams are both counted)."""
+    steps = sorted((e for e in trace.get("traceEvents", [])
+                    if isinstance(e, dict) and str(e.get("name", "")).startswith(OPTIMIZER_STEP)
+                    and e.get("ph") == "X"), key=lambda e: float(e.get("ts", 0.0)))
+    if not steps:
+        return []
+    first = steps[0]["name"]
+    return [float(e["ts"]) + float(e.get("dur", 0.0)) for e in steps if e["name"] == first]
+
+
+def _whole(value: Any) -> int:
+    """A count from the trace; 0 where it gives none or not a count."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def launches(trace: dict[str, Any]) -> list[Launch]:
     """Every kernel launch in ``trace``, in launch order, with its origin."""
     # an event whose name is not text (a foreign or hand-edited trace) is not read
@@ -291,7 +317,9 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
                         start_us=float(call["ts"] if call else kernel.get("ts", 0.0)),
                         stream=str(kernel["args"].get("stream", "")),
                         traced_call=call is not None,
-                        graph=bool(call) and GRAPH_LAUNCH in str(call.get("name", "")))
+                        graph=bool(call) and GRAPH_LAUNCH in str(call.get("name", "")),
+                        registers=_whole(kernel["args"].get(REGISTERS)),
+                        shared_bytes=_whole(kernel["args"].get(SHARED_MEMORY)))
         if call:
             scopes.attribute(launch, call)
         found.append(launch)

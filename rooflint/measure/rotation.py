@@ -15,7 +15,12 @@ equal to Nsight Compute's on every launch recorded with both), and its duration 
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import json
+import statistics
+import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,14 +28,26 @@ from pathlib import Path
 from rooflint.analysis.occupancy import LIMITERS, LaunchResources, occupancy
 from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
-from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, ID, KERNEL_NAME
-from rooflint.formats.rotation_records import RotationRecords
+from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, ID, KERNEL_NAME, raw_page
+from rooflint.formats.rotation_records import RotationRecords, UnreadableRotation, read_rotation
+from rooflint.formats.trace_events import Launch
 from rooflint.judge.kernel_times import Identity, name_key
-from rooflint.measure import ncu
+from rooflint.measure import ncu, trace_bootstrap
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, build_library, cupti_dirs
+from rooflint.measure.pass_runner import Pass, PassProgress, output_of
 
 SOURCE = Path(__file__).with_name("rotation_engine.cpp")
 LIBRARY = "librooflint_rotation.so"
+BOOTSTRAP = Path(trace_bootstrap.__file__)
+# What the engine's counters leave to rows_of: Nsight Compute's own launch statistics and
+# the duration, which the range profiler does not measure.
+COMPUTED = (ncu.DURATION, ncu.THEORETICAL_OCCUPANCY)
+# The steps the rotation may take: rooflint's counter list took 7 passes on an H200.
+MOST_PASSES = 10
+# Room in the engine's record for launches beyond pass 1's most in a step (two ranges a
+# launch: its flush's and its own). The first pass's cost grows with the room asked for
+# (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
+RANGE_ROOM = 1.25
 
 
 class RotationUnavailable(Exception):
@@ -60,6 +77,39 @@ def engine_library() -> Path:
 
 
 @dataclass(frozen=True)
+class RotationSteps:
+    """How a program's steps carry the rotation: begun after the first optimizer's
+    ``warm_up``-th step, a pass a step for at most ``most_steps`` steps, with room for
+    ``max_ranges`` ranges."""
+
+    warm_up: int
+    most_steps: int
+    max_ranges: int
+
+
+def rotation_steps(launches: list[Launch], step_ends: list[float]) -> RotationSteps | None:
+    """Pass 1's steps (its launches between the optimizer's steps' ends) as the rotation's:
+    begun after the first step from which every step launched the same kernels at the same
+    shapes in the same order (a pass is only another part of the same launches' if each
+    launched the same), for the steps left, MOST_PASSES at most; None where fewer than two
+    such steps are left."""
+    steps: list[list[tuple[str, str, str]]] = [[] for _ in step_ends]
+    for launch in launches:
+        index = bisect.bisect_left(step_ends, launch.start_us)
+        if index < len(steps):
+            steps[index].append((launch.name, launch.grid, launch.block))
+    last = len(steps) - 1
+    warm_up = last
+    while warm_up > 1 and steps[warm_up - 1] == steps[last]:
+        warm_up -= 1
+    most_steps = len(steps) - warm_up
+    if most_steps < 2 or not steps[last]:
+        return None
+    return RotationSteps(warm_up, min(most_steps, MOST_PASSES),
+                         int(RANGE_ROOM * 2 * len(steps[last])) + 64)
+
+
+@dataclass(frozen=True)
 class KernelResources:
     """What pass 1's trace says of a kernel at one shape: what each block needs, and how
     long it ran."""
@@ -67,6 +117,55 @@ class KernelResources:
     registers_per_thread: int
     shared_bytes_per_block: int     # static and dynamic
     duration_s: float               # its launches' median
+
+
+def resources_of(launches: list[Launch]) -> dict[Identity, KernelResources]:
+    """Each kernel at each shape in pass 1's trace: its registers and shared memory (its
+    first launch's: one function at one shape), and its launches' median duration."""
+    found: dict[Identity, tuple[Launch, list[float]]] = {}
+    for launch in launches:
+        key = (name_key(launch.name), launch.grid, launch.block)
+        found.setdefault(key, (launch, []))[1].append(launch.duration_s)
+    return {key: KernelResources(first.registers, first.shared_bytes, statistics.median(times))
+            for key, (first, times) in found.items() if first.registers}
+
+
+def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
+                  resources: Mapping[Identity, KernelResources], kept: Path | None,
+                  progress: PassProgress) -> Pass:
+    """Pass 2 by rotation: the Python program ``command`` through the bootstrap's rotation
+    (trace_bootstrap._Rotation), its records made into Nsight Compute's rows (rows_of, as
+    a raw page: read as ncu's log is), written to ``kept`` too where given.
+    RotationUnavailable says why it measured nothing: pass 2 is then Nsight Compute's."""
+    engine = engine_library()
+    asked = [m for m in metrics if not m.startswith("launch__") and m not in COMPUTED]
+    with tempfile.TemporaryDirectory(prefix="rooflint-rotation-") as scratch:
+        records, config = Path(scratch) / "records", Path(scratch) / "rotation.json"
+        config.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
+            str(engine), asked, steps.max_ranges, steps.warm_up, steps.most_steps,
+            str(records))))))
+        began = time.perf_counter()
+        done = output_of([command[0], str(BOOTSTRAP), trace_bootstrap.ROTATION, str(config),
+                          "--", *command[1:]], progress)
+        wall = time.perf_counter() - began
+        failed = records.with_name(records.name + trace_bootstrap.FAILED)
+        if failed.exists():
+            raise RotationUnavailable(failed.read_text()[:300])
+        if not records.exists():
+            raise RotationUnavailable(
+                f"the program ended (exit status {done.returncode}) before every pass was "
+                f"in ({steps.most_steps} steps after its first {steps.warm_up})")
+        try:
+            read = read_rotation(records.read_text(),
+                                 records.with_name(records.name + ".launches").read_text())
+        except (UnreadableRotation, OSError) as exc:
+            raise RotationUnavailable(str(exc)) from None
+    text = raw_page(rows_of(read, resources))
+    if not text:
+        raise RotationUnavailable("the engine's records hold none of pass 1's kernels")
+    if kept:
+        kept.write_text(text)
+    return Pass(text, wall)
 
 
 def rows_of(records: RotationRecords, resources: Mapping[Identity, KernelResources]

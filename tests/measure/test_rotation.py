@@ -13,8 +13,10 @@ import pytest
 from rooflint.analysis.occupancy import SmLimits
 from rooflint.formats.ncu_log import BLOCK, GRID
 from rooflint.formats.rotation_records import read_rotation
+from rooflint.formats.trace_events import launches, optimizer_steps
 from rooflint.judge.kernel_times import name_key
 from rooflint.measure import ncu, rotation
+from rooflint.measure.pass_runner import Finished, PassProgress
 from rooflint.measure.rotation import KernelResources, RotationUnavailable, rows_of
 from stand_in_toolkit import stand_in_nvcc
 
@@ -133,3 +135,120 @@ def test_no_nvcc_no_engine(monkeypatch):
     monkeypatch.setattr(rotation, "find_nvcc", lambda: None)
     with pytest.raises(RotationUnavailable, match="no nvcc"):
         rotation.engine_library()
+
+
+def _train_step_trace() -> dict:
+    import json
+    import lzma
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "trace" / \
+        "h200-train-step-trace.json.xz"
+    return json.loads(lzma.decompress(path.read_bytes()))
+
+
+def test_the_training_steps_trace_carries_seven_passes_after_its_first_step():
+    """examples/apps/train_step.py (H200): its first step launches 440 kernels (AdamW's
+    state made), each of the other seven the same 282."""
+    trace = _train_step_trace()
+    steps = rotation.rotation_steps(launches(trace), optimizer_steps(trace))
+    assert steps == rotation.RotationSteps(warm_up=1, most_steps=7,
+                                           max_ranges=int(1.25 * 2 * 282) + 64)
+
+
+def test_steps_that_differ_to_the_end_carry_no_rotation():
+    trace = _train_step_trace()
+    ends = optimizer_steps(trace)
+    every = launches(trace)
+    last_step = [launch for launch in every if ends[-2] < launch.start_us <= ends[-1]]
+    changed = [replace(launch, grid="(1, 1, 1)") if launch is last_step[0] else launch
+               for launch in every]
+    assert rotation.rotation_steps(changed, ends) is None
+    assert rotation.rotation_steps(every, ends[:1]) is None          # one step
+    assert rotation.rotation_steps(every, []) is None                # no optimizer
+
+
+def test_pass_ones_resources_are_cuptis_registers_and_shared_memory():
+    found = rotation.resources_of(launches(_train_step_trace()))
+    adam = [(k, v) for k, v in found.items() if "FusedAdamMathFunctor" in k[0]]
+    assert adam and all(v.registers_per_thread > 0 and v.duration_s > 0 for _, v in adam)
+    assert len(found) > 50
+
+
+SM_LINE = "# sm registers=65536 threads=2048 blocks=32 shared=233472 reserved=1024 sms=132\n"
+
+
+def _program_writing(records: str | None, launches: str = "", failed: str | None = None,
+                     status: int = 0):
+    """A stand-in for the program's run under the bootstrap: what the engine would write
+    where the rotation's config says."""
+    def run(args, progress, environment=None):
+        import json
+        config = json.loads(Path(args[args.index("--rotation") + 1]).read_text())
+        path = Path(config["path"])
+        if records is not None:
+            path.write_text(records)
+            path.with_name(path.name + ".launches").write_text(launches)
+        if failed is not None:
+            path.with_name(path.name + ".failed").write_text(failed)
+        return Finished(args, status, "", "", 1)
+    return run
+
+
+@pytest.fixture
+def engine(monkeypatch, tmp_path):
+    monkeypatch.setattr(rotation, "engine_library", lambda: tmp_path / "librooflint_rotation.so")
+
+
+STEPS = rotation.RotationSteps(warm_up=1, most_steps=7, max_ranges=769)
+
+
+def test_the_rotation_pass_gives_ncus_rows_for_the_recorded_step(step, engine, monkeypatch,
+                                                                 tmp_path):
+    records, full, resources = step
+    monkeypatch.setattr(rotation, "output_of", _program_writing(
+        SM_LINE + _text("rotate-sized.tsv.gz"), _text("rotate-sized.tsv.launches.gz")))
+    kept = tmp_path / "counters.csv"
+    second = rotation.rotation_pass(["python3", "train.py"], ncu.metrics_for(None, None),
+                                    STEPS, resources, kept, PassProgress("pass 2", print))
+    rows = ncu.parse_rows(second.log)
+    assert len(rows) == 282 and kept.read_text() == second.log
+    assert [(r[GRID], r[BLOCK]) for r in rows] == [(r[GRID], r[BLOCK]) for r in full]
+    assert rows[0][ncu.DRAM_READ] == records.counters[0][ncu.DRAM_READ]
+
+
+def test_the_engines_config_asks_no_launch_statistics_nor_duration(engine, monkeypatch):
+    seen = {}
+
+    def run(args, progress, environment=None):
+        import json
+        seen.update(json.loads(Path(args[args.index("--rotation") + 1]).read_text()))
+        return Finished(args, 0, "", "", 1)
+    monkeypatch.setattr(rotation, "output_of", run)
+    with pytest.raises(RotationUnavailable):
+        rotation.rotation_pass(["python3", "train.py"], ncu.metrics_for(None, None), STEPS,
+                               {}, None, PassProgress("pass 2", print))
+    assert seen["metrics"] and not [m for m in seen["metrics"] if m.startswith("launch__")]
+    assert ncu.DURATION not in seen["metrics"]
+    assert ncu.THEORETICAL_OCCUPANCY not in seen["metrics"]
+    assert (seen["warm_up"], seen["most_steps"], seen["max_ranges"]) == (1, 7, 769)
+
+
+@pytest.mark.parametrize("written, said", [
+    (dict(records=None, failed="rl_begin: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"),
+     "^rl_begin: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES$"),
+    (dict(records=None, status=1), r"ended \(exit status 1\) before every pass was in "
+                                   r"\(7 steps after its first 1\)"),
+    (dict(records="# dropped 0\n", launches="0\t_Z1av\t1,1,1\t32,1,1\t0\n"), "no ranges"),
+])
+def test_a_rotation_that_measured_nothing_says_why(engine, monkeypatch, written, said):
+    monkeypatch.setattr(rotation, "output_of", _program_writing(**written))
+    with pytest.raises(RotationUnavailable, match=said):
+        rotation.rotation_pass(["python3", "train.py"], ["dram__bytes_read.sum"], STEPS, {},
+                               None, PassProgress("pass 2", print))
+
+
+def test_records_of_no_kernel_pass_one_saw_are_nothing(step, engine, monkeypatch):
+    monkeypatch.setattr(rotation, "output_of", _program_writing(
+        SM_LINE + _text("rotate-sized.tsv.gz"), _text("rotate-sized.tsv.launches.gz")))
+    with pytest.raises(RotationUnavailable, match="none of pass 1's kernels"):
+        rotation.rotation_pass(["python3", "train.py"], ["dram__bytes_read.sum"], STEPS, {},
+                               None, PassProgress("pass 2", print))
