@@ -43,7 +43,7 @@ from typing import Callable
 
 from rooflint.common.errors import RooflintError
 from rooflint.common.units import format_bytes
-from rooflint.measure import nccl_logs, ncu
+from rooflint.measure import nccl_logs, ncu, rotation
 from rooflint.measure.kernel_trace import (NCCL_FOLDER, RECORDS_FOLDER, KernelTraceUnavailable,
                                           has_records, kernel_trace_pass, recorded_pass,
                                           recorder_if_built)
@@ -59,7 +59,7 @@ from rooflint.formats.jsonfile import parse_large
 from rooflint.judge.kernel_choice import EarlyEnd
 from rooflint.formats.ncu_log import joined
 from rooflint.formats.ranks import merged
-from rooflint.formats.trace_events import LINE_RANGE, stopped_at_step
+from rooflint.formats.trace_events import LINE_RANGE, launches, optimizer_steps, stopped_at_step
 
 NAME_BASE = ("--kernel-name-base", "demangled")
 
@@ -114,8 +114,9 @@ class Choice:
 def two_passes(command: list[str], filters: Filters, logs: Path | None,
                plan: Callable[[Pass], Choice], say: Callable[[str], None]
                ) -> tuple[Pass, Pass]:
-    """Pass 1, then pass 2 on the kernels ``plan`` chooses from it,
-    pass 2's program started early when that is sound (see early_start.py). A
+    """Pass 1, then pass 2 on the kernels ``plan`` chooses from it, by rotation where it is
+    asked for and the program can carry it (_rotated), else under Nsight Compute, pass 2's
+    program started early when that is sound (see early_start.py). A
     pass 2 that fails or is interrupted is a Pass that says why (see _second): what pass 1
     measured is kept. A launcher's program (starts_its_program) is started early only as
     torchrun's job whose ranks each wait under their own ncu (_early_job): under one ncu
@@ -128,6 +129,10 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
                 if not choice.patterns:        # every chosen kernel's counters are known
                     stop(waiting.process)
                     return first, Pass("", 0.0)
+                rotated = _rotated(command, first, choice, logs, say)
+                if rotated:
+                    stop(waiting.process)
+                    return first, rotated
                 return first, _second(lambda: _attach(waiting, choice, logs,
                                                       pass_two_progress(first, choice, say)),
                                       attached=True)
@@ -151,8 +156,36 @@ def _ordinary_second(command: list[str], first: Pass, choice: Choice, logs: Path
     the bootstrap, ended at the step pass 1's was)."""
     if not choice.patterns:
         return Pass("", 0.0)
-    return _second(lambda: counter_pass(pass_two_command(command, steps), choice, logs,
-                                        pass_two_progress(first, choice, say)))
+    return _rotated(command, first, choice, logs, say) or \
+        _second(lambda: counter_pass(pass_two_command(command, steps), choice, logs,
+                                     pass_two_progress(first, choice, say)))
+
+
+def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
+             say: Callable[[str], None]) -> Pass | None:
+    """Pass 2 by rotation (measure/rotation.py) where it is asked for and the program can
+    carry it: a Python program of its own, whose pass 1 traced optimizer steps that launch
+    the same kernels one after another; None otherwise, or where it measured nothing (said:
+    Nsight Compute's pass 2 follows)."""
+    if not rotation.asked() or first.trace is None or not is_python(command) or \
+            starts_its_program(command):
+        return None
+    every = launches(first.trace)
+    steps = rotation.rotation_steps(every, optimizer_steps(first.trace))
+    if steps is None:
+        say("pass 2: no rotation: the program's optimizer steps do not launch the same "
+            "kernels two steps in a row; Nsight Compute instead")
+        return None
+    say(f"pass 2: counters by rotation, a pass a step from the program's step "
+        f"{steps.warm_up + 1}")
+    try:
+        return rotation.rotation_pass(command, choice.metrics, steps,
+                                      rotation.resources_of(every),
+                                      logs / COUNTERS_LOG if logs else None,
+                                      pass_two_progress(first, choice, say))
+    except rotation.RotationUnavailable as exc:
+        say(f"pass 2: the rotation measured nothing ({exc}); Nsight Compute instead")
+        return None
 
 
 def _early_job(command: list[str], job: TorchrunCommand, ranks: int, filters: Filters,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -36,6 +37,10 @@ from rooflint.measure import ncu, trace_bootstrap
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, build_library, cupti_dirs
 from rooflint.measure.pass_runner import Pass, PassProgress, output_of
 
+# The environment variable that asks for pass 2 by rotation where a program can carry it
+# (ROTATION_ASKED; Nsight Compute's otherwise): the default once it has been checked on a
+# GPU as a whole (its parts were: benchmarks/rotation).
+PASS_TWO_VARIABLE, ROTATION_ASKED = "ROOFLINT_PASS_TWO", "rotation"
 SOURCE = Path(__file__).with_name("rotation_engine.cpp")
 LIBRARY = "librooflint_rotation.so"
 BOOTSTRAP = Path(trace_bootstrap.__file__)
@@ -48,6 +53,10 @@ MOST_PASSES = 10
 # launch: its flush's and its own). The first pass's cost grows with the room asked for
 # (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
 RANGE_ROOM = 1.25
+
+
+def asked() -> bool:
+    return os.environ.get(PASS_TWO_VARIABLE) == ROTATION_ASKED
 
 
 class RotationUnavailable(Exception):

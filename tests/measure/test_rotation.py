@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -15,8 +16,8 @@ from rooflint.formats.ncu_log import BLOCK, GRID
 from rooflint.formats.rotation_records import read_rotation
 from rooflint.formats.trace_events import launches, optimizer_steps
 from rooflint.judge.kernel_times import name_key
-from rooflint.measure import ncu, rotation
-from rooflint.measure.pass_runner import Finished, PassProgress
+from rooflint.measure import ncu, program, rotation
+from rooflint.measure.pass_runner import Finished, Pass, PassProgress, Timer
 from rooflint.measure.rotation import KernelResources, RotationUnavailable, rows_of
 from stand_in_toolkit import stand_in_nvcc
 
@@ -252,3 +253,83 @@ def test_records_of_no_kernel_pass_one_saw_are_nothing(step, engine, monkeypatch
     with pytest.raises(RotationUnavailable, match="none of pass 1's kernels"):
         rotation.rotation_pass(["python3", "train.py"], ["dram__bytes_read.sum"], STEPS, {},
                                None, PassProgress("pass 2", print))
+
+
+@pytest.fixture
+def traced():
+    """Pass 1 of the training step, as its trace was recorded (H200)."""
+    return Pass("", 14.0, timer=Timer.torch, trace=_train_step_trace())
+
+
+def test_rotation_is_only_where_asked(traced, monkeypatch):
+    monkeypatch.delenv(rotation.PASS_TWO_VARIABLE, raising=False)
+    monkeypatch.setattr(rotation, "rotation_pass", lambda *_: pytest.fail("rotated"))
+    assert program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
+                            print) is None
+
+
+def test_asked_for_the_training_step_is_rotated_from_its_second_step(traced, monkeypatch,
+                                                                     tmp_path):
+    monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
+    calls, said = [], []
+
+    def rotated(command, metrics, steps, resources, kept, progress):
+        calls.append((command, steps, kept, len(resources)))
+        return Pass("rows", 6.9)
+    monkeypatch.setattr(rotation, "rotation_pass", rotated)
+    second = program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]),
+                              tmp_path, said.append)
+    assert second.log == "rows"
+    (command, steps, kept, resources), = calls
+    assert command == ["python3", "train.py"] and steps.warm_up == 1 and resources > 50
+    assert kept == tmp_path / program.COUNTERS_LOG
+    assert said == ["pass 2: counters by rotation, a pass a step from the program's step 2"]
+
+
+@pytest.mark.parametrize("command", [["torchrun", "--nproc_per_node=2", "train.py"],
+                                     ["./sgemm", "4096"]])
+def test_a_launcher_or_a_binary_is_not_rotated(traced, monkeypatch, command):
+    monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
+    monkeypatch.setattr(rotation, "rotation_pass", lambda *_: pytest.fail("rotated"))
+    assert program._rotated(command, traced, program.Choice(["nvjet"]), None, print) is None
+
+
+def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, monkeypatch):
+    monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
+
+    def unavailable(*_):
+        raise RotationUnavailable("rl_begin: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
+    monkeypatch.setattr(rotation, "rotation_pass", unavailable)
+    said = []
+    assert program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
+                            said.append) is None
+    assert said[-1] == ("pass 2: the rotation measured nothing (rl_begin: "
+                        "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES); Nsight Compute instead")
+    steps_apart = Pass("", 1.0, timer=Timer.torch, trace={"traceEvents": []})
+    said.clear()
+    assert program._rotated(["python3", "train.py"], steps_apart, program.Choice(["nvjet"]),
+                            None, said.append) is None
+    assert said == ["pass 2: no rotation: the program's optimizer steps do not launch the "
+                    "same kernels two steps in a row; Nsight Compute instead"]
+
+
+def test_a_rotated_pass_2_lets_the_early_started_program_go(traced, monkeypatch):
+    """The program started early under Nsight Compute waits at its first CUDA call while
+    the rotation runs: stopped once the rotation has measured (it would have been pass 2
+    had the rotation measured nothing)."""
+    from contextlib import contextmanager
+    monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
+    waiting, stopped = SimpleNamespace(process="the waiting program"), []
+
+    @contextmanager
+    def started_early(command):
+        yield waiting
+    monkeypatch.setattr(program, "started_early", started_early)
+    monkeypatch.setattr(program, "timing_pass", lambda *_: traced)
+    monkeypatch.setattr(program, "alone", lambda *_: True)
+    monkeypatch.setattr(program, "stop", stopped.append)
+    monkeypatch.setattr(program, "_attach", lambda *_: pytest.fail("attached"))
+    monkeypatch.setattr(rotation, "rotation_pass", lambda *_: Pass("rows", 6.9))
+    first, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
+                                       lambda _: program.Choice(["nvjet"]), print)
+    assert (first, second.log, stopped) == (traced, "rows", ["the waiting program"])
