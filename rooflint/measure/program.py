@@ -122,21 +122,10 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     torchrun's job whose ranks each wait under their own ncu (_early_job): under one ncu
     only the launcher would wait, and its ranks would run beside pass 1."""
     if not starts_its_program(command):
-        with started_early(pass_two_command(command, filters.stop_after)) as waiting:
-            first = timing_pass(command, filters, logs, say)
-            if alone(waiting, first):
-                choice = plan(first)
-                if not choice.patterns:        # every chosen kernel's counters are known
-                    stop(waiting.process)
-                    return first, Pass("", 0.0)
-                rotated = _rotated(command, first, choice, logs, say)
-                if rotated:
-                    stop(waiting.process)
-                    return first, rotated
-                return first, _second(lambda: _attach(waiting, choice, logs,
-                                                      pass_two_progress(first, choice, say)),
-                                      attached=True)
-            stop(waiting.process)
+        rotating = rotation.asked() and is_python(command) and _rotation_engine(say)
+        found = (_early_rotation if rotating else _early_ncu)(command, filters, logs, plan, say)
+        if found:
+            return found
         say("pass 1 again, alone: this program's kernels do not all run in its own process, "
             "so its early-started second run may have overlapped the first")
     job = TorchrunCommand.of(command) if starts_its_program(command) else None
@@ -148,6 +137,54 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
             say(f"pass 2 after pass 1: {exc}")
     first = every_process_pass(command, filters, logs, say)
     return first, _ordinary_second(command, first, plan(first), logs, say, filters.stop_after)
+
+
+def _early_ncu(command: list[str], filters: Filters, logs: Path | None,
+               plan: Callable[[Pass], Choice], say: Callable[[str], None]
+               ) -> tuple[Pass, Pass] | None:
+    """Pass 1 while pass 2's program waits under Nsight Compute at its first CUDA call, then
+    pass 2 attached to it; None where the early start was not sound (early_start.alone)."""
+    with started_early(pass_two_command(command, filters.stop_after)) as waiting:
+        first = timing_pass(command, filters, logs, say)
+        if not alone(waiting, first):
+            return None
+        choice = plan(first)
+        if not choice.patterns:        # every chosen kernel's counters are known
+            return first, Pass("", 0.0)
+        return first, _second(lambda: _attach(waiting, choice, logs,
+                                              pass_two_progress(first, choice, say)),
+                              attached=True)
+
+
+def _early_rotation(command: list[str], filters: Filters, logs: Path | None,
+                    plan: Callable[[Pass], Choice], say: Callable[[str], None]
+                    ) -> tuple[Pass, Pass] | None:
+    """Pass 1 while pass 2's program waits for the rotation right after its import of
+    torch (rotation.started_rotation), then pass 2 by rotation where the program carries it
+    (_rotated), else Nsight Compute's, not started early; None where pass 1 saw kernels of
+    a process the program started (a child runs on beside pass 1: it is taken again,
+    alone)."""
+    with rotation.started_rotation(command) as started:
+        first = timing_pass(command, filters, logs, say)
+        if first.processes != 1 or not first.own_process:
+            return None
+        choice = plan(first)
+        if not choice.patterns:
+            return first, Pass("", 0.0)
+        rotated = _rotated(command, first, choice, logs, say, started)
+    return first, rotated or _second(lambda: counter_pass(
+        pass_two_command(command, filters.stop_after), choice, logs,
+        pass_two_progress(first, choice, say)))
+
+
+def _rotation_engine(say: Callable[[str], None]) -> bool:
+    """Whether the rotation's engine is built (once per toolkit; said where it cannot be)."""
+    try:
+        rotation.engine_library()
+    except rotation.RotationUnavailable as exc:
+        say(f"pass 2: no rotation ({exc}); Nsight Compute instead")
+        return False
+    return True
 
 
 def _ordinary_second(command: list[str], first: Pass, choice: Choice, logs: Path | None,
@@ -162,11 +199,12 @@ def _ordinary_second(command: list[str], first: Pass, choice: Choice, logs: Path
 
 
 def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
-             say: Callable[[str], None]) -> Pass | None:
-    """Pass 2 by rotation (measure/rotation.py) where it is asked for and the program can
-    carry it: a Python program of its own, whose pass 1 traced optimizer steps that launch
-    the same kernels one after another; None otherwise, or where it measured nothing (said:
-    Nsight Compute's pass 2 follows)."""
+             say: Callable[[str], None],
+             started: rotation.StartedRotation | None = None) -> Pass | None:
+    """Pass 2 by rotation (measure/rotation.py; its program ``started`` early, else now)
+    where it is asked for and the program can carry it: a Python program of its own, whose
+    pass 1 traced optimizer steps that launch the same kernels one after another; None
+    otherwise, or where it measured nothing (said: Nsight Compute's pass 2 follows)."""
     if not rotation.asked() or first.trace is None or not is_python(command) or \
             starts_its_program(command):
         return None
@@ -182,7 +220,7 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
         return rotation.rotation_pass(command, choice.metrics, steps,
                                       rotation.resources_of(every),
                                       logs / COUNTERS_LOG if logs else None,
-                                      pass_two_progress(first, choice, say))
+                                      pass_two_progress(first, choice, say), started)
     except rotation.RotationUnavailable as exc:
         say(f"pass 2: the rotation measured nothing ({exc}); Nsight Compute instead")
         return None

@@ -20,9 +20,11 @@ import hashlib
 import json
 import os
 import statistics
+import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +37,8 @@ from rooflint.formats.trace_events import Launch
 from rooflint.judge.kernel_times import Identity, name_key
 from rooflint.measure import ncu, trace_bootstrap
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, build_library, cupti_dirs
-from rooflint.measure.pass_runner import Pass, PassProgress, output_of
+from rooflint.common.errors import RooflintError
+from rooflint.measure.pass_runner import Pass, PassProgress, program_environment, stop
 
 # The environment variable that asks for pass 2 by rotation where a program can carry it
 # (ROTATION_ASKED; Nsight Compute's otherwise): the default once it has been checked on a
@@ -139,36 +142,74 @@ def resources_of(launches: list[Launch]) -> dict[Identity, KernelResources]:
             for key, (first, times) in found.items() if first.registers}
 
 
+@dataclass(frozen=True)
+class StartedRotation:
+    """Pass 2's program started for the rotation: it waits, right after its import of torch
+    and before any CUDA call, for ``config`` (trace_bootstrap._rotated)."""
+
+    process: subprocess.Popen
+    config: Path
+    records: Path
+    output: Path                    # the program's stdout and stderr
+
+
+@contextmanager
+def started_rotation(command: list[str]) -> Iterator[StartedRotation]:
+    """The Python program ``command`` started for pass 2 by rotation, so that its imports
+    are done while pass 1 runs (Nsight Compute's early start does the same for its pass 2);
+    killed on the way out if still running."""
+    with tempfile.TemporaryDirectory(prefix="rooflint-rotation-") as scratch:
+        folder = Path(scratch)
+        config, output = folder / "rotation.json", folder / "output.txt"
+        with output.open("w") as sink:
+            try:
+                process = subprocess.Popen(
+                    [command[0], str(BOOTSTRAP), trace_bootstrap.ROTATION, str(config), "--",
+                     *command[1:]], stdout=sink, stderr=subprocess.STDOUT,
+                    start_new_session=True, env=program_environment())
+            except OSError as exc:
+                raise RooflintError(f"cannot start {Path(command[0]).name}: "
+                                    f"{exc.strerror or exc}") from None
+        try:
+            yield StartedRotation(process, config, folder / "records", output)
+        finally:
+            stop(process)
+
+
 def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
                   resources: Mapping[Identity, KernelResources], kept: Path | None,
-                  progress: PassProgress) -> Pass:
-    """Pass 2 by rotation: the Python program ``command`` through the bootstrap's rotation
-    (trace_bootstrap._Rotation), its records made into Nsight Compute's rows (rows_of, as
-    a raw page: read as ncu's log is), written to ``kept`` too where given.
-    RotationUnavailable says why it measured nothing: pass 2 is then Nsight Compute's."""
+                  progress: PassProgress, started: StartedRotation | None = None) -> Pass:
+    """Pass 2 by rotation: the Python program ``command`` (``started`` early, else now)
+    through the bootstrap's rotation (trace_bootstrap._Rotation), its records made into
+    Nsight Compute's rows (rows_of, as a raw page: read as ncu's log is), written to
+    ``kept`` too where given. RotationUnavailable says why it measured nothing: pass 2 is
+    then Nsight Compute's."""
+    if started is None:
+        with started_rotation(command) as now:
+            return rotation_pass(command, metrics, steps, resources, kept, progress, now)
     engine = engine_library()
     asked = [m for m in metrics if not m.startswith("launch__") and m not in COMPUTED]
-    with tempfile.TemporaryDirectory(prefix="rooflint-rotation-") as scratch:
-        records, config = Path(scratch) / "records", Path(scratch) / "rotation.json"
-        config.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
-            str(engine), asked, steps.max_ranges, steps.warm_up, steps.most_steps,
-            str(records))))))
-        began = time.perf_counter()
-        done = output_of([command[0], str(BOOTSTRAP), trace_bootstrap.ROTATION, str(config),
-                          "--", *command[1:]], progress)
-        wall = time.perf_counter() - began
-        failed = records.with_name(records.name + trace_bootstrap.FAILED)
-        if failed.exists():
-            raise RotationUnavailable(failed.read_text()[:300])
-        if not records.exists():
-            raise RotationUnavailable(
-                f"the program ended (exit status {done.returncode}) before every pass was "
-                f"in ({steps.most_steps} steps after its first {steps.warm_up})")
-        try:
-            read = read_rotation(records.read_text(),
-                                 records.with_name(records.name + ".launches").read_text())
-        except (UnreadableRotation, OSError) as exc:
-            raise RotationUnavailable(str(exc)) from None
+    partial = started.config.with_name(f".{started.config.name}")
+    partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
+        str(engine), asked, steps.max_ranges, steps.warm_up, steps.most_steps,
+        str(started.records))))))
+    partial.rename(started.config)          # whole, as the program sees it appear
+    began = time.perf_counter()
+    status = progress.wait(lambda seconds: started.process.wait(timeout=seconds))
+    wall = time.perf_counter() - began
+    records = started.records
+    failed = records.with_name(records.name + trace_bootstrap.FAILED)
+    if failed.exists():
+        raise RotationUnavailable(failed.read_text()[:300])
+    if not records.exists():
+        raise RotationUnavailable(
+            f"the program ended (exit status {status}) before every pass was in "
+            f"({steps.most_steps} steps after its first {steps.warm_up})")
+    try:
+        read = read_rotation(records.read_text(),
+                             records.with_name(records.name + ".launches").read_text())
+    except (UnreadableRotation, OSError) as exc:
+        raise RotationUnavailable(str(exc)) from None
     text = raw_page(rows_of(read, resources))
     if not text:
         raise RotationUnavailable("the engine's records hold none of pass 1's kernels")

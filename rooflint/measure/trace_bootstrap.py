@@ -91,6 +91,7 @@ import runpy
 import socket
 import sys
 import threading
+import time
 import weakref
 from contextlib import contextmanager
 
@@ -104,6 +105,7 @@ PASS_TWO = "--pass-two"
 ROTATION = "--rotation"
 ROTATION_FIELDS = ("engine", "metrics", "max_ranges", "warm_up", "most_steps", "path")
 FAILED = ".failed"
+CONFIG_POLL_S = 0.05
 # The imports that start pass 1's profiler, once they have run: PyTorch's, or that of
 # another library a Python program launches kernels through, whichever the program
 # imports first. Not before the program: a program that sets PyTorch's environment
@@ -890,16 +892,23 @@ def _started(steps, argv):
 def _rotated(config, argv):
     """Pass 2 by rotation: the program run as _started runs it (TorchDynamo imported with
     its torch; its DataLoaders left as they are: nothing is replayed), measured from its
-    first optimizer's steps (_Rotation, as the JSON file ``config`` says)."""
-    with open(config) as given:
-        fields = json.load(given)
+    first optimizer's steps (_Rotation, as the JSON file ``config`` says). Right after its
+    first import of a library it launches kernels through (STARTING_IMPORTS: importing
+    one touches no GPU), it waits for ``config`` to be there: rooflint starts it while pass
+    1 runs and writes ``config`` once pass 1 has said what to measure, or kills it
+    (measure/rotation.started_rotation)."""
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
 
-    def after_torch():
-        _import_dynamo()
+    def after_first_import():
+        if "torch" in sys.modules:
+            _import_dynamo()
+        while not os.path.exists(config):
+            time.sleep(CONFIG_POLL_S)
+        with open(config) as given:
+            fields = json.load(given)
         _Rotation(*(fields[name] for name in ROTATION_FIELDS)).install()
-    sys.meta_path.insert(0, _AfterFirstImport(("torch",), after_torch))
+    sys.meta_path.insert(0, _AfterFirstImport(STARTING_IMPORTS, after_first_import))
     run()
 
 

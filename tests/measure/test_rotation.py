@@ -17,7 +17,7 @@ from rooflint.formats.rotation_records import read_rotation
 from rooflint.formats.trace_events import launches, optimizer_steps
 from rooflint.judge.kernel_times import name_key
 from rooflint.measure import ncu, program, rotation
-from rooflint.measure.pass_runner import Finished, Pass, PassProgress, Timer
+from rooflint.measure.pass_runner import Pass, PassProgress, Timer
 from rooflint.measure.rotation import KernelResources, RotationUnavailable, rows_of
 from stand_in_toolkit import stand_in_nvcc
 
@@ -177,21 +177,38 @@ def test_pass_ones_resources_are_cuptis_registers_and_shared_memory():
 SM_LINE = "# sm registers=65536 threads=2048 blocks=32 shared=233472 reserved=1024 sms=132\n"
 
 
-def _program_writing(records: str | None, launches: str = "", failed: str | None = None,
-                     status: int = 0):
-    """A stand-in for the program's run under the bootstrap: what the engine would write
-    where the rotation's config says."""
-    def run(args, progress, environment=None):
+class StandInProgram:
+    """The program started for the rotation, as rotation_pass meets it: once its config is
+    written it runs, and what the engine would write appears where the config says."""
+
+    def __init__(self, folder: Path, records: str | None, launches: str = "",
+                 failed: str | None = None, status: int = 0):
+        self.folder, self.records, self.launches = folder, records, launches
+        self.failed, self.status, self.config = failed, status, {}
+
+    def wait(self, timeout=None):
         import json
-        config = json.loads(Path(args[args.index("--rotation") + 1]).read_text())
-        path = Path(config["path"])
-        if records is not None:
-            path.write_text(records)
-            path.with_name(path.name + ".launches").write_text(launches)
-        if failed is not None:
-            path.with_name(path.name + ".failed").write_text(failed)
-        return Finished(args, status, "", "", 1)
-    return run
+        self.config = json.loads((self.folder / "rotation.json").read_text())
+        path = Path(self.config["path"])
+        if self.records is not None:
+            path.write_text(self.records)
+            path.with_name(path.name + ".launches").write_text(self.launches)
+        if self.failed is not None:
+            path.with_name(path.name + ".failed").write_text(self.failed)
+        return self.status
+
+
+def _program_writing(monkeypatch, tmp_path, records: str | None, launches: str = "",
+                     failed: str | None = None, status: int = 0) -> StandInProgram:
+    from contextlib import contextmanager
+    program_ = StandInProgram(tmp_path, records, launches, failed, status)
+
+    @contextmanager
+    def started_rotation(command):
+        yield rotation.StartedRotation(program_, tmp_path / "rotation.json",
+                                       tmp_path / "records", tmp_path / "output.txt")
+    monkeypatch.setattr(rotation, "started_rotation", started_rotation)
+    return program_
 
 
 @pytest.fixture
@@ -205,8 +222,8 @@ STEPS = rotation.RotationSteps(warm_up=1, most_steps=7, max_ranges=769)
 def test_the_rotation_pass_gives_ncus_rows_for_the_recorded_step(step, engine, monkeypatch,
                                                                  tmp_path):
     records, full, resources = step
-    monkeypatch.setattr(rotation, "output_of", _program_writing(
-        SM_LINE + _text("rotate-sized.tsv.gz"), _text("rotate-sized.tsv.launches.gz")))
+    _program_writing(monkeypatch, tmp_path, SM_LINE + _text("rotate-sized.tsv.gz"),
+                     _text("rotate-sized.tsv.launches.gz"))
     kept = tmp_path / "counters.csv"
     second = rotation.rotation_pass(["python3", "train.py"], ncu.metrics_for(None, None),
                                     STEPS, resources, kept, PassProgress("pass 2", print))
@@ -216,17 +233,13 @@ def test_the_rotation_pass_gives_ncus_rows_for_the_recorded_step(step, engine, m
     assert rows[0][ncu.DRAM_READ] == records.counters[0][ncu.DRAM_READ]
 
 
-def test_the_engines_config_asks_no_launch_statistics_nor_duration(engine, monkeypatch):
-    seen = {}
-
-    def run(args, progress, environment=None):
-        import json
-        seen.update(json.loads(Path(args[args.index("--rotation") + 1]).read_text()))
-        return Finished(args, 0, "", "", 1)
-    monkeypatch.setattr(rotation, "output_of", run)
+def test_the_engines_config_asks_no_launch_statistics_nor_duration(engine, monkeypatch,
+                                                                   tmp_path):
+    ran = _program_writing(monkeypatch, tmp_path, None)
     with pytest.raises(RotationUnavailable):
         rotation.rotation_pass(["python3", "train.py"], ncu.metrics_for(None, None), STEPS,
                                {}, None, PassProgress("pass 2", print))
+    seen = ran.config
     assert seen["metrics"] and not [m for m in seen["metrics"] if m.startswith("launch__")]
     assert ncu.DURATION not in seen["metrics"]
     assert ncu.THEORETICAL_OCCUPANCY not in seen["metrics"]
@@ -240,16 +253,17 @@ def test_the_engines_config_asks_no_launch_statistics_nor_duration(engine, monke
                                    r"\(7 steps after its first 1\)"),
     (dict(records="# dropped 0\n", launches="0\t_Z1av\t1,1,1\t32,1,1\t0\n"), "no ranges"),
 ])
-def test_a_rotation_that_measured_nothing_says_why(engine, monkeypatch, written, said):
-    monkeypatch.setattr(rotation, "output_of", _program_writing(**written))
+def test_a_rotation_that_measured_nothing_says_why(engine, monkeypatch, tmp_path, written,
+                                                   said):
+    _program_writing(monkeypatch, tmp_path, **written)
     with pytest.raises(RotationUnavailable, match=said):
         rotation.rotation_pass(["python3", "train.py"], ["dram__bytes_read.sum"], STEPS, {},
                                None, PassProgress("pass 2", print))
 
 
-def test_records_of_no_kernel_pass_one_saw_are_nothing(step, engine, monkeypatch):
-    monkeypatch.setattr(rotation, "output_of", _program_writing(
-        SM_LINE + _text("rotate-sized.tsv.gz"), _text("rotate-sized.tsv.launches.gz")))
+def test_records_of_no_kernel_pass_one_saw_are_nothing(step, engine, monkeypatch, tmp_path):
+    _program_writing(monkeypatch, tmp_path, SM_LINE + _text("rotate-sized.tsv.gz"),
+                     _text("rotate-sized.tsv.launches.gz"))
     with pytest.raises(RotationUnavailable, match="none of pass 1's kernels"):
         rotation.rotation_pass(["python3", "train.py"], ["dram__bytes_read.sum"], STEPS, {},
                                None, PassProgress("pass 2", print))
@@ -273,7 +287,7 @@ def test_asked_for_the_training_step_is_rotated_from_its_second_step(traced, mon
     monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
     calls, said = [], []
 
-    def rotated(command, metrics, steps, resources, kept, progress):
+    def rotated(command, metrics, steps, resources, kept, progress, started=None):
         calls.append((command, steps, kept, len(resources)))
         return Pass("rows", 6.9)
     monkeypatch.setattr(rotation, "rotation_pass", rotated)
@@ -313,23 +327,95 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
                     "same kernels two steps in a row; Nsight Compute instead"]
 
 
-def test_a_rotated_pass_2_lets_the_early_started_program_go(traced, monkeypatch):
-    """The program started early under Nsight Compute waits at its first CUDA call while
-    the rotation runs: stopped once the rotation has measured (it would have been pass 2
-    had the rotation measured nothing)."""
+def _early(monkeypatch, traced, built=True):
+    """two_passes' stand-ins around the rotation: pass 1 the recorded trace, the engine
+    built (or not), the program started for the rotation a marker."""
     from contextlib import contextmanager
     monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
-    waiting, stopped = SimpleNamespace(process="the waiting program"), []
+
+    def engine_library():
+        if not built:
+            raise RotationUnavailable("no nvcc to build the rotation engine with")
+        return Path("/cache/librooflint_rotation.so")
+    monkeypatch.setattr(rotation, "engine_library", engine_library)
+
+    @contextmanager
+    def started_rotation(command):
+        yield "the program waiting for the rotation"
+    monkeypatch.setattr(rotation, "started_rotation", started_rotation)
+    monkeypatch.setattr(program, "timing_pass", lambda *_: traced)
+
+
+def test_the_rotations_program_is_started_while_pass_1_runs(traced, monkeypatch):
+    """Its imports done beside pass 1, as Nsight Compute's early start does for its pass 2;
+    no program waits under Nsight Compute meanwhile."""
+    _early(monkeypatch, traced)
+    monkeypatch.setattr(program, "started_early", lambda *_: pytest.fail("ncu early start"))
+    given = []
+
+    def rotated(command, metrics, steps, resources, kept, progress, started=None):
+        given.append(started)
+        return Pass("rows", 6.9)
+    monkeypatch.setattr(rotation, "rotation_pass", rotated)
+    first, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
+                                       lambda _: program.Choice(["nvjet"]), print)
+    assert (first, second.log, given) == (traced, "rows", ["the program waiting for the "
+                                                           "rotation"])
+
+
+def test_a_rotation_that_measured_nothing_leaves_pass_2_to_nsight_compute(traced,
+                                                                           monkeypatch):
+    _early(monkeypatch, traced)
+
+    def unavailable(*_):
+        raise RotationUnavailable("the engine wanted more passes after 7 steps")
+    monkeypatch.setattr(rotation, "rotation_pass", unavailable)
+    monkeypatch.setattr(program, "counter_pass", lambda *_: Pass("csv", 20.0))
+    said = []
+    _, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
+                                   lambda _: program.Choice(["nvjet"]), said.append)
+    assert second.log == "csv"
+    assert said[-1] == ("pass 2: the rotation measured nothing (the engine wanted more passes "
+                        "after 7 steps); Nsight Compute instead")
+
+
+def test_without_the_engine_pass_2_is_nsight_computes_started_early(traced, monkeypatch):
+    from contextlib import contextmanager
+    _early(monkeypatch, traced, built=False)
+    started = []
 
     @contextmanager
     def started_early(command):
-        yield waiting
+        started.append(command)
+        yield SimpleNamespace(process=None)
     monkeypatch.setattr(program, "started_early", started_early)
-    monkeypatch.setattr(program, "timing_pass", lambda *_: traced)
     monkeypatch.setattr(program, "alone", lambda *_: True)
-    monkeypatch.setattr(program, "stop", stopped.append)
-    monkeypatch.setattr(program, "_attach", lambda *_: pytest.fail("attached"))
-    monkeypatch.setattr(rotation, "rotation_pass", lambda *_: Pass("rows", 6.9))
+    monkeypatch.setattr(program, "_attach", lambda *_: Pass("csv", 20.0, attached=True))
+    said = []
+    _, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
+                                   lambda _: program.Choice(["nvjet"]), said.append)
+    assert second.attached and started
+    assert said[0] == ("pass 2: no rotation (no nvcc to build the rotation engine with); "
+                       "Nsight Compute instead")
+
+
+def test_a_program_whose_child_ran_kernels_is_taken_again_alone_then_rotated(traced,
+                                                                             monkeypatch):
+    """A child of the program ran beside pass 1 (the program waited, its child did not):
+    pass 1 again with every process recorded, then the rotation starts the program anew."""
+    beside = replace(traced, processes=2)
+    _early(monkeypatch, beside)
+    again = []
+    monkeypatch.setattr(program, "every_process_pass",
+                        lambda *_: again.append(1) or traced)
+    given = []
+
+    def rotated(command, metrics, steps, resources, kept, progress, started=None):
+        given.append(started)
+        return Pass("rows", 6.9)
+    monkeypatch.setattr(rotation, "rotation_pass", rotated)
+    said = []
     first, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
-                                       lambda _: program.Choice(["nvjet"]), print)
-    assert (first, second.log, stopped) == (traced, "rows", ["the waiting program"])
+                                       lambda _: program.Choice(["nvjet"]), said.append)
+    assert (first, second.log, again, given) == (traced, "rows", [1], [None])
+    assert any(line.startswith("pass 1 again, alone") for line in said)

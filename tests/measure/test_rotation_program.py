@@ -1,0 +1,90 @@
+"""Pass 2 by rotation as a process, on a stand-in PyTorch (no GPU): the program started
+before pass 1 has ended waits, after its import of torch, for the rotation's configuration,
+then runs, and its optimizer's steps drive the engine; an engine that will not load ends
+it with the reason written (measure/rotation.py then leaves pass 2 to Nsight Compute)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from rooflint.measure import rotation, trace_bootstrap
+from stand_in_torch import stand_in_program
+
+STAND_IN = {
+    "__init__.py": "from . import cuda, optim, overrides, profiler\n",
+    "cuda/__init__.py": "from . import nvtx\ndef is_initialized():\n    return False\n"
+                        "def synchronize():\n    pass\n"
+                        "def is_current_stream_capturing():\n    return False\n",
+    "optim/__init__.py": "from .optimizer import Optimizer\ndel optimizer\n",
+    "optim/optimizer.py": """\
+_hooks = []
+def register_optimizer_step_post_hook(hook):
+    _hooks.append(hook)
+class Optimizer:
+    def step(self):
+        for hook in list(_hooks):
+            hook(self, (), {})
+""",
+}
+PROGRAM = '''\
+import sys, time
+print("imported", time.time(), file=sys.stderr, flush=True)
+import torch
+print("past torch", time.time(), file=sys.stderr, flush=True)
+optimizer = torch.optim.Optimizer()
+for step in range(1, 9):
+    optimizer.step()
+    print("step", step, file=sys.stderr, flush=True)
+'''
+
+
+def test_the_started_program_waits_for_its_configuration_then_runs_to_the_engine(
+        tmp_path, monkeypatch):
+    command = stand_in_program(tmp_path, monkeypatch, STAND_IN, PROGRAM)
+    with rotation.started_rotation(command) as started:
+        time.sleep(1.0)                   # pass 1 runs meanwhile
+        assert started.process.poll() is None
+        said = started.output.read_text()
+        assert "imported" in said and "past torch" not in said
+        written = time.time()
+        partial = tmp_path / "rotation.json"       # written whole, then moved, as rooflint
+        partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
+            str(tmp_path / "no-such-engine.so"), ["dram__bytes_read.sum"], 769, 1, 7,
+            str(started.records))))))
+        partial.rename(started.config)
+        assert started.process.wait(timeout=30) == 0
+        said = started.output.read_text()
+        past = float(next(line for line in said.splitlines()
+                          if line.startswith("past torch")).split()[2])
+        assert past >= written
+        assert "step" not in said        # ended in its first step, where the engine begins
+        failed = started.records.with_name(started.records.name + trace_bootstrap.FAILED)
+        assert failed.read_text().startswith("the engine would not load: ")
+
+
+def test_a_rotation_pass_that_could_not_start_says_why(tmp_path, monkeypatch):
+    command = stand_in_program(tmp_path, monkeypatch, STAND_IN, PROGRAM)
+    monkeypatch.setattr(rotation, "engine_library", lambda: tmp_path / "no-such-engine.so")
+    from rooflint.measure.pass_runner import PassProgress
+    try:
+        rotation.rotation_pass(command, ["dram__bytes_read.sum"],
+                               rotation.RotationSteps(1, 7, 769), {}, None,
+                               PassProgress("pass 2", print))
+    except rotation.RotationUnavailable as exc:
+        assert str(exc).startswith("the engine would not load: ")
+    else:
+        raise AssertionError("measured with no engine")
+
+
+def test_a_program_whose_first_gpu_library_is_not_torch_waits_too(tmp_path, monkeypatch):
+    """A CuPy program would otherwise run on the GPU beside pass 1: it waits at its import of
+    CuPy (which touches no GPU) like a PyTorch program at its import of torch."""
+    command = stand_in_program(tmp_path, monkeypatch, STAND_IN,
+                               "import sys\nimport cupy\nprint('past cupy', file=sys.stderr)\n")
+    (tmp_path / "site" / "cupy").mkdir()
+    (tmp_path / "site" / "cupy" / "__init__.py").write_text("")
+    with rotation.started_rotation(command) as started:
+        time.sleep(1.0)
+        assert started.process.poll() is None
+        assert "past cupy" not in started.output.read_text()
