@@ -43,6 +43,22 @@ class profile:
 }
 
 
+# torch.optim with its hooks after every optimizer's step (PyTorch 2.0 on), its submodule's
+# name deleted from torch.optim as PyTorch's is: for the bootstrap's step counting.
+OPTIMIZER_HOOKS = {
+    "optim/__init__.py": "from .optimizer import Optimizer\ndel optimizer\n",
+    "optim/optimizer.py": """\
+_hooks = []
+def register_optimizer_step_post_hook(hook):
+    _hooks.append(hook)
+class Optimizer:
+    def step(self):
+        for hook in list(_hooks):
+            hook(self, (), {})
+""",
+}
+
+
 def stand_in_torch(site: Path, modules: dict[str, str]) -> Path:
     """The package ``torch`` written into ``site`` (made if missing): MODULES with
     ``modules`` (its ``__init__.py`` at least) over them; ``site`` for PYTHONPATH."""

@@ -9,23 +9,14 @@ import json
 import time
 
 from rooflint.measure import rotation, trace_bootstrap
-from stand_in_torch import stand_in_program
+from stand_in_torch import OPTIMIZER_HOOKS, stand_in_program
 
 STAND_IN = {
     "__init__.py": "from . import cuda, optim, overrides, profiler\n",
     "cuda/__init__.py": "from . import nvtx\ndef is_initialized():\n    return False\n"
                         "def synchronize():\n    pass\n"
                         "def is_current_stream_capturing():\n    return False\n",
-    "optim/__init__.py": "from .optimizer import Optimizer\ndel optimizer\n",
-    "optim/optimizer.py": """\
-_hooks = []
-def register_optimizer_step_post_hook(hook):
-    _hooks.append(hook)
-class Optimizer:
-    def step(self):
-        for hook in list(_hooks):
-            hook(self, (), {})
-""",
+    **OPTIMIZER_HOOKS,
 }
 PROGRAM = '''\
 import sys, time

@@ -17,25 +17,16 @@ from rooflint.formats.trace_events import STOPPED, stopped_at_step
 from rooflint.formats.trace_timing import timing_and_second_step
 from rooflint.measure import program as passes
 from rooflint.measure import trace_bootstrap
-from stand_in_torch import stand_in_program
+from stand_in_torch import OPTIMIZER_HOOKS, stand_in_program
 
-# A stand-in PyTorch (stand_in_torch.py) with torch.optim's step hooks, its submodule's
-# name deleted from torch.optim as PyTorch's is.
+# A stand-in PyTorch (stand_in_torch.py) with torch.optim's step hooks (OPTIMIZER_HOOKS)
+# and a CUDA that can say it is capturing a graph.
 STAND_IN = {
     "__init__.py": "from . import cuda, optim, overrides, profiler\n",
     "cuda/__init__.py": "from . import nvtx\nCAPTURING = False\ndef is_initialized():\n"
                         "    return False\ndef is_current_stream_capturing():\n"
                         "    return CAPTURING\n",
-    "optim/__init__.py": "from .optimizer import Optimizer\ndel optimizer\n",
-    "optim/optimizer.py": """\
-_hooks = []
-def register_optimizer_step_post_hook(hook):
-    _hooks.append(hook)
-class Optimizer:
-    def step(self):
-        for hook in list(_hooks):
-            hook(self, (), {})
-""",
+    **OPTIMIZER_HOOKS,
 }
 # A GAN's loop: two optimizers a step, each step said after both have stepped; a worker
 # process that would hold the program's output open for a minute (a DataLoader's); MODE
