@@ -94,6 +94,10 @@ def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
             for key, mine in launches_by_identity(chosen, rows, timed, loosely).items()}
 
 
+# The device attribute ncu prints with each launch that names the GPU.
+DEVICE_NAME = "device__attribute_display_name"
+
+
 def device_from(rows: list[dict], driver: str) -> DeviceInfo:
     """The GPU the program ran on, from the device attributes ncu prints with each launch."""
     row = rows[0]
@@ -103,7 +107,7 @@ def device_from(rows: list[dict], driver: str) -> DeviceInfo:
         return float(value) if isinstance(value, (int, float)) else default
     clock = attribute("clock_rate")
     return DeviceInfo(
-        name=str(row.get("device__attribute_display_name", "unknown GPU")),
+        name=str(row.get(DEVICE_NAME, "unknown GPU")),
         index=int(attribute("device_index")),
         compute_capability=f"{int(attribute('compute_capability_major'))}."
                            f"{int(attribute('compute_capability_minor'))}",
@@ -550,9 +554,12 @@ def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:
 def device_of(first: Pass, profiled: list[dict], driver: str) -> DeviceInfo:
     """The GPU the program ran on: from the attributes ncu prints with each launch of
     pass 2, or of pass 1 when pass 2 stopped before any; from the device properties in
-    pass 1's trace (PyTorch's profiler's, or CUPTI's records) when ncu printed none."""
+    pass 1's trace (PyTorch's profiler's, or CUPTI's records) when ncu printed none (pass 2
+    by rotation prints none: measure/rotation.py)."""
     rows = profiled or ([] if first.timer.traced else parse_rows(first.log))
-    return device_from(rows, driver) if rows else device_from_trace(first.trace or {}, driver)
+    if rows and DEVICE_NAME in rows[0]:
+        return device_from(rows, driver)
+    return device_from_trace(first.trace or {}, driver)
 
 
 def device_from_trace(trace: dict, driver: str) -> DeviceInfo:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from rooflint.analysis.occupancy import SmLimits
-from rooflint.formats.ncu_log import BLOCK, GRID
+from rooflint.formats.ncu_log import BLOCK, GRID, raw_page
 from rooflint.formats.rotation_records import read_rotation
 from rooflint.formats.trace_events import launches, optimizer_steps
 from rooflint.judge.kernel_times import name_key
@@ -419,3 +419,13 @@ def test_a_program_whose_child_ran_kernels_is_taken_again_alone_then_rotated(tra
                                        lambda _: program.Choice(["nvjet"]), said.append)
     assert (first, second.log, again, given) == (traced, "rows", [1], [None])
     assert any(line.startswith("pass 1 again, alone") for line in said)
+
+
+def test_the_gpu_of_a_rotated_profile_is_pass_ones_as_its_rows_name_none(step, traced):
+    """Nsight Compute names the GPU in each row it prints; the rotation's rows do not, so
+    the GPU is the one pass 1's trace names (an H200 here), never an unknown GPU."""
+    from rooflint.engine.program import device_of
+    records, _, resources = step
+    rows = ncu.parse_rows(raw_page(rows_of(records, resources)))
+    device = device_of(traced, rows, "580.95.05")
+    assert "H200" in device.name and device.sms == 132
