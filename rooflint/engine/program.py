@@ -529,6 +529,7 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
         pass2_selection=choice.selection,
         pass2_tensor_precisions=_sorted_or_none(choice.tensor_precisions),
         pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None,
+        pass2_rotated=second.rotated or None,
         ncu_version=ncu_version())
 
 

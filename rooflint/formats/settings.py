@@ -66,6 +66,7 @@ class Settings:
     pass2_tensor_precisions: list[str] | None = None   # None: every precision
     pass2_started_early: bool | None = None
     pass2_stopped: str | None = None      # why pass 2 ended early (a failure, Ctrl-C)
+    pass2_rotated: bool | None = None     # its counters by rotation (measure/rotation.py)
     # the chosen kernels whose counters the counter cache served, not pass 2 (their names)
     pass2_cached_kernels: list[str] | None = None
     gpu_time_s: float | None = None       # the GPU time of every kernel pass 1 kept

@@ -64,6 +64,7 @@ class Pass:
     log: str
     wall_s: float
     attached: bool = False         # pass 2 profiled the program started early (two_passes)
+    rotated: bool = False          # pass 2's counters by rotation, not Nsight Compute's
     timer: Timer = Timer.ncu
     processes: int = 1
     # Every kernel it saw ran in the process rooflint started, not in one that process

@@ -215,7 +215,7 @@ def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
         raise RotationUnavailable("the engine's records hold none of pass 1's kernels")
     if kept:
         kept.write_text(text)
-    return Pass(text, wall)
+    return Pass(text, wall, rotated=True)
 
 
 def rows_of(records: RotationRecords, resources: Mapping[Identity, KernelResources]

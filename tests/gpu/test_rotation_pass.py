@@ -44,6 +44,7 @@ def test_the_rotation_measures_the_training_step_as_nsight_compute_does(tmp_path
     rotated, said, rotated_s = _profile(tmp_path, "rotation", True)
     assert "pass 2: counters by rotation" in said, said[-3000:]
     assert "Nsight Compute instead" not in said, said[-3000:]
+    assert rotated["settings"]["pass2_rotated"] is True
     full, _, full_s = _profile(tmp_path, "ncu", False)
     print(f"rotation {rotated_s:.1f} s, Nsight Compute {full_s:.1f} s")
     mine, theirs = _verdicts(rotated), _verdicts(full)

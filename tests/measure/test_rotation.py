@@ -228,7 +228,7 @@ def test_the_rotation_pass_gives_ncus_rows_for_the_recorded_step(step, engine, m
     second = rotation.rotation_pass(["python3", "train.py"], ncu.metrics_for(None, None),
                                     STEPS, resources, kept, PassProgress("pass 2", print))
     rows = ncu.parse_rows(second.log)
-    assert len(rows) == 282 and kept.read_text() == second.log
+    assert len(rows) == 282 and kept.read_text() == second.log and second.rotated
     assert [(r[GRID], r[BLOCK]) for r in rows] == [(r[GRID], r[BLOCK]) for r in full]
     assert rows[0][ncu.DRAM_READ] == records.counters[0][ncu.DRAM_READ]
 
