@@ -208,11 +208,13 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
     if not rotation.asked() or first.trace is None or not is_python(command) or \
             starts_its_program(command):
         return None
-    every = launches(first.trace)
-    steps = rotation.rotation_steps(every, optimizer_steps(first.trace))
+    every, ends = launches(first.trace), optimizer_steps(first.trace)
+    steps = rotation.rotation_steps(every, ends)
     if steps is None:
-        say("pass 2: no rotation: the program's optimizer steps do not launch the same "
-            "kernels two steps in a row; Nsight Compute instead")
+        why = (f"pass 1 saw {len(ends)} torch.optim steps" if len(ends) < 3 else
+               "the program's optimizer steps do not launch the same kernels two steps in a "
+               "row")
+        say(f"pass 2: no rotation ({why}: it takes a pass a step); Nsight Compute instead")
         return None
     say(f"pass 2: counters by rotation, a pass a step from the program's step "
         f"{steps.warm_up + 1}")

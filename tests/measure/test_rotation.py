@@ -323,8 +323,19 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
     said.clear()
     assert program._rotated(["python3", "train.py"], steps_apart, program.Choice(["nvjet"]),
                             None, said.append) is None
-    assert said == ["pass 2: no rotation: the program's optimizer steps do not launch the "
-                    "same kernels two steps in a row; Nsight Compute instead"]
+    assert said == ["pass 2: no rotation (pass 1 saw 0 torch.optim steps: it takes a pass a "
+                    "step); Nsight Compute instead"]
+    trace = _train_step_trace()
+    ends = optimizer_steps(trace)
+    last = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"
+            and ends[-2] < e["ts"] <= ends[-1]][0]
+    last["args"]["grid"] = [1, 1, 1]             # the last step launched another shape
+    said.clear()
+    assert program._rotated(["python3", "train.py"], replace(traced, trace=trace),
+                            program.Choice(["nvjet"]), None, said.append) is None
+    assert said == ["pass 2: no rotation (the program's optimizer steps do not launch the "
+                    "same kernels two steps in a row: it takes a pass a step); Nsight Compute "
+                    "instead"]
 
 
 def _early(monkeypatch, traced, built=True):
