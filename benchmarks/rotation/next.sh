@@ -1,7 +1,8 @@
-# The rotation's next questions on the GPU (not yet run: for the next session's first call): the SM's limits as the driver gives
-# them, why the function attributes read nothing inside the launch callback (their result
-# codes), and which duration metric CUPTI's range profiler takes (gpu__time_duration.sum is
-# Nsight Compute's; gpc__cycles_elapsed.max over its rate is the counters' own).
+# The rotation's next questions on the GPU (not yet run: the next session's first call):
+# the SM's limits as the driver gives them, why the function attributes read nothing inside
+# the launch callback (their result codes), and which duration metric CUPTI's range
+# profiler takes (gpu__time_duration.sum is Nsight Compute's; gpc__cycles_elapsed.max over
+# its rate is the counters' own).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
