@@ -211,10 +211,11 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
     every, ends = launches(first.trace), optimizer_steps(first.trace)
     steps = rotation.rotation_steps(every, ends)
     if steps is None:
-        why = (f"pass 1 saw {len(ends)} torch.optim steps" if len(ends) < 3 else
-               "the program's optimizer steps do not launch the same kernels two steps in a "
-               "row")
-        say(f"pass 2: no rotation ({why}: it takes a pass a step); Nsight Compute instead")
+        why = (f"pass 1 saw {len(ends)} torch.optim steps" if len(ends) <= rotation.LEAST_STEPS
+               else "the program's optimizer steps do not launch the same kernels in the "
+                    f"same order {rotation.LEAST_STEPS} steps in a row")
+        say(f"pass 2: no rotation ({why}: it takes a pass a step, "
+            f"{rotation.LEAST_STEPS} or more); Nsight Compute instead")
         return None
     say(f"pass 2: counters by rotation, a pass a step from the program's step "
         f"{steps.warm_up + 1}")

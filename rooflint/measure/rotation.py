@@ -50,8 +50,9 @@ BOOTSTRAP = Path(trace_bootstrap.__file__)
 # What the engine's counters leave to rows_of: Nsight Compute's own launch statistics and
 # the duration, which the range profiler does not measure.
 COMPUTED = (ncu.DURATION, ncu.THEORETICAL_OCCUPANCY)
-# The steps the rotation may take: rooflint's counter list took 7 passes on an H200.
-MOST_PASSES = 10
+# The steps the rotation needs and may take: rooflint's counter list took 7 passes on an
+# H200 (a program with fewer steps than that to spare would be run for nothing).
+LEAST_STEPS, MOST_PASSES = 7, 10
 # Room in the engine's record for launches beyond pass 1's most in a step (two ranges a
 # launch: its flush's and its own). The first pass's cost grows with the room asked for
 # (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
@@ -103,8 +104,8 @@ def rotation_steps(launches: list[Launch], step_ends: list[float]) -> RotationSt
     """Pass 1's steps (its launches between the optimizer's steps' ends) as the rotation's:
     begun after the first step from which every step launched the same kernels at the same
     shapes in the same order (a pass is only another part of the same launches' if each
-    launched the same), for the steps left, MOST_PASSES at most; None where fewer than two
-    such steps are left."""
+    launched the same), for the steps left, MOST_PASSES at most; None where fewer than
+    LEAST_STEPS such steps are left."""
     steps: list[list[tuple[str, str, str]]] = [[] for _ in step_ends]
     for launch in launches:
         index = bisect.bisect_left(step_ends, launch.start_us)
@@ -115,7 +116,7 @@ def rotation_steps(launches: list[Launch], step_ends: list[float]) -> RotationSt
     while warm_up > 1 and steps[warm_up - 1] == steps[last]:
         warm_up -= 1
     most_steps = len(steps) - warm_up
-    if most_steps < 2 or not steps[last]:
+    if most_steps < LEAST_STEPS or not steps[last]:
         return None
     return RotationSteps(warm_up, min(most_steps, MOST_PASSES),
                          int(RANGE_ROOM * 2 * len(steps[last])) + 64)

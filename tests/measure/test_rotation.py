@@ -164,6 +164,7 @@ def test_steps_that_differ_to_the_end_carry_no_rotation():
                for launch in every]
     assert rotation.rotation_steps(changed, ends) is None
     assert rotation.rotation_steps(every, ends[:1]) is None          # one step
+    assert rotation.rotation_steps(every, ends[:7]) is None          # six to spare
     assert rotation.rotation_steps(every, []) is None                # no optimizer
 
 
@@ -324,7 +325,7 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
     assert program._rotated(["python3", "train.py"], steps_apart, program.Choice(["nvjet"]),
                             None, said.append) is None
     assert said == ["pass 2: no rotation (pass 1 saw 0 torch.optim steps: it takes a pass a "
-                    "step); Nsight Compute instead"]
+                    "step, 7 or more); Nsight Compute instead"]
     trace = _train_step_trace()
     ends = optimizer_steps(trace)
     last = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"
@@ -334,8 +335,8 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
     assert program._rotated(["python3", "train.py"], replace(traced, trace=trace),
                             program.Choice(["nvjet"]), None, said.append) is None
     assert said == ["pass 2: no rotation (the program's optimizer steps do not launch the "
-                    "same kernels two steps in a row: it takes a pass a step); Nsight Compute "
-                    "instead"]
+                    "same kernels in the same order 7 steps in a row: it takes a pass a step, "
+                    "7 or more); Nsight Compute instead"]
 
 
 def _early(monkeypatch, traced, built=True):
