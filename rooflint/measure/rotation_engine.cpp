@@ -28,6 +28,7 @@
 #include <cxxabi.h>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -106,6 +107,7 @@ static CUpti_SubscriberHandle g_sub = nullptr;
 struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; int regs, static_shared;
                 int regs_result; };
 static std::vector<std::vector<Launch>> g_passes(1);
+static std::mutex g_passes_lock;      // autograd's thread launches the backward's kernels
 
 static std::string demangled(const char* name) {
     int status = 0;
@@ -131,6 +133,7 @@ static void record(const char* symbol, CUfunction f, unsigned gx, unsigned gy, u
     int regs = 0, static_shared = 0;
     int result = (int)cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
     cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+    std::lock_guard<std::mutex> held(g_passes_lock);
     g_passes.back().push_back({symbol ? demangled(symbol) : name_of(f), gx, gy, gz, bx, by, bz,
                                shared, regs, static_shared, result});
 }
@@ -277,6 +280,7 @@ extern "C" int rl_stop() {
     CUpti_RangeProfiler_Stop_Params p{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
     p.pRangeProfilerObject = g_object;
     CHECK(cuptiRangeProfilerStop(&p));
+    std::lock_guard<std::mutex> held(g_passes_lock);
     g_passes.emplace_back();
     return p.isAllPassSubmitted ? 1 : 0;
 }
