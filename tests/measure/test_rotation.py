@@ -276,8 +276,12 @@ def traced():
     return Pass("", 14.0, timer=Timer.torch, trace=_train_step_trace())
 
 
-def test_rotation_is_only_where_asked(traced, monkeypatch):
-    monkeypatch.delenv(rotation.PASS_TWO_VARIABLE, raising=False)
+@pytest.mark.parametrize("value", [None, "", "ncu", "Rotation", "rotation "])
+def test_rotation_is_only_where_asked(traced, monkeypatch, value):
+    if value is None:
+        monkeypatch.delenv(rotation.PASS_TWO_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, value)
     monkeypatch.setattr(rotation, "rotation_pass", lambda *_: pytest.fail("rotated"))
     assert program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
                             print) is None
