@@ -159,8 +159,8 @@ def _early_ncu(command: list[str], filters: Filters, logs: Path | None,
 def _early_rotation(command: list[str], filters: Filters, logs: Path | None,
                     plan: Callable[[Pass], Choice], say: Callable[[str], None]
                     ) -> tuple[Pass, Pass] | None:
-    """Pass 1 while pass 2's program waits for the rotation right after its import of
-    torch (rotation.started_rotation), then pass 2 by rotation where the program carries it
+    """Pass 1 while pass 2's program waits for the rotation right after its first import of
+    a GPU library (rotation.started_rotation), then pass 2 by rotation where it carries it
     (_rotated), else Nsight Compute's, not started early; None where pass 1 saw kernels of
     a process the program started (a child runs on beside pass 1: it is taken again,
     alone)."""
@@ -219,11 +219,11 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
         return None
     say(f"pass 2: counters by rotation, a pass a step from the program's step "
         f"{steps.warm_up + 1}")
-    try:
-        return rotation.rotation_pass(command, choice.metrics, steps,
-                                      rotation.resources_of(every),
-                                      logs / COUNTERS_LOG if logs else None,
-                                      pass_two_progress(first, choice, say), started)
+    try:                   # interrupted or too long: pass 1 is kept, as for Nsight Compute's
+        return _second(lambda: rotation.rotation_pass(
+            command, choice.metrics, steps, rotation.resources_of(every),
+            logs / COUNTERS_LOG if logs else None, pass_two_progress(first, choice, say),
+            started))
     except rotation.RotationUnavailable as exc:
         say(f"pass 2: the rotation measured nothing ({exc}); Nsight Compute instead")
         return None

@@ -445,3 +445,14 @@ def test_the_gpu_of_a_rotated_profile_is_pass_ones_as_its_rows_name_none(step, t
     rows = ncu.parse_rows(raw_page(rows_of(records, resources)))
     device = device_of(traced, rows, "580.95.05")
     assert "H200" in device.name and device.sms == 132
+
+
+def test_an_interrupted_rotation_keeps_pass_1(traced, monkeypatch):
+    monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(rotation, "rotation_pass", interrupted)
+    second = program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
+                              print)
+    assert second.stopped and second.stopped.interrupted and not second.log
