@@ -525,8 +525,10 @@ def passes_settings(options: ProfileOptions, first: Pass, second: Pass, profiled
         coverage=options.coverage, top=options.top,
         pass1_timer=first.timer.value,
         pass1_wall_s=first.wall_s, pass2_wall_s=second.wall_s,
-        pass2_profiled_launches=profiled, pass2_kernels=choice.patterns,
-        pass2_selection=choice.selection,
+        pass2_profiled_launches=profiled,
+        # Nsight Compute's selection, to profile the same launches again: none rotated
+        pass2_kernels=None if second.rotated else choice.patterns,
+        pass2_selection=None if second.rotated else choice.selection,
         pass2_tensor_precisions=_sorted_or_none(choice.tensor_precisions),
         pass2_started_early=second.attached, pass2_stopped=stopped.why if stopped else None,
         pass2_rotated=second.rotated or None,

@@ -180,7 +180,7 @@ def _early_rotation(command: list[str], filters: Filters, logs: Path | None,
 def _rotation_engine(say: Callable[[str], None]) -> bool:
     """Whether the rotation's engine is built (once per toolkit; said where it cannot be)."""
     try:
-        rotation.engine_library()
+        rotation.engine_library(say)
     except rotation.RotationUnavailable as exc:
         say(f"pass 2: no rotation ({exc}); Nsight Compute instead")
         return False

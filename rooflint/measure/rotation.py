@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,8 +67,9 @@ class RotationUnavailable(Exception):
     """Why the rotation cannot measure this program: pass 2 is Nsight Compute's then."""
 
 
-def engine_library() -> Path:
-    """The engine, built for this toolkit's CUPTI unless the cache holds it already."""
+def engine_library(say: Callable[[str], None] | None = None) -> Path:
+    """The engine, built for this toolkit's CUPTI unless the cache holds it already (said
+    first, where ``say`` is given: nvcc takes a while)."""
     nvcc = find_nvcc()
     if nvcc is None:
         raise RotationUnavailable("no nvcc to build the rotation engine with")
@@ -80,6 +81,8 @@ def engine_library() -> Path:
                                     str(lib)]).encode()).hexdigest()[:16]
     built = cache_dir() / "rotation" / key / LIBRARY
     if not built.exists():
+        if say:
+            say("pass 2: building the rotation's engine with nvcc (once for this toolkit)")
         try:
             build_library(nvcc, [f"-I{include}"], SOURCE,
                           [f"-L{lib}", "-lcupti", "-lcuda", "-Xlinker", f"-rpath={lib}"],

@@ -113,9 +113,11 @@ def test_the_engine_is_built_once_per_toolkit(tmp_path, monkeypatch):
     monkeypatch.setattr(rotation, "find_nvcc", lambda: nvcc)
     monkeypatch.setattr(rotation, "toolkit_roots", lambda: [tmp_path / "cuda"])
     monkeypatch.setenv("ROOFLINT_CACHE_DIR", str(tmp_path / "cache"))
-    built = rotation.engine_library()
+    said = []
+    built = rotation.engine_library(said.append)
     assert built.name == rotation.LIBRARY and built.is_file()
-    assert rotation.engine_library() == built
+    assert rotation.engine_library(said.append) == built
+    assert said == ["pass 2: building the rotation's engine with nvcc (once for this toolkit)"]
     made = calls.read_text().splitlines()
     assert len(made) == 1 and "rotation_engine.cpp" in made[0] and "-lcupti -lcuda" in made[0]
 
@@ -349,7 +351,7 @@ def _early(monkeypatch, traced, built=True):
     from contextlib import contextmanager
     monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
 
-    def engine_library():
+    def engine_library(say=None):
         if not built:
             raise RotationUnavailable("no nvcc to build the rotation engine with")
         return Path("/cache/librooflint_rotation.so")
@@ -456,3 +458,18 @@ def test_an_interrupted_rotation_keeps_pass_1(traced, monkeypatch):
     second = program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
                               print)
     assert second.stopped and second.stopped.interrupted and not second.log
+
+
+@pytest.mark.parametrize("rotated", [False, True])
+def test_a_rotated_profile_records_no_nsight_compute_selection(traced, monkeypatch, rotated):
+    """settings.pass2_selection is there to profile the same launches again under Nsight
+    Compute; a rotated pass 2 had none, and says it was rotated instead."""
+    from rooflint.engine.program import ProfileOptions, passes_settings
+    monkeypatch.setattr("rooflint.engine.program.ncu_version", lambda: "2025.3.1")
+    choice = program.Choice(["nvjet"])
+    settings = passes_settings(ProfileOptions(command=["python3", "train.py"]), traced,
+                               Pass("rows", 6.9, rotated=rotated), 282, choice)
+    assert settings.pass2_rotated is (True if rotated else None)
+    assert settings.pass2_selection == (None if rotated else choice.selection)
+    assert settings.pass2_kernels == (None if rotated else ["nvjet"])
+    assert rotated or "regex:nvjet" in settings.pass2_selection
