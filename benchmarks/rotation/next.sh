@@ -6,9 +6,8 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
-CU=/usr/local/cuda-13.0/targets/x86_64-linux
-g++ -O2 -shared -fPIC -o /tmp/librotation.so rooflint/measure/rotation_engine.cpp -I$CU/include -L$CU/lib -Wl,-rpath,$CU/lib -lcupti -lcuda 2>&1 | grep -E "error" | head -30
-export ROTATION_LIB=/tmp/librotation.so
+export ROOFLINT_CACHE_DIR=/tmp/rl-cache   # the engine built once, for the profiles below too
+export ROTATION_LIB=$(python3 -c "from rooflint.measure import rotation; print(rotation.engine_library())")
 for M in gpu__time_duration.sum gpc__cycles_elapsed.max,gpc__cycles_elapsed.avg.per_second sm__cycles_elapsed.max; do
   METRICS=$M MAX_RANGES=600 MODE=rotate TAG=duration-${M%%.*} timeout 60 python3 benchmarks/rotation/step_probe.py 2>&1 | tail -3
 done
@@ -16,8 +15,6 @@ head -3 $OUT/rotate-duration-gpc__cycles_elapsed.tsv; head -3 $OUT/rotate-durati
 # Then pass 2 by rotation as a whole (rooflint profile with ROOFLINT_PASS_TWO=rotation), side
 # by side with Nsight Compute's pass 2 and the plain program, on the training step and the
 # ResNet-50 step; and its GPU test.
-export ROOFLINT_CACHE_DIR=/tmp/rl-cache
-python3 -c "from rooflint.measure import rotation; print(rotation.engine_library())"
 for P in examples/apps/train_step.py examples/apps/convnet_train.py; do
   n=$(basename $P .py)
   s=$(date +%s.%N); python3 $P > /dev/null 2>&1; echo "$n plain $(python3 -c "import time;print(round(time.time()-$s,1))") s"

@@ -6,10 +6,8 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-deps --no-build-isolation -e . > /dev/null 2>&1
-CU=/usr/local/cuda-13.0/targets/x86_64-linux
-g++ -O2 -shared -fPIC -o /tmp/librotation.so rooflint/measure/rotation_engine.cpp -I$CU/include -L$CU/lib -Wl,-rpath,$CU/lib -lcupti -lcuda 2>&1 | grep -E "error" | head -30
-export ROTATION_LIB=/tmp/librotation.so
-export METRICS=$(python3 -c "from rooflint.measure import ncu; print(','.join(m for m in ncu.metrics_for(['bf16-tensor'], None) if not m.startswith('launch__') and m not in ('gpu__time_duration.sum','sm__maximum_warps_per_active_cycle_pct')))")
+export ROTATION_LIB=$(python3 -c "from rooflint.measure import rotation; print(rotation.engine_library())")
+export METRICS=$(python3 -c "from rooflint.measure import ncu, rotation; print(','.join(rotation.engine_metrics(ncu.metrics_for(['bf16-tensor'], None))))")
 ( time MAX_RANGES=600 MODE=rotate TAG=sized FLUSH=1 timeout 120 python3 benchmarks/rotation/step_probe.py ) 2>&1 | tail -13
 ( time MAX_RANGES=1900 PROGRAM=convnet MODE=rotate TAG=convnet-sized FLUSH=1 timeout 150 python3 benchmarks/rotation/step_probe.py ) 2>&1 | tail -13
 for n in 1 2; do

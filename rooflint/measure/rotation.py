@@ -180,6 +180,12 @@ def started_rotation(command: list[str]) -> Iterator[StartedRotation]:
             stop(process)
 
 
+def engine_metrics(metrics: list[str]) -> list[str]:
+    """What of Nsight Compute's list the engine reads: not its launch statistics nor the
+    duration (COMPUTED by rows_of)."""
+    return [m for m in metrics if not m.startswith("launch__") and m not in COMPUTED]
+
+
 def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
                   resources: Mapping[Identity, KernelResources], kept: Path | None,
                   progress: PassProgress, started: StartedRotation | None = None) -> Pass:
@@ -192,7 +198,7 @@ def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
         with started_rotation(command) as now:
             return rotation_pass(command, metrics, steps, resources, kept, progress, now)
     engine = engine_library()
-    asked = [m for m in metrics if not m.startswith("launch__") and m not in COMPUTED]
+    asked = engine_metrics(metrics)
     partial = started.config.with_name(f".{started.config.name}")
     partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
         str(engine), asked, steps.max_ranges, steps.warm_up, steps.most_steps,
