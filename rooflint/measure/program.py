@@ -121,8 +121,9 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     measured is kept. A launcher's program (starts_its_program) is started early only as
     torchrun's job whose ranks each wait under their own ncu (_early_job): under one ncu
     only the launcher would wait, and its ranks would run beside pass 1."""
+    asked = rotation.asked()                 # a bad value said before anything runs
     if not starts_its_program(command):
-        rotating = rotation.asked() and is_python(command) and _rotation_engine(say)
+        rotating = asked and is_python(command) and _rotation_engine(say)
         found = (_early_rotation if rotating else _early_ncu)(command, filters, logs, plan, say)
         if found:
             return found

@@ -59,8 +59,18 @@ LEAST_STEPS, MOST_PASSES = 7, 10
 RANGE_ROOM = 1.25
 
 
+# What else the variable may say: Nsight Compute's pass 2 (as when it is unset or empty).
+NCU_ASKED = "ncu"
+
+
 def asked() -> bool:
-    return os.environ.get(PASS_TWO_VARIABLE) == ROTATION_ASKED
+    """Whether the rotation is asked for; a RooflintError naming the variable where it says
+    neither (checked before pass 1: a misspelt request is not run as Nsight Compute's)."""
+    value = os.environ.get(PASS_TWO_VARIABLE, "")
+    if value not in ("", NCU_ASKED, ROTATION_ASKED):
+        raise RooflintError(f"{PASS_TWO_VARIABLE} is {value[:40]!r}: it takes "
+                            f"{ROTATION_ASKED} or {NCU_ASKED}")
+    return value == ROTATION_ASKED
 
 
 class RotationUnavailable(Exception):
