@@ -15,6 +15,11 @@ The family's figures are own_family.py's (first and second run against Nsight Co
 full set on the same kernels), with the same check between its first and second runs.
 Writes OUT_DIR/speed.json: one entry per program or family with ``work``, ``plain_s`` or
 ``ncu_full_s``, ``rooflint_s`` (the first), ``rooflint_second_s``, and the checks.
+
+Pass 2 is by rotation where the program carries it (measure/rotation.py, the default); with
+``--noise`` a fourth profile takes Nsight Compute's pass 2 (ROOFLINT_PASS_TWO=ncu, every
+kernel measured): the slow path the rotation is checked against (check_ncu_against_first),
+beside the spread of two rotated profiles (check_full_against_first).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from own_family import commit, use_private_cache
 from time_to_verdict import gpus, timed
 
 from rooflint.common.paths import cache_dir
+from rooflint.measure.rotation import NCU_ASKED, PASS_TWO_VARIABLE
 
 PROFILE = [sys.executable, "-m", "rooflint", "profile"]
 PROGRAMS = {
@@ -80,16 +86,23 @@ def program_entry(out: Path, name: str, work: str, script: list[str], noise: boo
     with tempfile.TemporaryDirectory(prefix="rooflint-speed-", dir=beside) as cache:
         use_private_cache(Path(cache))
         runs = {}
-        for run, options in (("first", []), ("second", []),
-                             *((("full", ["--no-counter-cache"]),) if noise else ())):
+        for run, asked, options in (
+                ("first", [], []), ("second", [], []),
+                *((("full", [], ["--no-counter-cache"]),
+                   ("ncu", [f"{PASS_TWO_VARIABLE}={NCU_ASKED}"], ["--no-counter-cache"]))
+                  if noise else ())):
             document = out / f"{name}-{run}.json"
-            seconds = timed(out, f"{name}-{run}", [*PROFILE, *options, "--json", str(document),
-                                                   "--", *plain])
+            seconds = timed(out, f"{name}-{run}", ["env", *asked, *PROFILE, *options, "--json",
+                                                   str(document), "--", *plain])
             runs[run] = (seconds, document)
     first_s, first = runs["first"]
     second_s, second = runs["second"]
     settings = json.loads(second.read_text())["settings"]
+    measured = json.loads(first.read_text())["settings"]
     entry |= {"rooflint_s": round(first_s, 2), "rooflint_second_s": round(second_s, 2),
+              "first_pass1_s": round(measured.get("pass1_wall_s") or 0.0, 2),
+              "first_pass2_s": round(measured.get("pass2_wall_s") or 0.0, 2),
+              "first_pass2_rotated": bool(measured.get("pass2_rotated")),
               "ratio": round(first_s / entry["plain_s"], 2),
               "ratio_second": round(second_s / entry["plain_s"], 2),
               "second_cached_kernels": len(settings.get("pass2_cached_kernels") or []),
@@ -98,6 +111,11 @@ def program_entry(out: Path, name: str, work: str, script: list[str], noise: boo
     if noise:
         entry["full_s"] = round(runs["full"][0], 2)
         entry["check_full_against_first"] = check(first, runs["full"][1])
+        slow = json.loads(runs["ncu"][1].read_text())["settings"]
+        ncu_s = runs["ncu"][0]
+        entry |= {"ncu_s": round(ncu_s, 2), "ncu_ratio": round(ncu_s / entry["plain_s"], 2),
+                  "ncu_pass2_s": round(slow.get("pass2_wall_s") or 0.0, 2),
+                  "check_ncu_against_first": check(first, runs["ncu"][1])}
     return entry
 
 

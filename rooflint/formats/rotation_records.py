@@ -8,7 +8,7 @@ a range of every kernel launch while the profiler runs, and the engine launches 
 kernel before each of the program's launches, so the ranges come in pairs, the flush's
 first. Its launches file holds a line a launch of each pass: the pass, the name (demangled;
 mangled in the probe's recordings of 2026-11-30), grid and block (``x,y,z``), the dynamic
-shared memory, then what the engine could read of the function. Every pass must have
+shared memory. Every pass must have
 launched the same kernels in the same order: a pass's counters are only another part of
 the same launches' if it did.
 """

@@ -271,16 +271,21 @@ GRAPH_LAUNCH = "GraphLaunch"
 # A kernel event's arguments for what each of its blocks needs, as PyTorch's profiler names
 # them (CUPTI's kernel record: the shared memory is its static and dynamic together).
 REGISTERS, SHARED_MEMORY = "registers per thread", "shared memory"
-# The profiler's range around each optimizer step: "Optimizer.step#AdamW.step".
-OPTIMIZER_STEP = "Optimizer.step#"
+# torch.optim's range around each optimizer step ("Optimizer.step#AdamW.step"), on the host:
+# once a training step (nanoGPT's DDP job runs more forward passes, its evaluations', than
+# steps, and a job that accumulates gradients several a step). PyTorch 2.11's traces carry
+# it projected onto the GPU's timeline too, in the category GPU_ANNOTATION.
+OPTIMIZER_STEP, GPU_ANNOTATION = "Optimizer.step#", "gpu_user_annotation"
 
 
 def optimizer_steps(trace: dict[str, Any]) -> list[float]:
     """When each of the program's optimizer steps ended (us, the trace's clock), in order:
-    the steps of the first optimizer's class to step (a GAN's two Adams are both counted)."""
+    the steps of the first optimizer's class to step (a GAN's two Adams are both counted), as
+    the host ran them (their projections onto the GPU are not steps of their own)."""
     steps = sorted((e for e in trace.get("traceEvents", [])
                     if isinstance(e, dict) and str(e.get("name", "")).startswith(OPTIMIZER_STEP)
-                    and e.get("ph") == "X"), key=lambda e: float(e.get("ts", 0.0)))
+                    and e.get("ph") == "X" and e.get("cat") != GPU_ANNOTATION),
+                   key=lambda e: float(e.get("ts", 0.0)))
     if not steps:
         return []
     first = steps[0]["name"]

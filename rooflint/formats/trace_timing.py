@@ -37,7 +37,7 @@ from typing import Any, Iterable
 
 from rooflint.common.sense import Amount, Count, Size
 from rooflint.formats.trace_events import (AUTOTUNING_RANGE, CALL_TIME, COLLECTIVE,
-                                          stopped_at_step)
+                                          OPTIMIZER_STEP, stopped_at_step)
 
 Span = tuple[float, float]             # start and end, in the trace's microseconds
 
@@ -57,10 +57,6 @@ ROOFLINT_RANGE = "rooflint."         # the bootstrap's own ranges (lines, autotu
 # holds one per gradient bucket (62 in a 13-step job on two H200s), so the most repeated
 # top-level range, never a step
 COLLECTIVE_RANGE = re.compile(r"^(nccl|gloo|mpi|ucc|xccl):")
-# torch.optim's range around each optimizer step ("Optimizer.step#AdamW.step"): nanoGPT's
-# DDP job runs more forward passes (its evaluations') than steps, and a job that
-# accumulates gradients several a step
-OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 # The argument PyTorch's profiler gives an operator autograd records, forward or backward:
 # a step's first and last such operators bound its forward and backward passes (the
 # optimizer, clipping and zeroing run under no_grad, unnumbered)
@@ -465,8 +461,8 @@ class _Host:
 
 def step_spans(events: list[dict], region: Span) -> list[Span]:
     """The region's steps, in order: PyTorch's ProfilerStep#N ranges (each a whole step),
-    else its optimizer's steps (OPTIMIZER_STEP: once a training step, however many
-    micro-steps and evaluations' forward passes it holds), else the repeated top-level
+    else its optimizer's steps (OPTIMIZER_STEP: once a training step, however many micro-steps
+    and evaluations' forward passes it holds), else the repeated top-level
     range that launches kernels each time (a range of the program's; not one of
     TorchInductor's compile-time ranges, which repeat through a compiled program's warm-up
     and launch nothing but the autotuner's trials, left out, nor a collective's:
@@ -481,7 +477,7 @@ def step_spans(events: list[dict], region: Span) -> list[Span]:
     launching = _programs_launches(events)
     candidates = [e for e in ranges if e.get("cat") == "user_annotation"
                   and _holds_any(_span(e), launching)]
-    optimizer = [_span(e) for e in candidates if OPTIMIZER_STEP.match(e["name"])]
+    optimizer = [_span(e) for e in candidates if e["name"].startswith(OPTIMIZER_STEP)]
     marks = optimizer if len(optimizer) >= 2 else _repeated_top_level(candidates)
     # an occurrence that ended before the GPU's first work closed no step of the region
     ends = [region[0], *sorted(end for _, end in marks if end > region[0])]

@@ -123,7 +123,8 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     only the launcher would wait, and its ranks would run beside pass 1."""
     asked = rotation.asked()                 # a bad value said before anything runs
     if not starts_its_program(command):
-        rotating = asked and is_python(command) and _rotation_engine(say)
+        rotating = asked is not rotation.PassTwo.NCU and is_python(command) and \
+            _rotation_engine(say if asked is rotation.PassTwo.ROTATION else lambda _: None)
         found = (_early_rotation if rotating else _early_ncu)(command, filters, logs, plan, say)
         if found:
             return found
@@ -160,22 +161,23 @@ def _early_ncu(command: list[str], filters: Filters, logs: Path | None,
 def _early_rotation(command: list[str], filters: Filters, logs: Path | None,
                     plan: Callable[[Pass], Choice], say: Callable[[str], None]
                     ) -> tuple[Pass, Pass] | None:
-    """Pass 1 while pass 2's program waits for the rotation right after its first import of
-    a GPU library (rotation.started_rotation), then pass 2 by rotation where it carries it
-    (_rotated), else Nsight Compute's, not started early; None where pass 1 saw kernels of
-    a process the program started (a child runs on beside pass 1: it is taken again,
-    alone)."""
-    with rotation.started_rotation(command) as started:
+    """Pass 1 while pass 2's program waits twice: for the rotation right after its first
+    import of a GPU library (rotation.started_rotation), and under Nsight Compute at its
+    first CUDA call (_early_ncu's); then pass 2 by rotation where it carries it (_rotated),
+    else by attaching Nsight Compute, the other killed. Neither has touched the GPU. None
+    where the early start was not sound (early_start.alone)."""
+    with rotation.started_rotation(command) as started, \
+            started_early(pass_two_command(command, filters.stop_after)) as waiting:
         first = timing_pass(command, filters, logs, say)
-        if first.processes != 1 or not first.own_process:
+        if not alone(waiting, first):
             return None
         choice = plan(first)
         if not choice.patterns:
             return first, Pass("", 0.0)
         rotated = _rotated(command, first, choice, logs, say, started)
-    return first, rotated or _second(lambda: counter_pass(
-        pass_two_command(command, filters.stop_after), choice, logs,
-        pass_two_progress(first, choice, say)))
+        stop(started.process)
+        return first, rotated or _second(lambda: _attach(
+            waiting, choice, logs, pass_two_progress(first, choice, say)), attached=True)
 
 
 def _rotation_engine(say: Callable[[str], None]) -> bool:
@@ -206,8 +208,8 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
     where it is asked for and the program can carry it: a Python program of its own, whose
     pass 1 traced optimizer steps that launch the same kernels one after another; None
     otherwise, or where it measured nothing (said: Nsight Compute's pass 2 follows)."""
-    if not rotation.asked() or first.trace is None or not is_python(command) or \
-            starts_its_program(command):
+    if rotation.asked() is rotation.PassTwo.NCU or first.trace is None or \
+            not is_python(command) or starts_its_program(command):
         return None
     every, ends = launches(first.trace), optimizer_steps(first.trace)
     steps = rotation.rotation_steps(every, ends)
@@ -215,8 +217,9 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
         why = (f"pass 1 saw {len(ends)} torch.optim steps" if len(ends) <= rotation.LEAST_STEPS
                else "the program's optimizer steps do not launch the same kernels in the "
                     f"same order {rotation.LEAST_STEPS} steps in a row")
-        say(f"pass 2: no rotation ({why}: it takes a pass a step, "
-            f"{rotation.LEAST_STEPS} or more); Nsight Compute instead")
+        if ends:                             # a training program; any other is not told
+            say(f"pass 2: no rotation ({why}: it takes a pass a step, "
+                f"{rotation.LEAST_STEPS} or more); Nsight Compute instead")
         return None
     say(f"pass 2: counters by rotation, a pass a step from the program's step "
         f"{steps.warm_up + 1}")

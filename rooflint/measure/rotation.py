@@ -9,29 +9,30 @@ rooflint's cache, as kernel_trace builds its recorder) and turns what it recorde
 launches, so that pass 2's reading, matching and analysis are the same for both. The range
 profiler reads counters, not launch statistics: a launch's occupancy, limiter and waves are
 computed from its shape and its kernel's registers and shared memory (analysis/occupancy,
-equal to Nsight Compute's on every launch recorded with both), and its duration is pass
-1's, which timed every launch in the program as it runs.
+equal to Nsight Compute's on every launch recorded with both); its duration is the range
+profiler's gpu__time_duration.sum, Nsight Compute's own, taken after the engine's L2 flush
+as Nsight Compute takes it after its cache control.
 """
 
 from __future__ import annotations
 
 import bisect
+import enum
 import hashlib
 import json
 import os
-import statistics
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rooflint.analysis.occupancy import LIMITERS, LaunchResources, occupancy
 from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
-from rooflint.formats.ncu_log import BLOCK, DURATION, GRID, ID, KERNEL_NAME, raw_page
+from rooflint.formats.ncu_log import BLOCK, GRID, ID, KERNEL_NAME, raw_page
 from rooflint.formats.rotation_records import RotationRecords, UnreadableRotation, read_rotation
 from rooflint.formats.trace_events import Launch
 from rooflint.judge.kernel_times import Identity, name_key
@@ -40,16 +41,17 @@ from rooflint.measure.kernel_trace import KernelTraceUnavailable, build_library,
 from rooflint.common.errors import RooflintError
 from rooflint.measure.pass_runner import Pass, PassProgress, program_environment, stop
 
-# The environment variable that asks for pass 2 by rotation where a program can carry it
-# (ROTATION_ASKED; Nsight Compute's otherwise): the default once it has been checked on a
-# GPU as a whole (its parts were: benchmarks/rotation).
-PASS_TWO_VARIABLE, ROTATION_ASKED = "ROOFLINT_PASS_TWO", "rotation"
+# The environment variable that says how pass 2 is taken: by rotation where the program can
+# carry it (ROTATION_ASKED, or unset: the default since it was checked against Nsight
+# Compute's on an H200, benchmarks/results/h200/rotation), or by Nsight Compute always
+# (NCU_ASKED).
+PASS_TWO_VARIABLE, ROTATION_ASKED, NCU_ASKED = "ROOFLINT_PASS_TWO", "rotation", "ncu"
 SOURCE = Path(__file__).with_name("rotation_engine.cpp")
 LIBRARY = "librooflint_rotation.so"
 BOOTSTRAP = Path(trace_bootstrap.__file__)
-# What the engine's counters leave to rows_of: Nsight Compute's own launch statistics and
-# the duration, which the range profiler does not measure.
-COMPUTED = (ncu.DURATION, ncu.THEORETICAL_OCCUPANCY)
+# What the engine's counters leave to rows_of: Nsight Compute's own launch statistics, which
+# the range profiler does not measure.
+COMPUTED = (ncu.THEORETICAL_OCCUPANCY,)
 # The steps the rotation needs and may take: rooflint's counter list took 7 passes on an
 # H200 (a program with fewer steps than that to spare would be run for nothing).
 LEAST_STEPS, MOST_PASSES = 7, 10
@@ -59,18 +61,25 @@ LEAST_STEPS, MOST_PASSES = 7, 10
 RANGE_ROOM = 1.25
 
 
-# What else the variable may say: Nsight Compute's pass 2 (as when it is unset or empty).
-NCU_ASKED = "ncu"
+class PassTwo(enum.Enum):
+    """How pass 2 is asked for: by rotation where the program can carry it, said where it
+    cannot (ROTATION_ASKED); so too but unsaid where the engine cannot be had (unset: a
+    program that is no training loop needs none); Nsight Compute's (NCU_ASKED)."""
+
+    ROTATION = "rotation"
+    DEFAULT = "default"
+    NCU = "ncu"
 
 
-def asked() -> bool:
-    """Whether the rotation is asked for; a RooflintError naming the variable where it says
-    neither (checked before pass 1: a misspelt request is not run as Nsight Compute's)."""
+def asked() -> PassTwo:
+    """How pass 2 is asked for; a RooflintError naming the variable where it says neither
+    (checked before pass 1: a misspelt request is not run as the other)."""
     value = os.environ.get(PASS_TWO_VARIABLE, "")
     if value not in ("", NCU_ASKED, ROTATION_ASKED):
         raise RooflintError(f"{PASS_TWO_VARIABLE} is {value[:40]!r}: it takes "
                             f"{ROTATION_ASKED} or {NCU_ASKED}")
-    return value == ROTATION_ASKED
+    return {ROTATION_ASKED: PassTwo.ROTATION, NCU_ASKED: PassTwo.NCU}.get(value,
+                                                                        PassTwo.DEFAULT)
 
 
 class RotationUnavailable(Exception):
@@ -137,23 +146,21 @@ def rotation_steps(launches: list[Launch], step_ends: list[float]) -> RotationSt
 
 @dataclass(frozen=True)
 class KernelResources:
-    """What pass 1's trace says of a kernel at one shape: what each block needs, and how
-    long it ran."""
+    """What pass 1's trace says of a kernel at one shape: what each block needs."""
 
     registers_per_thread: int
     shared_bytes_per_block: int     # static and dynamic
-    duration_s: float               # its launches' median
 
 
 def resources_of(launches: list[Launch]) -> dict[Identity, KernelResources]:
     """Each kernel at each shape in pass 1's trace: its registers and shared memory (its
-    first launch's: one function at one shape), and its launches' median duration."""
-    found: dict[Identity, tuple[Launch, list[float]]] = {}
+    first launch's: one function at one shape)."""
+    found: dict[Identity, KernelResources] = {}
     for launch in launches:
-        key = (name_key(launch.name), launch.grid, launch.block)
-        found.setdefault(key, (launch, []))[1].append(launch.duration_s)
-    return {key: KernelResources(first.registers, first.shared_bytes, statistics.median(times))
-            for key, (first, times) in found.items() if first.registers}
+        if launch.registers:
+            found.setdefault((name_key(launch.name), launch.grid, launch.block),
+                             KernelResources(launch.registers, launch.shared_bytes))
+    return found
 
 
 @dataclass(frozen=True)
@@ -191,8 +198,8 @@ def started_rotation(command: list[str]) -> Iterator[StartedRotation]:
 
 
 def engine_metrics(metrics: list[str]) -> list[str]:
-    """What of Nsight Compute's list the engine reads: not its launch statistics nor the
-    duration (COMPUTED by rows_of)."""
+    """What of Nsight Compute's list the engine reads: not its launch statistics (COMPUTED by
+    rows_of)."""
     return [m for m in metrics if not m.startswith("launch__") and m not in COMPUTED]
 
 
@@ -206,7 +213,8 @@ def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
     then Nsight Compute's."""
     if started is None:
         with started_rotation(command) as now:
-            return rotation_pass(command, metrics, steps, resources, kept, progress, now)
+            return replace(rotation_pass(command, metrics, steps, resources, kept, progress,
+                                         now), attached=False)
     engine = engine_library()
     asked = engine_metrics(metrics)
     partial = started.config.with_name(f".{started.config.name}")
@@ -235,14 +243,15 @@ def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
         raise RotationUnavailable("the engine's records hold none of pass 1's kernels")
     if kept:
         kept.write_text(text)
-    return Pass(text, wall, rotated=True)
+    return Pass(text, wall, attached=True, rotated=True)
 
 
 def rows_of(records: RotationRecords, resources: Mapping[Identity, KernelResources]
             ) -> list[dict[str, float | str]]:
-    """A row a launch, as Nsight Compute's log would hold it: its name, shape, counters,
-    launch statistics and duration. A launch pass 1 did not see (no resources) is left out,
-    as is every launch where the records do not give the SM's limits."""
+    """A row a launch, as Nsight Compute's log would hold it: its name, shape, counters
+    (the duration among them) and launch statistics. A launch pass 1 did not see (no
+    resources) is left out, as is every launch where the records do not give the SM's
+    limits."""
     if records.sm is None or not records.sms:
         return []
     rows = []
@@ -256,8 +265,7 @@ def rows_of(records: RotationRecords, resources: Mapping[Identity, KernelResourc
                                 registers_per_thread=kernel.registers_per_thread,
                                 shared_bytes_per_block=kernel.shared_bytes_per_block)
         rows.append({ID: number, KERNEL_NAME: launch.name, GRID: key[1], BLOCK: key[2],
-                     **counters, **_statistics(shape, records), DURATION:
-                     kernel.duration_s * 1e9})
+                     **counters, **_statistics(shape, records)})
     return rows
 
 

@@ -13,11 +13,11 @@
 // rl_begin(metrics, max_ranges, flush) -> passes; rl_start(); rl_stop() -> 1 once all passes
 // are submitted; rl_finish(path) -> ranges: path gets the SM's limits and a line a range
 // (flush ranges included, each before its launch's), path.launches a line a launch of each
-// pass (pass, demangled name, grid, block, dynamic shared bytes, registers, static shared
-// bytes, cuFuncGetAttribute's result: the first probe, benchmarks/rotation, read no
-// registers through it). Its recordings of 2026-11-30 were taken before the SM line, the
-// last three columns and the demangling were added (benchmarks/rotation/next.sh asks what
-// they read).
+// pass (pass, demangled name, grid, block, dynamic shared bytes). Each kernel's registers
+// and shared memory come from pass 1's trace: cuFuncGetAttribute on the launch's function
+// inside the callback answers CUDA_ERROR_INVALID_HANDLE for PyTorch's kernels (H200,
+// 2026-11-30). Its recordings of 2026-11-30 were taken before the SM line and the
+// demangling were added.
 #include <cuda.h>
 #include <cupti_result.h>
 #include <cupti_target.h>
@@ -104,8 +104,7 @@ static int g_flush_blocks = 0;
 static bool g_flushing = false;       // set by rl_begin(flush=1)
 static thread_local bool t_inside = false;
 static CUpti_SubscriberHandle g_sub = nullptr;
-struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; int regs, static_shared;
-                int regs_result; };
+struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; };
 static std::vector<std::vector<Launch>> g_passes(1);
 static std::mutex g_passes_lock;      // autograd's thread launches the backward's kernels
 
@@ -130,12 +129,9 @@ static void flush_on(CUstream stream) {
 
 static void record(const char* symbol, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                    unsigned by, unsigned bz, unsigned shared) {
-    int regs = 0, static_shared = 0;
-    int result = (int)cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
-    cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
     std::lock_guard<std::mutex> held(g_passes_lock);
     g_passes.back().push_back({symbol ? demangled(symbol) : name_of(f), gx, gy, gz, bx, by, bz,
-                               shared, regs, static_shared, result});
+                               shared});
 }
 
 static void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
@@ -338,8 +334,8 @@ extern "C" int rl_finish(const char* path) {
     FILE* l = fopen(launches.c_str(), "w");
     for (size_t p = 0; p < g_passes.size(); ++p)
         for (auto& x : g_passes[p])
-            fprintf(l, "%zu\t%s\t%u,%u,%u\t%u,%u,%u\t%u\t%d\t%d\t%d\n", p, x.name.c_str(), x.gx, x.gy,
-                    x.gz, x.bx, x.by, x.bz, x.shared, x.regs, x.static_shared, x.regs_result);
+            fprintf(l, "%zu\t%s\t%u,%u,%u\t%u,%u,%u\t%u\n", p, x.name.c_str(), x.gx, x.gy,
+                    x.gz, x.bx, x.by, x.bz, x.shared);
     fclose(l);
     cuptiUnsubscribe(g_sub);
     CUpti_RangeProfiler_Disable_Params dis{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};

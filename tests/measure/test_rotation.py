@@ -37,19 +37,20 @@ def _text(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def step():
-    """The recorded rotation (with the H200's SM, which its engine did not yet write) and
-    ncu's log of the same step, and each launch's resources as pass 1's trace gives them
-    (here ncu's: the two agree, tests/core/test_occupancy.py)."""
+    """The recorded rotation (with the H200's SM and each launch's duration, which its engine
+    did not yet write: ncu's) and ncu's log of the same step, and each launch's resources as
+    pass 1's trace gives them (here ncu's: the two agree, tests/core/test_occupancy.py)."""
     records = read_rotation(_text("rotate-sized.tsv.gz"), _text("rotate-sized.tsv.launches.gz"))
-    records = replace(records, sm=H200, sms=132)
     full = ncu.parse_rows(_text("ncu-cold-1.csv.gz"))
+    records = replace(records, sm=H200, sms=132, counters=[
+        {**counters, ncu.DURATION: row[ncu.DURATION]}
+        for counters, row in zip(records.counters, full)])
     resources = {}
     for launch, row in zip(records.launches, full):
         key = (name_key(launch.name), row[GRID], row[BLOCK])
         resources[key] = KernelResources(
             int(row[ncu.REGISTERS]), int(row["launch__shared_mem_per_block_static"]
-                                         + row["launch__shared_mem_per_block_dynamic"]),
-            float(row[ncu.DURATION]) * 1e-9)
+                                         + row["launch__shared_mem_per_block_dynamic"]))
     return records, full, resources
 
 
@@ -63,13 +64,12 @@ def test_every_launch_gets_a_row_with_ncus_shape_and_launch_statistics(step):
             assert row[metric] == pytest.approx(theirs[metric], rel=0.005, abs=0.0051), metric
 
 
-def test_each_row_holds_the_rotations_counters_and_pass_ones_duration(step):
+def test_each_row_holds_the_rotations_counters_its_duration_among_them(step):
     records, _, resources = step
     rows = rows_of(records, resources)
-    for row, counters, launch in zip(rows, records.counters, records.launches):
+    for row, counters in zip(rows, records.counters):
         assert {m: row[m] for m in counters} == counters
-        key = (name_key(launch.name), row[GRID], row[BLOCK])
-        assert row[ncu.DURATION] == pytest.approx(resources[key].duration_s * 1e9)
+        assert row[ncu.DURATION] == counters[ncu.DURATION]
 
 
 def test_the_rows_read_as_counters_like_ncus_own(step):
@@ -140,18 +140,24 @@ def test_no_nvcc_no_engine(monkeypatch):
         rotation.engine_library()
 
 
-def _train_step_trace() -> dict:
+# examples/apps/train_step.py's pass-1 traces (H200): an earlier PyTorch's, and 2.11's, which
+# carries each optimizer step's range twice (the host's, and its projection onto the GPU)
+TRAIN_STEP_TRACES = ("h200-train-step-trace.json.xz", "h200-train-step-torch211-trace.json.xz")
+
+
+def _train_step_trace(name: str = TRAIN_STEP_TRACES[0]) -> dict:
     import json
     import lzma
-    path = Path(__file__).resolve().parents[1] / "fixtures" / "trace" / \
-        "h200-train-step-trace.json.xz"
+    path = Path(__file__).resolve().parents[1] / "fixtures" / "trace" / name
     return json.loads(lzma.decompress(path.read_bytes()))
 
 
-def test_the_training_steps_trace_carries_seven_passes_after_its_first_step():
-    """examples/apps/train_step.py (H200): its first step launches 440 kernels (AdamW's
-    state made), each of the other seven the same 282."""
-    trace = _train_step_trace()
+@pytest.mark.parametrize("name", TRAIN_STEP_TRACES)
+def test_the_training_steps_trace_carries_seven_passes_after_its_first_step(name):
+    """Its first step launches 440 kernels (AdamW's state made), each of the other seven
+    the same 282."""
+    trace = _train_step_trace(name)
+    assert len(optimizer_steps(trace)) == 8
     steps = rotation.rotation_steps(launches(trace), optimizer_steps(trace))
     assert steps == rotation.RotationSteps(warm_up=1, most_steps=7,
                                            max_ranges=int(1.25 * 2 * 282) + 64)
@@ -173,7 +179,7 @@ def test_steps_that_differ_to_the_end_carry_no_rotation():
 def test_pass_ones_resources_are_cuptis_registers_and_shared_memory():
     found = rotation.resources_of(launches(_train_step_trace()))
     adam = [(k, v) for k, v in found.items() if "FusedAdamMathFunctor" in k[0]]
-    assert adam and all(v.registers_per_thread > 0 and v.duration_s > 0 for _, v in adam)
+    assert adam and all(v.registers_per_thread > 0 for _, v in adam)
     assert len(found) > 50
 
 
@@ -236,7 +242,7 @@ def test_the_rotation_pass_gives_ncus_rows_for_the_recorded_step(step, engine, m
     assert rows[0][ncu.DRAM_READ] == records.counters[0][ncu.DRAM_READ]
 
 
-def test_the_engines_config_asks_no_launch_statistics_nor_duration(engine, monkeypatch,
+def test_the_engines_config_asks_the_duration_but_no_launch_statistics(engine, monkeypatch,
                                                                    tmp_path):
     ran = _program_writing(monkeypatch, tmp_path, None)
     with pytest.raises(RotationUnavailable):
@@ -244,7 +250,7 @@ def test_the_engines_config_asks_no_launch_statistics_nor_duration(engine, monke
                                {}, None, PassProgress("pass 2", print))
     seen = ran.config
     assert seen["metrics"] and not [m for m in seen["metrics"] if m.startswith("launch__")]
-    assert ncu.DURATION not in seen["metrics"]
+    assert ncu.DURATION in seen["metrics"]
     assert ncu.THEORETICAL_OCCUPANCY not in seen["metrics"]
     assert (seen["warm_up"], seen["most_steps"], seen["max_ranges"]) == (1, 7, 769)
 
@@ -278,20 +284,24 @@ def traced():
     return Pass("", 14.0, timer=Timer.torch, trace=_train_step_trace())
 
 
-@pytest.mark.parametrize("value", [None, "", "ncu"])
-def test_rotation_is_only_where_asked(traced, monkeypatch, value):
+def _pass_two_asked(monkeypatch, value: str | None) -> None:
     if value is None:
         monkeypatch.delenv(rotation.PASS_TWO_VARIABLE, raising=False)
     else:
         monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, value)
+
+
+def test_nsight_computes_pass_2_asked_for_is_never_rotated(traced, monkeypatch):
+    _pass_two_asked(monkeypatch, rotation.NCU_ASKED)
     monkeypatch.setattr(rotation, "rotation_pass", lambda *_: pytest.fail("rotated"))
     assert program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
                             print) is None
 
 
-def test_asked_for_the_training_step_is_rotated_from_its_second_step(traced, monkeypatch,
-                                                                     tmp_path):
-    monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
+@pytest.mark.parametrize("value", [None, "", rotation.ROTATION_ASKED])
+def test_the_training_step_is_rotated_from_its_second_step_unless_ncu_is_asked_for(
+        traced, monkeypatch, tmp_path, value):
+    _pass_two_asked(monkeypatch, value)
     calls, said = [], []
 
     def rotated(command, metrics, steps, resources, kept, progress, started=None):
@@ -326,17 +336,26 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
                             said.append) is None
     assert said[-1] == ("pass 2: the rotation measured nothing (rl_begin: "
                         "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES); Nsight Compute instead")
-    steps_apart = Pass("", 1.0, timer=Timer.torch, trace={"traceEvents": []})
-    said.clear()
-    assert program._rotated(["python3", "train.py"], steps_apart, program.Choice(["nvjet"]),
+    no_steps = Pass("", 1.0, timer=Timer.torch, trace={"traceEvents": []})
+    said.clear()                                 # not a training program: nothing to say
+    assert program._rotated(["python3", "train.py"], no_steps, program.Choice(["nvjet"]),
                             None, said.append) is None
-    assert said == ["pass 2: no rotation (pass 1 saw 0 torch.optim steps: it takes a pass a "
+    assert said == []
+    trace = _train_step_trace()
+    ends = optimizer_steps(trace)
+    trace["traceEvents"] = [e for e in trace["traceEvents"]     # stopped after 3 steps
+                            if not (e.get("name", "").startswith("Optimizer.step#")
+                                    and e["ts"] + e.get("dur", 0) > ends[2])]
+    assert program._rotated(["python3", "train.py"], replace(traced, trace=trace),
+                            program.Choice(["nvjet"]), None, said.append) is None
+    assert said == ["pass 2: no rotation (pass 1 saw 3 torch.optim steps: it takes a pass a "
                     "step, 7 or more); Nsight Compute instead"]
     trace = _train_step_trace()
     ends = optimizer_steps(trace)
     last = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"
             and ends[-2] < e["ts"] <= ends[-1]][0]
     last["args"]["grid"] = [1, 1, 1]             # the last step launched another shape
+    ends = optimizer_steps(trace)
     said.clear()
     assert program._rotated(["python3", "train.py"], replace(traced, trace=trace),
                             program.Choice(["nvjet"]), None, said.append) is None
@@ -345,11 +364,13 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
                     "7 or more); Nsight Compute instead"]
 
 
-def _early(monkeypatch, traced, built=True):
+def _early(monkeypatch, traced, built=True) -> list[str]:
     """two_passes' stand-ins around the rotation: pass 1 the recorded trace, the engine
-    built (or not), the program started for the rotation a marker."""
+    built (or not), the programs started for the rotation and under Nsight Compute
+    markers (sound where pass 1 saw one process); the programs stopped, returned."""
     from contextlib import contextmanager
-    monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
+    monkeypatch.delenv(rotation.PASS_TWO_VARIABLE, raising=False)       # the default
+    stopped = []
 
     def engine_library(say=None):
         if not built:
@@ -359,16 +380,24 @@ def _early(monkeypatch, traced, built=True):
 
     @contextmanager
     def started_rotation(command):
-        yield "the program waiting for the rotation"
+        yield SimpleNamespace(process="the program waiting for the rotation")
+
+    @contextmanager
+    def started_early(command):
+        yield SimpleNamespace(process="the program waiting under Nsight Compute")
     monkeypatch.setattr(rotation, "started_rotation", started_rotation)
+    monkeypatch.setattr(program, "started_early", started_early)
+    monkeypatch.setattr(program, "alone", lambda _, first: first.processes == 1)
+    monkeypatch.setattr(program, "stop", stopped.append)
     monkeypatch.setattr(program, "timing_pass", lambda *_: traced)
+    return stopped
 
 
 def test_the_rotations_program_is_started_while_pass_1_runs(traced, monkeypatch):
-    """Its imports done beside pass 1, as Nsight Compute's early start does for its pass 2;
-    no program waits under Nsight Compute meanwhile."""
+    """Its imports done beside pass 1, as Nsight Compute's early start does for its pass 2,
+    beside another program waiting under Nsight Compute (not attached to)."""
     _early(monkeypatch, traced)
-    monkeypatch.setattr(program, "started_early", lambda *_: pytest.fail("ncu early start"))
+    monkeypatch.setattr(program, "_attach", lambda *_: pytest.fail("attached"))
     given = []
 
     def rotated(command, metrics, steps, resources, kept, progress, started=None):
@@ -377,29 +406,41 @@ def test_the_rotations_program_is_started_while_pass_1_runs(traced, monkeypatch)
     monkeypatch.setattr(rotation, "rotation_pass", rotated)
     first, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
                                        lambda _: program.Choice(["nvjet"]), print)
-    assert (first, second.log, given) == (traced, "rows", ["the program waiting for the "
-                                                           "rotation"])
+    assert (first, second.log) == (traced, "rows")
+    assert [started.process for started in given] == ["the program waiting for the rotation"]
 
 
-def test_a_rotation_that_measured_nothing_leaves_pass_2_to_nsight_compute(traced,
-                                                                           monkeypatch):
-    _early(monkeypatch, traced)
+def test_a_rotation_that_measured_nothing_leaves_pass_2_to_nsight_compute_started_early(
+        traced, monkeypatch):
+    """Attached to the program waiting under Nsight Compute since pass 1 ran, once the one
+    waiting for the rotation is stopped."""
+    stopped = _early(monkeypatch, traced)
 
     def unavailable(*_):
         raise RotationUnavailable("the engine wanted more passes after 7 steps")
     monkeypatch.setattr(rotation, "rotation_pass", unavailable)
-    monkeypatch.setattr(program, "counter_pass", lambda *_: Pass("csv", 20.0))
+    attached = []
+    monkeypatch.setattr(program, "_attach", lambda waiting, *_: attached.append(
+        (waiting.process, list(stopped))) or Pass("csv", 20.0, attached=True))
+    monkeypatch.setattr(program, "counter_pass", lambda *_: pytest.fail("not started early"))
     said = []
     _, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
                                    lambda _: program.Choice(["nvjet"]), said.append)
-    assert second.log == "csv"
+    assert second.log == "csv" and second.attached
+    assert attached == [("the program waiting under Nsight Compute",
+                         ["the program waiting for the rotation"])]
     assert said[-1] == ("pass 2: the rotation measured nothing (the engine wanted more passes "
                         "after 7 steps); Nsight Compute instead")
 
 
-def test_without_the_engine_pass_2_is_nsight_computes_started_early(traced, monkeypatch):
+@pytest.mark.parametrize("value", [None, rotation.ROTATION_ASKED])
+def test_without_the_engine_pass_2_is_nsight_computes_started_early(traced, monkeypatch,
+                                                                    value):
+    """Why, said where the rotation was asked for; not by default, where any Python program
+    would be told of an engine that only a training loop needs."""
     from contextlib import contextmanager
     _early(monkeypatch, traced, built=False)
+    _pass_two_asked(monkeypatch, value)
     started = []
 
     @contextmanager
@@ -413,8 +454,9 @@ def test_without_the_engine_pass_2_is_nsight_computes_started_early(traced, monk
     _, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
                                    lambda _: program.Choice(["nvjet"]), said.append)
     assert second.attached and started
-    assert said[0] == ("pass 2: no rotation (no nvcc to build the rotation engine with); "
-                       "Nsight Compute instead")
+    why = ("pass 2: no rotation (no nvcc to build the rotation engine with); Nsight Compute "
+           "instead")
+    assert (why in said) == (value == rotation.ROTATION_ASKED)
 
 
 def test_a_program_whose_child_ran_kernels_is_taken_again_alone_then_rotated(traced,
