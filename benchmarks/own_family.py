@@ -54,10 +54,11 @@ TARGETS = {"second run / ncu --set full": ("second-run", 0.4, 0.25),
 
 def use_private_cache(directory: Path) -> None:
     """``directory`` as rooflint's cache for every run below, holding only this machine's
-    calibrations (the verdicts stay those of the GPU's measured roofs)."""
-    calibrations = cache_dir() / "calibration"
-    if calibrations.is_dir():
-        shutil.copytree(calibrations, directory / "calibration")
+    calibrations (the verdicts stay those of the GPU's measured roofs) and the rotation's
+    engine built for its toolkit (once per machine, not once per profile)."""
+    for kept in ("calibration", "rotation"):
+        if (cache_dir() / kept).is_dir():
+            shutil.copytree(cache_dir() / kept, directory / kept)
     os.environ["ROOFLINT_CACHE_DIR"] = str(directory)
 
 

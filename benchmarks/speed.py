@@ -34,7 +34,7 @@ from own_family import commit, use_private_cache
 from time_to_verdict import gpus, timed
 
 from rooflint.common.paths import cache_dir
-from rooflint.measure.rotation import NCU_ASKED, PASS_TWO_VARIABLE
+from rooflint.measure.rotation import NCU_ASKED, PASS_TWO_VARIABLE, engine_library
 
 PROFILE = [sys.executable, "-m", "rooflint", "profile"]
 PROGRAMS = {
@@ -140,6 +140,7 @@ def family_entry(out: Path) -> dict | None:
 def main(out: Path, noise: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     devices = gpus()
+    engine_library()                 # built once, before the cache each program gets
     entries = {name: program_entry(out, name, work, script, noise)
                for name, (work, script) in PROGRAMS.items()}
     family = family_entry(out)
