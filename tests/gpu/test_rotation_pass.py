@@ -21,8 +21,9 @@ def _profile(tmp_path, name: str, rotation: bool) -> tuple[dict, str, float]:
     out = tmp_path / f"{name}.json"
     environment = {**os.environ, "ROOFLINT_PASS_TWO": "rotation" if rotation else "ncu"}
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "rooflint", "profile", "--json", str(out),
-                           "--", sys.executable, "examples/apps/train_step.py"],
+    done = subprocess.run([sys.executable, "-m", "rooflint", "profile", "--no-counter-cache",
+                           "--json", str(out), "--", sys.executable,
+                           "examples/apps/train_step.py"],
                           cwd=REPO, capture_output=True, text=True, timeout=500,
                           env=environment)
     assert done.returncode == 0, done.stderr[-3000:]
