@@ -1,7 +1,8 @@
 """Issue 50's check that pass 2 by rotation judges as Nsight Compute's pass 2 does, on the
 profiles it was measured from (benchmarks/results/h200/rotation/profiles: the eager training
 step and ResNet-50 step, each profiled by rotation twice and with Nsight Compute's pass 2
-once, on one H200): speed.json's checks are what the profiles give, and the rotation's
+once, and nanoGPT's and pytorch/examples' ImageNet training unmodified, by rotation and by
+Nsight Compute, on one H200): speed.json's checks are what the profiles give, and the rotation's
 verdicts differ from Nsight Compute's on no more kernels than two Nsight Compute runs did on
 the probe's launches (benchmarks/rotation: 1 bound and 9 top moves of 182)."""
 
@@ -21,7 +22,7 @@ from speed import check  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "h200"
 PROFILES = RESULTS / "rotation" / "profiles"
-PROGRAMS = ("train-step-eager", "convnet-eager")
+PROGRAMS = ("train-step-eager", "convnet-eager", "nanogpt-not-ours", "imagenet-not-ours")
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +42,17 @@ def _settings(profiles: Path, name: str) -> dict:
 def test_the_committed_checks_are_what_the_profiles_give(profiles, program):
     entry = json.loads((RESULTS / "speed.json").read_text())["entries"][program]
     first = profiles / f"{program}-first.json"
-    for other, key in (("full", "check_full_against_first"), ("ncu", "check_ncu_against_first")):
+    compared = [other for other in ("full", "ncu")
+                if (profiles / f"{program}-{other}.json").exists()]
+    assert "ncu" in compared
+    for other in compared:
         found = json.loads(json.dumps(check(first, profiles / f"{program}-{other}.json")))
-        assert found == entry[key], (program, other)
+        assert found == entry[f"check_{other}_against_first"], (program, other)
 
 
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_pass_2_was_rotated_where_asked_and_nsight_computes_where_not(profiles, program):
     assert _settings(profiles, f"{program}-first")["pass2_rotated"] is True
-    assert _settings(profiles, f"{program}-full")["pass2_rotated"] is True
     assert not _settings(profiles, f"{program}-ncu").get("pass2_rotated")
 
 
@@ -60,5 +63,5 @@ def test_the_rotation_changes_few_verdicts_against_nsight_compute(profiles, prog
     cooperative GEMM's launch ran six times its pass-1 time under Nsight Compute (62 us
     against 9.9 us), its launches 2.4 times under the rotation (cold caches both)."""
     found = check(profiles / f"{program}-first.json", profiles / f"{program}-ncu.json")
-    assert found["kernels"] >= 48
+    assert found["kernels"] >= 34
     assert len(found["changed"]) <= found["kernels"] // 20 + 1
