@@ -205,11 +205,13 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
              say: Callable[[str], None],
              started: rotation.StartedRotation | None = None) -> Pass | None:
     """Pass 2 by rotation (measure/rotation.py; its program ``started`` early, else now)
-    where it is asked for and the program can carry it: a Python program of its own, whose
-    pass 1 traced optimizer steps that launch the same kernels one after another; None
+    where the program can carry it (a Python program of its own, whose pass 1 traced
+    optimizer steps that launch the same kernels one after another) and it is asked for,
+    or, by default, should cost less than Nsight Compute's pass 2 on the ``choice``; None
     otherwise, or where it measured nothing (said: Nsight Compute's pass 2 follows)."""
-    if rotation.asked() is rotation.PassTwo.NCU or first.trace is None or \
-            not is_python(command) or starts_its_program(command):
+    asked = rotation.asked()
+    if asked is rotation.PassTwo.NCU or first.trace is None or not is_python(command) or \
+            starts_its_program(command):
         return None
     every, ends = launches(first.trace), optimizer_steps(first.trace)
     steps = rotation.rotation_steps(every, ends)
@@ -220,6 +222,10 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
         if ends:                             # a training program; any other is not told
             say(f"pass 2: no rotation ({why}: it takes a pass a step, "
                 f"{rotation.LEAST_STEPS} or more); Nsight Compute instead")
+        return None
+    if asked is rotation.PassTwo.DEFAULT and choice.expected_s < steps.expected_s:
+        say(f"pass 2: Nsight Compute's, its launches about {choice.expected_s:.0f} s against "
+            f"{steps.expected_s:.0f} s for the rotation's {steps.launches} a step")
         return None
     say(f"pass 2: counters by rotation, a pass a step from the program's step "
         f"{steps.warm_up + 1}")

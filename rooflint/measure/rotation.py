@@ -59,6 +59,12 @@ LEAST_STEPS, MOST_PASSES = 7, 10
 # launch: its flush's and its own). The first pass's cost grows with the room asked for
 # (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
 RANGE_ROOM = 1.25
+# What pass 2 by rotation costs for each launch of a step, the program's run with it (7
+# passes, H200: 7.6 s for the training step's 282 launches, 24.0 s for a ResNet-50 step's
+# 893, 10.1 s for nanoGPT's 378; 16.6 s for ImageNet's ResNet-18 and its 400, 16 DataLoader
+# workers starting: benchmarks/results/h200/speed.json). Where Nsight Compute's pass 2
+# should cost less (a second profile, the counter cache serving most kernels), it is taken.
+ROTATION_S_PER_LAUNCH = 0.027
 
 
 class PassTwo(enum.Enum):
@@ -114,12 +120,22 @@ def engine_library(say: Callable[[str], None] | None = None) -> Path:
 @dataclass(frozen=True)
 class RotationSteps:
     """How a program's steps carry the rotation: begun after the first optimizer's
-    ``warm_up``-th step, a pass a step for at most ``most_steps`` steps, with room for
-    ``max_ranges`` ranges."""
+    ``warm_up``-th step, a pass a step for at most ``most_steps`` steps of ``launches``
+    kernel launches each."""
 
     warm_up: int
     most_steps: int
-    max_ranges: int
+    launches: int
+
+    @property
+    def max_ranges(self) -> int:
+        """The room the engine's record is given: RANGE_ROOM's more than the step's ranges."""
+        return int(RANGE_ROOM * 2 * self.launches) + 64
+
+    @property
+    def expected_s(self) -> float:
+        """About how long pass 2 by rotation takes, the program's run with it."""
+        return ROTATION_S_PER_LAUNCH * self.launches
 
 
 def rotation_steps(launches: list[Launch], step_ends: list[float]) -> RotationSteps | None:
@@ -140,8 +156,7 @@ def rotation_steps(launches: list[Launch], step_ends: list[float]) -> RotationSt
     most_steps = len(steps) - warm_up
     if most_steps < LEAST_STEPS or not steps[last]:
         return None
-    return RotationSteps(warm_up, min(most_steps, MOST_PASSES),
-                         int(RANGE_ROOM * 2 * len(steps[last])) + 64)
+    return RotationSteps(warm_up, min(most_steps, MOST_PASSES), len(steps[last]))
 
 
 @dataclass(frozen=True)

@@ -159,8 +159,8 @@ def test_the_training_steps_trace_carries_seven_passes_after_its_first_step(name
     trace = _train_step_trace(name)
     assert len(optimizer_steps(trace)) == 8
     steps = rotation.rotation_steps(launches(trace), optimizer_steps(trace))
-    assert steps == rotation.RotationSteps(warm_up=1, most_steps=7,
-                                           max_ranges=int(1.25 * 2 * 282) + 64)
+    assert steps == rotation.RotationSteps(warm_up=1, most_steps=7, launches=282)
+    assert steps.max_ranges == int(1.25 * 2 * 282) + 64
 
 
 def test_steps_that_differ_to_the_end_carry_no_rotation():
@@ -225,7 +225,7 @@ def engine(monkeypatch, tmp_path):
     monkeypatch.setattr(rotation, "engine_library", lambda: tmp_path / "librooflint_rotation.so")
 
 
-STEPS = rotation.RotationSteps(warm_up=1, most_steps=7, max_ranges=769)
+STEPS = rotation.RotationSteps(warm_up=1, most_steps=7, launches=282)
 
 
 def test_the_rotation_pass_gives_ncus_rows_for_the_recorded_step(step, engine, monkeypatch,
@@ -278,6 +278,12 @@ def test_records_of_no_kernel_pass_one_saw_are_nothing(step, engine, monkeypatch
                                None, PassProgress("pass 2", print))
 
 
+# The training step's first profile's choice: 48 launch shapes, about 14 s under Nsight
+# Compute (kernel_choice.pass2_estimate_s), against about 7.6 s by rotation for its 282
+# launches a step.
+CHOICE = program.Choice(["nvjet"], expected_s=14.4)
+
+
 @pytest.fixture
 def traced():
     """Pass 1 of the training step, as its trace was recorded (H200)."""
@@ -294,7 +300,7 @@ def _pass_two_asked(monkeypatch, value: str | None) -> None:
 def test_nsight_computes_pass_2_asked_for_is_never_rotated(traced, monkeypatch):
     _pass_two_asked(monkeypatch, rotation.NCU_ASKED)
     monkeypatch.setattr(rotation, "rotation_pass", lambda *_: pytest.fail("rotated"))
-    assert program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
+    assert program._rotated(["python3", "train.py"], traced, CHOICE, None,
                             print) is None
 
 
@@ -308,7 +314,7 @@ def test_the_training_step_is_rotated_from_its_second_step_unless_ncu_is_asked_f
         calls.append((command, steps, kept, len(resources)))
         return Pass("rows", 6.9)
     monkeypatch.setattr(rotation, "rotation_pass", rotated)
-    second = program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]),
+    second = program._rotated(["python3", "train.py"], traced, CHOICE,
                               tmp_path, said.append)
     assert second.log == "rows"
     (command, steps, kept, resources), = calls
@@ -317,12 +323,31 @@ def test_the_training_step_is_rotated_from_its_second_step_unless_ncu_is_asked_f
     assert said == ["pass 2: counters by rotation, a pass a step from the program's step 2"]
 
 
+@pytest.mark.parametrize("value", [None, rotation.ROTATION_ASKED])
+def test_a_choice_nsight_compute_measures_sooner_is_rotated_only_where_asked(
+        traced, monkeypatch, value):
+    """A second profile whose counter cache serves all but a few kernels: 10 launch shapes,
+    about 3 s under Nsight Compute, against about 7.6 s for the step's 282 launches by
+    rotation; by default Nsight Compute's, said; asked for, rotated all the same."""
+    _pass_two_asked(monkeypatch, value)
+    monkeypatch.setattr(rotation, "rotation_pass", lambda *_, **__: Pass("rows", 6.9))
+    said = []
+    second = program._rotated(["python3", "train.py"], traced,
+                              program.Choice(["nvjet"], expected_s=3.0), None, said.append)
+    if value is None:
+        assert second is None
+        assert said == ["pass 2: Nsight Compute's, its launches about 3 s against 8 s for "
+                        "the rotation's 282 a step"]
+    else:
+        assert second.log == "rows" and said[-1].startswith("pass 2: counters by rotation")
+
+
 @pytest.mark.parametrize("command", [["torchrun", "--nproc_per_node=2", "train.py"],
                                      ["./sgemm", "4096"]])
 def test_a_launcher_or_a_binary_is_not_rotated(traced, monkeypatch, command):
     monkeypatch.setenv(rotation.PASS_TWO_VARIABLE, rotation.ROTATION_ASKED)
     monkeypatch.setattr(rotation, "rotation_pass", lambda *_: pytest.fail("rotated"))
-    assert program._rotated(command, traced, program.Choice(["nvjet"]), None, print) is None
+    assert program._rotated(command, traced, CHOICE, None, print) is None
 
 
 def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, monkeypatch):
@@ -332,13 +357,13 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
         raise RotationUnavailable("rl_begin: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
     monkeypatch.setattr(rotation, "rotation_pass", unavailable)
     said = []
-    assert program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
+    assert program._rotated(["python3", "train.py"], traced, CHOICE, None,
                             said.append) is None
     assert said[-1] == ("pass 2: the rotation measured nothing (rl_begin: "
                         "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES); Nsight Compute instead")
     no_steps = Pass("", 1.0, timer=Timer.torch, trace={"traceEvents": []})
     said.clear()                                 # not a training program: nothing to say
-    assert program._rotated(["python3", "train.py"], no_steps, program.Choice(["nvjet"]),
+    assert program._rotated(["python3", "train.py"], no_steps, CHOICE,
                             None, said.append) is None
     assert said == []
     trace = _train_step_trace()
@@ -347,7 +372,7 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
                             if not (e.get("name", "").startswith("Optimizer.step#")
                                     and e["ts"] + e.get("dur", 0) > ends[2])]
     assert program._rotated(["python3", "train.py"], replace(traced, trace=trace),
-                            program.Choice(["nvjet"]), None, said.append) is None
+                            CHOICE, None, said.append) is None
     assert said == ["pass 2: no rotation (pass 1 saw 3 torch.optim steps: it takes a pass a "
                     "step, 7 or more); Nsight Compute instead"]
     trace = _train_step_trace()
@@ -358,7 +383,7 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
     ends = optimizer_steps(trace)
     said.clear()
     assert program._rotated(["python3", "train.py"], replace(traced, trace=trace),
-                            program.Choice(["nvjet"]), None, said.append) is None
+                            CHOICE, None, said.append) is None
     assert said == ["pass 2: no rotation (the program's optimizer steps do not launch the "
                     "same kernels in the same order 7 steps in a row: it takes a pass a step, "
                     "7 or more); Nsight Compute instead"]
@@ -405,7 +430,7 @@ def test_the_rotations_program_is_started_while_pass_1_runs(traced, monkeypatch)
         return Pass("rows", 6.9)
     monkeypatch.setattr(rotation, "rotation_pass", rotated)
     first, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
-                                       lambda _: program.Choice(["nvjet"]), print)
+                                       lambda _: CHOICE, print)
     assert (first, second.log) == (traced, "rows")
     assert [started.process for started in given] == ["the program waiting for the rotation"]
 
@@ -425,7 +450,7 @@ def test_a_rotation_that_measured_nothing_leaves_pass_2_to_nsight_compute_starte
     monkeypatch.setattr(program, "counter_pass", lambda *_: pytest.fail("not started early"))
     said = []
     _, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
-                                   lambda _: program.Choice(["nvjet"]), said.append)
+                                   lambda _: CHOICE, said.append)
     assert second.log == "csv" and second.attached
     assert attached == [("the program waiting under Nsight Compute",
                          ["the program waiting for the rotation"])]
@@ -452,7 +477,7 @@ def test_without_the_engine_pass_2_is_nsight_computes_started_early(traced, monk
     monkeypatch.setattr(program, "_attach", lambda *_: Pass("csv", 20.0, attached=True))
     said = []
     _, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
-                                   lambda _: program.Choice(["nvjet"]), said.append)
+                                   lambda _: CHOICE, said.append)
     assert second.attached and started
     why = ("pass 2: no rotation (no nvcc to build the rotation engine with); Nsight Compute "
            "instead")
@@ -476,7 +501,7 @@ def test_a_program_whose_child_ran_kernels_is_taken_again_alone_then_rotated(tra
     monkeypatch.setattr(rotation, "rotation_pass", rotated)
     said = []
     first, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
-                                       lambda _: program.Choice(["nvjet"]), said.append)
+                                       lambda _: CHOICE, said.append)
     assert (first, second.log, again, given) == (traced, "rows", [1], [None])
     assert any(line.startswith("pass 1 again, alone") for line in said)
 
@@ -497,7 +522,7 @@ def test_an_interrupted_rotation_keeps_pass_1(traced, monkeypatch):
     def interrupted(*_):
         raise KeyboardInterrupt
     monkeypatch.setattr(rotation, "rotation_pass", interrupted)
-    second = program._rotated(["python3", "train.py"], traced, program.Choice(["nvjet"]), None,
+    second = program._rotated(["python3", "train.py"], traced, CHOICE, None,
                               print)
     assert second.stopped and second.stopped.interrupted and not second.log
 
@@ -508,7 +533,7 @@ def test_a_rotated_profile_records_no_nsight_compute_selection(traced, monkeypat
     Compute; a rotated pass 2 had none, and says it was rotated instead."""
     from rooflint.engine.program import ProfileOptions, passes_settings
     monkeypatch.setattr("rooflint.engine.program.ncu_version", lambda: "2025.3.1")
-    choice = program.Choice(["nvjet"])
+    choice = CHOICE
     settings = passes_settings(ProfileOptions(command=["python3", "train.py"]), traced,
                                Pass("rows", 6.9, rotated=rotated), 282, choice)
     assert settings.pass2_rotated is (True if rotated else None)
@@ -526,4 +551,4 @@ def test_a_misspelt_request_is_refused_before_pass_1(monkeypatch, value):
     with pytest.raises(RooflintError, match=f"^ROOFLINT_PASS_TWO is {value!r}: it takes "
                                             "rotation or ncu$"):
         program.two_passes(["python3", "train.py"], program.Filters(), None,
-                           lambda _: program.Choice(["nvjet"]), print)
+                           lambda _: CHOICE, print)

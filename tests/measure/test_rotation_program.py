@@ -60,7 +60,7 @@ def test_a_rotation_pass_that_could_not_start_says_why(tmp_path, monkeypatch):
     from rooflint.measure.pass_runner import PassProgress
     try:
         rotation.rotation_pass(command, ["dram__bytes_read.sum"],
-                               rotation.RotationSteps(1, 7, 769), {}, None,
+                               rotation.RotationSteps(1, 7, 282), {}, None,
                                PassProgress("pass 2", print))
     except rotation.RotationUnavailable as exc:
         assert str(exc).startswith("the engine would not load: ")
