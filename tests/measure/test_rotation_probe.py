@@ -74,3 +74,45 @@ def test_the_rotation_changes_fewer_verdicts_than_ncu_run_twice(summary):
 def test_the_committed_summary_is_what_the_recordings_give(summary):
     committed = json.loads((compare.RESULTS / "summary.json").read_text())
     assert committed == json.loads(json.dumps(summary))
+
+
+# The user-range probe (benchmarks/rotation/select_probe.sh, H200, 2026-11-30): ranges
+# pushed in the launch callback around every RL_EVERY-th launch of the training step, the
+# flush outside them, against automatic ranges (a range every kernel, the flush's too).
+SELECT = REPO / "benchmarks" / "results" / "h200" / "rotation" / "select"
+
+
+def _ranges(tag: str) -> list[dict[str, str]]:
+    import csv
+    import gzip
+    text = gzip.decompress((SELECT / f"rotate-{tag}.tsv.gz").read_bytes()).decode()
+    table = list(csv.reader([line for line in text.splitlines() if not line.startswith("#")],
+                            delimiter="\t"))
+    return [dict(zip(table[0], row)) for row in table[1:]]
+
+
+def test_user_ranges_hold_only_the_launches_pushed_with_their_work_counted_alike():
+    """Every launch pushed got a range of its own, named by its place in the step, and no
+    flush did (282 and 71 ranges, not 564); they counted the instructions of each launch's
+    automatic range (within 2 %, all but one), its DRAM reads on three of four launches."""
+    automatic = _ranges("auto-0")[1::2]              # the launches' ranges, not the flushes'
+    every, fourth = _ranges("user-1"), _ranges("user-4")
+    assert (len(automatic), len(every), len(fourth)) == (282, 282, 71)
+    assert [int(r["name"]) for r in fourth] == list(range(0, 282, 4))
+    def alike(metric: str, r: dict[str, str]) -> bool:
+        theirs, mine = float(automatic[int(r["name"])][metric]), float(r[metric])
+        return abs(mine - theirs) <= 0.02 * max(theirs, 1.0)
+    for user in (every, fourth):        # a cooperative GEMM's instructions vary by 2 % or so
+        assert sum(alike("smsp__inst_executed.sum", r) for r in user) >= 0.99 * len(user)
+        assert sum(alike("dram__bytes_read.sum", r) for r in user) >= 0.75 * len(user)
+
+
+def test_user_ranges_time_more_than_the_kernel():
+    """Their gpu__time_duration is the range's, longer than the kernel's (median 1.8x of the
+    automatic range's): the duration cannot come from them as it is."""
+    import statistics
+    automatic = _ranges("auto-0")[1::2]
+    ratios = [float(r["gpu__time_duration.sum"])
+              / float(automatic[int(r["name"])]["gpu__time_duration.sum"])
+              for r in _ranges("user-1")]
+    assert statistics.median(ratios) > 1.5
