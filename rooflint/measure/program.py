@@ -214,14 +214,15 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
             starts_its_program(command):
         return None
     every, ends = launches(first.trace), optimizer_steps(first.trace)
-    steps = rotation.rotation_steps(every, ends)
+    passes = rotation.passes_for(choice.tensor_precisions)
+    steps = rotation.rotation_steps(every, ends, passes)
     if steps is None:
-        why = (f"pass 1 saw {len(ends)} torch.optim steps" if len(ends) <= rotation.LEAST_STEPS
+        why = (f"pass 1 saw {len(ends)} torch.optim steps" if len(ends) <= passes
                else "the program's optimizer steps do not launch the same kernels in the "
-                    f"same order {rotation.LEAST_STEPS} steps in a row")
+                    f"same order {passes} steps in a row")
         if ends:                             # a training program; any other is not told
-            say(f"pass 2: no rotation ({why}: it takes a pass a step, "
-                f"{rotation.LEAST_STEPS} or more); Nsight Compute instead")
+            say(f"pass 2: no rotation ({why}: it takes a pass a step, {passes} or more); "
+                f"Nsight Compute instead")
         return None
     if asked is rotation.PassTwo.DEFAULT and choice.expected_s < steps.expected_s:
         say(f"pass 2: Nsight Compute's, its launches about {choice.expected_s:.0f} s against "

@@ -52,9 +52,11 @@ BOOTSTRAP = Path(trace_bootstrap.__file__)
 # What the engine's counters leave to rows_of: Nsight Compute's own launch statistics, which
 # the range profiler does not measure.
 COMPUTED = (ncu.THEORETICAL_OCCUPANCY,)
-# The steps the rotation needs and may take: rooflint's counter list took 7 passes on an
-# H200 (a program with fewer steps than that to spare would be run for nothing).
-LEAST_STEPS, MOST_PASSES = 7, 10
+# The passes the engine takes of rooflint's counter list (H200, 2026-11-30): 7 with one
+# tensor precision's FLOPs (44 counters), 12 with every precision's (49), each precision's
+# counter about one more. A program with fewer steps than that to spare is not rotated (it
+# would be run for nothing); MOST_PASSES bounds the steps the rotation may take.
+PASSES_ONE_PRECISION, PASSES_EVERY_PRECISION, MOST_PASSES = 7, 12, 16
 # Room in the engine's record for launches beyond pass 1's most in a step (two ranges a
 # launch: its flush's and its own). The first pass's cost grows with the room asked for
 # (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
@@ -138,12 +140,21 @@ class RotationSteps:
         return ROTATION_S_PER_LAUNCH * self.launches
 
 
-def rotation_steps(launches: list[Launch], step_ends: list[float]) -> RotationSteps | None:
+def passes_for(precisions: frozenset[str] | None) -> int:
+    """The passes the engine should take for the counter list of these tensor precisions
+    (ncu.metrics_for's; None: every precision)."""
+    if precisions is None:
+        return PASSES_EVERY_PRECISION
+    return PASSES_ONE_PRECISION + max(0, len(precisions) - 1)
+
+
+def rotation_steps(launches: list[Launch], step_ends: list[float], passes: int
+                   ) -> RotationSteps | None:
     """Pass 1's steps (its launches between the optimizer's steps' ends) as the rotation's:
     begun after the first step from which every step launched the same kernels at the same
     shapes in the same order (a pass is only another part of the same launches' if each
-    launched the same), for the steps left, MOST_PASSES at most; None where fewer than
-    LEAST_STEPS such steps are left."""
+    launched the same), for the steps left, MOST_PASSES at most; None where fewer than the
+    ``passes`` the engine takes are left."""
     steps: list[list[tuple[str, str, str]]] = [[] for _ in step_ends]
     for launch in launches:
         index = bisect.bisect_left(step_ends, launch.start_us)
@@ -154,7 +165,7 @@ def rotation_steps(launches: list[Launch], step_ends: list[float]) -> RotationSt
     while warm_up > 1 and steps[warm_up - 1] == steps[last]:
         warm_up -= 1
     most_steps = len(steps) - warm_up
-    if most_steps < LEAST_STEPS or not steps[last]:
+    if most_steps < passes or not steps[last]:
         return None
     return RotationSteps(warm_up, min(most_steps, MOST_PASSES), len(steps[last]))
 

@@ -158,7 +158,7 @@ def test_the_training_steps_trace_carries_seven_passes_after_its_first_step(name
     the same 282."""
     trace = _train_step_trace(name)
     assert len(optimizer_steps(trace)) == 8
-    steps = rotation.rotation_steps(launches(trace), optimizer_steps(trace))
+    steps = rotation.rotation_steps(launches(trace), optimizer_steps(trace), 7)
     assert steps == rotation.RotationSteps(warm_up=1, most_steps=7, launches=282)
     assert steps.max_ranges == int(1.25 * 2 * 282) + 64
 
@@ -170,10 +170,20 @@ def test_steps_that_differ_to_the_end_carry_no_rotation():
     last_step = [launch for launch in every if ends[-2] < launch.start_us <= ends[-1]]
     changed = [replace(launch, grid="(1, 1, 1)") if launch is last_step[0] else launch
                for launch in every]
-    assert rotation.rotation_steps(changed, ends) is None
-    assert rotation.rotation_steps(every, ends[:1]) is None          # one step
-    assert rotation.rotation_steps(every, ends[:7]) is None          # six to spare
-    assert rotation.rotation_steps(every, []) is None                # no optimizer
+    assert rotation.rotation_steps(changed, ends, 7) is None
+    assert rotation.rotation_steps(every, ends[:1], 7) is None       # one step
+    assert rotation.rotation_steps(every, ends[:7], 7) is None       # six to spare
+    assert rotation.rotation_steps(every, [], 7) is None             # no optimizer
+    assert rotation.rotation_steps(every, ends, 8) is None           # seven to spare
+
+
+def test_every_precisions_counters_take_more_passes_than_one():
+    """12 passes for every tensor precision's FLOPs, 7 for one (H200): a program whose
+    operators name no precision needs 12 steps to spare."""
+    assert rotation.passes_for(None) == 12
+    assert rotation.passes_for(frozenset({"bf16-tensor"})) == 7
+    assert rotation.passes_for(frozenset()) == 7
+    assert 7 < rotation.passes_for(frozenset({"bf16-tensor", "fp16-tensor"})) < 12
 
 
 def test_pass_ones_resources_are_cuptis_registers_and_shared_memory():
@@ -281,7 +291,8 @@ def test_records_of_no_kernel_pass_one_saw_are_nothing(step, engine, monkeypatch
 # The training step's first profile's choice: 48 launch shapes, about 14 s under Nsight
 # Compute (kernel_choice.pass2_estimate_s), against about 7.6 s by rotation for its 282
 # launches a step.
-CHOICE = program.Choice(["nvjet"], expected_s=14.4)
+CHOICE = program.Choice(["nvjet"], tensor_precisions=frozenset({"bf16-tensor"}),
+                        expected_s=14.4)
 
 
 @pytest.fixture
@@ -333,7 +344,7 @@ def test_a_choice_nsight_compute_measures_sooner_is_rotated_only_where_asked(
     monkeypatch.setattr(rotation, "rotation_pass", lambda *_, **__: Pass("rows", 6.9))
     said = []
     second = program._rotated(["python3", "train.py"], traced,
-                              program.Choice(["nvjet"], expected_s=3.0), None, said.append)
+                              replace(CHOICE, expected_s=3.0), None, said.append)
     if value is None:
         assert second is None
         assert said == ["pass 2: Nsight Compute's, its launches about 3 s against 8 s for "
@@ -387,6 +398,11 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
     assert said == ["pass 2: no rotation (the program's optimizer steps do not launch the "
                     "same kernels in the same order 7 steps in a row: it takes a pass a step, "
                     "7 or more); Nsight Compute instead"]
+    said.clear()                                 # every precision's counters: 12 passes
+    assert program._rotated(["python3", "train.py"], traced,
+                            replace(CHOICE, tensor_precisions=None), None, said.append) is None
+    assert said == ["pass 2: no rotation (pass 1 saw 8 torch.optim steps: it takes a pass a "
+                    "step, 12 or more); Nsight Compute instead"]
 
 
 def _early(monkeypatch, traced, built=True) -> list[str]:
