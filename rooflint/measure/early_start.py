@@ -98,8 +98,9 @@ def _started(command: list[str], port: int, ranks: int) -> Iterator[Waiting]:
 
 
 # How long the end of pass 1 waits for the early-started program to say it waits. ncu
-# says so as the program starts (0.2 s on an H200), so only a pass 1 faster than that
-# start waits at all, and a program that has exited is not waited for.
+# says so as the program starts (0.2 s on an H200), the rotation's program once it has
+# imported torch (rotation.StartedRotation.waits), so only a pass 1 faster than that start
+# waits at all, and a program that has exited is not waited for.
 WAIT_FOR_LINE_S = 5.0
 
 

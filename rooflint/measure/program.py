@@ -47,8 +47,9 @@ from rooflint.measure import nccl_logs, ncu, rotation
 from rooflint.measure.kernel_trace import (NCCL_FOLDER, RECORDS_FOLDER, KernelTraceUnavailable,
                                           has_records, kernel_trace_pass, recorded_pass,
                                           recorder_if_built)
-from rooflint.measure.early_start import (LAUNCH, PORTS, NoFreePorts, Waiting, alone, job_alone,
-                                         started_early, started_early_job, stop)
+from rooflint.measure.early_start import (LAUNCH, PORTS, WAIT_FOR_LINE_S, NoFreePorts, Waiting,
+                                         alone, job_alone, started_early, started_early_job,
+                                         stop)
 from rooflint.measure.trace_bootstrap import (PASS_TWO, NO_PROFILER, PID, RECORDER,
                                              STARTING_IMPORTS)
 from rooflint.measure.pass_runner import (Ending, NotAttachable, NothingProfiled, Pass,
@@ -165,11 +166,13 @@ def _early_rotation(command: list[str], filters: Filters, logs: Path | None,
     import of a GPU library (rotation.started_rotation), and under Nsight Compute at its
     first CUDA call (_early_ncu's); then pass 2 by rotation where it carries it (_rotated),
     else by attaching Nsight Compute, the other killed. Neither has touched the GPU. None
-    where the early start was not sound (early_start.alone)."""
+    where the early start was not sound (early_start.alone), or the program started for the
+    rotation does not say it waits (it may have run on the GPU beside pass 1: a program
+    that launches kernels through no library the bootstrap waits at)."""
     with rotation.started_rotation(command) as started, \
             started_early(pass_two_command(command, filters.stop_after)) as waiting:
         first = timing_pass(command, filters, logs, say)
-        if not alone(waiting, first):
+        if not alone(waiting, first) or not started.waits(WAIT_FOR_LINE_S):
             return None
         choice = plan(first)
         if not choice.patterns:

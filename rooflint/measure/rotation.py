@@ -191,13 +191,26 @@ def resources_of(launches: list[Launch]) -> dict[Identity, KernelResources]:
 
 @dataclass(frozen=True)
 class StartedRotation:
-    """Pass 2's program started for the rotation: it waits, right after its import of torch
-    and before any CUDA call, for ``config`` (trace_bootstrap._rotated)."""
+    """Pass 2's program started for the rotation: it waits, right after its first import of
+    a library it launches kernels through and before any CUDA call, for ``config``
+    (trace_bootstrap._rotated)."""
 
     process: subprocess.Popen
     config: Path
     records: Path
     output: Path                    # the program's stdout and stderr
+
+    def waits(self, within_s: float) -> bool:
+        """Whether the program says it waits (trace_bootstrap.WAITING) within ``within_s``:
+        one that has not reached a library it launches kernels through by then, or has
+        ended, may have run on the GPU beside pass 1."""
+        marker = self.config.with_name(self.config.name + trace_bootstrap.WAITING)
+        deadline = time.monotonic() + within_s
+        while not marker.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(trace_bootstrap.CONFIG_POLL_S)
+        return True
 
 
 @contextmanager

@@ -105,6 +105,9 @@ PASS_TWO = "--pass-two"
 ROTATION = "--rotation"
 ROTATION_FIELDS = ("engine", "metrics", "max_ranges", "warm_up", "most_steps", "path")
 FAILED = ".failed"
+# Written beside the rotation's configuration once the program waits for it: a program that
+# has not (no import of STARTING_IMPORTS) may have run on the GPU beside pass 1.
+WAITING = ".waiting"
 CONFIG_POLL_S = 0.05
 # The imports that start pass 1's profiler, once they have run: PyTorch's, or that of
 # another library a Python program launches kernels through, whichever the program
@@ -894,15 +897,17 @@ def _rotated(config, argv):
     its torch; its DataLoaders left as they are: nothing is replayed), measured from its
     first optimizer's steps (_Rotation, as the JSON file ``config`` says). Right after its
     first import of a library it launches kernels through (STARTING_IMPORTS: importing
-    one touches no GPU), it waits for ``config`` to be there: rooflint starts it while pass
-    1 runs and writes ``config`` once pass 1 has said what to measure, or kills it
-    (measure/rotation.started_rotation)."""
+    one touches no GPU), it says so (WAITING) and waits for ``config`` to be there: rooflint
+    starts it while pass 1 runs and writes ``config`` once pass 1 has said what to measure,
+    or kills it (measure/rotation.started_rotation)."""
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
 
     def after_first_import():
         if "torch" in sys.modules:
             _import_dynamo()
+        with open(config + WAITING, "w"):
+            pass
         while not os.path.exists(config):
             time.sleep(CONFIG_POLL_S)
         with open(config) as given:

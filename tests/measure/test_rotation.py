@@ -405,10 +405,11 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
                     "step, 12 or more); Nsight Compute instead"]
 
 
-def _early(monkeypatch, traced, built=True) -> list[str]:
+def _early(monkeypatch, traced, built=True, waits=True) -> list[str]:
     """two_passes' stand-ins around the rotation: pass 1 the recorded trace, the engine
-    built (or not), the programs started for the rotation and under Nsight Compute
-    markers (sound where pass 1 saw one process); the programs stopped, returned."""
+    built (or not), the programs started for the rotation (saying it waits, or not) and
+    under Nsight Compute markers (sound where pass 1 saw one process); the programs
+    stopped, returned."""
     from contextlib import contextmanager
     monkeypatch.delenv(rotation.PASS_TWO_VARIABLE, raising=False)       # the default
     stopped = []
@@ -421,7 +422,8 @@ def _early(monkeypatch, traced, built=True) -> list[str]:
 
     @contextmanager
     def started_rotation(command):
-        yield SimpleNamespace(process="the program waiting for the rotation")
+        yield SimpleNamespace(process="the program waiting for the rotation",
+                              waits=lambda within_s: waits)
 
     @contextmanager
     def started_early(command):
@@ -520,6 +522,25 @@ def test_a_program_whose_child_ran_kernels_is_taken_again_alone_then_rotated(tra
                                        lambda _: CHOICE, said.append)
     assert (first, second.log, again, given) == (traced, "rows", [1], [None])
     assert any(line.startswith("pass 1 again, alone") for line in said)
+
+
+def test_a_rotation_program_that_never_said_it_waits_takes_pass_1_again_alone(traced,
+                                                                              monkeypatch):
+    """It imported no library the bootstrap waits at (TensorFlow's program, say), so it may
+    have run on the GPU beside pass 1: pass 1 again, then the rotation on a program started
+    anew."""
+    _early(monkeypatch, traced, waits=False)
+    again = []
+    monkeypatch.setattr(program, "every_process_pass", lambda *_: again.append(1) or traced)
+    given = []
+
+    def rotated(command, metrics, steps, resources, kept, progress, started=None):
+        given.append(started)
+        return Pass("rows", 6.9)
+    monkeypatch.setattr(rotation, "rotation_pass", rotated)
+    first, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
+                                       lambda _: CHOICE, print)
+    assert (first, second.log, again, given) == (traced, "rows", [1], [None])
 
 
 def test_the_gpu_of_a_rotated_profile_is_pass_ones_as_its_rows_name_none(step, traced):

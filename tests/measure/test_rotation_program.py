@@ -38,6 +38,7 @@ def test_the_started_program_waits_for_its_configuration_then_runs_to_the_engine
         assert started.process.poll() is None
         said = started.output.read_text()
         assert "imported" in said and "past torch" not in said
+        assert started.waits(5.0)
         written = time.time()
         partial = tmp_path / "rotation.json"       # written whole, then moved, as rooflint
         partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
@@ -79,3 +80,12 @@ def test_a_program_whose_first_gpu_library_is_not_torch_waits_too(tmp_path, monk
         time.sleep(1.0)
         assert started.process.poll() is None
         assert "past cupy" not in started.output.read_text()
+
+
+def test_a_program_that_imports_no_gpu_library_never_says_it_waits(tmp_path, monkeypatch):
+    """It ran to its end (on the GPU, for all rooflint knows) beside pass 1."""
+    command = stand_in_program(tmp_path, monkeypatch, STAND_IN,
+                               "import json\nprint(json.dumps([1]))\n")
+    with rotation.started_rotation(command) as started:
+        assert not started.waits(5.0)
+        assert started.process.poll() == 0
