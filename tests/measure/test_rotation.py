@@ -502,12 +502,14 @@ def test_without_the_engine_pass_2_is_nsight_computes_started_early(traced, monk
     assert (why in said) == (value == rotation.ROTATION_ASKED)
 
 
-def test_a_program_whose_child_ran_kernels_is_taken_again_alone_then_rotated(traced,
-                                                                             monkeypatch):
-    """A child of the program ran beside pass 1 (the program waited, its child did not):
-    pass 1 again with every process recorded, then the rotation starts the program anew."""
-    beside = replace(traced, processes=2)
-    _early(monkeypatch, beside)
+@pytest.mark.parametrize("processes, waits", [(2, True), (1, False)])
+def test_a_program_that_may_have_run_beside_pass_1_is_taken_again_alone_then_rotated(
+        traced, monkeypatch, processes, waits):
+    """A child of the program ran beside pass 1 (the program waited, its child did not), or
+    the program started for the rotation never said it waits (it imported no library the
+    bootstrap waits at: TensorFlow's program, say): pass 1 again with every process
+    recorded, then the rotation starts the program anew."""
+    _early(monkeypatch, replace(traced, processes=processes), waits=waits)
     again = []
     monkeypatch.setattr(program, "every_process_pass",
                         lambda *_: again.append(1) or traced)
@@ -522,25 +524,6 @@ def test_a_program_whose_child_ran_kernels_is_taken_again_alone_then_rotated(tra
                                        lambda _: CHOICE, said.append)
     assert (first, second.log, again, given) == (traced, "rows", [1], [None])
     assert any(line.startswith("pass 1 again, alone") for line in said)
-
-
-def test_a_rotation_program_that_never_said_it_waits_takes_pass_1_again_alone(traced,
-                                                                              monkeypatch):
-    """It imported no library the bootstrap waits at (TensorFlow's program, say), so it may
-    have run on the GPU beside pass 1: pass 1 again, then the rotation on a program started
-    anew."""
-    _early(monkeypatch, traced, waits=False)
-    again = []
-    monkeypatch.setattr(program, "every_process_pass", lambda *_: again.append(1) or traced)
-    given = []
-
-    def rotated(command, metrics, steps, resources, kept, progress, started=None):
-        given.append(started)
-        return Pass("rows", 6.9)
-    monkeypatch.setattr(rotation, "rotation_pass", rotated)
-    first, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
-                                       lambda _: CHOICE, print)
-    assert (first, second.log, again, given) == (traced, "rows", [1], [None])
 
 
 def test_the_gpu_of_a_rotated_profile_is_pass_ones_as_its_rows_name_none(step, traced):
