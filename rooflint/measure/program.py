@@ -231,8 +231,9 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
         say(f"pass 2: Nsight Compute's, its launches about {choice.expected_s:.0f} s against "
             f"{steps.expected_s:.0f} s for the rotation's {steps.launches} a step")
         return None
-    say(f"pass 2: counters by rotation, a pass a step from the program's step "
-        f"{steps.warm_up + 1}")
+    say(f"pass 2: counters by rotation instead, on every launch of a step ({steps.launches}), "
+        f"a pass a step from the program's step {steps.warm_up + 1} ({passes} passes): "
+        f"about {steps.expected_s:.0f} s with the program's run")
     try:                   # interrupted or too long: pass 1 is kept, as for Nsight Compute's
         return _second(lambda: rotation.rotation_pass(
             command, choice.metrics, steps, rotation.resources_of(every),

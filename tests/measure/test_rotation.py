@@ -331,7 +331,9 @@ def test_the_training_step_is_rotated_from_its_second_step_unless_ncu_is_asked_f
     (command, steps, kept, resources), = calls
     assert command == ["python3", "train.py"] and steps.warm_up == 1 and resources > 50
     assert kept == tmp_path / program.COUNTERS_LOG
-    assert said == ["pass 2: counters by rotation, a pass a step from the program's step 2"]
+    assert said == ["pass 2: counters by rotation instead, on every launch of a step (282), a "
+                    "pass a step from the program's step 2 (7 passes): about 8 s with the "
+                    "program's run"]
 
 
 @pytest.mark.parametrize("value", [None, rotation.ROTATION_ASKED])
