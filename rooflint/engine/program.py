@@ -654,7 +654,8 @@ def pass_one(first: Pass, filters: Filters) -> tuple[PassOne, list[tuple[RankInf
     found = [(rank, mine, trace_launches(mine)) for rank, mine in ranks]
     every = sorted((x for _, _, theirs in found for x in theirs), key=lambda x: x.start_us)
     job = traced_kernels(trace, filters, words,
-                         every if ranks and len(every) == launch_count(trace) else None)
+                         every if ranks and len(every) == launch_count(trace)
+                         else first.launches if trace is first.trace else None)
     return job, [(rank, traced_kernels(mine, filters, words, theirs))
                  for rank, mine, theirs in found]
 

@@ -60,7 +60,7 @@ from rooflint.formats.jsonfile import parse_large
 from rooflint.judge.kernel_choice import EarlyEnd
 from rooflint.formats.ncu_log import joined
 from rooflint.formats.ranks import merged
-from rooflint.formats.trace_events import LINE_RANGE, launches, optimizer_steps, stopped_at_step
+from rooflint.formats.trace_events import LINE_RANGE, optimizer_steps, stopped_at_step
 
 NAME_BASE = ("--kernel-name-base", "demangled")
 
@@ -216,7 +216,7 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
     if asked is rotation.PassTwo.NCU or first.trace is None or not is_python(command) or \
             starts_its_program(command):
         return None
-    every, ends = launches(first.trace), optimizer_steps(first.trace)
+    every, ends = first.launches, optimizer_steps(first.trace)
     passes = rotation.passes_for(choice.tensor_precisions)
     steps = rotation.rotation_steps(every, ends, passes)
     if steps is None:
