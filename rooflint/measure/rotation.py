@@ -57,6 +57,8 @@ COMPUTED = (ncu.THEORETICAL_OCCUPANCY,)
 # counter about one more. A program with fewer steps than that to spare is not rotated (it
 # would be run for nothing); MOST_PASSES bounds the steps the rotation may take.
 PASSES_ONE_PRECISION, PASSES_EVERY_PRECISION, MOST_PASSES = 7, 12, 16
+# The most optimizers of one class a program's step is read as stepping (a GAN's two).
+OPTIMIZERS = 3
 # Room in the engine's record for launches beyond pass 1's most in a step (two ranges a
 # launch: its flush's and its own). The first pass's cost grows with the room asked for
 # (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
@@ -150,11 +152,25 @@ def passes_for(precisions: frozenset[str] | None) -> int:
 
 def rotation_steps(launches: list[Launch], step_ends: list[float], passes: int
                    ) -> RotationSteps | None:
-    """Pass 1's steps (its launches between the optimizer's steps' ends) as the rotation's:
-    begun after the first step from which every step launched the same kernels at the same
-    shapes in the same order (a pass is only another part of the same launches' if each
-    launched the same), for the steps left, MOST_PASSES at most; None where fewer than the
-    ``passes`` the engine takes are left."""
+    """Pass 1's steps as the rotation's (_steps_every), each the launches between the
+    first optimizer's steps' ends: the trace names an optimizer's class, not which of its
+    kind stepped, so a GAN's two Adams each end a step of the trace's, and every
+    OPTIMIZERS-th end of the trace's is the first optimizer's (the bootstrap's passes end
+    there, trace_bootstrap._FirstOptimizerSteps): the fewest that gives steps alike."""
+    for optimizers in range(1, OPTIMIZERS + 1):
+        found = _steps_every(launches, step_ends[::optimizers], passes)
+        if found:
+            return found
+    return None
+
+
+def _steps_every(launches: list[Launch], step_ends: list[float], passes: int
+                 ) -> RotationSteps | None:
+    """The steps ``step_ends`` end as the rotation's: begun after the first step from which
+    every step launched the same kernels at the same shapes in the same order (a pass is
+    only another part of the same launches' if each launched the same), for the steps
+    left, MOST_PASSES at most; None where fewer than the ``passes`` the engine takes are
+    left."""
     steps: list[list[tuple[str, str, str]]] = [[] for _ in step_ends]
     for launch in launches:
         index = bisect.bisect_left(step_ends, launch.start_us)

@@ -177,6 +177,29 @@ def test_steps_that_differ_to_the_end_carry_no_rotation():
     assert rotation.rotation_steps(every, ends, 8) is None           # seven to spare
 
 
+def test_a_gans_two_optimizers_of_one_class_are_read_as_one_step():
+    """The training step's trace with a second AdamW's step halfway through each step's
+    launches, as a GAN's generator steps after its discriminator: the trace's steps then
+    alternate, and every other end (the first optimizer's, where the bootstrap's passes
+    end) gives steps alike: the second step half-warm, six to spare."""
+    trace = _train_step_trace(TRAIN_STEP_TRACES[1])
+    ends = optimizer_steps(trace)
+    every = launches(trace)
+    halfway = []
+    for before, end in zip([0.0, *ends], ends):
+        mine = [launch.start_us for launch in every if before < launch.start_us <= end]
+        halfway.append(mine[len(mine) // 2] + 0.001)
+    trace["traceEvents"] += [{"ph": "X", "cat": "user_annotation", "ts": at - 1.0,
+                              "dur": 1.0, "name": "Optimizer.step#AdamW.step"}
+                             for at in halfway]
+    both = optimizer_steps(trace)
+    assert len(both) == 16
+    assert rotation._steps_every(every, both, 6) is None           # alternating halves
+    steps = rotation.rotation_steps(every, both, 6)
+    assert steps == rotation.RotationSteps(warm_up=2, most_steps=6, launches=282)
+    assert rotation.rotation_steps(every, both, 7) is None         # one step short
+
+
 def test_every_precisions_counters_take_more_passes_than_one():
     """12 passes for every tensor precision's FLOPs, 7 for one (H200): a program whose
     operators name no precision needs 12 steps to spare."""
