@@ -125,7 +125,7 @@ def two_passes(command: list[str], filters: Filters, logs: Path | None,
     asked = rotation.asked()                 # a bad value said before anything runs
     if not starts_its_program(command):
         rotating = asked is not rotation.PassTwo.NCU and is_python(command) and \
-            _rotation_engine(say if asked is rotation.PassTwo.ROTATION else lambda _: None)
+            _rotation_engine(say, asked)
         found = (_early_rotation if rotating else _early_ncu)(command, filters, logs, plan, say)
         if found:
             return found
@@ -183,12 +183,15 @@ def _early_rotation(command: list[str], filters: Filters, logs: Path | None,
             waiting, choice, logs, pass_two_progress(first, choice, say)), attached=True)
 
 
-def _rotation_engine(say: Callable[[str], None]) -> bool:
-    """Whether the rotation's engine is built (once per toolkit; said where it cannot be)."""
+def _rotation_engine(say: Callable[[str], None], asked: rotation.PassTwo) -> bool:
+    """Whether the rotation's engine is built (once per toolkit, said as it is); where it
+    cannot be, why is said only where the rotation was asked for: by default any Python
+    program would be told of an engine that only a training loop needs."""
     try:
         rotation.engine_library(say)
     except rotation.RotationUnavailable as exc:
-        say(f"pass 2: no rotation ({exc}); Nsight Compute instead")
+        if asked is rotation.PassTwo.ROTATION:
+            say(f"pass 2: no rotation ({exc}); Nsight Compute instead")
         return False
     return True
 

@@ -501,6 +501,18 @@ def test_a_rotation_that_measured_nothing_leaves_pass_2_to_nsight_compute_starte
                         "after 7 steps); Nsight Compute instead")
 
 
+def test_the_engines_build_is_said_by_default_too(traced, monkeypatch):
+    """nvcc takes seconds the first time: a profile that waits on it says why."""
+    _early(monkeypatch, traced)
+    monkeypatch.setattr(rotation, "engine_library", lambda say=None: say(
+        "pass 2: building the rotation's engine with nvcc (once for this toolkit)"))
+    monkeypatch.setattr(rotation, "rotation_pass", lambda *_, **__: Pass("rows", 6.9))
+    said = []
+    program.two_passes(["python3", "train.py"], program.Filters(), None, lambda _: CHOICE,
+                       said.append)
+    assert said[0] == "pass 2: building the rotation's engine with nvcc (once for this toolkit)"
+
+
 @pytest.mark.parametrize("value", [None, rotation.ROTATION_ASKED])
 def test_without_the_engine_pass_2_is_nsight_computes_started_early(traced, monkeypatch,
                                                                     value):
