@@ -315,8 +315,8 @@ def launches(trace: dict[str, Any]) -> list[Launch]:
     found = []
     for kernel in kernels:
         call = calls.get(kernel["args"].get("correlation"))
-        launch = Launch(name=str(kernel.get("name", "")), grid=_dims(kernel["args"]["grid"]),
-                        block=_dims(kernel["args"].get("block", [])),
+        launch = Launch(name=str(kernel.get("name", "")), grid=shape_text(kernel["args"]["grid"]),
+                        block=shape_text(kernel["args"].get("block", [])),
                         duration_s=float(kernel["args"].get(CALL_TIME,
                                                             kernel.get("dur", 0.0))) * 1e-6,
                         start_us=float(call["ts"] if call else kernel.get("ts", 0.0)),
@@ -338,7 +338,7 @@ def launch_count(trace: dict[str, Any]) -> int:
                and "grid" in e.get("args", {}))
 
 
-def _dims(values: Any) -> str:
+def shape_text(values: Any) -> str:
     """``[8, 64, 1]`` -> ``(8, 64, 1)``: the way Nsight Compute writes a grid or block."""
     return "(" + ", ".join(str(int(v)) for v in values) + ")" if values else ""
 

@@ -34,7 +34,7 @@ from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
 from rooflint.formats.ncu_log import BLOCK, GRID, ID, KERNEL_NAME, raw_page
 from rooflint.formats.rotation_records import RotationRecords, UnreadableRotation, read_rotation
-from rooflint.formats.trace_events import Launch
+from rooflint.formats.trace_events import Launch, shape_text
 from rooflint.judge.kernel_times import Identity, name_key
 from rooflint.measure import ncu, trace_bootstrap
 from rooflint.measure.kernel_trace import KernelTraceUnavailable, build_library, cupti_dirs
@@ -311,7 +311,7 @@ def rows_of(records: RotationRecords, resources: Mapping[Identity, KernelResourc
         return []
     rows = []
     for number, (launch, counters) in enumerate(zip(records.launches, records.counters)):
-        key = (name_key(launch.name), _dims(launch.grid), _dims(launch.block))
+        key = (name_key(launch.name), shape_text(launch.grid), shape_text(launch.block))
         kernel = resources.get(key)
         if kernel is None:
             continue
@@ -332,11 +332,6 @@ def _statistics(shape: LaunchResources, records: RotationRecords) -> dict[str, f
             ncu.THEORETICAL_OCCUPANCY: found.theoretical_pct(shape.threads_per_block),
             ncu.WAVES: found.waves(shape.blocks, records.sms),
             **{ncu.OCCUPANCY_LIMITS[k]: float(found.limits[k]) for k in LIMITERS}}
-
-
-def _dims(shape: tuple[int, int, int]) -> str:
-    """As Nsight Compute writes a grid or block: "(8, 64, 1)"."""
-    return f"({', '.join(map(str, shape))})"
 
 
 def _count(shape: tuple[int, int, int]) -> int:

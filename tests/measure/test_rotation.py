@@ -14,7 +14,7 @@ import pytest
 from rooflint.analysis.occupancy import SmLimits
 from rooflint.formats.ncu_log import BLOCK, GRID, raw_page
 from rooflint.formats.rotation_records import read_rotation
-from rooflint.formats.trace_events import launches, optimizer_steps
+from rooflint.formats.trace_events import launches, optimizer_steps, shape_text
 from rooflint.judge.kernel_times import name_key
 from rooflint.measure import ncu, program, rotation
 from rooflint.measure.pass_runner import Pass, PassProgress, Timer
@@ -89,7 +89,7 @@ def test_the_rows_read_as_counters_like_ncus_own(step):
 
 def test_a_launch_pass_one_did_not_see_is_left_out(step):
     records, _, resources = step
-    keys = [(name_key(launch.name), _dims(launch.grid), _dims(launch.block))
+    keys = [(name_key(launch.name), shape_text(launch.grid), shape_text(launch.block))
             for launch in records.launches]
     unseen = keys[0]
     rows = rows_of(records, {k: v for k, v in resources.items() if k != unseen})
@@ -100,10 +100,6 @@ def test_a_launch_pass_one_did_not_see_is_left_out(step):
 def test_no_rows_without_the_sms_limits(step):
     records, _, resources = step
     assert rows_of(replace(records, sm=None), resources) == []
-
-
-def _dims(shape):
-    return f"({', '.join(map(str, shape))})"
 
 
 def test_the_engine_is_built_once_per_toolkit(tmp_path, monkeypatch):
