@@ -55,6 +55,13 @@ FAKE_NCU = textwrap.dedent('''\
         attached = state / ("attached-" + option("--port"))
         while not attached.exists():
             time.sleep(0.02)
+        if "FAKE_NCU_HANGS" in os.environ:
+            # a rank that waits for its peers for ever, in a session of its own (as ncu
+            # starts its program)
+            rank = subprocess.Popen(["sleep", "120"], start_new_session=True)
+            with (state / "hung.pids").open("a") as hung:
+                hung.write(f"{{rank.pid}}\\n")
+            sys.exit(rank.wait())
         sys.exit(subprocess.run(program()).returncode)
     recorded = "pass2.csv" if "--launch-count" in args else "pass1.csv"
     Path(option("--log-file")).write_text((state / recorded).read_text())
@@ -68,6 +75,12 @@ FAKE_NCU = textwrap.dedent('''\
                 "==ERROR== No attachable process found.\\n")
             sys.exit(1)
         (state / ("attached-" + option("--port"))).touch()
+        if "FAKE_NCU_HANGS" in os.environ:   # attached to a rank that never ends, or, on
+            if os.environ["FAKE_NCU_HANGS"] == option("--port"):   # this port, lost
+                Path(option("--log-file")).write_text(
+                    "==ERROR== The connection to the target process was lost.\\n")
+                sys.exit(1)
+            time.sleep(120)
         sys.exit(0)
     sys.exit(subprocess.run(program()).returncode)
 ''')

@@ -122,6 +122,9 @@ class PassProgress:
     # Past this long, the progress says once that the pass runs slow, and ``slow`` why.
     slow_after_s: float | None = None
     slow: str = ""
+    # Set where the pass is one of several run together (a job's ranks attached at once)
+    # and another has failed or been interrupted: this one stops at its next tick too.
+    abandoned: threading.Event | None = None
 
     def wait(self, until_done: Callable[[float], T]) -> T:
         """``until_done(timeout)``, called again after each subprocess.TimeoutExpired."""
@@ -136,6 +139,8 @@ class PassProgress:
         ago or more: for a pass made of short steps (pass 2 attaching again and again to
         a program not yet attachable), which ``wait`` alone would never interrupt."""
         now = time.monotonic()
+        if self.abandoned is not None and self.abandoned.is_set():
+            raise PassTooLong(f"{self.step} stopped: a pass run beside it ended")
         if self.limit_s is not None and now - self.began > self.limit_s:
             raise PassTooLong(f"{self.step} stopped after {now - self.began:.0f} s: "
                               f"{self.over}")
@@ -208,17 +213,31 @@ def output_of(args: list[str], progress: PassProgress,
 
 
 def stop(process: subprocess.Popen) -> None:
-    """Kill a waiting program, its ncu and whatever of theirs outlived them (one process
-    group), and wait for the group to be gone: ncu's launcher is reaped at once, but the
-    program it started may still hold the GPU's memory (a JAX program timed out under
-    `timeout`: the command after it found the GPU full), and a program that ended may
-    leave workers behind (torch.compile's)."""
+    """Kill a waiting program, its ncu and whatever of theirs outlived them, and wait for
+    them to be gone: ncu's launcher is reaped at once, but the program it started may still
+    hold the GPU's memory (a JAX program timed out under `timeout`: the command after it
+    found the GPU full), and a program that ended may leave workers behind
+    (torch.compile's). Its process group, and every process descended from it: ``ncu
+    --mode launch`` starts a session of its own, so a torchrun job's ranks, each under its
+    own ncu, are in no group of the launcher's (four FSDP2 ranks stopped at pass 2's limit
+    were left running, holding their GPUs, after rooflint had ended). The descendants are
+    found before the kill: once their parents are gone, they are init's."""
+    tree = _descendants(process.pid)
+    for pid in tree:
+        _kill(pid)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     process.wait()
-    _wait_while_running(process.pid)
+    _wait_while_running(process.pid, tree)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass                         # gone meanwhile, or not ours
 
 
 # How long a stopped group may take to exit (a program holding tens of GB of GPU memory
@@ -226,23 +245,54 @@ def stop(process: subprocess.Popen) -> None:
 GROUP_EXIT_S = 10.0
 
 
-def _wait_while_running(group: int) -> None:
-    """Until no process of ``group`` runs (zombies, whose memory is freed, count as gone),
-    or GROUP_EXIT_S: Linux's /proc; elsewhere, nothing to wait on."""
+def _wait_while_running(group: int, tree: frozenset[int] = frozenset()) -> None:
+    """Until no process of ``group`` or ``tree`` runs (zombies, whose memory is freed,
+    count as gone), or GROUP_EXIT_S: Linux's /proc; elsewhere, nothing to wait on."""
     deadline = time.monotonic() + GROUP_EXIT_S
-    while _running_in(group) and time.monotonic() < deadline:
+    while _running_in(group, tree) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
-def _running_in(group: int) -> bool:
+@dataclass(frozen=True)
+class _Process:
+    """A line of /proc/PID/stat, the fields a stop needs."""
+
+    pid: int
+    state: str
+    parent: int
+    group: int
+
+
+def _processes() -> list[_Process]:
+    """Every process /proc shows (none where there is no /proc)."""
+    found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            found.append(_Process(int(stat.parent.name), fields[0], int(fields[1]),
+                                  int(fields[2])))
+        except (OSError, IndexError, ValueError):
             continue                 # gone meanwhile, or not readable
-        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(group):
-            return True
-    return False
+    return found
+
+
+def _descendants(pid: int) -> frozenset[int]:
+    """The processes descended from ``pid``, whatever their group or session."""
+    children: dict[int, list[int]] = {}
+    for p in _processes():
+        children.setdefault(p.parent, []).append(p.pid)
+    found, pending = set(), [pid]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    return frozenset(found)
+
+
+def _running_in(group: int, tree: frozenset[int] = frozenset()) -> bool:
+    return any(p.state != "Z" and (p.group == group or p.pid in tree)
+               for p in _processes())
 
 
 def command_failed(done: subprocess.CompletedProcess) -> RooflintError:

@@ -35,8 +35,9 @@ import json
 import re
 import shutil
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -772,16 +773,26 @@ def _attach_ranks(waiting: Waiting, command: list[str], first: Pass, choice: Cho
     """counter_pass's selection in an early-started job: every rank attached at once (each
     waits for its peers' collectives), the choice's GPUs profiled, the others' ranks let
     run; their logs joined. Where none profiled a launch on those GPUs, pass 2 runs again
-    on every GPU, as counter_pass does. The job is stopped where any attach fails."""
-    began, progress = time.perf_counter(), pass_two_progress(first, choice, say)
-    quiet = PassProgress("pass 2", lambda _: None, limit_s=progress.limit_s, over=progress.over)
+    on every GPU, as counter_pass does. The job is stopped where any attach fails, at its
+    limit, or on an interrupt, and the other attaches with it (each at its progress's next
+    tick): four FSDP2 ranks' pass 2, interrupted, had gone on to its limit, 172 s more."""
+    abandoned = threading.Event()
+    began = time.perf_counter()
+    progress = replace(pass_two_progress(first, choice, say), abandoned=abandoned)
+    quiet = PassProgress("pass 2", lambda _: None, limit_s=progress.limit_s, over=progress.over,
+                         abandoned=abandoned)
     with ThreadPoolExecutor(waiting.ranks) as pool:
         runs = [pool.submit(_rank_log, waiting, port, choice, rank,
                             progress if rank == 0 else quiet)
                 for rank, port in enumerate(waiting.ports)]
         try:
+            ended, _ = wait(runs, return_when=FIRST_EXCEPTION)
+            failed = [run.exception() for run in ended if run.exception()]
+            if failed:
+                raise failed[0]
             texts = [run.result() for run in runs]
         except BaseException:
+            abandoned.set()
             stop(waiting.process)
             raise
     text = joined([t for t in texts if t])

@@ -129,3 +129,66 @@ def test_a_job_whose_ranks_find_no_free_ports_runs_pass_2_after_pass_1(job, monk
     assert "pass 2 after pass 1: no 4 free consecutive TCP ports" in said
     seen = by_mode(job)
     assert "launch" not in seen and "attach" not in seen and len(seen["pass2"]) == 1
+
+
+def _running(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that still run (a zombie, whose memory is freed, does not)."""
+    from pathlib import Path
+    alive = []
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                alive.append(pid)
+        except (OSError, IndexError):
+            pass
+    return alive
+
+
+def _hung_ranks(state) -> list[int]:
+    hung = state / "hung.pids"
+    return [int(p) for p in hung.read_text().split()] if hung.exists() else []
+
+
+@pytest.fixture
+def quick_ticks(monkeypatch):
+    """Pass 2's progress ticking every 0.1 s, so that its limits are reached in a test."""
+    from rooflint.measure import pass_runner
+    monkeypatch.setattr(pass_runner, "PROGRESS_EVERY_S", 0.1)
+
+
+def test_a_job_whose_ranks_hang_is_stopped_at_its_limit_and_none_of_them_is_left(
+        job, monkeypatch, quick_ticks):
+    """Four FSDP2 ranks on four H200s hung in pass 2 (every rank attached at once); stopped
+    at the limit, pass 1's result was kept, but the ranks, each in the session its ncu
+    started, were left running on their GPUs after rooflint ended."""
+    import time
+    monkeypatch.setenv("FAKE_NCU_HANGS", "every rank")
+    monkeypatch.setattr(program, "SEVERAL_PROCESSES_LIMIT", 0)
+    monkeypatch.setattr(program, "SEVERAL_PROCESSES_MORE_S", 1.0)
+    began = time.monotonic()
+    first, second = program.two_passes(JOB, program.Filters(), None,
+                                       lambda _: program.Choice(["k"], devices=(0,)),
+                                       lambda _: None)
+    assert first.processes == 2 and second.attached
+    assert second.stopped and "more than 0x pass 1's time" in second.stopped.why
+    assert time.monotonic() - began < 15
+    assert len(_hung_ranks(job)) == 2 and _running(_hung_ranks(job)) == []
+
+
+def test_one_ranks_failed_attach_stops_the_others_at_once(job, monkeypatch, quick_ticks):
+    """Rank 1's attach fails while rank 0's goes on (its rank waiting for rank 1's
+    collectives for ever): the job is stopped then, not at the limit (minutes), with the
+    failure said, and no rank left running."""
+    import time
+    from rooflint.measure import early_start
+    base = 47000
+    monkeypatch.setattr(early_start, "_free_ports", lambda count: base)
+    monkeypatch.setenv("FAKE_NCU_HANGS", str(base + PORTS))
+    began = time.monotonic()
+    first, second = program.two_passes(JOB, program.Filters(), None,
+                                       lambda _: program.Choice(["k"], devices=(0,)),
+                                       lambda _: None)
+    assert second.stopped and second.stopped.why.startswith("pass 2 failed: ")
+    assert "connection to the target process was lost" in second.stopped.why
+    assert time.monotonic() - began < 15
+    assert _running(_hung_ranks(job)) == []

@@ -327,3 +327,40 @@ def test_stopping_the_early_start_kills_what_outlived_its_leader():
     began = time.monotonic()
     pass_runner.stop(group)
     assert time.monotonic() - began < 2 and not pass_runner._running_in(group.pid)
+
+
+def test_stopping_a_job_kills_the_ranks_their_ncu_started_in_sessions_of_their_own(tmp_path):
+    """``ncu --mode launch`` starts a session of its own, so the ranks of a torchrun job,
+    each under its own ncu, are in no group of the launcher's: four FSDP2 ranks stopped at
+    pass 2's limit on four H200s were left running on their GPUs after rooflint ended.
+    Here a stand-in launcher starts two "ncu"s in sessions of their own, each with a
+    "rank" below it; the stop leaves none of them."""
+    import os
+    import time
+    from rooflint.measure import pass_runner
+    pids = tmp_path / "pids"
+    rank = ("import os, subprocess, sys, time; "
+            "child = subprocess.Popen(['sleep', '60']); "
+            "open(sys.argv[1], 'a').write(f'{os.getpid()} {child.pid}\\n'); time.sleep(60)")
+    launcher = ("import subprocess, sys, time; "
+                f"[subprocess.Popen([sys.executable, '-c', {rank!r}, sys.argv[1]], "
+                "start_new_session=True) for _ in range(2)]; time.sleep(60)")
+    job = subprocess.Popen([sys.executable, "-c", launcher, str(pids)], start_new_session=True)
+    deadline = time.monotonic() + 20
+    while len(pids.read_text().split() if pids.exists() else []) < 4:
+        assert time.monotonic() < deadline and job.poll() is None
+        time.sleep(0.05)
+    ranks = [int(pid) for pid in pids.read_text().split()]
+    assert all(os.getsid(pid) != os.getsid(job.pid) for pid in ranks[::2])
+    pass_runner.stop(job)
+    time.sleep(0.2)
+    assert [pid for pid in ranks if _alive(pid)] == []
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, whose memory is freed, does not)."""
+    from pathlib import Path
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
