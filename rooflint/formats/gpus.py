@@ -37,7 +37,9 @@ class DeviceInfo:
     index: Count
     compute_capability: str
     sms: Size
-    l2_bytes: Size
+    # 0 where unknown: a profile whose pass 2 stopped before Nsight Compute named the GPU
+    # has only pass 1's trace, whose device properties hold no L2 size
+    l2_bytes: Count
     memory_bytes: Size
     max_sm_clock_mhz: Amount | None
     max_mem_clock_mhz: Amount | None

@@ -868,6 +868,19 @@ def test_a_gpu_known_only_from_the_trace_has_no_l2_size_to_print():
     assert "L2 size unknown" in device_markup(result)
 
 
+def test_a_profile_whose_pass_2_stopped_is_read_back_as_written():
+    """Four FSDP2 ranks on four H200s: pass 2 stopped at its limit, the result kept pass 1's
+    times and the GPU its trace named, with no L2 size; `rooflint show` of that very file
+    had refused it ("field 'gpu.l2_bytes' is 0")."""
+    from rooflint.output.family_table import device_markup
+    stopped = REPO / "examples" / "profile" / "h200x4-profile-fsdp.json"
+    result = read_result(stopped)
+    assert result.gpu.l2_bytes == 0 and "L2 size unknown" in device_markup(result)
+    assert "pass 2 stopped after 220 s" in result.settings.pass2_stopped
+    for rank in range(4):
+        assert read_result(stopped.with_suffix(f".rank{rank}.json")).gpu.l2_bytes == 0
+
+
 SOFTMAX_TUTORIAL = REPO / "examples" / "profile" / "h100-profile-triton-tutorial-softmax.json"
 
 
