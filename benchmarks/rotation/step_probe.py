@@ -3,6 +3,11 @@ examples/apps/train_step.py's training step, or with PROGRAM=convnet
 examples/apps/convnet_train.py's ResNet-50 step, 3 warm-up steps, then
 - MODE=rotate: CUPTI's range profiler, one pass of the counter configuration a step
   (ROTATION_LIB, METRICS, MAX_RANGES, FLUSH), its ranges written to $OUT/rotate-<TAG>.tsv;
+- MODE=traced-rotate: TRACED steps (5) under PyTorch's profiler, its trace exported to
+  $OUT/traced-<TAG>.json, then MODE=rotate in the same process: whether the range profiler
+  (its cuptiSubscribe, CUPTI 13.0 allowing one subscriber) works once Kineto has stopped
+  (with TEARDOWN_CUPTI=1 Kineto finalizes CUPTI at its stop), and what one run of the
+  program for both passes would cost;
 - MODE=ncu: one step between cudaProfilerStart/Stop (run under ncu --profile-from-start off);
 - MODE=plain: one step, timed.
 Run from the repository's root (probe.sh)."""
@@ -98,6 +103,22 @@ def rotate(step: Callable[[], None], tag: str) -> None:
           f"whole {time.perf_counter() - began:.2f} s")
 
 
+def traced(step: Callable[[], None], tag: str) -> None:
+    """TRACED steps under PyTorch's profiler (CUDA activities, shapes recorded, as pass 1
+    runs it), stopped and exported before the rotation begins."""
+    from torch.profiler import ProfilerActivity, profile
+    began = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                 record_shapes=True) as tracing:
+        for _ in range(int(os.environ.get("TRACED", "5"))):
+            step()
+        torch.cuda.synchronize()
+    stopped = time.perf_counter()
+    tracing.export_chrome_trace(f"{os.environ['OUT']}/traced-{tag}.json")
+    print(f"traced steps {stopped - began:.2f} s, exported in "
+          f"{time.perf_counter() - stopped:.2f} s", flush=True)
+
+
 def main() -> None:
     torch.manual_seed(0)
     step = convnet_step() if os.environ.get("PROGRAM") == "convnet" else training_step()
@@ -106,7 +127,9 @@ def main() -> None:
     torch.cuda.synchronize()
     print(f"plain step {1e3 * timed(step):.1f} ms", flush=True)
     mode = os.environ.get("MODE", "plain")
-    if mode == "rotate":
+    if mode == "traced-rotate":
+        traced(step, os.environ.get("TAG", ""))
+    if mode in ("rotate", "traced-rotate"):
         rotate(step, os.environ.get("TAG", ""))
     elif mode == "ncu":
         torch.cuda.profiler.start()
