@@ -221,10 +221,11 @@ def stop(process: subprocess.Popen) -> None:
     --mode launch`` starts a session of its own, so a torchrun job's ranks, each under its
     own ncu, are in no group of the launcher's (four FSDP2 ranks stopped at pass 2's limit
     were left running, holding their GPUs, after rooflint had ended). The descendants are
-    found before the kill: once their parents are gone, they are init's."""
-    tree = _descendants(process.pid)
+    found before the kill (once their parents are gone, they are init's), each stopped as
+    it is found, so that none starts another meanwhile."""
+    tree = _stopped_tree(process.pid)
     for pid in tree:
-        _kill(pid)
+        _signal(pid, signal.SIGKILL)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -233,9 +234,23 @@ def stop(process: subprocess.Popen) -> None:
     _wait_while_running(process.pid, tree)
 
 
-def _kill(pid: int) -> None:
+def _stopped_tree(pid: int) -> frozenset[int]:
+    """``pid`` and every process descended from it, each sent SIGSTOP, found again until
+    no new one appears: a process stopped mid-fork leaves its child to the next scan, its
+    parent still there to link it (a stand-in rank started after one scan had escaped)."""
+    stopped: set[int] = set()
+    found = {pid}
+    while found - stopped:
+        for new in found - stopped:
+            _signal(new, signal.SIGSTOP)
+        stopped |= found
+        found = {pid} | _descendants(pid)
+    return frozenset(stopped)
+
+
+def _signal(pid: int, sent: signal.Signals) -> None:
     try:
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, sent)
     except (ProcessLookupError, PermissionError):
         pass                         # gone meanwhile, or not ours
 
