@@ -127,3 +127,16 @@ def waiting_program_is_gone(state: Path) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def still_running(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that still run (a zombie, whose memory is freed, does not): what a
+    stopped job must not leave behind."""
+    alive = []
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                alive.append(pid)
+        except (OSError, IndexError):
+            pass
+    return alive

@@ -787,9 +787,8 @@ def _attach_ranks(waiting: Waiting, command: list[str], first: Pass, choice: Cho
                 for rank, port in enumerate(waiting.ports)]
         try:
             ended, _ = wait(runs, return_when=FIRST_EXCEPTION)
-            failed = [run.exception() for run in ended if run.exception()]
-            if failed:
-                raise failed[0]
+            for run in ended:                # the first failure, raised before waiting on
+                run.result()                 # the runs still going
             texts = [run.result() for run in runs]
         except BaseException:
             abandoned.set()

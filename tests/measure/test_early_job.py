@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from fake_ncu import NCU, by_mode, stand_in
+from fake_ncu import NCU, by_mode, stand_in, still_running
 from fake_torchrun import stand_in_torchrun
 from rooflint.formats.ncu_log import ID, joined, parse_rows
 from rooflint.measure import program
@@ -131,19 +131,6 @@ def test_a_job_whose_ranks_find_no_free_ports_runs_pass_2_after_pass_1(job, monk
     assert "launch" not in seen and "attach" not in seen and len(seen["pass2"]) == 1
 
 
-def _running(pids: list[int]) -> list[int]:
-    """Those of ``pids`` that still run (a zombie, whose memory is freed, does not)."""
-    from pathlib import Path
-    alive = []
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                alive.append(pid)
-        except (OSError, IndexError):
-            pass
-    return alive
-
-
 def _hung_ranks(state) -> list[int]:
     hung = state / "hung.pids"
     return [int(p) for p in hung.read_text().split()] if hung.exists() else []
@@ -172,7 +159,7 @@ def test_a_job_whose_ranks_hang_is_stopped_at_its_limit_and_none_of_them_is_left
     assert first.processes == 2 and second.attached
     assert second.stopped and "more than 0x pass 1's time" in second.stopped.why
     assert time.monotonic() - began < 15
-    assert len(_hung_ranks(job)) == 2 and _running(_hung_ranks(job)) == []
+    assert len(_hung_ranks(job)) == 2 and still_running(_hung_ranks(job)) == []
 
 
 def test_one_ranks_failed_attach_stops_the_others_at_once(job, monkeypatch, quick_ticks):
@@ -191,4 +178,4 @@ def test_one_ranks_failed_attach_stops_the_others_at_once(job, monkeypatch, quic
     assert second.stopped and second.stopped.why.startswith("pass 2 failed: ")
     assert "connection to the target process was lost" in second.stopped.why
     assert time.monotonic() - began < 15
-    assert _running(_hung_ranks(job)) == []
+    assert still_running(_hung_ranks(job)) == []

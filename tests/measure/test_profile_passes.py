@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from edges import REPO, assert_one_line_error, rooflint
-from fake_ncu import NCU, by_mode, calls, waiting_program_is_gone
+from fake_ncu import NCU, by_mode, calls, still_running, waiting_program_is_gone
 from rooflint.formats.settings import DEFAULT_COVERAGE, DEFAULT_STOP_AFTER
 from rooflint.measure import ncu
 
@@ -354,13 +354,4 @@ def test_stopping_a_job_kills_the_ranks_their_ncu_started_in_sessions_of_their_o
     assert all(os.getsid(pid) != os.getsid(job.pid) for pid in ranks[::2])
     pass_runner.stop(job)
     time.sleep(0.2)
-    assert [pid for pid in ranks if _alive(pid)] == []
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, whose memory is freed, does not)."""
-    from pathlib import Path
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    assert still_running(ranks) == []
