@@ -61,6 +61,11 @@ def ncu_rows(path: Path) -> list[Row]:
     return ncu.parse_rows(_text(path))
 
 
+def in_launch_order(records: RotationRecords) -> list[dict[str, float]]:
+    """The rotation's counters, a launch each, in the step's order."""
+    return [counters for _, counters in sorted(records.counters.items())]
+
+
 def counters_of(rows: list[Row]) -> list[dict[str, float]]:
     """Another ncu run's counters in the rotation's shape (every metric it read)."""
     return [{name: float(value) for name, value in row.items()
@@ -192,7 +197,7 @@ def verdict_changes(counters: list[dict[str, float]], full: list[Row],
 
 def summary(results: Path = RESULTS) -> dict:
     records = rotation(results / ROTATION)       # every pass launched the step alike
-    counters = records.counters
+    counters = in_launch_order(records)
     first, second = ncu_rows(results / FIRST_NCU), ncu_rows(results / SECOND_NCU)
     return {
         "launches": len(counters),

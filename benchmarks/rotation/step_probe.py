@@ -2,12 +2,18 @@
 examples/apps/train_step.py's training step, or with PROGRAM=convnet
 examples/apps/convnet_train.py's ResNet-50 step, 3 warm-up steps, then
 - MODE=rotate: CUPTI's range profiler, one pass of the counter configuration a step
-  (ROTATION_LIB, METRICS, MAX_RANGES, FLUSH), its ranges written to $OUT/rotate-<TAG>.tsv;
+  (ROTATION_LIB, METRICS, MAX_RANGES, FLUSH; CHOSEN, the engine's chosen kernels, a line
+  each, or none: automatic ranges), its ranges written to $OUT/rotate-<TAG>.tsv;
 - MODE=traced-rotate: TRACED steps (5) under PyTorch's profiler, its trace exported to
   $OUT/traced-<TAG>.json, then MODE=rotate in the same process: whether the range profiler
   (its cuptiSubscribe, CUPTI 13.0 allowing one subscriber) works once Kineto has stopped
   (with TEARDOWN_CUPTI=1 Kineto finalizes CUPTI at its stop), and what one run of the
   program for both passes would cost;
+- MODE=rotate-traced: the other order, the rotation first, then TRACED steps under
+  PyTorch's profiler: whether Kineto records the kernels once the engine has let CUPTI go;
+- before a rotation after traced steps, the loaded CUPTI libraries are named and each is
+  asked to subscribe every 50 ms (a CUDA call between, the callback Kineto's teardown
+  thread finalizes CUPTI in) until one does or WAIT_S passes;
 - MODE=ncu: one step between cudaProfilerStart/Stop (run under ncu --profile-from-start off);
 - MODE=plain: one step, timed.
 Run from the repository's root (probe.sh)."""
@@ -85,7 +91,8 @@ def rotate(step: Callable[[], None], tag: str) -> None:
     began = time.perf_counter()
     passes = checked(lib.rl_begin(os.environ["METRICS"].encode(),
                                   int(os.environ.get("MAX_RANGES", "8000")),
-                                  int(os.environ.get("FLUSH", "1"))), "rl_begin")
+                                  int(os.environ.get("FLUSH", "1")),
+                                  os.environ.get("CHOSEN", "").encode()), "rl_begin")
     print(f"configured: {passes} passes in {1e3 * (time.perf_counter() - began):.0f} ms")
     for number in range(1, MOST_PASSES + 1):
         pass_began = time.perf_counter()
@@ -103,6 +110,38 @@ def rotate(step: Callable[[], None], tag: str) -> None:
           f"whole {time.perf_counter() - began:.2f} s")
 
 
+def loaded_cupti() -> list[str]:
+    """The CUPTI libraries mapped into this process (torch's own and the engine's may differ)."""
+    with open("/proc/self/maps") as maps:
+        return sorted({line.split()[-1] for line in maps if "libcupti" in line})
+
+
+def wait_for_cupti(step: Callable[[], None]) -> None:
+    """Ask each loaded CUPTI for a subscription until one is given or WAIT_S passes."""
+    ctypes.CDLL(os.environ["ROTATION_LIB"])
+    libraries = loaded_cupti()
+    print(f"loaded CUPTI: {libraries}", flush=True)
+    began = time.perf_counter()
+    tries = 0
+    while time.perf_counter() - began < float(os.environ.get("WAIT_S", "10")):
+        tries += 1
+        answers = []
+        for path in libraries:
+            cupti = ctypes.CDLL(path)
+            handle = ctypes.c_void_p()
+            result = cupti.cuptiSubscribe(ctypes.byref(handle), None, None)
+            answers.append(result)
+            if result == 0:
+                cupti.cuptiUnsubscribe(handle)
+                print(f"subscribed through {path} after {tries} tries, "
+                      f"{time.perf_counter() - began:.2f} s", flush=True)
+                return
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").add_(1)
+        time.sleep(0.05)
+    print(f"no subscription after {tries} tries: {answers}", flush=True)
+
+
 def traced(step: Callable[[], None], tag: str) -> None:
     """TRACED steps under PyTorch's profiler (CUDA activities, shapes recorded, as pass 1
     runs it), stopped and exported before the rotation begins."""
@@ -114,9 +153,15 @@ def traced(step: Callable[[], None], tag: str) -> None:
             step()
         torch.cuda.synchronize()
     stopped = time.perf_counter()
-    tracing.export_chrome_trace(f"{os.environ['OUT']}/traced-{tag}.json")
+    path = f"{os.environ['OUT']}/traced-{tag}.json"
+    tracing.export_chrome_trace(path)
     print(f"traced steps {stopped - began:.2f} s, exported in "
           f"{time.perf_counter() - stopped:.2f} s", flush=True)
+    import json
+    with open(path) as trace:
+        events = json.load(trace)["traceEvents"]
+    print(f"traced kernels: {sum(1 for event in events if event.get('cat') == 'kernel')}",
+          flush=True)
 
 
 def main() -> None:
@@ -129,8 +174,11 @@ def main() -> None:
     mode = os.environ.get("MODE", "plain")
     if mode == "traced-rotate":
         traced(step, os.environ.get("TAG", ""))
-    if mode in ("rotate", "traced-rotate"):
+        wait_for_cupti(step)
+    if mode in ("rotate", "traced-rotate", "rotate-traced"):
         rotate(step, os.environ.get("TAG", ""))
+    if mode == "rotate-traced":
+        traced(step, os.environ.get("TAG", ""))
     elif mode == "ncu":
         torch.cuda.profiler.start()
         seconds = timed(step)

@@ -64,7 +64,7 @@ from rooflint.judge.distinct_names import unique_names
 from rooflint.judge.kernel_times import (Identity, KernelTime, kernel_times,
                                          kernel_times_from_trace, selected)
 from rooflint.judge.launch_matching import launches_by_identity, missed, per_launch
-from rooflint.judge.pass2_patterns import mangled_patterns, profiled_devices
+from rooflint.judge.pass2_patterns import kernel_patterns, mangled_patterns, profiled_devices
 from rooflint.judge.time_spread import drifting, mixed_shapes
 from rooflint.output.profile_words import (NO_COUNTERS, autotuning_words, drift_note,
                                            held_memory_words, missed_words,
@@ -547,7 +547,7 @@ def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime], skip: int = 
     none), the program ended where ``ending`` says (likewise one process's only)."""
     return Choice(mangled_patterns(chosen, timed),
                   union_unless_any(k.tensor_precisions for k in chosen), skip, listed,
-                  devices, ending)
+                  devices, ending, kernels=kernel_patterns(chosen, timed))
 
 
 def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:

@@ -3,14 +3,15 @@ one pass of the counter configuration a training step), read back.
 
 Its ranges file holds, after ``#`` lines (the SM's limits as the driver gives them:
 ``# sm registers=65536 threads=2048 blocks=32 shared=233472 reserved=1024 sms=132``), a
-header line and a line a range: the range's index, its name and each counter. CUPTI makes
-a range of every kernel launch while the profiler runs, and the engine launches an L2 flush
-kernel before each of the program's launches, so the ranges come in pairs, the flush's
-first. Its launches file holds a line a launch of each pass: the pass, the name (demangled;
-mangled in the probe's recordings of 2026-11-30), grid and block (``x,y,z``), the dynamic
-shared memory. Every pass must have
-launched the same kernels in the same order: a pass's counters are only another part of
-the same launches' if it did.
+header line and a line a range: the range's index, its name and each counter. With no
+launches chosen, CUPTI makes a range of every kernel launch while the profiler runs, and
+the engine launches an L2 flush kernel before each of the program's launches, so the
+ranges come in pairs, the flush's first; with launches chosen (their places in the step),
+a range each of those, named by its place. Its launches file holds a line a launch of
+each pass (the timing step's too, where launches were chosen): the pass, the name
+(demangled; mangled in the probe's recordings of 2026-11-30), grid and block
+(``x,y,z``), the dynamic shared memory. Every pass must have launched the same kernels in
+the same order: a pass's counters are only another part of the same launches' if it did.
 """
 
 from __future__ import annotations
@@ -44,31 +45,48 @@ class RotationLaunch:
 
 @dataclass(frozen=True)
 class RotationRecords:
-    """One step's launches, in launch order, each with its counters, taken over ``passes``
-    steps; the GPU's SM limits and SM count where the ranges file gives them."""
+    """One step's launches, in launch order, and the counters of those measured by their
+    places, taken over ``passes`` steps; the GPU's SM limits and SM count where the ranges
+    file gives them."""
 
     launches: list[RotationLaunch]
-    counters: list[dict[str, float]]
+    counters: dict[int, dict[str, float]]
     passes: int
     sm: SmLimits | None = None
     sms: int | None = None
 
 
-def read_rotation(ranges: str, launches: str) -> RotationRecords:
-    """The engine's two files' text as records; UnreadableRotation says what does not fit."""
+def read_rotation(ranges: str, launches: str, chosen: bool = False) -> RotationRecords:
+    """The engine's two files' text as records, of every launch or, kernels ``chosen``, of
+    the launches ranged; UnreadableRotation says what does not fit."""
     passes = _passes(launches)
     first = passes[0]
     for number, other in enumerate(passes[1:], start=2):
         if other != first:
             raise UnreadableRotation(_differs(number, other, first))
-    counters = _counters(ranges)
-    if len(counters) != RANGES_A_LAUNCH * len(first):
-        raise UnreadableRotation(f"the range profiler recorded {len(counters)} ranges for "
+    named = _counters(ranges)
+    sm, sms = _sm(ranges)
+    if chosen:
+        return RotationRecords(first, _chosen_counters(named, len(first)), len(passes), sm, sms)
+    if len(named) != RANGES_A_LAUNCH * len(first):
+        raise UnreadableRotation(f"the range profiler recorded {len(named)} ranges for "
                                  f"{len(first)} launches and their flushes "
                                  f"({RANGES_A_LAUNCH * len(first)})")
-    sm, sms = _sm(ranges)
-    return RotationRecords(first, counters[RANGES_A_LAUNCH - 1::RANGES_A_LAUNCH], len(passes),
-                           sm, sms)
+    launch_ranges = named[RANGES_A_LAUNCH - 1::RANGES_A_LAUNCH]
+    return RotationRecords(first, {place: counters for place, (_, counters)
+                                   in enumerate(launch_ranges)}, len(passes), sm, sms)
+
+
+def _chosen_counters(named: list[tuple[str, dict[str, float]]], launches: int
+                     ) -> dict[int, dict[str, float]]:
+    """The ranges of the chosen launches, each named by its place in the step: one each."""
+    found = {int(name): counters for name, counters in named
+             if name.isdigit() and int(name) < launches}
+    if len(found) != len(named) or not found:
+        raise UnreadableRotation(f"the range profiler recorded {len(named)} ranges, of "
+                                 f"{len(found)} of the step's {launches} launches: not one "
+                                 f"a launch")
+    return found
 
 
 def _passes(text: str) -> list[list[RotationLaunch]]:
@@ -101,7 +119,8 @@ def _differs(number: int, other: list[RotationLaunch], first: list[RotationLaunc
             f"not launch the same kernels, so their counters cannot be joined")
 
 
-def _counters(text: str) -> list[dict[str, float]]:
+def _counters(text: str) -> list[tuple[str, dict[str, float]]]:
+    """Each range's name and counters, in the file's order."""
     lines = [line for line in text.splitlines() if line and not line.startswith("#")]
     if not lines:
         raise UnreadableRotation("the range profiler's file holds no ranges")
@@ -113,7 +132,7 @@ def _counters(text: str) -> list[dict[str, float]]:
             raise UnreadableRotation(f"range line {number} has {len(cells) - 2} values for "
                                      f"{len(metrics)} counters")
         values = [_number(cell, number) for cell in cells[2:]]
-        counters.append(dict(zip(metrics, values)))
+        counters.append((cells[1], dict(zip(metrics, values))))
     return counters
 
 

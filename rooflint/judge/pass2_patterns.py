@@ -39,20 +39,26 @@ def mangled_patterns(chosen: list[KernelTime], timed: list[KernelTime]) -> list[
     its length; an ``extern "C"`` kernel (cuBLAS's, cuDNN's, Triton's) is mangled as itself.
     By function alone, ncu would profile every launch shape of every functor of PyTorch's
     element-wise kernels (the training step's 67 shapes for 39 chosen kernels)."""
+    return sorted(set(kernel_patterns(chosen, timed).values()))
+
+
+def kernel_patterns(chosen: list[KernelTime], timed: list[KernelTime]) -> dict[Identity, str]:
+    """Each chosen kernel's pattern (mangled_patterns'), by its identity: the rotation's
+    engine ranges the first launch of each at its shape (measure/rotation.py)."""
     by_function: dict[str, set[str]] = {}
     for k in timed:
         by_function.setdefault(function_name(k.kernel), set()).add(k.kernel)
-    patterns = set()
+    patterns = {}
     for k in chosen:
         function = function_name(k.kernel)
         if _IDENTIFIER.fullmatch(k.kernel):
-            patterns.add(f"^{re.escape(k.kernel)}$")
+            patterns[k.identity] = f"^{re.escape(k.kernel)}$"
             continue
         others = [template_words(n) for n in by_function.get(function, ())
                   if name_key(n) != name_key(k.kernel)]
         words = _telling_words(template_words(k.kernel), others)
-        patterns.add(".*".join(f"{len(w)}{re.escape(w)}" for w in (function, *words)))
-    return sorted(patterns)
+        patterns[k.identity] = ".*".join(f"{len(w)}{re.escape(w)}" for w in (function, *words))
+    return patterns
 
 
 def template_words(kernel: str) -> list[str]:

@@ -38,9 +38,9 @@ import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from rooflint.common.errors import RooflintError
 from rooflint.common.units import format_bytes
@@ -59,6 +59,7 @@ from rooflint.measure.pass_runner import (Ending, NotAttachable, NothingProfiled
                                           processes_in, program_tail, run_ncu)
 from rooflint.formats.jsonfile import parse_large
 from rooflint.judge.kernel_choice import EarlyEnd
+from rooflint.judge.kernel_times import Identity
 from rooflint.formats.ncu_log import joined
 from rooflint.formats.ranks import merged
 from rooflint.formats.trace_events import LINE_RANGE, optimizer_steps, stopped_at_step
@@ -97,6 +98,9 @@ class Choice:
     devices: tuple[int, ...] = ()
     early_end: EarlyEnd | None = None   # where pass 2 can end its program (one process's)
     expected_s: float = 0.0        # what its launches should take (kernel_choice.pass2_estimate_s)
+    # the chosen kernels, each with its pattern (pass2_patterns.kernel_patterns: the rotation
+    # ranges the first launch of each)
+    kernels: Mapping[Identity, str] = field(default_factory=dict)
 
     @property
     def ending(self) -> Ending | None:
@@ -222,22 +226,24 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
         return None
     every, ends = first.launches, optimizer_steps(first.trace)
     passes = rotation.passes_for(choice.tensor_precisions)
-    steps = rotation.rotation_steps(every, ends, passes)
+    steps = rotation.rotation_steps(every, ends, passes, choice.kernels)
     if steps is None:
         why = (f"pass 1 saw {len(ends)} torch.optim steps" if len(ends) <= passes
                else "the program's optimizer steps do not launch the same kernels in the "
-                    f"same order {passes} steps in a row")
+                    f"same order {passes} steps in a row, the chosen ones among them")
         if ends:                             # a training program; any other is not told
             say(f"pass 2: no rotation ({why}: it takes a pass a step, {passes} or more); "
                 f"Nsight Compute instead")
         return None
     if asked is rotation.PassTwo.DEFAULT and choice.expected_s < steps.expected_s:
-        say(f"pass 2: Nsight Compute's, its launches about {choice.expected_s:.0f} s against "
-            f"{steps.expected_s:.0f} s for the rotation's {steps.launches} a step")
+        say(f"pass 2: Nsight Compute's, its launches about {choice.expected_s:.1f} s "
+            f"against {steps.expected_s:.1f} s for the rotation's {len(steps.chosen)} ranges "
+            f"a step")
         return None
-    say(f"pass 2: counters by rotation instead, on every launch of a step ({steps.launches}), "
-        f"a pass a step from the program's step {steps.warm_up + 1} ({passes} passes): "
-        f"about {steps.expected_s:.0f} s with the program's run")
+    say(f"pass 2: counters by rotation instead, on the first launch in a step of each "
+        f"kernel ({len(steps.chosen)} of the step's {steps.launches}), a pass a step from the "
+        f"program's step {steps.warm_up + 1} ({passes} passes): about "
+        f"{steps.expected_s:.1f} s with the program's run")
     try:                   # interrupted or too long: pass 1 is kept, as for Nsight Compute's
         return _second(lambda: rotation.rotation_pass(
             command, choice.metrics, steps, rotation.resources_of(every),

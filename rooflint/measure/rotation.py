@@ -1,7 +1,9 @@
 """Pass 2 by rotation: a program that repeats a training step gets Nsight Compute's counters
 without Nsight Compute's replays (rotation_engine.cpp; measured against ncu in
 benchmarks/rotation: every launch of a 282-launch step in 6.9 s against ncu's 81 s, verdicts
-apart from ncu's by less than a second ncu run's).
+apart from ncu's by less than a second ncu run's). The engine ranges only the launches pass
+2 reads: the first launch in a step of each chosen kernel, as Nsight Compute profiles the
+first launch of each (a range costs the same whatever it holds).
 
 This module builds the engine (once per toolkit, with its nvcc against its CUPTI, kept in
 rooflint's cache, as kernel_trace builds its recorder) and turns what it recorded
@@ -9,9 +11,10 @@ rooflint's cache, as kernel_trace builds its recorder) and turns what it recorde
 launches, so that pass 2's reading, matching and analysis are the same for both. The range
 profiler reads counters, not launch statistics: a launch's occupancy, limiter and waves are
 computed from its shape and its kernel's registers and shared memory (analysis/occupancy,
-equal to Nsight Compute's on every launch recorded with both); its duration is the range
-profiler's gpu__time_duration.sum, Nsight Compute's own, taken after the engine's L2 flush
-as Nsight Compute takes it after its cache control.
+equal to Nsight Compute's on every launch recorded with both); its duration is the kernel's
+own after the engine's L2 flush, as Nsight Compute takes it after its cache control (CUPTI's
+activity record of the launch in the first pass: a range's gpu__time_duration is the
+range's).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import enum
 import hashlib
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -59,16 +63,16 @@ COMPUTED = (ncu.THEORETICAL_OCCUPANCY,)
 PASSES_ONE_PRECISION, PASSES_EVERY_PRECISION, MOST_PASSES = 7, 12, 16
 # The most optimizers of one class a program's step is read as stepping (a GAN's two).
 OPTIMIZERS = 3
-# Room in the engine's record for launches beyond pass 1's most in a step (two ranges a
-# launch: its flush's and its own). The first pass's cost grows with the room asked for
-# (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
+# Room in the engine's record beyond the ranges a step should make. The first pass's cost
+# grows with the room asked for (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
 RANGE_ROOM = 1.25
-# What pass 2 by rotation costs for each launch of a step, the program's run with it (7
-# passes, H200: 7.6 s for the training step's 282 launches, 24.0 s for a ResNet-50 step's
-# 893, 10.1 s for nanoGPT's 378; 16.6 s for ImageNet's ResNet-18 and its 400, 16 DataLoader
-# workers starting: benchmarks/results/h200/speed.json). Where Nsight Compute's pass 2
-# should cost less (a second profile, the counter cache serving most kernels), it is taken.
-ROTATION_S_PER_LAUNCH = 0.027
+# What pass 2 by rotation costs for each range of a step, the program's run with it (7
+# passes of automatic ranges, two a launch, its flush's and its own, H200: 7.6 s for the
+# training step's 282 launches, 24.0 s for a ResNet-50 step's 893, 10.1 s for nanoGPT's
+# 378; 16.6 s for ImageNet's ResNet-18 and its 400, 16 DataLoader workers starting:
+# benchmarks/results/h200/speed.json). Where Nsight Compute's pass 2 should cost less (a
+# second profile, the counter cache serving most kernels), it is taken.
+ROTATION_S_PER_RANGE = 0.0135
 
 
 class PassTwo(enum.Enum):
@@ -125,21 +129,23 @@ def engine_library(say: Callable[[str], None] | None = None) -> Path:
 class RotationSteps:
     """How a program's steps carry the rotation: begun after the first optimizer's
     ``warm_up``-th step, a pass a step for at most ``most_steps`` steps of ``launches``
-    kernel launches each."""
+    kernel launches each, ranging those at the ``chosen`` places of a step (none: every
+    launch, and its flush)."""
 
     warm_up: int
     most_steps: int
     launches: int
+    chosen: tuple[int, ...]
 
     @property
     def max_ranges(self) -> int:
-        """The room the engine's record is given: RANGE_ROOM's more than the step's ranges."""
-        return int(RANGE_ROOM * 2 * self.launches) + 64
+        """The room the engine's record is given: RANGE_ROOM's more than a pass's ranges."""
+        return int(RANGE_ROOM * len(self.chosen)) + 64
 
     @property
     def expected_s(self) -> float:
         """About how long pass 2 by rotation takes, the program's run with it."""
-        return ROTATION_S_PER_LAUNCH * self.launches
+        return ROTATION_S_PER_RANGE * len(self.chosen)
 
 
 def passes_for(precisions: frozenset[str] | None) -> int:
@@ -150,27 +156,29 @@ def passes_for(precisions: frozenset[str] | None) -> int:
     return PASSES_ONE_PRECISION + max(0, len(precisions) - 1)
 
 
-def rotation_steps(launches: list[Launch], step_ends: list[float], passes: int
-                   ) -> RotationSteps | None:
+def rotation_steps(launches: list[Launch], step_ends: list[float], passes: int,
+                   kernels: Mapping[Identity, str]) -> RotationSteps | None:
     """Pass 1's steps as the rotation's (_steps_every), each the launches between the
-    first optimizer's steps' ends: the trace names an optimizer's class, not which of its
-    kind stepped, so a GAN's two Adams each end a step of the trace's, and every
+    first optimizer's steps' ends, ranging the first launch in a step of each of
+    ``kernels`` (each with its pattern on mangled names, pass2_patterns.kernel_patterns,
+    as Nsight Compute is asked for it): the trace names an optimizer's class, not which of
+    its kind stepped, so a GAN's two Adams each end a step of the trace's, and every
     OPTIMIZERS-th end of the trace's is the first optimizer's (the bootstrap's passes end
     there, trace_bootstrap._FirstOptimizerSteps): the fewest that gives steps alike."""
     for optimizers in range(1, OPTIMIZERS + 1):
-        found = _steps_every(launches, step_ends[::optimizers], passes)
+        found = _steps_every(launches, step_ends[::optimizers], passes, kernels)
         if found:
             return found
     return None
 
 
-def _steps_every(launches: list[Launch], step_ends: list[float], passes: int
-                 ) -> RotationSteps | None:
+def _steps_every(launches: list[Launch], step_ends: list[float], passes: int,
+                 kernels: Mapping[Identity, str]) -> RotationSteps | None:
     """The steps ``step_ends`` end as the rotation's: begun after the first step from which
     every step launched the same kernels at the same shapes in the same order (a pass is
     only another part of the same launches' if each launched the same), for the steps
     left, MOST_PASSES at most; None where fewer than the ``passes`` the engine takes are
-    left."""
+    left, or a step launches none of ``kernels``."""
     steps: list[list[tuple[str, str, str]]] = [[] for _ in step_ends]
     for launch in launches:
         index = bisect.bisect_left(step_ends, launch.start_us)
@@ -181,9 +189,29 @@ def _steps_every(launches: list[Launch], step_ends: list[float], passes: int
     while warm_up > 1 and steps[warm_up - 1] == steps[last]:
         warm_up -= 1
     most_steps = len(steps) - warm_up
-    if most_steps < passes or not steps[last]:
+    if most_steps < passes:
         return None
-    return RotationSteps(warm_up, min(most_steps, MOST_PASSES), len(steps[last]))
+    chosen = _first_places(steps[last], kernels)
+    if not chosen:
+        return None
+    return RotationSteps(warm_up, min(most_steps, MOST_PASSES), len(steps[last]), chosen)
+
+
+def _first_places(step: list[tuple[str, str, str]], kernels: Mapping[Identity, str]
+                  ) -> tuple[tuple[str, str, str], ...]:
+    """Each of ``kernels`` that ``step`` launches, as the engine is told it, in the order
+    the step first launches them."""
+    first: dict[Identity, None] = {}
+    for name, grid, block in step:
+        key = (name_key(name), grid, block)
+        if key in kernels:
+            first.setdefault(key)
+    return tuple((kernels[key], _engine_shape(key[1]), _engine_shape(key[2])) for key in first)
+
+
+def _engine_shape(shape: str) -> str:
+    """A trace's ``(2, 64, 1)`` as the engine reads it: ``2,64,1``."""
+    return ",".join(re.findall(r"\d+", shape))
 
 
 @dataclass(frozen=True)
@@ -275,7 +303,7 @@ def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
     partial = started.config.with_name(f".{started.config.name}")
     partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
         str(engine), asked, steps.max_ranges, steps.warm_up, steps.most_steps,
-        str(started.records))))))
+        [list(kernel) for kernel in steps.chosen], str(started.records))))))
     partial.rename(started.config)          # whole, as the program sees it appear
     began = time.perf_counter()
     status = progress.wait(lambda seconds: started.process.wait(timeout=seconds))
@@ -290,7 +318,8 @@ def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
             f"({steps.most_steps} steps after its first {steps.warm_up})")
     try:
         read = read_rotation(records.read_text(),
-                             records.with_name(records.name + ".launches").read_text())
+                             records.with_name(records.name + ".launches").read_text(),
+                             chosen=True)
     except (UnreadableRotation, OSError) as exc:
         raise RotationUnavailable(str(exc)) from None
     text = raw_page(rows_of(read, resources))
@@ -303,14 +332,15 @@ def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
 
 def rows_of(records: RotationRecords, resources: Mapping[Identity, KernelResources]
             ) -> list[dict[str, float | str]]:
-    """A row a launch, as Nsight Compute's log would hold it: its name, shape, counters
-    (the duration among them) and launch statistics. A launch pass 1 did not see (no
-    resources) is left out, as is every launch where the records do not give the SM's
+    """A row a measured launch, as Nsight Compute's log would hold it: its name, shape,
+    counters (the duration among them) and launch statistics. A launch pass 1 did not see
+    (no resources) is left out, as is every launch where the records do not give the SM's
     limits."""
     if records.sm is None or not records.sms:
         return []
     rows = []
-    for number, (launch, counters) in enumerate(zip(records.launches, records.counters)):
+    for number, counters in sorted(records.counters.items()):
+        launch = records.launches[number]
         key = (name_key(launch.name), shape_text(launch.grid), shape_text(launch.block))
         kernel = resources.get(key)
         if kernel is None:

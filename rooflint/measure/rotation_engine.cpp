@@ -1,23 +1,33 @@
 // The rotation engine: Nsight Compute's counters without its replays, for a program that
 // repeats a step (measure/rotation.py builds it; the bootstrap drives it, by ctypes, from
-// the program's optimizer steps). CUPTI's range profiler runs in user replay with automatic
-// ranges: every kernel launched while it runs is a range of its own, and each pass of the
-// counter configuration is taken on the next step, so no kernel is replayed and no memory
-// saved or restored (what Nsight Compute pays for each profiled launch: docs/history.md,
-// issue 50). Before each of the program's launches (a CUPTI driver-API callback) a kernel
-// reading twice the L2's size is launched on its stream, so that each starts from an L2
-// holding none of its data, as under ncu --cache-control all. Each launch's name and shape
-// are recorded per pass, so that a pass that launched other kernels is refused
+// the program's optimizer steps). CUPTI's range profiler runs in user replay, and each pass
+// of the counter configuration is taken on the next step, so no kernel is replayed and no
+// memory saved or restored (what Nsight Compute pays for each profiled launch:
+// docs/history.md, issue 50). Before each measured launch (a CUPTI driver-API callback) a
+// kernel reading twice the L2's size is launched on its stream, so that each starts from an
+// L2 holding none of its data, as under ncu --cache-control all. Each launch's name and
+// shape are recorded per pass, so that a pass that launched other kernels is refused
 // (formats/rotation_records.py reads what this writes).
 //
-// rl_begin(metrics, max_ranges, flush) -> passes; rl_start(); rl_stop() -> 1 once all passes
-// are submitted; rl_finish(path) -> ranges: path gets the SM's limits and a line a range
-// (flush ranges included, each before its launch's), path.launches a line a launch of each
-// pass (pass, demangled name, grid, block, dynamic shared bytes). Each kernel's registers
-// and shared memory come from pass 1's trace: cuFuncGetAttribute on the launch's function
-// inside the callback answers CUDA_ERROR_INVALID_HANDLE for PyTorch's kernels (H200,
-// 2026-11-30). Its recordings of 2026-11-30 were taken before the SM line and the
-// demangling were added.
+// Two ways to range: with no kernels chosen, automatic ranges, every kernel launched while
+// the profiler runs a range of its own (the flushes' too); with kernels chosen (each a
+// regular expression on its mangled name, as Nsight Compute is asked, and its grid and
+// block), a user range pushed around the first launch of each in a pass alone (its flush
+// before it, outside), named by the launch's place in the pass, counted from 0: a range
+// costs about 1.5-1.9 ms a pass whatever it holds, so ranging only the launches pass 2
+// reads is what makes it cheap. A
+// user range's gpu__time_duration is the range's (its push and pop add 7-20 us: H200,
+// 2026-11-30), so the chosen launches of the first pass are timed by CUPTI's activity
+// records of their kernels (after their flushes, as ranged), and that time is written for
+// them.
+//
+// rl_begin(metrics, max_ranges, flush, chosen) -> passes (chosen: a line a kernel,
+// "pattern<TAB>gx,gy,gz<TAB>bx,by,bz", or empty); rl_start(); rl_stop() -> 1 once all
+// passes are submitted; rl_finish(path) -> ranges: path gets the SM's limits and a line a
+// range (index, name, counters), path.launches a line a launch of each pass (pass,
+// demangled name, grid, block, dynamic shared bytes). Each kernel's registers and shared
+// memory come from pass 1's trace: cuFuncGetAttribute on the launch's function inside the
+// callback answers CUDA_ERROR_INVALID_HANDLE for PyTorch's kernels (H200, 2026-11-30).
 #include <cuda.h>
 #include <cupti_result.h>
 #include <cupti_target.h>
@@ -25,9 +35,13 @@
 #include <cupti_range_profiler.h>
 #include <cupti_profiler_host.h>
 #include <cupti.h>
+#include <cupti_activity.h>
 #include <cxxabi.h>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
+#include <map>
+#include <regex>
 #include <mutex>
 #include <cstring>
 #include <sstream>
@@ -107,6 +121,17 @@ static CUpti_SubscriberHandle g_sub = nullptr;
 struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; };
 static std::vector<std::vector<Launch>> g_passes(1);
 static std::mutex g_passes_lock;      // autograd's thread launches the backward's kernels
+struct Chosen { std::regex pattern; unsigned grid[3], block[3]; };
+static std::vector<Chosen> g_chosen;  // empty: every launch
+static std::vector<bool> g_ranged;    // which of g_chosen this pass has ranged
+static std::map<std::string, std::vector<size_t>> g_named;   // mangled name -> g_chosen it matches
+static thread_local bool t_pushed = false;
+static thread_local uint32_t t_runtime = 0;    // the runtime API launch a driver launch is inside
+static bool g_timing = false;         // the first pass's chosen launches are being timed
+static bool g_timed = false;          // and their records are to be read at the finish
+static std::mutex g_time_lock;
+struct Timed { size_t place; unsigned grid[3], block[3]; uint64_t start = 0, ns = 0; };
+static std::map<uint32_t, Timed> g_launches_timed;   // by the launch's correlation id
 
 static std::string demangled(const char* name) {
     int status = 0;
@@ -116,10 +141,41 @@ static std::string demangled(const char* name) {
     return text;
 }
 
-static std::string name_of(CUfunction f) {
-    const char* n = nullptr;
-    if (cuFuncGetName(&n, f) == CUDA_SUCCESS && n) return demangled(n);
-    return "?";
+static std::string mangled_name(const char* symbol, CUfunction f) {
+    const char* n = symbol;
+    if (!n && cuFuncGetName(&n, f) != CUDA_SUCCESS) n = nullptr;
+    return n ? n : "?";
+}
+
+// Whether a launch is measured: every one without kernels chosen, else the first of a
+// chosen kernel this pass. Under g_passes_lock.
+static bool chosen(const std::string& mangled, const unsigned grid[3], const unsigned block[3]) {
+    if (g_chosen.empty()) return true;
+    auto named = g_named.find(mangled);
+    if (named == g_named.end()) {
+        std::vector<size_t> matching;
+        for (size_t i = 0; i < g_chosen.size(); ++i)
+            if (std::regex_search(mangled, g_chosen[i].pattern)) matching.push_back(i);
+        named = g_named.emplace(mangled, matching).first;
+    }
+    for (size_t i : named->second) {
+        const Chosen& c = g_chosen[i];
+        if (!g_ranged[i] && std::equal(grid, grid + 3, c.grid) && std::equal(block, block + 3, c.block)) {
+            g_ranged[i] = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+// Records a launch: its place in its pass, and whether it is measured.
+static std::pair<size_t, bool> record(const char* symbol, CUfunction f, const unsigned grid[3],
+                                      const unsigned block[3], unsigned shared) {
+    std::string mangled = mangled_name(symbol, f);
+    std::lock_guard<std::mutex> held(g_passes_lock);
+    g_passes.back().push_back({demangled(mangled.c_str()), grid[0], grid[1], grid[2], block[0],
+                               block[1], block[2], shared});
+    return {g_passes.back().size() - 1, chosen(mangled, grid, block)};
 }
 
 static void flush_on(CUstream stream) {
@@ -127,30 +183,64 @@ static void flush_on(CUstream stream) {
     cuLaunchKernel(g_flush, g_flush_blocks, 1, 1, 256, 1, 1, 0, stream, args, nullptr);
 }
 
-static void record(const char* symbol, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                   unsigned by, unsigned bz, unsigned shared) {
-    std::lock_guard<std::mutex> held(g_passes_lock);
-    g_passes.back().push_back({symbol ? demangled(symbol) : name_of(f), gx, gy, gz, bx, by, bz,
-                               shared});
+// A measured launch: flushed before, then (where kernels are chosen) ranged, and timed in
+// the first pass.
+static void measure(std::pair<size_t, bool> launch, const unsigned grid[3], const unsigned block[3],
+                    CUstream stream, uint32_t correlation) {
+    auto [place, measured] = launch;
+    if (!measured) return;
+    if (g_flushing) flush_on(stream);
+    if (g_chosen.empty()) return;                       // automatic ranges
+    if (g_timing) {      // the kernel's record carries the runtime call's id, or the driver's
+        std::lock_guard<std::mutex> held(g_time_lock);
+        for (uint32_t id : {correlation, t_runtime}) {
+            if (!id) continue;
+            Timed& timed = g_launches_timed[id];
+            timed.place = place;
+            std::copy(grid, grid + 3, timed.grid);
+            std::copy(block, block + 3, timed.block);
+        }
+    }
+    char name[32];
+    snprintf(name, sizeof name, "%zu", place);
+    CUpti_RangeProfiler_PushRange_Params push{CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+    push.pRangeProfilerObject = g_object;
+    push.pRangeName = name;
+    t_pushed = cuptiRangeProfilerPushRange(&push) == CUPTI_SUCCESS;
 }
 
 static void CUPTIAPI on_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                const void* data) {
     auto* info = static_cast<const CUpti_CallbackData*>(data);
-    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || info->callbackSite != CUPTI_API_ENTER || t_inside)
+    if (t_inside) return;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        t_runtime = info->callbackSite == CUPTI_API_ENTER ? info->correlationId : 0;
         return;
+    }
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+    if (info->callbackSite == CUPTI_API_EXIT) {
+        if (t_pushed) {
+            CUpti_RangeProfiler_PopRange_Params pop{CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+            pop.pRangeProfilerObject = g_object;
+            cuptiRangeProfilerPopRange(&pop);
+            t_pushed = false;
+        }
+        return;
+    }
     t_inside = true;
     if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
         auto* p = static_cast<const LaunchParams*>(info->functionParams);
-        record(info->symbolName, p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
-               p->blockDimZ, p->sharedMemBytes);
-        if (g_flushing) flush_on(p->hStream);
+        const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+        const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+        measure(record(info->symbolName, p->f, grid, block, p->sharedMemBytes), grid, block,
+                p->hStream, info->correlationId);
     } else if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
         auto* p = static_cast<const LaunchExParams*>(info->functionParams);
-        record(info->symbolName, p->f, p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ,
-               p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ,
-               p->config->sharedMemBytes);
-        if (g_flushing) flush_on(p->config->hStream);
+        const CUlaunchConfig* c = p->config;
+        const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
+        const unsigned block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+        measure(record(info->symbolName, p->f, grid, block, c->sharedMemBytes), grid, block,
+                c->hStream, info->correlationId);
     }
     t_inside = false;
 }
@@ -178,16 +268,71 @@ static int subscribe() {
     CUpti_CallbackId ids[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
                               CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
     for (auto id : ids) CHECK(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
+    CUpti_CallbackId runtime[] = {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060};
+    for (auto id : runtime) CHECK(cuptiEnableCallback(1, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, id));
     return 0;
+}
+
+static void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* most) {
+    *size = 8 << 20;
+    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+    *most = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+    CUpti_Activity* record = nullptr;
+    std::lock_guard<std::mutex> held(g_time_lock);
+    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+        if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+        auto* kernel = reinterpret_cast<CUpti_ActivityKernel10*>(record);
+        auto timed = g_launches_timed.find(kernel->correlationId);
+        if (timed == g_launches_timed.end()) continue;
+        // the flush launched in the launch's callback shares its correlation id: the
+        // launch's kernel is the one at its shape that ran last
+        Timed& t = timed->second;
+        const unsigned grid[3] = {(unsigned)kernel->gridX, (unsigned)kernel->gridY, (unsigned)kernel->gridZ};
+        const unsigned block[3] = {(unsigned)kernel->blockX, (unsigned)kernel->blockY, (unsigned)kernel->blockZ};
+        if (std::equal(grid, grid + 3, t.grid) && std::equal(block, block + 3, t.block) &&
+            kernel->start >= t.start) {
+            t.start = kernel->start;
+            t.ns = kernel->end - kernel->start;
+        }
+    }
+    std::free(buffer);
 }
 
 extern "C" const char* rl_error() { return g_error; }
 
-extern "C" int rl_begin(const char* metrics_csv, int max_ranges, int flush) {
+extern "C" int rl_begin(const char* metrics_csv, int max_ranges, int flush, const char* chosen) {
     std::stringstream in(metrics_csv);
     std::string m;
     while (std::getline(in, m, ',')) if (!m.empty()) g_names.push_back(m);
     for (auto& n : g_names) g_cnames.push_back(n.c_str());
+    std::stringstream lines(chosen);
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::stringstream cells(line);
+        std::string pattern, grid, block;
+        if (!std::getline(cells, pattern, '\t') || !std::getline(cells, grid, '\t') ||
+            !std::getline(cells, block, '\t')) continue;
+        Chosen c{std::regex(), {0, 0, 0}, {0, 0, 0}};
+        try {
+            c.pattern = std::regex(pattern);
+        } catch (const std::regex_error&) {
+            snprintf(g_error, sizeof g_error, "chosen kernel's pattern unreadable: %.60s", pattern.c_str());
+            return -1;
+        }
+        if (sscanf(grid.c_str(), "%u,%u,%u", &c.grid[0], &c.grid[1], &c.grid[2]) != 3 ||
+            sscanf(block.c_str(), "%u,%u,%u", &c.block[0], &c.block[1], &c.block[2]) != 3) {
+            snprintf(g_error, sizeof g_error, "chosen kernel's shape unreadable: %.60s", line.c_str());
+            return -1;
+        }
+        g_chosen.push_back(c);
+    }
+    g_ranged.assign(g_chosen.size(), false);
     CUcontext ctx = nullptr;
     if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) { snprintf(g_error, sizeof g_error, "no current context"); return -1; }
     CUdevice dev;
@@ -253,7 +398,7 @@ extern "C" int rl_begin(const char* metrics_csv, int max_ranges, int flush) {
     sc.pConfig = g_config.data();
     sc.counterDataImageSize = g_counters.size();
     sc.pCounterDataImage = g_counters.data();
-    sc.range = CUPTI_AutoRange;
+    sc.range = g_chosen.empty() ? CUPTI_AutoRange : CUPTI_UserRange;
     sc.replayMode = CUPTI_UserReplay;
     sc.maxRangesPerPass = max_ranges;
     sc.numNestingLevels = 1;
@@ -261,6 +406,11 @@ extern "C" int rl_begin(const char* metrics_csv, int max_ranges, int flush) {
     sc.passIndex = 0;
     sc.targetNestingLevel = 1;
     CHECK(cuptiRangeProfilerSetConfig(&sc));
+    if (!g_chosen.empty()) {
+        CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+        CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+        g_timing = g_timed = true;
+    }
     return (int)passes.numOfPasses;
 }
 
@@ -276,9 +426,25 @@ extern "C" int rl_stop() {
     CUpti_RangeProfiler_Stop_Params p{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
     p.pRangeProfilerObject = g_object;
     CHECK(cuptiRangeProfilerStop(&p));
+    if (g_timing) {
+        g_timing = false;
+        CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    }
     std::lock_guard<std::mutex> held(g_passes_lock);
     g_passes.emplace_back();
+    g_ranged.assign(g_chosen.size(), false);
     return p.isAllPassSubmitted ? 1 : 0;
+}
+
+// Each chosen place's duration in ns, from the first pass's records (none where unchosen).
+static std::map<size_t, double> timed_places() {
+    std::map<size_t, double> found;
+    if (!g_timed) return found;
+    cuptiActivityFlushAll(1);
+    std::lock_guard<std::mutex> held(g_time_lock);
+    for (auto& [correlation, timed] : g_launches_timed)
+        if (timed.ns) found[timed.place] = (double)timed.ns;
+    return found;
 }
 
 // Decodes, writes one line a range (index, name, then each metric's value) to path.
@@ -290,6 +456,10 @@ extern "C" int rl_finish(const char* path) {
     info.pCounterDataImage = g_counters.data();
     info.counterDataImageSize = g_counters.size();
     CHECK(cuptiRangeProfilerGetCounterDataInfo(&info));
+    std::map<size_t, double> timed = timed_places();
+    size_t duration = g_names.size();
+    for (size_t i = 0; i < g_names.size(); ++i)
+        if (g_names[i] == "gpu__time_duration.sum") duration = i;
     FILE* out = fopen(path, "w");
     if (!out) { snprintf(g_error, sizeof g_error, "cannot write %s", path); return -1; }
     CUdevice dev;
@@ -325,7 +495,12 @@ extern "C" int rl_finish(const char* path) {
         ev.numMetrics = g_cnames.size();
         ev.pMetricValues = values.data();
         CHECK(cuptiProfilerHostEvaluateToGpuValues(&ev));
-        fprintf(out, "%zu\t%s", i, rn.pRangeName ? rn.pRangeName : "");
+        const char* name = rn.pRangeName ? rn.pRangeName : "";
+        if (g_timed && duration < values.size()) {      // the kernel's time, not the range's
+            auto found = timed.find(std::strtoul(name, nullptr, 10));
+            values[duration] = found == timed.end() ? NAN : found->second;
+        }
+        fprintf(out, "%zu\t%s", i, name);
         for (double v : values) fprintf(out, "\t%.6g", v);
         fprintf(out, "\n");
     }

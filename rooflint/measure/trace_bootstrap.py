@@ -103,7 +103,8 @@ PASS_TWO = "--pass-two"
 # JSON file of ROTATION_FIELDS (measure/rotation.py writes it); and what is appended to the
 # engine's records' path for the file that says why the rotation failed.
 ROTATION = "--rotation"
-ROTATION_FIELDS = ("engine", "metrics", "max_ranges", "warm_up", "most_steps", "path")
+ROTATION_FIELDS = ("engine", "metrics", "max_ranges", "warm_up", "most_steps", "chosen",
+                   "path")
 FAILED = ".failed"
 # Written beside the rotation's configuration once the program waits for it: a program that
 # has not (no import of STARTING_IMPORTS) may have run on the GPU beside pass 1.
@@ -984,17 +985,19 @@ class _StepLimit(_FirstOptimizerSteps):
 class _Rotation(_FirstOptimizerSteps):
     """Pass 2 by rotation (measure/rotation.py): after the first optimizer's ``warm_up``-th
     step, the engine (rotation_engine.cpp, through ``engine``: its rl_ functions) is given
-    the counters and each step from then on is a pass of them, until every pass is in; then
-    the engine writes its records to ``path`` and the program is ended (_exit_now). The GPU
-    is synchronised at each step's end, so that a pass holds its step's kernels and no
-    other's. What fails (the engine's error, or passes still wanted after ``most_steps``
-    steps) is written to ``path`` + FAILED and ends the program too: pass 2 is then
-    Nsight Compute's."""
+    the counters and the ``chosen`` kernels (each a pattern on its mangled name, its grid
+    and its block, the first launch of each in a step ranged) and each step from
+    then on is a pass of them, until every pass is in; then the engine writes its records
+    to ``path`` and the program is ended (_exit_now). The GPU is synchronised at each
+    step's end, so that a pass holds its step's kernels and no other's. What fails (the
+    engine's error, or passes still wanted after ``most_steps`` steps) is written to
+    ``path`` + FAILED and ends the program too: pass 2 is then Nsight Compute's."""
 
-    def __init__(self, engine, metrics, max_ranges, warm_up, most_steps, path):
+    def __init__(self, engine, metrics, max_ranges, warm_up, most_steps, chosen, path):
         super().__init__()
         self.engine, self.metrics, self.max_ranges = engine, metrics, max_ranges
-        self.warm_up, self.most_steps, self.path = warm_up, most_steps, path
+        self.warm_up, self.most_steps, self.chosen = warm_up, most_steps, chosen
+        self.path = path
         self.lib = None
 
     def on_step(self, step):
@@ -1018,8 +1021,9 @@ class _Rotation(_FirstOptimizerSteps):
         except OSError as exc:
             self._failed(f"the engine would not load: {exc}")
         self.lib.rl_error.restype = ctypes.c_char_p
-        self._called("rl_begin", self.lib.rl_begin(",".join(self.metrics).encode(),
-                                                   self.max_ranges, 1))
+        self._called("rl_begin", self.lib.rl_begin(
+            ",".join(self.metrics).encode(), self.max_ranges, 1,
+            "".join("\t".join(kernel) + "\n" for kernel in self.chosen).encode()))
 
     def _called(self, name, result):
         """``result`` of the engine's ``name``, where it is not an error (below 0)."""

@@ -37,7 +37,8 @@ def test_the_recorded_training_step_reads_as_282_launches_with_their_counters():
     records = read_rotation(ranges, _recorded("rotate-sized.tsv.launches.gz"))
     metrics = next(line for line in ranges.splitlines() if line.startswith("range")).split()[2:]
     assert (len(records.launches), records.passes, len(metrics)) == (282, 7, 43)
-    assert all(list(counters) == metrics for counters in records.counters)
+    assert sorted(records.counters) == list(range(282))
+    assert all(list(counters) == metrics for counters in records.counters.values())
     ncu_shapes = [(row["Grid Size"], row["Block Size"]) for row in
                   ncu.parse_rows(_recorded("ncu-cold-1.csv.gz"))]
     assert [(f"({', '.join(map(str, launch.grid))})", f"({', '.join(map(str, launch.block))})")
@@ -49,8 +50,37 @@ def test_the_recorded_training_step_reads_as_282_launches_with_their_counters():
 def test_the_flush_ranges_are_the_first_of_each_pair():
     records = read_rotation(_ranges((120e6, 1000), (4096, 77), (120e6, 1000), (8192, 99)),
                             _launches(["_Z1av", "_Z1bv"], ["_Z1av", "_Z1bv"]))
-    assert [c["smsp__inst_executed.sum"] for c in records.counters] == [77, 99]
+    assert {p: c["smsp__inst_executed.sum"] for p, c in records.counters.items()} == \
+        {0: 77, 1: 99}
     assert [launch.name for launch in records.launches] == ["_Z1av", "_Z1bv"]
+
+
+def _named(*ranges: tuple[str, float, float]) -> str:
+    """A ranges file of user ranges, each named as the engine names them (its place)."""
+    lines = ["# dropped 0", HEADER]
+    lines += [f"{i}\t{name}\t{a}\t{b}" for i, (name, a, b) in enumerate(ranges)]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_chosen_launches_counters_are_read_by_their_places():
+    """Kernels chosen, a range for each one's first launch, named by its place in the step:
+    no flush ranges."""
+    records = read_rotation(_named(("1", 4096, 77), ("3", 8192, 99)),
+                            _launches(["_Z1av", "_Z1bv", "_Z1av", "_Z1cv"],
+                                      ["_Z1av", "_Z1bv", "_Z1av", "_Z1cv"]), chosen=True)
+    assert {p: c["smsp__inst_executed.sum"] for p, c in records.counters.items()} == \
+        {1: 77, 3: 99}
+    assert len(records.launches) == 4 and records.passes == 2
+
+
+@pytest.mark.parametrize("ranges", [
+    _named(("1", 1, 1), ("1", 2, 2), ("3", 3, 3)),     # one launch ranged twice
+    _named(("1", 1, 1), ("9", 2, 2)),                  # past the step's launches
+    _named(("1", 1, 1), ("first", 2, 2)),              # not a place
+])
+def test_ranges_that_are_not_one_a_launch_are_refused(ranges):
+    with pytest.raises(UnreadableRotation, match="not one a launch"):
+        read_rotation(ranges, _launches(["_Z1av", "_Z1bv", "_Z1av", "_Z1cv"]), chosen=True)
 
 
 def test_the_sm_line_gives_the_limits_for_occupancy():

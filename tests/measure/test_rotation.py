@@ -5,6 +5,7 @@ the same step."""
 from __future__ import annotations
 
 import gzip
+import re
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -42,9 +43,9 @@ def step():
     pass 1's trace gives them (here ncu's: the two agree, tests/core/test_occupancy.py)."""
     records = read_rotation(_text("rotate-sized.tsv.gz"), _text("rotate-sized.tsv.launches.gz"))
     full = ncu.parse_rows(_text("ncu-cold-1.csv.gz"))
-    records = replace(records, sm=H200, sms=132, counters=[
-        {**counters, ncu.DURATION: row[ncu.DURATION]}
-        for counters, row in zip(records.counters, full)])
+    records = replace(records, sm=H200, sms=132, counters={
+        place: {**counters, ncu.DURATION: row[ncu.DURATION]}
+        for (place, counters), row in zip(sorted(records.counters.items()), full)})
     resources = {}
     for launch, row in zip(records.launches, full):
         key = (name_key(launch.name), row[GRID], row[BLOCK])
@@ -67,7 +68,7 @@ def test_every_launch_gets_a_row_with_ncus_shape_and_launch_statistics(step):
 def test_each_row_holds_the_rotations_counters_its_duration_among_them(step):
     records, _, resources = step
     rows = rows_of(records, resources)
-    for row, counters in zip(rows, records.counters):
+    for row, (_, counters) in zip(rows, sorted(records.counters.items())):
         assert {m: row[m] for m in counters} == counters
         assert row[ncu.DURATION] == counters[ncu.DURATION]
 
@@ -95,6 +96,16 @@ def test_a_launch_pass_one_did_not_see_is_left_out(step):
     rows = rows_of(records, {k: v for k, v in resources.items() if k != unseen})
     assert [int(row[ncu.ID]) for row in rows] == [i for i, k in enumerate(keys) if k != unseen]
     assert len(rows) < 282
+
+
+def test_only_the_measured_launches_get_rows(step):
+    """Launches chosen, the records hold the counters of those places alone: a row each,
+    named by its place in the step."""
+    records, _, resources = step
+    chosen = {place: records.counters[place] for place in (0, 7, 200)}
+    rows = rows_of(replace(records, counters=chosen), resources)
+    assert [int(row[ncu.ID]) for row in rows] == [0, 7, 200]
+    assert rows[1][ncu.DRAM_READ] == chosen[7][ncu.DRAM_READ]
 
 
 def test_no_rows_without_the_sms_limits(step):
@@ -148,29 +159,66 @@ def _train_step_trace(name: str = TRAIN_STEP_TRACES[0]) -> dict:
     return json.loads(lzma.decompress(path.read_bytes()))
 
 
+def _kernels(trace: dict) -> dict:
+    """Every kernel of the trace, by identity, each with a pattern of its own."""
+    keys = sorted({(name_key(launch.name), launch.grid, launch.block)
+                   for launch in launches(trace)})
+    return {key: f"kernel{number}" for number, key in enumerate(keys)}
+
+
 @pytest.mark.parametrize("name", TRAIN_STEP_TRACES)
 def test_the_training_steps_trace_carries_seven_passes_after_its_first_step(name):
     """Its first step launches 440 kernels (AdamW's state made), each of the other seven
-    the same 282."""
+    the same 282: each kernel a step launches is ranged once, as the engine is told it
+    (its pattern, grid and block)."""
     trace = _train_step_trace(name)
     assert len(optimizer_steps(trace)) == 8
-    steps = rotation.rotation_steps(launches(trace), optimizer_steps(trace), 7)
-    assert steps == rotation.RotationSteps(warm_up=1, most_steps=7, launches=282)
-    assert steps.max_ranges == int(1.25 * 2 * 282) + 64
+    kernels = _kernels(trace)
+    steps = rotation.rotation_steps(launches(trace), optimizer_steps(trace), 7, kernels)
+    assert (steps.warm_up, steps.most_steps, steps.launches) == (1, 7, 282)
+    assert len({pattern for pattern, _, _ in steps.chosen}) == len(steps.chosen) < len(kernels)
+    assert all(re.fullmatch(r"\d+,\d+,\d+", shape) for _, *shapes in steps.chosen
+               for shape in shapes)
+    assert steps.max_ranges == int(1.25 * len(steps.chosen)) + 64
+
+
+def test_each_chosen_kernel_is_ranged_at_its_first_launch_in_a_step():
+    """The kernel the training step launches most is ranged once, at its shape, and
+    nothing else is; the kernels in the order a step first launches them."""
+    trace = _train_step_trace(TRAIN_STEP_TRACES[1])
+    every, ends = launches(trace), optimizer_steps(trace)
+    step = [launch for launch in every if ends[-2] < launch.start_us <= ends[-1]]
+    keys = [(name_key(launch.name), launch.grid, launch.block) for launch in step]
+    most = max(set(keys), key=keys.count)
+    steps = rotation.rotation_steps(every, ends, 7, {most: "9gemm_most"})
+    assert keys.count(most) > 1
+    grid, block = (",".join(re.findall(r"\d+", shape)) for shape in most[1:])
+    assert steps.chosen == (("9gemm_most", grid, block),)
+    first, second = keys[0], next(k for k in keys if k != keys[0])
+    both = rotation.rotation_steps(every, ends, 7, {second: "second", first: "first"})
+    assert [pattern for pattern, _, _ in both.chosen] == ["first", "second"]
+
+
+def test_steps_that_launch_none_of_the_chosen_kernels_carry_no_rotation():
+    trace = _train_step_trace()
+    assert rotation.rotation_steps(launches(trace), optimizer_steps(trace), 7,
+                                   {("nothing launched", "(1, 1, 1)", "(1, 1, 1)"): "x"}
+                                   ) is None
 
 
 def test_steps_that_differ_to_the_end_carry_no_rotation():
     trace = _train_step_trace()
     ends = optimizer_steps(trace)
     every = launches(trace)
+    kernels = _kernels(trace)
     last_step = [launch for launch in every if ends[-2] < launch.start_us <= ends[-1]]
     changed = [replace(launch, grid="(1, 1, 1)") if launch is last_step[0] else launch
                for launch in every]
-    assert rotation.rotation_steps(changed, ends, 7) is None
-    assert rotation.rotation_steps(every, ends[:1], 7) is None       # one step
-    assert rotation.rotation_steps(every, ends[:7], 7) is None       # six to spare
-    assert rotation.rotation_steps(every, [], 7) is None             # no optimizer
-    assert rotation.rotation_steps(every, ends, 8) is None           # seven to spare
+    assert rotation.rotation_steps(changed, ends, 7, kernels) is None
+    assert rotation.rotation_steps(every, ends[:1], 7, kernels) is None       # one step
+    assert rotation.rotation_steps(every, ends[:7], 7, kernels) is None       # six to spare
+    assert rotation.rotation_steps(every, [], 7, kernels) is None             # no optimizer
+    assert rotation.rotation_steps(every, ends, 8, kernels) is None           # seven to spare
 
 
 def test_a_gans_two_optimizers_of_one_class_are_read_as_one_step():
@@ -181,6 +229,7 @@ def test_a_gans_two_optimizers_of_one_class_are_read_as_one_step():
     trace = _train_step_trace(TRAIN_STEP_TRACES[1])
     ends = optimizer_steps(trace)
     every = launches(trace)
+    kernels = _kernels(trace)
     halfway = []
     for before, end in zip([0.0, *ends], ends):
         mine = [launch.start_us for launch in every if before < launch.start_us <= end]
@@ -190,10 +239,10 @@ def test_a_gans_two_optimizers_of_one_class_are_read_as_one_step():
                              for at in halfway]
     both = optimizer_steps(trace)
     assert len(both) == 16
-    assert rotation._steps_every(every, both, 6) is None           # alternating halves
-    steps = rotation.rotation_steps(every, both, 6)
-    assert steps == rotation.RotationSteps(warm_up=2, most_steps=6, launches=282)
-    assert rotation.rotation_steps(every, both, 7) is None         # one step short
+    assert rotation._steps_every(every, both, 6, kernels) is None     # alternating halves
+    steps = rotation.rotation_steps(every, both, 6, kernels)
+    assert (steps.warm_up, steps.most_steps, steps.launches) == (2, 6, 282)
+    assert rotation.rotation_steps(every, both, 7, kernels) is None   # one step short
 
 
 def test_every_precisions_counters_take_more_passes_than_one():
@@ -254,13 +303,24 @@ def engine(monkeypatch, tmp_path):
     monkeypatch.setattr(rotation, "engine_library", lambda: tmp_path / "librooflint_rotation.so")
 
 
-STEPS = rotation.RotationSteps(warm_up=1, most_steps=7, launches=282)
+STEPS = rotation.RotationSteps(warm_up=1, most_steps=7, launches=282,
+                               chosen=(("13some_kernel", "4096,1,1", "128,1,1"),) * 282)
+
+
+def _ranged_as_chosen() -> str:
+    """The recorded step's ranges as the engine writes them where every launch is chosen:
+    a range each, named by its place, no flush ranges (the recording's own, automatic)."""
+    lines = _text("rotate-sized.tsv.gz").splitlines()
+    head = [line for line in lines if line.startswith(("#", "range"))]
+    ranges = [line.split("\t") for line in lines if not line.startswith(("#", "range"))]
+    return "\n".join(head + ["\t".join([str(place), str(place), *cells[2:]])
+                             for place, cells in enumerate(ranges[1::2])]) + "\n"
 
 
 def test_the_rotation_pass_gives_ncus_rows_for_the_recorded_step(step, engine, monkeypatch,
                                                                  tmp_path):
     records, full, resources = step
-    _program_writing(monkeypatch, tmp_path, SM_LINE + _text("rotate-sized.tsv.gz"),
+    _program_writing(monkeypatch, tmp_path, SM_LINE + _ranged_as_chosen(),
                      _text("rotate-sized.tsv.launches.gz"))
     kept = tmp_path / "counters.csv"
     second = rotation.rotation_pass(["python3", "train.py"], ncu.metrics_for(None, None),
@@ -281,7 +341,8 @@ def test_the_engines_config_asks_the_duration_but_no_launch_statistics(engine, m
     assert seen["metrics"] and not [m for m in seen["metrics"] if m.startswith("launch__")]
     assert ncu.DURATION in seen["metrics"]
     assert ncu.THEORETICAL_OCCUPANCY not in seen["metrics"]
-    assert (seen["warm_up"], seen["most_steps"], seen["max_ranges"]) == (1, 7, 769)
+    assert (seen["warm_up"], seen["most_steps"], seen["max_ranges"]) == (1, 7, 416)
+    assert seen["chosen"] == [["13some_kernel", "4096,1,1", "128,1,1"]] * 282
 
 
 @pytest.mark.parametrize("written, said", [
@@ -300,7 +361,7 @@ def test_a_rotation_that_measured_nothing_says_why(engine, monkeypatch, tmp_path
 
 
 def test_records_of_no_kernel_pass_one_saw_are_nothing(step, engine, monkeypatch, tmp_path):
-    _program_writing(monkeypatch, tmp_path, SM_LINE + _text("rotate-sized.tsv.gz"),
+    _program_writing(monkeypatch, tmp_path, SM_LINE + _ranged_as_chosen(),
                      _text("rotate-sized.tsv.launches.gz"))
     with pytest.raises(RotationUnavailable, match="none of pass 1's kernels"):
         rotation.rotation_pass(["python3", "train.py"], ["dram__bytes_read.sum"], STEPS, {},
@@ -308,10 +369,11 @@ def test_records_of_no_kernel_pass_one_saw_are_nothing(step, engine, monkeypatch
 
 
 # The training step's first profile's choice: 48 launch shapes, about 14 s under Nsight
-# Compute (kernel_choice.pass2_estimate_s), against about 7.6 s by rotation for its 282
-# launches a step.
+# Compute (kernel_choice.pass2_estimate_s), against about 0.6 s by rotation for their first
+# launches in a step (47 of them: one is launched only in the first step).
 CHOICE = program.Choice(["nvjet"], tensor_precisions=frozenset({"bf16-tensor"}),
-                        expected_s=14.4)
+                        expected_s=14.4, kernels=dict(sorted(
+                            _kernels(_train_step_trace()).items())[:48]))
 
 
 @pytest.fixture
@@ -350,26 +412,27 @@ def test_the_training_step_is_rotated_from_its_second_step_unless_ncu_is_asked_f
     (command, steps, kept, resources), = calls
     assert command == ["python3", "train.py"] and steps.warm_up == 1 and resources > 50
     assert kept == tmp_path / program.COUNTERS_LOG
-    assert said == ["pass 2: counters by rotation instead, on every launch of a step (282), a "
-                    "pass a step from the program's step 2 (7 passes): about 8 s with the "
-                    "program's run"]
+    assert said == ["pass 2: counters by rotation instead, on the first launch in a step of "
+                    "each kernel (47 of the step's 282), a pass a step from the program's step "
+                    "2 (7 passes): about 0.6 s with the program's run"]
+    assert len(steps.chosen) == 47
 
 
 @pytest.mark.parametrize("value", [None, rotation.ROTATION_ASKED])
 def test_a_choice_nsight_compute_measures_sooner_is_rotated_only_where_asked(
         traced, monkeypatch, value):
-    """A second profile whose counter cache serves all but a few kernels: 10 launch shapes,
-    about 3 s under Nsight Compute, against about 7.6 s for the step's 282 launches by
-    rotation; by default Nsight Compute's, said; asked for, rotated all the same."""
+    """A second profile whose counter cache serves all but a kernel: one launch shape,
+    about 0.3 s under Nsight Compute, against about 0.6 s for the rotation of 47 kernels;
+    by default Nsight Compute's, said; asked for, rotated all the same."""
     _pass_two_asked(monkeypatch, value)
     monkeypatch.setattr(rotation, "rotation_pass", lambda *_, **__: Pass("rows", 6.9))
     said = []
     second = program._rotated(["python3", "train.py"], traced,
-                              replace(CHOICE, expected_s=3.0), None, said.append)
+                              replace(CHOICE, expected_s=0.3), None, said.append)
     if value is None:
         assert second is None
-        assert said == ["pass 2: Nsight Compute's, its launches about 3 s against 8 s for "
-                        "the rotation's 282 a step"]
+        assert said == ["pass 2: Nsight Compute's, its launches about 0.3 s against 0.6 s "
+                        "for the rotation's 47 ranges a step"]
     else:
         assert second.log == "rows" and said[-1].startswith("pass 2: counters by rotation")
 
@@ -417,8 +480,8 @@ def test_a_rotation_that_cannot_be_had_says_so_and_leaves_pass_2_to_ncu(traced, 
     assert program._rotated(["python3", "train.py"], replace(traced, trace=trace),
                             CHOICE, None, said.append) is None
     assert said == ["pass 2: no rotation (the program's optimizer steps do not launch the "
-                    "same kernels in the same order 7 steps in a row: it takes a pass a step, "
-                    "7 or more); Nsight Compute instead"]
+                    "same kernels in the same order 7 steps in a row, the chosen ones among "
+                    "them: it takes a pass a step, 7 or more); Nsight Compute instead"]
     said.clear()                                 # every precision's counters: 12 passes
     assert program._rotated(["python3", "train.py"], traced,
                             replace(CHOICE, tensor_precisions=None), None, said.append) is None

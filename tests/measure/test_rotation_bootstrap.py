@@ -41,8 +41,8 @@ class StandInEngine:
         self.calls.append((name, *args))
         return -1 if name == self.failing else 0
 
-    def rl_begin(self, metrics, max_ranges, flush):
-        return self._call("rl_begin", metrics, max_ranges, flush) or self.passes
+    def rl_begin(self, metrics, max_ranges, flush, chosen):
+        return self._call("rl_begin", metrics, max_ranges, flush, chosen) or self.passes
 
     def rl_start(self):
         return self._call("rl_start")
@@ -74,7 +74,9 @@ def _rotation(tmp_path, monkeypatch, engine, warm_up=3, most_steps=10):
     monkeypatch.setattr(ctypes, "CDLL", lambda path: engine)
     return _Rotation("/cache/librooflint_rotation.so", ["dram__bytes_read.sum",
                                                         "smsp__inst_executed.sum"],
-                     600, warm_up, most_steps, str(tmp_path / "records"))
+                     600, warm_up, most_steps,
+                     [["^gemm$", "2,64,1", "384,1,1"], ["13elementwise", "4096,1,1", "128,1,1"]],
+                     str(tmp_path / "records"))
 
 
 def _step(rotation, optimizer, times=1):
@@ -91,7 +93,9 @@ def test_each_step_after_the_warm_up_is_a_pass_and_the_last_ends_the_program(
     assert engine.calls == [] and program == []
     _step(rotation, optimizer)               # the third: the engine begins, its first pass
     assert engine.calls == [("rl_begin", b"dram__bytes_read.sum,smsp__inst_executed.sum",
-                             600, 1), ("rl_start",)]
+                             600, 1,
+                             b"^gemm$\t2,64,1\t384,1,1\n13elementwise\t4096,1,1\t128,1,1\n"),
+                            ("rl_start",)]
     _step(rotation, optimizer, 2)
     with pytest.raises(Ended):
         _step(rotation, optimizer)
@@ -140,7 +144,8 @@ def test_an_engine_that_will_not_load_fails_in_one_line(tmp_path, monkeypatch, p
     def refused(path):
         raise OSError(f"{path}: undefined symbol: cuptiRangeProfilerEnable")
     monkeypatch.setattr(ctypes, "CDLL", refused)
-    rotation = _Rotation("/cache/lib.so", ["m"], 600, 1, 10, str(tmp_path / "records"))
+    rotation = _Rotation("/cache/lib.so", ["m"], 600, 1, 10, [["k", "1,1,1", "1,1,1"]],
+                         str(tmp_path / "records"))
     with pytest.raises(Ended):
         _step(rotation, Optimizer())
     assert (tmp_path / f"records{FAILED}").read_text() == \

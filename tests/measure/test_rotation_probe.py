@@ -22,7 +22,7 @@ WORK = ["smsp__inst_executed.sum", "l1tex__t_bytes.sum",
 
 @pytest.fixture(scope="module")
 def recorded():
-    return (compare.rotation(compare.RESULTS / compare.ROTATION).counters,
+    return (compare.in_launch_order(compare.rotation(compare.RESULTS / compare.ROTATION)),
             compare.ncu_rows(compare.RESULTS / compare.FIRST_NCU),
             compare.ncu_rows(compare.RESULTS / compare.SECOND_NCU))
 
@@ -76,7 +76,7 @@ def test_the_committed_summary_is_what_the_recordings_give(summary):
     assert committed == json.loads(json.dumps(summary))
 
 
-# The user-range probe (benchmarks/rotation/select_probe.sh, H200, 2026-11-30): ranges
+# The user-range probe (benchmarks/rotation/select_probe.sh at 1df5693, H200, 2026-11-30): ranges
 # pushed in the launch callback around every RL_EVERY-th launch of the training step, the
 # flush outside them, against automatic ranges (a range every kernel, the flush's too).
 SELECT = REPO / "benchmarks" / "results" / "h200" / "rotation" / "select"

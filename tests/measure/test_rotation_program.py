@@ -43,6 +43,7 @@ def test_the_started_program_waits_for_its_configuration_then_runs_to_the_engine
         partial = tmp_path / "rotation.json"       # written whole, then moved, as rooflint
         partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
             str(tmp_path / "no-such-engine.so"), ["dram__bytes_read.sum"], 769, 1, 7,
+            [["k", "1,1,1", "32,1,1"]],
             str(started.records))))))
         partial.rename(started.config)
         assert started.process.wait(timeout=30) == 0
@@ -61,7 +62,8 @@ def test_a_rotation_pass_that_could_not_start_says_why(tmp_path, monkeypatch):
     from rooflint.measure.pass_runner import PassProgress
     try:
         rotation.rotation_pass(command, ["dram__bytes_read.sum"],
-                               rotation.RotationSteps(1, 7, 282), {}, None,
+                               rotation.RotationSteps(1, 7, 282, (("k", "1,1,1", "32,1,1"),)),
+                               {}, None,
                                PassProgress("pass 2", print))
     except rotation.RotationUnavailable as exc:
         assert str(exc).startswith("the engine would not load: ")
