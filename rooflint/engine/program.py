@@ -48,6 +48,7 @@ from rooflint.measure.pass_runner import Pass, Stopped, ncu_executable
 from rooflint.measure import program as passes
 from rooflint.measure.program import Choice, Filters
 from rooflint.measure.ncu import listed_metrics, parse_rows, summarize, version as ncu_version
+from rooflint.formats.ncu_log import DEVICE_ATTRIBUTE, DEVICE_NAME
 from rooflint.formats.jobs import Clocks
 from rooflint.common.errors import RooflintError
 from rooflint.formats.kernel_models import KernelModel, model_for
@@ -94,28 +95,36 @@ def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
             for key, mine in launches_by_identity(chosen, rows, timed, loosely).items()}
 
 
-# The device attribute ncu prints with each launch that names the GPU.
-DEVICE_NAME = "device__attribute_display_name"
+
+def device_attribute(row: dict, name: str) -> float:
+    """One of the device attributes ncu prints with each launch (0 where it printed none)."""
+    value = row.get(DEVICE_ATTRIBUTE + name, 0.0)
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 def device_from(rows: list[dict], driver: str) -> DeviceInfo:
     """The GPU the program ran on, from the device attributes ncu prints with each launch."""
     row = rows[0]
 
-    def attribute(name: str, default: float = 0.0) -> float:
-        value = row.get(f"device__attribute_{name}", default)
-        return float(value) if isinstance(value, (int, float)) else default
-    clock = attribute("clock_rate")
-    return DeviceInfo(
+    def attribute(name: str) -> float:
+        return device_attribute(row, name)
+    return with_cache_and_clocks(DeviceInfo(
         name=str(row.get(DEVICE_NAME, "unknown GPU")),
         index=int(attribute("device_index")),
         compute_capability=f"{int(attribute('compute_capability_major'))}."
                            f"{int(attribute('compute_capability_minor'))}",
-        sms=int(attribute("multiprocessor_count")), l2_bytes=int(attribute("l2_cache_size")),
-        memory_bytes=int(attribute("total_memory")),
-        max_sm_clock_mhz=clock / 1e3 if clock else None,
-        max_mem_clock_mhz=attribute("memory_clock_rate") / 1e3 or None,
-        driver=driver, cuda_runtime="", cupy="")
+        sms=int(attribute("multiprocessor_count")), l2_bytes=0,
+        memory_bytes=int(attribute("total_memory")), max_sm_clock_mhz=None,
+        max_mem_clock_mhz=None, driver=driver, cuda_runtime="", cupy=""), row)
+
+
+def with_cache_and_clocks(device: DeviceInfo, row: dict) -> DeviceInfo:
+    """``device`` with the L2 size and the clocks (kHz) ``row`` gives: ncu prints them with
+    each launch, the rotation's engine once (measure/rotation.rows_of)."""
+    clock, memory = device_attribute(row, "clock_rate"), device_attribute(row, "memory_clock_rate")
+    return replace(device, l2_bytes=int(device_attribute(row, "l2_cache_size")),
+                   max_sm_clock_mhz=clock / 1e3 if clock else None,
+                   max_mem_clock_mhz=memory / 1e3 if memory else None)
 
 
 def dominant_precision(counters: Counters | None, spec: GpuSpec) -> str:
@@ -562,12 +571,13 @@ def device_of(first: Pass, profiled: list[dict], driver: str) -> DeviceInfo:
     rows = profiled or ([] if first.timer.traced else parse_rows(first.log))
     if rows and DEVICE_NAME in rows[0]:
         return device_from(rows, driver)
-    return device_from_trace(first.trace or {}, driver)
+    return with_cache_and_clocks(device_from_trace(first.trace or {}, driver),
+                                 rows[0] if rows else {})
 
 
 def device_from_trace(trace: dict, driver: str) -> DeviceInfo:
     """The GPU the trace's kernels ran on, from its ``deviceProperties`` (which name no L2
-    size and no clocks)."""
+    size and no clocks: device_of takes them from pass 2's rows where they give them)."""
     devices = {d.get("id"): d for d in trace.get("deviceProperties") or []
                if isinstance(d, dict)}
     used = Tally(e.get("args", {}).get("device") for e in trace.get("traceEvents", [])

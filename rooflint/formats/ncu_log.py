@@ -17,7 +17,8 @@ BLOCK = "Block Size"
 PROCESS = "Process ID"
 STREAM = "Stream"
 DURATION = "gpu__time_duration.sum"    # the launch's GPU time, ns (the one metric every log has)
-DEVICE_NAME = "device__attribute_display_name"   # "NVIDIA H200", as NVML names it
+DEVICE_ATTRIBUTE = "device__attribute_"         # the device's attributes, printed with each launch
+DEVICE_NAME = DEVICE_ATTRIBUTE + "display_name"  # "NVIDIA H200", as NVML names it
 
 # Nsight Compute's units: under ``--print-units base`` a word (ns, byte, byte/s, hz, cycle,
 # inst, sector), under its default a word with an SI prefix chosen for the column's

@@ -1,16 +1,17 @@
 """What the rotation engine writes (measure/rotation_engine.cpp: CUPTI's range profiler,
 one pass of the counter configuration a training step), read back.
 
-Its ranges file holds, after ``#`` lines (the SM's limits as the driver gives them:
-``# sm registers=65536 threads=2048 blocks=32 shared=233472 reserved=1024 sms=132``), a
-header line and a line a range: the range's index, its name and each counter. With no
-launches chosen, CUPTI makes a range of every kernel launch while the profiler runs, and
-the engine launches an L2 flush kernel before each of the program's launches, so the
-ranges come in pairs, the flush's first; with launches chosen (their places in the step),
-a range each of those, named by its place. Its launches file holds a line a launch of
-each pass (the timing step's too, where launches were chosen): the pass, the name
-(demangled; mangled in the probe's recordings of 2026-11-30), grid and block
-(``x,y,z``), the dynamic shared memory. Every pass must have launched the same kernels in
+Its ranges file holds, after ``#`` lines (the SM's limits, the L2's size and the clocks
+in kHz as the driver gives them: ``# sm registers=65536 threads=2048 blocks=32
+shared=233472 reserved=1024 sms=132 l2=62914560 clock=1980000 memclock=3201000``; the
+recordings of 2026-11-30 have none, or the limits alone), a header line and a line a
+range: the range's index, its name and each counter. With no kernels chosen, CUPTI makes
+a range of every kernel launch while the profiler runs, and the engine launches an L2
+flush kernel before each of the program's launches, so the ranges come in pairs, the
+flush's first; with kernels chosen, a range around the first launch of each in a pass,
+named by the launch's place in it. Its launches file holds a line a launch of each pass:
+the pass, the name (demangled; mangled in the probe's recordings of 2026-11-30), grid and
+block (``x,y,z``), the dynamic shared memory. Every pass must have launched the same kernels in
 the same order: a pass's counters are only another part of the same launches' if it did.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rooflint.analysis.occupancy import SmLimits
 from rooflint.common.errors import RooflintError
@@ -26,6 +27,9 @@ from rooflint.common.errors import RooflintError
 SM_LINE = "# sm "
 SM_FIELDS = {"registers": "registers", "threads": "threads", "blocks": "blocks",
              "shared": "shared_bytes", "reserved": "reserved_shared_bytes"}
+# The device's attributes on the same line, by the names Nsight Compute gives them
+# (device__attribute_<name>).
+DEVICE_FIELDS = {"l2": "l2_cache_size", "clock": "clock_rate", "memclock": "memory_clock_rate"}
 RANGES_A_LAUNCH = 2             # the flush kernel's, then the launch's
 
 
@@ -47,13 +51,14 @@ class RotationLaunch:
 class RotationRecords:
     """One step's launches, in launch order, and the counters of those measured by their
     places, taken over ``passes`` steps; the GPU's SM limits and SM count where the ranges
-    file gives them."""
+    file gives them, and its L2 size and clocks."""
 
     launches: list[RotationLaunch]
     counters: dict[int, dict[str, float]]
     passes: int
     sm: SmLimits | None = None
     sms: int | None = None
+    device: dict[str, int] = field(default_factory=dict)   # DEVICE_FIELDS' the driver gave
 
 
 def read_rotation(ranges: str, launches: str, chosen: bool = False) -> RotationRecords:
@@ -66,15 +71,17 @@ def read_rotation(ranges: str, launches: str, chosen: bool = False) -> RotationR
             raise UnreadableRotation(_differs(number, other, first))
     named = _counters(ranges)
     sm, sms = _sm(ranges)
+    device = _device(ranges)
     if chosen:
-        return RotationRecords(first, _chosen_counters(named, len(first)), len(passes), sm, sms)
+        return RotationRecords(first, _chosen_counters(named, len(first)), len(passes), sm, sms,
+                               device)
     if len(named) != RANGES_A_LAUNCH * len(first):
         raise UnreadableRotation(f"the range profiler recorded {len(named)} ranges for "
                                  f"{len(first)} launches and their flushes "
                                  f"({RANGES_A_LAUNCH * len(first)})")
     launch_ranges = named[RANGES_A_LAUNCH - 1::RANGES_A_LAUNCH]
     return RotationRecords(first, {place: counters for place, (_, counters)
-                                   in enumerate(launch_ranges)}, len(passes), sm, sms)
+                                   in enumerate(launch_ranges)}, len(passes), sm, sms, device)
 
 
 def _chosen_counters(named: list[tuple[str, dict[str, float]]], launches: int
@@ -147,20 +154,36 @@ def _number(cell: str, line: int) -> float:
     return value
 
 
+def _sm_pairs(text: str) -> dict[str, str]:
+    """The ``# sm`` line's names and values (none where there is no such line)."""
+    line = next((line for line in text.splitlines() if line.startswith(SM_LINE)), "")
+    return dict(part.split("=", 1) for part in line[len(SM_LINE):].split() if "=" in part)
+
+
+def _device(text: str) -> dict[str, int]:
+    """The device's attributes the ``# sm`` line gives above 0 (the driver gives 0 for one
+    it does not know), by Nsight Compute's names."""
+    found, pairs = {}, _sm_pairs(text)
+    for key, name in DEVICE_FIELDS.items():
+        value = pairs.get(key, "")
+        if value.isdigit() and int(value) > 0:
+            found[name] = int(value)
+    return found
+
+
 def _sm(text: str) -> tuple[SmLimits | None, int | None]:
     """The SM's limits and count from the ``# sm`` line; none where there is none, or one
     of its numbers is missing or not above 0 (the driver gives 0 for an attribute it does
     not know; the driver's shared-memory reserve alone may be 0)."""
-    line = next((line for line in text.splitlines() if line.startswith(SM_LINE)), None)
-    if line is None:
+    pairs = _sm_pairs(text)
+    if not pairs:
         return None, None
-    pairs = dict(part.split("=", 1) for part in line[len(SM_LINE):].split() if "=" in part)
     try:
-        values = {field: int(pairs[key]) for key, field in SM_FIELDS.items()}
+        values = {name: int(pairs[key]) for key, name in SM_FIELDS.items()}
         sms = int(pairs["sms"])
     except (KeyError, ValueError):
         return None, None
-    above_zero = [sms, *(v for field, v in values.items() if field != "reserved_shared_bytes")]
+    above_zero = [sms, *(v for name, v in values.items() if name != "reserved_shared_bytes")]
     if values["reserved_shared_bytes"] < 0 or min(above_zero) <= 0:
         return None, None
     return SmLimits(**values), sms

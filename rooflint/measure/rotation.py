@@ -36,7 +36,7 @@ from pathlib import Path
 from rooflint.analysis.occupancy import LIMITERS, LaunchResources, occupancy
 from rooflint.common.paths import cache_dir
 from rooflint.common.toolkit import find_nvcc, toolkit_roots
-from rooflint.formats.ncu_log import BLOCK, GRID, ID, KERNEL_NAME, raw_page
+from rooflint.formats.ncu_log import BLOCK, DEVICE_ATTRIBUTE, GRID, ID, KERNEL_NAME, raw_page
 from rooflint.formats.rotation_records import RotationRecords, UnreadableRotation, read_rotation
 from rooflint.formats.trace_events import Launch, shape_text
 from rooflint.judge.kernel_times import Identity, name_key
@@ -333,7 +333,8 @@ def rotation_pass(command: list[str], metrics: list[str], steps: RotationSteps,
 def rows_of(records: RotationRecords, resources: Mapping[Identity, KernelResources]
             ) -> list[dict[str, float | str]]:
     """A row a measured launch, as Nsight Compute's log would hold it: its name, shape,
-    counters (the duration among them) and launch statistics. A launch pass 1 did not see
+    counters (the duration among them), launch statistics and the device's L2 size and
+    clocks where the engine gave them. A launch pass 1 did not see
     (no resources) is left out, as is every launch where the records do not give the SM's
     limits."""
     if records.sm is None or not records.sms:
@@ -350,7 +351,9 @@ def rows_of(records: RotationRecords, resources: Mapping[Identity, KernelResourc
                                 registers_per_thread=kernel.registers_per_thread,
                                 shared_bytes_per_block=kernel.shared_bytes_per_block)
         rows.append({ID: number, KERNEL_NAME: launch.name, GRID: key[1], BLOCK: key[2],
-                     **counters, **_statistics(shape, records)})
+                     **counters, **_statistics(shape, records),
+                     **{DEVICE_ATTRIBUTE + name: float(value)
+                        for name, value in records.device.items()}})
     return rows
 
 

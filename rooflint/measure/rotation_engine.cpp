@@ -23,11 +23,12 @@
 //
 // rl_begin(metrics, max_ranges, flush, chosen) -> passes (chosen: a line a kernel,
 // "pattern<TAB>gx,gy,gz<TAB>bx,by,bz", or empty); rl_start(); rl_stop() -> 1 once all
-// passes are submitted; rl_finish(path) -> ranges: path gets the SM's limits and a line a
-// range (index, name, counters), path.launches a line a launch of each pass (pass,
-// demangled name, grid, block, dynamic shared bytes). Each kernel's registers and shared
-// memory come from pass 1's trace: cuFuncGetAttribute on the launch's function inside the
-// callback answers CUDA_ERROR_INVALID_HANDLE for PyTorch's kernels (H200, 2026-11-30).
+// passes are submitted; rl_finish(path) -> ranges: path gets the SM's limits, the L2's size
+// and the clocks, then a line a range (index, name, counters); path.launches a line a
+// launch of each pass (pass, demangled name, grid, block, dynamic shared bytes). Each
+// kernel's registers and shared memory come from pass 1's trace: cuFuncGetAttribute on the
+// launch's function inside the callback answers CUDA_ERROR_INVALID_HANDLE for PyTorch's
+// kernels (H200, 2026-11-30).
 #include <cuda.h>
 #include <cupti_result.h>
 #include <cupti_target.h>
@@ -464,17 +465,20 @@ extern "C" int rl_finish(const char* path) {
     if (!out) { snprintf(g_error, sizeof g_error, "cannot write %s", path); return -1; }
     CUdevice dev;
     cuCtxGetDevice(&dev);
-    int sm[6] = {0};
-    const CUdevice_attribute attributes[6] = {
+    int sm[9] = {0};
+    const CUdevice_attribute attributes[9] = {
         CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
         CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
         CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
         CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
-        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT};
-    for (int i = 0; i < 6; ++i) cuDeviceGetAttribute(&sm[i], attributes[i], dev);
-    fprintf(out, "# sm registers=%d threads=%d blocks=%d shared=%d reserved=%d sms=%d\n",
-            sm[0], sm[1], sm[2], sm[3], sm[4], sm[5]);
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+        CU_DEVICE_ATTRIBUTE_CLOCK_RATE,                 // kHz, as Nsight Compute prints it
+        CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE};
+    for (int i = 0; i < 9; ++i) cuDeviceGetAttribute(&sm[i], attributes[i], dev);
+    fprintf(out, "# sm registers=%d threads=%d blocks=%d shared=%d reserved=%d sms=%d l2=%d "
+            "clock=%d memclock=%d\n", sm[0], sm[1], sm[2], sm[3], sm[4], sm[5], sm[6], sm[7], sm[8]);
     fprintf(out, "# dropped %zu\nrange\tname", d.numOfRangeDropped);
     for (auto& n : g_names) fprintf(out, "\t%s", n.c_str());
     fprintf(out, "\n");

@@ -100,6 +100,16 @@ def test_an_sm_line_missing_a_limit_gives_none_rather_than_a_wrong_occupancy(lin
     assert records.sm is None and records.sms is None
 
 
+def test_the_sm_line_gives_the_l2_and_the_clocks_the_driver_knows():
+    line = ("# sm registers=65536 threads=2048 blocks=32 shared=233472 reserved=1024 sms=132 "
+            "l2=62914560 clock=1980000 memclock=0")
+    records = read_rotation(_ranges((1, 1), (2, 2), sm=line), _launches(["_Z1av"]))
+    assert records.device == {"l2_cache_size": 62914560, "clock_rate": 1980000}
+    assert records.sm == SmLimits(65536, 2048, 32, 233472, 1024)
+    older = read_rotation(_ranges((1, 1), (2, 2)), _launches(["_Z1av"]))
+    assert older.device == {}
+
+
 def test_a_reserve_of_zero_is_a_limit_before_ampere():
     line = "# sm registers=65536 threads=1024 blocks=16 shared=65536 reserved=0 sms=40"
     records = read_rotation(_ranges((1, 1), (2, 2), sm=line), _launches(["_Z1av"]))

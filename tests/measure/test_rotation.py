@@ -630,6 +630,21 @@ def test_the_gpu_of_a_rotated_profile_is_pass_ones_as_its_rows_name_none(step, t
     rows = ncu.parse_rows(raw_page(rows_of(records, resources)))
     device = device_of(traced, rows, "580.95.05")
     assert "H200" in device.name and device.sms == 132
+    assert device.l2_bytes == 0 and device.max_sm_clock_mhz is None   # none recorded then
+
+
+def test_the_l2_and_clocks_the_engine_gives_reach_the_rotated_profiles_gpu(step, traced):
+    """The engine writes the L2's size and the clocks (kHz) the driver gives: the GPU of a
+    rotated profile has them, as Nsight Compute's rows give them (the table's 'L2 size
+    unknown' of 2026-12-01's rotated profiles)."""
+    from rooflint.engine.program import device_of
+    records, _, resources = step
+    given = replace(records, device={"l2_cache_size": 62914560, "clock_rate": 1980000,
+                                     "memory_clock_rate": 3201000})
+    rows = ncu.parse_rows(raw_page(rows_of(given, resources)))
+    device = device_of(traced, rows, "580.95.05")
+    assert "H200" in device.name and device.l2_bytes == 62914560
+    assert (device.max_sm_clock_mhz, device.max_mem_clock_mhz) == (1980.0, 3201.0)
 
 
 def test_an_interrupted_rotation_keeps_pass_1(traced, monkeypatch):
