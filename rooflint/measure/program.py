@@ -242,8 +242,8 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
         return None
     say(f"pass 2: counters by rotation instead, on the first launch in a step of each "
         f"kernel ({len(steps.chosen)} of the step's {steps.launches}), a pass a step from the "
-        f"program's step {steps.warm_up + 1} ({passes} passes): about "
-        f"{steps.expected_s:.1f} s with the program's run")
+        f"program's step {steps.warm_up + 1} ({passes} passes): its ranges about "
+        f"{steps.expected_s:.1f} s beside the program's run")
     try:                   # interrupted or too long: pass 1 is kept, as for Nsight Compute's
         return _second(lambda: rotation.rotation_pass(
             command, choice.metrics, steps, rotation.resources_of(every),

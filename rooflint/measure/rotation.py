@@ -66,12 +66,14 @@ OPTIMIZERS = 3
 # Room in the engine's record beyond the ranges a step should make. The first pass's cost
 # grows with the room asked for (8,000 ranges: 10.8 s, 600: 1.7 s; the training step, H200).
 RANGE_ROOM = 1.25
-# What pass 2 by rotation costs for each range of a step, the program's run with it (7
-# passes of automatic ranges, two a launch, its flush's and its own, H200: 7.6 s for the
-# training step's 282 launches, 24.0 s for a ResNet-50 step's 893, 10.1 s for nanoGPT's
-# 378; 16.6 s for ImageNet's ResNet-18 and its 400, 16 DataLoader workers starting:
-# benchmarks/results/h200/speed.json). Where Nsight Compute's pass 2 should cost less (a
-# second profile, the counter cache serving most kernels), it is taken.
+# What the rotation costs for each range of a step over its passes, beside the program's
+# run, as Nsight Compute's estimate is its launches' alone (kernel_choice.pass2_estimate_s):
+# about 1.9 ms a range a pass, 7 passes (H200, 2026-11-30, ranging every launch and its
+# flush: 7.6 s for the training step's 564 ranges, 24.0 s for a ResNet-50 step's 1,786,
+# the programs' runs with them; 2026-12-01, the chosen kernels' alone: pass 2 about 3 s
+# for 48 and 8 s for 103, benchmarks/results/h200/speed.json). Where Nsight Compute's pass
+# 2 should cost less (a second profile, the counter cache serving most kernels), it is
+# taken.
 ROTATION_S_PER_RANGE = 0.0135
 
 
@@ -144,7 +146,7 @@ class RotationSteps:
 
     @property
     def expected_s(self) -> float:
-        """About how long pass 2 by rotation takes, the program's run with it."""
+        """About how long the rotation's ranges take, beside the program's run."""
         return ROTATION_S_PER_RANGE * len(self.chosen)
 
 

@@ -414,7 +414,7 @@ def test_the_training_step_is_rotated_from_its_second_step_unless_ncu_is_asked_f
     assert kept == tmp_path / program.COUNTERS_LOG
     assert said == ["pass 2: counters by rotation instead, on the first launch in a step of "
                     "each kernel (47 of the step's 282), a pass a step from the program's step "
-                    "2 (7 passes): about 0.6 s with the program's run"]
+                    "2 (7 passes): its ranges about 0.6 s beside the program's run"]
     assert len(steps.chosen) == 47
 
 
