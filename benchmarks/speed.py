@@ -18,8 +18,9 @@ Writes OUT_DIR/speed.json: one entry per program or family with ``work``, ``plai
 
 Pass 2 is by rotation where the program carries it (measure/rotation.py, the default); with
 ``--noise`` a fourth profile takes Nsight Compute's pass 2 (ROOFLINT_PASS_TWO=ncu, every
-kernel measured): the slow path the rotation is checked against (check_ncu_against_first),
-beside the spread of two rotated profiles (check_full_against_first).
+kernel measured): the slow path the rotation is checked against (check_ncu_against_first;
+agreement_ncu_against_first: how many kernels' durations and counts agree), beside the
+spread of two rotated profiles (check_full_against_first, agreement_full_against_first).
 """
 
 from __future__ import annotations
@@ -77,6 +78,42 @@ def check(first: Path, second: Path) -> dict:
             "only_second": len(set(b) - set(a)), "changed": changed}
 
 
+# What agreement() compares, by a document's counters' names: a metric agrees within 2 % or
+# its floor (a few KiB of DRAM traffic on a launch that moves little).
+AGREEMENT = {"duration_s": 0.0, "dram_read": 8192.0, "dram_write": 65536.0,
+             "instructions": 1024.0, "flops": 0.0}
+
+
+def agreement(first: Path, second: Path) -> dict:
+    """On the kernels both documents measured, how many of each metric agree (AGREEMENT),
+    and the median ratio of the second's durations to the first's: whether two passes 2
+    measured the same launches alike (the verdicts follow from these)."""
+    a, b = counters(first), counters(second)
+    both = sorted(set(a) & set(b), key=str)
+    found: dict = {"kernels": len(both)}
+    for metric, floor in AGREEMENT.items():
+        found[metric] = sum(abs(a[k][metric] - b[k][metric])
+                            <= max(0.02 * abs(b[k][metric]), floor) for k in both)
+    ratios = sorted(b[k]["duration_s"] / a[k]["duration_s"] for k in both
+                    if a[k]["duration_s"] > 0)
+    found["median_duration_ratio"] = round(ratios[len(ratios) // 2], 3) if ratios else None
+    return found
+
+
+def counters(document: Path) -> dict[tuple, dict[str, float]]:
+    """Each measured kernel's AGREEMENT metrics, by its identity (FLOPs added up over
+    their precisions)."""
+    found = {}
+    for family in json.loads(document.read_text())["families"]:
+        for v in family["variants"]:
+            c = v.get("counters") or {}
+            if c:
+                found[(family["name"], *identity(v))] = {
+                    **{m: float(c.get(m) or 0.0) for m in AGREEMENT if m != "flops"},
+                    "flops": float(sum((c.get("flops") or {}).values()))}
+    return found
+
+
 def program_entry(out: Path, name: str, work: str, script: list[str], noise: bool) -> dict:
     plain = [sys.executable, *script]
     timed(out, f"{name}-warm-up", plain)
@@ -111,11 +148,13 @@ def program_entry(out: Path, name: str, work: str, script: list[str], noise: boo
     if noise:
         entry["full_s"] = round(runs["full"][0], 2)
         entry["check_full_against_first"] = check(first, runs["full"][1])
+        entry["agreement_full_against_first"] = agreement(first, runs["full"][1])
         slow = json.loads(runs["ncu"][1].read_text())["settings"]
         ncu_s = runs["ncu"][0]
         entry |= {"ncu_s": round(ncu_s, 2), "ncu_ratio": round(ncu_s / entry["plain_s"], 2),
                   "ncu_pass2_s": round(slow.get("pass2_wall_s") or 0.0, 2),
-                  "check_ncu_against_first": check(first, runs["ncu"][1])}
+                  "check_ncu_against_first": check(first, runs["ncu"][1]),
+                  "agreement_ncu_against_first": agreement(first, runs["ncu"][1])}
     return entry
 
 

@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from speed import check  # noqa: E402
+from speed import agreement, check  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "h200"
 PROFILES = RESULTS / "rotation" / "profiles"
@@ -65,3 +65,55 @@ def test_the_rotation_changes_few_verdicts_against_nsight_compute(profiles, prog
     found = check(profiles / f"{program}-first.json", profiles / f"{program}-ncu.json")
     assert found["kernels"] >= 34
     assert len(found["changed"]) <= found["kernels"] // 20 + 1
+
+
+# The rotation ranging the chosen kernels only (2026-12-01, one H200: the first launch in a
+# step of each, as Nsight Compute measures the first of each), first profiles of the two
+# apps beside Nsight Compute's pass 2 on the same code (benchmarks/results/h200/rotation/
+# chosen; speed.json's chosen-ranges-2026-12-01).
+CHOSEN = RESULTS / "rotation" / "chosen"
+
+
+@pytest.fixture(scope="module")
+def chosen(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("chosen")
+    for packed in CHOSEN.glob("*.json.xz"):
+        (folder / packed.name.removesuffix(".xz")).write_bytes(lzma.decompress(
+            packed.read_bytes()))
+    return folder
+
+
+@pytest.mark.parametrize("app, kernels, instructions, flops, dram_read", [
+    ("train_step", 47, 47, 47, 44), ("convnet_train", 67, 64, 63, 62)])
+def test_ranging_the_chosen_kernels_measures_nsight_computes_own_launches(
+        chosen, app, kernels, instructions, flops, dram_read):
+    """Their work counts agree kernel by kernel, where the rotation of every launch (its
+    counters a kernel's mean over a step) agreed with Nsight Compute's on 13 of 48 and 7 of
+    65 kernels' instructions: it measured other launches of a GEMM run at several sizes."""
+    found = agreement(chosen / f"{app}-first.json", chosen / f"{app}-ncu.json")
+    assert (found["kernels"], found["instructions"], found["flops"], found["dram_read"]) == \
+        (kernels, instructions, flops, dram_read)
+
+
+def test_every_launch_ranged_measured_other_launches_than_nsight_compute(profiles):
+    found = agreement(profiles / "train-step-eager-first.json",
+                      profiles / "train-step-eager-ncu.json")
+    assert (found["kernels"], found["instructions"]) == (48, 13)
+    again = agreement(profiles / "train-step-eager-first.json",
+                      profiles / "train-step-eager-full.json")
+    assert again["instructions"] == again["kernels"] == 48    # two rotations: the same launches
+
+
+def test_that_runs_durations_were_the_flush_kernels(chosen):
+    """Every chosen launch's duration in that run was the flush kernel's (its activity record
+    shares the launch's correlation id), 4.5 times Nsight Compute's at the median: the
+    verdicts of those documents are not compared (the engine has taken the record at the
+    launch's shape since)."""
+    import json as json_
+    for app in ("train_step", "convnet_train"):
+        document = json_.loads((chosen / f"{app}-first.json").read_text())
+        durations = {round(v["counters"]["duration_s"] * 1e6) for f in document["families"]
+                     for v in f["variants"] if v.get("counters")}
+        assert durations <= {80, 81}
+    assert agreement(chosen / "train_step-first.json",
+                     chosen / "train_step-ncu.json")["median_duration_ratio"] < 0.25
