@@ -25,13 +25,18 @@ PROFILES = RESULTS / "rotation" / "profiles"
 PROGRAMS = ("train-step-eager", "convnet-eager", "nanogpt-not-ours", "imagenet-not-ours")
 
 
-@pytest.fixture(scope="module")
-def profiles(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("profiles")
-    for packed in PROFILES.glob("*.json.xz"):
+def _unpacked(tmp_path_factory, packed_in: Path) -> Path:
+    """The result documents in ``packed_in``, each unpacked into a folder of their own."""
+    folder = tmp_path_factory.mktemp(packed_in.name)
+    for packed in packed_in.glob("*.json.xz"):
         (folder / packed.name.removesuffix(".xz")).write_bytes(lzma.decompress(
             packed.read_bytes()))
     return folder
+
+
+@pytest.fixture(scope="module")
+def profiles(tmp_path_factory) -> Path:
+    return _unpacked(tmp_path_factory, PROFILES)
 
 
 def _settings(profiles: Path, name: str) -> dict:
@@ -76,11 +81,7 @@ CHOSEN = RESULTS / "rotation" / "chosen"
 
 @pytest.fixture(scope="module")
 def chosen(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("chosen")
-    for packed in CHOSEN.glob("*.json.xz"):
-        (folder / packed.name.removesuffix(".xz")).write_bytes(lzma.decompress(
-            packed.read_bytes()))
-    return folder
+    return _unpacked(tmp_path_factory, CHOSEN)
 
 
 @pytest.mark.parametrize("app, kernels, instructions, flops, dram_read", [
