@@ -95,7 +95,6 @@ def counters_by_identity(chosen: list[KernelTime], rows: list[dict],
             for key, mine in launches_by_identity(chosen, rows, timed, loosely).items()}
 
 
-
 def device_attribute(row: dict, name: str) -> float:
     """One of the device attributes ncu prints with each launch (0 where it printed none)."""
     value = row.get(DEVICE_ATTRIBUTE + name, 0.0)

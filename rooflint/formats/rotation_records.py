@@ -11,8 +11,9 @@ flush kernel before each of the program's launches, so the ranges come in pairs,
 flush's first; with kernels chosen, a range around the first launch of each in a pass,
 named by the launch's place in it. Its launches file holds a line a launch of each pass:
 the pass, the name (demangled; mangled in the probe's recordings of 2026-11-30), grid and
-block (``x,y,z``), the dynamic shared memory. Every pass must have launched the same kernels in
-the same order: a pass's counters are only another part of the same launches' if it did.
+block (``x,y,z``), the dynamic shared memory. Every pass must have launched the same
+kernels in the same order: a pass's counters are only another part of the same launches'
+if it did.
 """
 
 from __future__ import annotations
