@@ -110,19 +110,26 @@ class LaunchFacts:
     l2_roof: float | None = None       # calibrated L2 bytes/s: the roof when data lives in L2
     fp8_roof: float | None = None      # FLOP/s of fp8 tensor cores, for a 16-bit tensor type
     compute_capability: str = ""       # "9.0": Hopper's instructions (wgmma) are there
+    # the launch's time as the program runs it, where the point's is one launch measured
+    # apart (a profile's: cold caches, once): whether launching costs as much as running is
+    # a question of the program's run, and a kernel near LAUNCH_COST_S measured once, cold,
+    # flipped its top move on 3 % of noise (H200, 2026-12-01)
+    run_time_s: float | None = None
 
     @classmethod
     def of(cls, sms: int, precision: str, *, grid_blocks: int = 0, threads_per_block: int = 0,
            launches: int = 1, tensor_roof: float | None = None, l2_roof: float | None = None,
-           fp8_roof: float | None = None, compute_capability: str = "") -> LaunchFacts:
+           fp8_roof: float | None = None, compute_capability: str = "",
+           run_time_s: float | None = None) -> LaunchFacts:
         """The facts of a kernel of ``precision`` on a GPU of ``sms`` SMs, as rooflint
         builds them (observation.analyse, upside.best_fraction, explain). A launch not given
         is one launch of a grid not known (0 blocks of 0 threads): a kernel typed in, or a
         program's kernel placed by its nearest roof. A roof or compute capability not given
-        is not known."""
+        is not known; a run's time not given is the point's."""
         return cls(grid_blocks=grid_blocks, threads_per_block=threads_per_block,
                    launches=launches, sms=sms, precision=precision, tensor_roof=tensor_roof,
-                   l2_roof=l2_roof, fp8_roof=fp8_roof, compute_capability=compute_capability)
+                   l2_roof=l2_roof, fp8_roof=fp8_roof, compute_capability=compute_capability,
+                   run_time_s=run_time_s)
 
 
 @dataclass
@@ -364,9 +371,10 @@ def _launch_cost(e: Evidence, point: Point, facts: LaunchFacts, graph_time_s: fl
         e.values["launch_speedup"] = point.time_s / graph_time_s
         e.set("launch_overhead", f"eager {format_time(point.time_s)} vs CUDA-graph replay "
                                  f"{format_time(graph_time_s)}")
-    elif point.time_s < LAUNCH_COST_S * facts.launches:
-        e.set("launch_overhead", f"{format_time(point.time_s)} for {facts.launches} launch(es), "
-                                 f"comparable to the cost of launching")
+    elif (facts.run_time_s or point.time_s) < LAUNCH_COST_S * facts.launches:
+        e.set("launch_overhead", f"{format_time(facts.run_time_s or point.time_s)} for "
+                                 f"{facts.launches} launch(es), comparable to the cost of "
+                                 f"launching")
 
 
 def _stalls(e: Evidence, counters: Counters) -> None:

@@ -100,7 +100,8 @@ def analyse(o: Observation, spec: GpuSpec, sms: int,
             tensor_roof=ceilings.tensor_roof(spec, o.precision, calibration),
             l2_roof=ceilings.bandwidth(calibration, "l2"),
             fp8_roof=ceilings.fp8_roof(spec, o.precision, calibration),
-            compute_capability=spec.compute_capability)
+            compute_capability=spec.compute_capability,
+            run_time_s=time.median_s if o.point_time_s else None)
         verdict = diagnose(point, facts, o.counters, graph_time.median_s if graph_time else None)
         if o.counters:
             hierarchy = levels(point, roofs, o.counters.l2_bytes, facts.l2_roof,
