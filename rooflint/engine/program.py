@@ -65,7 +65,7 @@ from rooflint.judge.distinct_names import unique_names
 from rooflint.judge.kernel_times import (Identity, KernelTime, kernel_times,
                                          kernel_times_from_trace, selected)
 from rooflint.judge.launch_matching import launches_by_identity, missed, per_launch
-from rooflint.judge.pass2_patterns import kernel_patterns, mangled_patterns, profiled_devices
+from rooflint.judge.pass2_patterns import kernel_patterns, profiled_devices, selection_of
 from rooflint.judge.time_spread import drifting, mixed_shapes
 from rooflint.output.profile_words import (NO_COUNTERS, autotuning_words, drift_note,
                                            held_memory_words, missed_words,
@@ -104,16 +104,13 @@ def device_attribute(row: dict, name: str) -> float:
 def device_from(rows: list[dict], driver: str) -> DeviceInfo:
     """The GPU the program ran on, from the device attributes ncu prints with each launch."""
     row = rows[0]
-
-    def attribute(name: str) -> float:
-        return device_attribute(row, name)
+    major, minor = (int(device_attribute(row, f"compute_capability_{part}"))
+                    for part in ("major", "minor"))
     return with_cache_and_clocks(DeviceInfo(
         name=str(row.get(DEVICE_NAME, "unknown GPU")),
-        index=int(attribute("device_index")),
-        compute_capability=f"{int(attribute('compute_capability_major'))}."
-                           f"{int(attribute('compute_capability_minor'))}",
-        sms=int(attribute("multiprocessor_count")), l2_bytes=0,
-        memory_bytes=int(attribute("total_memory")), max_sm_clock_mhz=None,
+        index=int(device_attribute(row, "device_index")), compute_capability=f"{major}.{minor}",
+        sms=int(device_attribute(row, "multiprocessor_count")), l2_bytes=0,
+        memory_bytes=int(device_attribute(row, "total_memory")), max_sm_clock_mhz=None,
         max_mem_clock_mhz=None, driver=driver, cuda_runtime="", cupy=""), row)
 
 
@@ -553,9 +550,10 @@ def pass2_choice(chosen: list[KernelTime], timed: list[KernelTime], skip: int = 
     process's launches, in an order between processes no trace fixes), read by the names
     the GPU's chip lists (``listed``), on the GPUs numbered ``devices`` (every GPU where
     none), the program ended where ``ending`` says (likewise one process's only)."""
-    return Choice(mangled_patterns(chosen, timed),
+    patterns = kernel_patterns(chosen, timed)
+    return Choice(selection_of(patterns),
                   union_unless_any(k.tensor_precisions for k in chosen), skip, listed,
-                  devices, ending, kernels=kernel_patterns(chosen, timed))
+                  devices, ending, kernels=patterns)
 
 
 def _sorted_or_none(values: frozenset[str] | None) -> list[str] | None:

@@ -39,7 +39,12 @@ def mangled_patterns(chosen: list[KernelTime], timed: list[KernelTime]) -> list[
     its length; an ``extern "C"`` kernel (cuBLAS's, cuDNN's, Triton's) is mangled as itself.
     By function alone, ncu would profile every launch shape of every functor of PyTorch's
     element-wise kernels (the training step's 67 shapes for 39 chosen kernels)."""
-    return sorted(set(kernel_patterns(chosen, timed).values()))
+    return selection_of(kernel_patterns(chosen, timed))
+
+
+def selection_of(patterns: dict[Identity, str]) -> list[str]:
+    """Nsight Compute's selection of kernel_patterns' kernels: each pattern once, in order."""
+    return sorted(set(patterns.values()))
 
 
 def kernel_patterns(chosen: list[KernelTime], timed: list[KernelTime]) -> dict[Identity, str]:

@@ -129,7 +129,6 @@ static std::map<std::string, std::vector<size_t>> g_named;   // mangled name -> 
 static thread_local bool t_pushed = false;
 static thread_local uint32_t t_runtime = 0;    // the runtime API launch a driver launch is inside
 static bool g_timing = false;         // the first pass's chosen launches are being timed
-static bool g_timed = false;          // and their records are to be read at the finish
 static std::mutex g_time_lock;
 struct Timed { size_t place; unsigned grid[3], block[3]; uint64_t start = 0, ns = 0; };
 static std::map<uint32_t, Timed> g_launches_timed;   // by the launch's correlation id
@@ -410,7 +409,7 @@ extern "C" int rl_begin(const char* metrics_csv, int max_ranges, int flush, cons
     if (!g_chosen.empty()) {
         CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
         CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-        g_timing = g_timed = true;
+        g_timing = true;
     }
     return (int)passes.numOfPasses;
 }
@@ -440,7 +439,7 @@ extern "C" int rl_stop() {
 // Each chosen place's duration in ns, from the first pass's records (none where unchosen).
 static std::map<size_t, double> timed_places() {
     std::map<size_t, double> found;
-    if (!g_timed) return found;
+    if (g_chosen.empty()) return found;
     cuptiActivityFlushAll(1);
     std::lock_guard<std::mutex> held(g_time_lock);
     for (auto& [correlation, timed] : g_launches_timed)
@@ -500,7 +499,7 @@ extern "C" int rl_finish(const char* path) {
         ev.pMetricValues = values.data();
         CHECK(cuptiProfilerHostEvaluateToGpuValues(&ev));
         const char* name = rn.pRangeName ? rn.pRangeName : "";
-        if (g_timed && duration < values.size()) {      // the kernel's time, not the range's
+        if (!g_chosen.empty() && duration < values.size()) {   // the kernel's, not the range's
             auto found = timed.find(std::strtoul(name, nullptr, 10));
             values[duration] = found == timed.end() ? NAN : found->second;
         }
