@@ -99,7 +99,7 @@ class Choice:
     early_end: EarlyEnd | None = None   # where pass 2 can end its program (one process's)
     expected_s: float = 0.0        # what its launches should take (kernel_choice.pass2_estimate_s)
     # the chosen kernels, each with its pattern (pass2_patterns.kernel_patterns: the rotation
-    # ranges the first launch of each)
+    # ranges a launch of each in a step)
     kernels: Mapping[Identity, str] = field(default_factory=dict)
 
     @property
@@ -169,16 +169,21 @@ def _early_rotation(command: list[str], filters: Filters, logs: Path | None,
                     ) -> tuple[Pass, Pass] | None:
     """Pass 1 while pass 2's program waits twice: for the rotation right after its first
     import of a GPU library (rotation.started_rotation), and under Nsight Compute at its
-    first CUDA call (_early_ncu's); then pass 2 by rotation where it carries it (_rotated),
-    else by attaching Nsight Compute, the other killed. Neither has touched the GPU. None
-    where the early start was not sound (early_start.alone), or the program started for the
-    rotation does not say it waits (it may have run on the GPU beside pass 1: a program
-    that launches kernels through no library the bootstrap waits at)."""
+    first CUDA call (_early_ncu's). Once pass 1 is over, the rotation's program may run on
+    to its first optimizer step's end while pass 1 is read (StartedRotation.go), where the
+    program could carry the rotation; then pass 2 by rotation where it carries it
+    (_rotated), else by attaching Nsight Compute, the other killed first. Neither has
+    touched the GPU while pass 1 ran. None where the early start was not sound
+    (early_start.alone), or the program started for the rotation does not say it waits
+    (it may have run on the GPU beside pass 1: a program that launches kernels through no
+    library the bootstrap waits at)."""
     with rotation.started_rotation(command) as started, \
             started_early(pass_two_command(command, filters.stop_after)) as waiting:
         first = timing_pass(command, filters, logs, say)
         if not alone(waiting, first) or not started.waits(WAIT_FOR_LINE_S):
             return None
+        if _rotatable(command, first):
+            started.go()
         choice = plan(first)
         if not choice.patterns:
             return first, Pass("", 0.0)
@@ -186,6 +191,14 @@ def _early_rotation(command: list[str], filters: Filters, logs: Path | None,
         stop(started.process)
         return first, rotated or _second(lambda: _attach(
             waiting, choice, logs, pass_two_progress(first, choice, say)), attached=True)
+
+
+def _rotatable(command: list[str], first: Pass) -> bool:
+    """Whether pass 2 may be by rotation, as far as pass 1 says before its plan: not asked
+    of Nsight Compute, and a Python program of its own whose trace holds optimizer steps."""
+    return rotation.asked() is not rotation.PassTwo.NCU and first.trace is not None and \
+        is_python(command) and not starts_its_program(command) and \
+        bool(optimizer_steps(first.trace))
 
 
 def _rotation_engine(say: Callable[[str], None], asked: rotation.PassTwo) -> bool:
@@ -220,10 +233,9 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
     optimizer steps that launch the same kernels one after another) and it is asked for,
     or, by default, should cost less than Nsight Compute's pass 2 on the ``choice``; None
     otherwise, or where it measured nothing (said: Nsight Compute's pass 2 follows)."""
-    asked = rotation.asked()
-    if asked is rotation.PassTwo.NCU or first.trace is None or not is_python(command) or \
-            starts_its_program(command):
+    if not _rotatable(command, first):
         return None
+    asked = rotation.asked()
     every, ends = first.launches, optimizer_steps(first.trace)
     passes = rotation.passes_for(choice.tensor_precisions)
     steps = rotation.rotation_steps(every, ends, passes, choice.kernels)
@@ -240,10 +252,10 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
             f"against {steps.expected_s:.1f} s for the rotation's {len(steps.chosen)} ranges "
             f"a step")
         return None
-    say(f"pass 2: counters by rotation instead, on the first launch in a step of each "
-        f"kernel ({len(steps.chosen)} of the step's {steps.launches}), a pass a step from the "
-        f"program's step {steps.warm_up + 1} ({passes} passes): its ranges about "
-        f"{steps.expected_s:.1f} s beside the program's run")
+    say(f"pass 2: counters by rotation instead, on a launch in a step of each kernel "
+        f"({len(steps.chosen)} of the step's {steps.launches}), a pass a "
+        f"step from the program's step {steps.warm_up + 1} ({passes} passes): its ranges "
+        f"about {steps.expected_s:.1f} s beside the program's run")
     try:                   # interrupted or too long: pass 1 is kept, as for Nsight Compute's
         return _second(lambda: rotation.rotation_pass(
             command, choice.metrics, steps, rotation.resources_of(every),

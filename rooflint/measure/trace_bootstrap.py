@@ -109,6 +109,10 @@ FAILED = ".failed"
 # Written beside the rotation's configuration once the program waits for it: a program that
 # has not (no import of STARTING_IMPORTS) may have run on the GPU beside pass 1.
 WAITING = ".waiting"
+# Written beside it by rooflint once pass 1 is over: the waiting program may then run on
+# the GPU up to its first optimizer's first step's end (its CUDA context, its model, cuDNN's
+# benchmark), beside rooflint's reading of pass 1, and waits there for the configuration.
+GO = ".go"
 CONFIG_POLL_S = 0.05
 # The imports that start pass 1's profiler, once they have run: PyTorch's, or that of
 # another library a Python program launches kernels through, whichever the program
@@ -898,9 +902,9 @@ def _rotated(config, argv):
     its torch; its DataLoaders left as they are: nothing is replayed), measured from its
     first optimizer's steps (_Rotation, as the JSON file ``config`` says). Right after its
     first import of a library it launches kernels through (STARTING_IMPORTS: importing
-    one touches no GPU), it says so (WAITING) and waits for ``config`` to be there: rooflint
-    starts it while pass 1 runs and writes ``config`` once pass 1 has said what to measure,
-    or kills it (measure/rotation.started_rotation)."""
+    one touches no GPU), it says so (WAITING) and waits for pass 1 to be over (GO) or
+    ``config`` to be there: rooflint starts it while pass 1 runs and writes ``config`` once
+    pass 1 has said what to measure, or kills it (measure/rotation.started_rotation)."""
     run, sys.argv, path = _program(argv)
     sys.path.insert(0, path)
 
@@ -909,11 +913,9 @@ def _rotated(config, argv):
             _import_dynamo()
         with open(config + WAITING, "w"):
             pass
-        while not os.path.exists(config):
+        while not (os.path.exists(config + GO) or os.path.exists(config)):
             time.sleep(CONFIG_POLL_S)
-        with open(config) as given:
-            fields = json.load(given)
-        _Rotation(*(fields[name] for name in ROTATION_FIELDS)).install()
+        _Rotation(config).install()
     sys.meta_path.insert(0, _AfterFirstImport(STARTING_IMPORTS, after_first_import))
     run()
 
@@ -983,24 +985,25 @@ class _StepLimit(_FirstOptimizerSteps):
 
 
 class _Rotation(_FirstOptimizerSteps):
-    """Pass 2 by rotation (measure/rotation.py): after the first optimizer's ``warm_up``-th
+    """Pass 2 by rotation (measure/rotation.py), as the JSON file ``config`` says
+    (ROTATION_FIELDS, _configure): after the first optimizer's ``warm_up``-th
     step, the engine (rotation_engine.cpp, through ``engine``: its rl_ functions) is given
-    the counters and the ``chosen`` kernels (each a pattern on its mangled name, its grid
-    and its block, the first launch of each in a step ranged) and each step from
+    the counters and the ``chosen`` kernels (each a pattern on its mangled name, its grid,
+    its block and which of its launches in a step is ranged) and each step from
     then on is a pass of them, until every pass is in; then the engine writes its records
     to ``path`` and the program is ended (_exit_now). The GPU is synchronised at each
     step's end, so that a pass holds its step's kernels and no other's. What fails (the
     engine's error, or passes still wanted after ``most_steps`` steps) is written to
     ``path`` + FAILED and ends the program too: pass 2 is then Nsight Compute's."""
 
-    def __init__(self, engine, metrics, max_ranges, warm_up, most_steps, chosen, path):
+    def __init__(self, config):
         super().__init__()
-        self.engine, self.metrics, self.max_ranges = engine, metrics, max_ranges
-        self.warm_up, self.most_steps, self.chosen = warm_up, most_steps, chosen
-        self.path = path
-        self.lib = None
+        self.config = config
+        self.warm_up = self.lib = None
 
     def on_step(self, step):
+        if self.warm_up is None:
+            self._configure()
         if step < self.warm_up:
             return
         sync = sys.modules["torch"].cuda.synchronize
@@ -1014,6 +1017,17 @@ class _Rotation(_FirstOptimizerSteps):
             self._failed(f"the engine wanted more passes after {self.most_steps} steps")
         self._called("rl_start", self.lib.rl_start())
 
+    def _configure(self):
+        """The configuration's fields, waited for at the first step's end, where a program
+        let run before rooflint knew what to measure (GO) stops: no rotation begins before
+        (rotation.rotation_steps: a step of warm-up at least)."""
+        while not os.path.exists(self.config):
+            time.sleep(CONFIG_POLL_S)
+        with open(self.config) as given:
+            fields = json.load(given)
+        (self.engine, self.metrics, self.max_ranges, self.warm_up, self.most_steps,
+         self.chosen, self.path) = (fields[name] for name in ROTATION_FIELDS)
+
     def _begin(self):
         import ctypes
         try:
@@ -1023,7 +1037,7 @@ class _Rotation(_FirstOptimizerSteps):
         self.lib.rl_error.restype = ctypes.c_char_p
         self._called("rl_begin", self.lib.rl_begin(
             ",".join(self.metrics).encode(), self.max_ranges, 1,
-            "".join("\t".join(kernel) + "\n" for kernel in self.chosen).encode()))
+            "".join("\t".join(map(str, kernel)) + "\n" for kernel in self.chosen).encode()))
 
     def _called(self, name, result):
         """``result`` of the engine's ``name``, where it is not an error (below 0)."""

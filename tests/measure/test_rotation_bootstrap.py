@@ -4,6 +4,7 @@ engine's calls as the first optimizer steps, through a stand-in engine and torch
 from __future__ import annotations
 
 import ctypes
+import json
 import sys
 from types import SimpleNamespace
 
@@ -71,12 +72,15 @@ def program(monkeypatch):
 
 
 def _rotation(tmp_path, monkeypatch, engine, warm_up=3, most_steps=10):
+    """The rotation as its configuration (rooflint's JSON file) says."""
     monkeypatch.setattr(ctypes, "CDLL", lambda path: engine)
-    return _Rotation("/cache/librooflint_rotation.so", ["dram__bytes_read.sum",
-                                                        "smsp__inst_executed.sum"],
-                     600, warm_up, most_steps,
-                     [["^gemm$", "2,64,1", "384,1,1"], ["13elementwise", "4096,1,1", "128,1,1"]],
-                     str(tmp_path / "records"))
+    config = tmp_path / "rotation.json"
+    config.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
+        "/cache/librooflint_rotation.so", ["dram__bytes_read.sum", "smsp__inst_executed.sum"],
+        600, warm_up, most_steps,
+        [["^gemm$", "2,64,1", "384,1,1", 2], ["13elementwise", "4096,1,1", "128,1,1", 0]],
+        str(tmp_path / "records"))))))
+    return _Rotation(str(config))
 
 
 def _step(rotation, optimizer, times=1):
@@ -94,7 +98,8 @@ def test_each_step_after_the_warm_up_is_a_pass_and_the_last_ends_the_program(
     _step(rotation, optimizer)               # the third: the engine begins, its first pass
     assert engine.calls == [("rl_begin", b"dram__bytes_read.sum,smsp__inst_executed.sum",
                              600, 1,
-                             b"^gemm$\t2,64,1\t384,1,1\n13elementwise\t4096,1,1\t128,1,1\n"),
+                             b"^gemm$\t2,64,1\t384,1,1\t2\n"
+                             b"13elementwise\t4096,1,1\t128,1,1\t0\n"),
                             ("rl_start",)]
     _step(rotation, optimizer, 2)
     with pytest.raises(Ended):
@@ -143,10 +148,10 @@ def test_passes_still_wanted_after_the_most_steps_fail(tmp_path, monkeypatch, pr
 def test_an_engine_that_will_not_load_fails_in_one_line(tmp_path, monkeypatch, program):
     def refused(path):
         raise OSError(f"{path}: undefined symbol: cuptiRangeProfilerEnable")
+    rotation = _rotation(tmp_path, monkeypatch, None, warm_up=1)
     monkeypatch.setattr(ctypes, "CDLL", refused)
-    rotation = _Rotation("/cache/lib.so", ["m"], 600, 1, 10, [["k", "1,1,1", "1,1,1"]],
-                         str(tmp_path / "records"))
     with pytest.raises(Ended):
         _step(rotation, Optimizer())
     assert (tmp_path / f"records{FAILED}").read_text() == \
-        "the engine would not load: /cache/lib.so: undefined symbol: cuptiRangeProfilerEnable"
+        "the engine would not load: /cache/librooflint_rotation.so: undefined symbol: " \
+        "cuptiRangeProfilerEnable"

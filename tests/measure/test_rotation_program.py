@@ -30,6 +30,16 @@ for step in range(1, 9):
 '''
 
 
+def _configure(started: rotation.StartedRotation, tmp_path) -> None:
+    """The rotation's configuration, written whole then moved, as rooflint does: an engine
+    that is not there, from the first step."""
+    partial = tmp_path / "rotation.json"
+    partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
+        str(tmp_path / "no-such-engine.so"), ["dram__bytes_read.sum"], 769, 1, 7,
+        [["k", "1,1,1", "32,1,1", 0]], str(started.records))))))
+    partial.rename(started.config)
+
+
 def test_the_started_program_waits_for_its_configuration_then_runs_to_the_engine(
         tmp_path, monkeypatch):
     command = stand_in_program(tmp_path, monkeypatch, STAND_IN, PROGRAM)
@@ -40,12 +50,7 @@ def test_the_started_program_waits_for_its_configuration_then_runs_to_the_engine
         assert "imported" in said and "past torch" not in said
         assert started.waits(5.0)
         written = time.time()
-        partial = tmp_path / "rotation.json"       # written whole, then moved, as rooflint
-        partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
-            str(tmp_path / "no-such-engine.so"), ["dram__bytes_read.sum"], 769, 1, 7,
-            [["k", "1,1,1", "32,1,1"]],
-            str(started.records))))))
-        partial.rename(started.config)
+        _configure(started, tmp_path)
         assert started.process.wait(timeout=30) == 0
         said = started.output.read_text()
         past = float(next(line for line in said.splitlines()
@@ -56,13 +61,35 @@ def test_the_started_program_waits_for_its_configuration_then_runs_to_the_engine
         assert failed.read_text().startswith("the engine would not load: ")
 
 
+def test_let_go_on_once_pass_1_is_over_it_runs_to_its_first_step_and_waits_there(
+        tmp_path, monkeypatch):
+    """Its CUDA context, model and cuDNN's benchmark beside rooflint's reading of pass 1:
+    past its import of torch at once, then held in its first optimizer step until the
+    configuration is there."""
+    command = stand_in_program(tmp_path, monkeypatch, STAND_IN, PROGRAM)
+    with rotation.started_rotation(command) as started:
+        assert started.waits(5.0)
+        started.go()
+        deadline = time.monotonic() + 10.0
+        while "past torch" not in started.output.read_text():
+            assert time.monotonic() < deadline, started.output.read_text()
+            time.sleep(0.05)
+        time.sleep(1.0)
+        assert started.process.poll() is None
+        assert "step" not in started.output.read_text()       # held in its first step
+        _configure(started, tmp_path)
+        assert started.process.wait(timeout=30) == 0
+        failed = started.records.with_name(started.records.name + trace_bootstrap.FAILED)
+        assert failed.read_text().startswith("the engine would not load: ")
+
+
 def test_a_rotation_pass_that_could_not_start_says_why(tmp_path, monkeypatch):
     command = stand_in_program(tmp_path, monkeypatch, STAND_IN, PROGRAM)
     monkeypatch.setattr(rotation, "engine_library", lambda: tmp_path / "no-such-engine.so")
     from rooflint.measure.pass_runner import PassProgress
     try:
         rotation.rotation_pass(command, ["dram__bytes_read.sum"],
-                               rotation.RotationSteps(1, 7, 282, (("k", "1,1,1", "32,1,1"),)),
+                               rotation.RotationSteps(1, 7, 282, (("k", "1,1,1", "32,1,1", 0),)),
                                {}, None,
                                PassProgress("pass 2", print))
     except rotation.RotationUnavailable as exc:
