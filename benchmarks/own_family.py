@@ -34,12 +34,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from full_set import full_set_seconds
 from time_to_verdict import RUN, gpus, timed
 
-from rooflint.common.paths import cache_dir
+from rooflint.common.paths import CACHE_VARIABLE, cache_dir
 from rooflint.common.phases import PHASES, REFERENCE_CACHE_HIT, REFERENCE_CACHE_MISS
 
 FAMILY = Path(__file__).resolve().parent / "user_family"
@@ -52,14 +54,29 @@ TARGETS = {"second run / ncu --set full": ("second-run", 0.4, 0.25),
            "first run / ncu --set full": ("first-run", 0.6, 0.4)}
 
 
-def use_private_cache(directory: Path) -> None:
-    """``directory`` as rooflint's cache for every run below, holding only this machine's
-    calibrations (the verdicts stay those of the GPU's measured roofs) and the rotation's
-    engine built for its toolkit (once per machine, not once per profile)."""
-    for kept in ("calibration", "rotation"):
-        if (cache_dir() / kept).is_dir():
-            shutil.copytree(cache_dir() / kept, directory / kept)
-    os.environ["ROOFLINT_CACHE_DIR"] = str(directory)
+@contextmanager
+def private_cache(prefix: str) -> Iterator[Path]:
+    """A fresh cache of rooflint's for every run inside, beside the machine's, holding only
+    the machine's calibrations (the verdicts stay those of the GPU's measured roofs) and
+    the rotation's engine built for its toolkit (once per machine, not once per profile);
+    the machine's cache again after, so that the next private cache is copied from it (one
+    copied from a private cache already removed held neither: the ResNet-50 step's first
+    profiles of 2026-12-01 built the engine again, 5 s of their time)."""
+    machine = cache_dir()
+    machine.parent.mkdir(parents=True, exist_ok=True)
+    before = os.environ.get(CACHE_VARIABLE)
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=machine.parent) as cache:
+        for kept in ("calibration", "rotation"):
+            if (machine / kept).is_dir():
+                shutil.copytree(machine / kept, Path(cache) / kept)
+        os.environ[CACHE_VARIABLE] = cache
+        try:
+            yield Path(cache)
+        finally:
+            if before is None:
+                os.environ.pop(CACHE_VARIABLE)
+            else:
+                os.environ[CACHE_VARIABLE] = before
 
 
 def measured_run(out: Path, name: str, family: Path) -> dict:
@@ -75,13 +92,9 @@ def measured_run(out: Path, name: str, family: Path) -> dict:
 def main(out: Path, family: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     devices = gpus()
-    beside = cache_dir().parent
-    beside.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="rooflint-warm-up-", dir=beside) as cache:
-        use_private_cache(Path(cache))
+    with private_cache("rooflint-warm-up-"):
         timed(out, "warm-up", [*RUN, str(family), "--counters", "off"])
-    with tempfile.TemporaryDirectory(prefix="rooflint-own-family-", dir=beside) as cache:
-        use_private_cache(Path(cache))
+    with private_cache("rooflint-own-family-"):
         runs = {"first-run": measured_run(out, "first-run", family),
                 "second-run": measured_run(out, "second-run", family)}
         timed(out, "cache-clear", [sys.executable, "-m", "rooflint", "cache", "clear"])

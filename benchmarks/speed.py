@@ -27,14 +27,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
-import tempfile
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from own_family import commit, use_private_cache
+from own_family import commit, private_cache
 from time_to_verdict import gpus, timed
 
-from rooflint.common.paths import cache_dir
+from rooflint.analysis.counters import Counters
+from rooflint.analysis.observation import Observation, analyse
+from rooflint.engine.program import dominant_precision
+from rooflint.formats.gpus import GpuSpec, find_spec, load_specs
+from rooflint.formats.results import RunResult, VariantResult, read_result
 from rooflint.measure.rotation import NCU_ASKED, PASS_TWO_VARIABLE, engine_library
 
 PROFILE = [sys.executable, "-m", "rooflint", "profile"]
@@ -91,13 +96,75 @@ def agreement(first: Path, second: Path) -> dict:
     a, b = counters(first), counters(second)
     both = sorted(set(a) & set(b), key=str)
     found: dict = {"kernels": len(both)}
-    for metric, floor in AGREEMENT.items():
-        found[metric] = sum(abs(a[k][metric] - b[k][metric])
-                            <= max(0.02 * abs(b[k][metric]), floor) for k in both)
+    for metric in AGREEMENT:
+        found[metric] = sum(_agree(a[k][metric], b[k][metric], metric) for k in both)
     ratios = sorted(b[k]["duration_s"] / a[k]["duration_s"] for k in both
                     if a[k]["duration_s"] > 0)
     found["median_duration_ratio"] = round(ratios[len(ratios) // 2], 3) if ratios else None
     return found
+
+
+def counts_check(first: Path, slow: Path) -> dict:
+    """The verdicts of the kernels both documents measured at the same launch (their
+    instructions agree, AGREEMENT's: a kernel launched at several sizes on one grid is one
+    kernel, and which of its launches Nsight Compute profiles after cuDNN's benchmark
+    depends on how many trials that run's benchmark made), each judged again (as
+    engine/program.kernel_result judges it, without its caller's moves) from the slow
+    path's counters and from the first's counts at the slow path's duration: how many
+    verdicts the counts alone change, apart from how each path times a launch (Nsight
+    Compute's replay times them 4-6 % longer than the program runs them, the rotation's
+    CUPTI record within 1 %; speed.json's agreement_* median_duration_ratio)."""
+    fast, full = read_result(first), read_result(slow)
+    spec = find_spec(full.spec_id, load_specs())
+    a, b = _variants(fast), _variants(full)
+    both = sorted(set(a) & set(b), key=str)
+    same = [key for key in both if _agree(a[key].counters.instructions,
+                                          b[key].counters.instructions, "instructions")]
+    changed = []
+    for key in same:
+        mine, theirs = a[key].counters, b[key].counters
+        at_slow_time = replace(mine, duration_s=theirs.duration_s)
+        verdicts = [_judged(a[key], counts, spec, full.gpu.sms) for counts in (at_slow_time,
+                                                                              theirs)]
+        if verdicts[0] != verdicts[1]:
+            changed.append({"kernel": key[1], "grid_blocks": key[2], "first": verdicts[0],
+                            "second": verdicts[1]})
+    return {"kernels": len(both), "same_launch": len(same), "changed": changed}
+
+
+def duration_to_program(document: Path) -> float | None:
+    """The median, over the kernels a document measured, of the measured launch's duration
+    against the kernel's median time in the program's run (pass 1's): how near pass 2 times
+    a launch to how the program runs it (a kernel launched at several sizes on one grid
+    spreads it; the median does not move for a few)."""
+    ratios = [v.counters.duration_s / statistics.median(v.samples_s)
+              for v in _variants(read_result(document)).values()
+              if v.samples_s and v.counters.duration_s]
+    return round(statistics.median(ratios), 3) if ratios else None
+
+
+def _agree(a: float, b: float, metric: str) -> bool:
+    """Whether two measurements of ``metric`` agree (AGREEMENT's floor, or 2 %)."""
+    return abs(a - b) <= max(0.02 * abs(b), AGREEMENT[metric])
+
+
+def _variants(result: RunResult) -> dict[tuple, VariantResult]:
+    """The measured kernels of a read document, by identity."""
+    return {(family.name, *identity(asdict(v))): v for family in result.families
+            for v in family.variants if v.counters}
+
+
+def _judged(kernel: VariantResult, counts: Counters, spec: GpuSpec, sms: int
+            ) -> tuple[str | None, str | None]:
+    """The bound and top move of a program's kernel judged from ``counts``."""
+    analysis = analyse(Observation(
+        name=kernel.name, precision=dominant_precision(counts, spec),
+        samples_s=kernel.samples_s, counters=counts, model=None, grid_blocks=counts.grid_size,
+        threads_per_block=0, launches=1, point_time_s=counts.duration_s, cached=True),
+        spec, sms, None)
+    verdict = analysis.verdict
+    return (verdict.bound.value if verdict else None,
+            verdict.moves[0].id if verdict and verdict.moves else None)
 
 
 def counters(document: Path) -> dict[tuple, dict[str, float]]:
@@ -118,10 +185,7 @@ def program_entry(out: Path, name: str, work: str, script: list[str], noise: boo
     plain = [sys.executable, *script]
     timed(out, f"{name}-warm-up", plain)
     entry = {"work": work, "plain_s": round(timed(out, f"{name}-plain", plain), 2)}
-    beside = cache_dir().parent
-    beside.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="rooflint-speed-", dir=beside) as cache:
-        use_private_cache(Path(cache))
+    with private_cache("rooflint-speed-"):
         runs = {}
         for run, asked, options in (
                 ("first", [], []), ("second", [], []),
@@ -154,7 +218,10 @@ def program_entry(out: Path, name: str, work: str, script: list[str], noise: boo
         entry |= {"ncu_s": round(ncu_s, 2), "ncu_ratio": round(ncu_s / entry["plain_s"], 2),
                   "ncu_pass2_s": round(slow.get("pass2_wall_s") or 0.0, 2),
                   "check_ncu_against_first": check(first, runs["ncu"][1]),
-                  "agreement_ncu_against_first": agreement(first, runs["ncu"][1])}
+                  "agreement_ncu_against_first": agreement(first, runs["ncu"][1]),
+                  "counts_check_ncu_against_first": counts_check(first, runs["ncu"][1]),
+                  "duration_to_program": {"first": duration_to_program(first),
+                                          "ncu": duration_to_program(runs["ncu"][1])}}
     return entry
 
 

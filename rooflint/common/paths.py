@@ -27,13 +27,14 @@ def _bundled(name: str) -> Path:
 
 SPECS_DIR = _bundled("specs")
 KERNELS_DIR = _bundled("kernels")
+CACHE_VARIABLE = "ROOFLINT_CACHE_DIR"
 
 
 def cache_dir() -> Path:
     """rooflint's own cache (calibrations, nvcc builds): ``$ROOFLINT_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/rooflint``, else ``~/.cache/rooflint``."""
-    if os.environ.get("ROOFLINT_CACHE_DIR"):
-        return Path(os.environ["ROOFLINT_CACHE_DIR"])
+    if os.environ.get(CACHE_VARIABLE):
+        return Path(os.environ[CACHE_VARIABLE])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "rooflint"
 

@@ -8,8 +8,8 @@ recordings of 2026-11-30 have none, or the limits alone), a header line and a li
 range: the range's index, its name and each counter. With no kernels chosen, CUPTI makes
 a range of every kernel launch while the profiler runs, and the engine launches an L2
 flush kernel before each of the program's launches, so the ranges come in pairs, the
-flush's first; with kernels chosen, a range around one launch of each in a pass, named
-by the launch's place in it. Its launches file holds a line a launch of each pass:
+flush's first; with kernels chosen, a range around the first launch of each in a pass,
+named by the launch's place in it. Its launches file holds a line a launch of each pass:
 the pass, the name (demangled; mangled in the probe's recordings of 2026-11-30), grid and
 block (``x,y,z``), the dynamic shared memory. Every pass must have launched the same
 kernels in the same order: a pass's counters are only another part of the same launches'

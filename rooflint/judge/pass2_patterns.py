@@ -49,7 +49,7 @@ def selection_of(patterns: dict[Identity, str]) -> list[str]:
 
 def kernel_patterns(chosen: list[KernelTime], timed: list[KernelTime]) -> dict[Identity, str]:
     """Each chosen kernel's pattern (mangled_patterns'), by its identity: the rotation's
-    engine ranges a launch of each at its shape (measure/rotation.py)."""
+    engine ranges the first launch of each at its shape (measure/rotation.py)."""
     by_function: dict[str, set[str]] = {}
     for k in timed:
         by_function.setdefault(function_name(k.kernel), set()).add(k.kernel)

@@ -99,7 +99,7 @@ class Choice:
     early_end: EarlyEnd | None = None   # where pass 2 can end its program (one process's)
     expected_s: float = 0.0        # what its launches should take (kernel_choice.pass2_estimate_s)
     # the chosen kernels, each with its pattern (pass2_patterns.kernel_patterns: the rotation
-    # ranges a launch of each in a step)
+    # ranges the first launch of each)
     kernels: Mapping[Identity, str] = field(default_factory=dict)
 
     @property
@@ -252,8 +252,8 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
             f"against {steps.expected_s:.1f} s for the rotation's {len(steps.chosen)} ranges "
             f"a step")
         return None
-    say(f"pass 2: counters by rotation instead, on a launch in a step of each kernel "
-        f"({len(steps.chosen)} of the step's {steps.launches}), a pass a "
+    say(f"pass 2: counters by rotation instead, on the first launch in a step of each "
+        f"kernel ({len(steps.chosen)} of the step's {steps.launches}), a pass a "
         f"step from the program's step {steps.warm_up + 1} ({passes} passes): its ranges "
         f"about {steps.expected_s:.1f} s beside the program's run")
     try:                   # interrupted or too long: pass 1 is kept, as for Nsight Compute's

@@ -2,8 +2,8 @@
 without Nsight Compute's replays (rotation_engine.cpp; measured against ncu in
 benchmarks/rotation: every launch of a 282-launch step in 6.9 s against ncu's 81 s, verdicts
 apart from ncu's by less than a second ncu run's). The engine ranges only the launches pass
-2 reads (a range costs the same whatever it holds): a launch in a step of each chosen
-kernel, its longest in pass 1's step where it launches several.
+2 reads: the first launch in a step of each chosen kernel, as Nsight Compute profiles the
+first launch of each (a range costs the same whatever it holds).
 
 This module builds the engine (once per toolkit, with its nvcc against its CUPTI, kept in
 rooflint's cache, as kernel_trace builds its recorder) and turns what it recorded
@@ -131,14 +131,13 @@ def engine_library(say: Callable[[str], None] | None = None) -> Path:
 class RotationSteps:
     """How a program's steps carry the rotation: begun after the first optimizer's
     ``warm_up``-th step, a pass a step for at most ``most_steps`` steps of ``launches``
-    kernel launches each, ranging the ``chosen`` launches: each its kernel's pattern on
-    mangled names, grid, block (``x,y,z``) and which of its kernel's launches in a step,
-    counted from 0, as the engine reads them."""
+    kernel launches each, ranging the first launch in a step of each ``chosen`` kernel: its
+    pattern on mangled names, grid and block (``x,y,z``), as the engine reads them."""
 
     warm_up: int
     most_steps: int
     launches: int
-    chosen: tuple[tuple[str, str, str, int], ...]
+    chosen: tuple[tuple[str, str, str], ...]
 
     @property
     def max_ranges(self) -> int:
@@ -162,9 +161,9 @@ def passes_for(precisions: frozenset[str] | None) -> int:
 def rotation_steps(launches: list[Launch], step_ends: list[float], passes: int,
                    kernels: Mapping[Identity, str]) -> RotationSteps | None:
     """Pass 1's steps as the rotation's (_steps_every), each the launches between the
-    first optimizer's steps' ends, ranging in a step a launch of each of ``kernels`` (each
-    with its pattern on mangled names, pass2_patterns.kernel_patterns, as Nsight Compute is
-    asked for it; _ranged says which): the trace names an optimizer's class, not which of
+    first optimizer's steps' ends, ranging the first launch in a step of each of
+    ``kernels`` (each with its pattern on mangled names, pass2_patterns.kernel_patterns,
+    as Nsight Compute is asked for it): the trace names an optimizer's class, not which of
     its kind stepped, so a GAN's two Adams each end a step of the trace's, and every
     OPTIMIZERS-th end of the trace's is the first optimizer's (the bootstrap's passes end
     there, trace_bootstrap._FirstOptimizerSteps): the fewest that gives steps alike."""
@@ -182,46 +181,34 @@ def _steps_every(launches: list[Launch], step_ends: list[float], passes: int,
     only another part of the same launches' if each launched the same), for the steps
     left, MOST_PASSES at most; None where fewer than the ``passes`` the engine takes are
     left, or a step launches none of ``kernels``."""
-    steps: list[list[Launch]] = [[] for _ in step_ends]
+    steps: list[list[tuple[str, str, str]]] = [[] for _ in step_ends]
     for launch in launches:
         index = bisect.bisect_left(step_ends, launch.start_us)
         if index < len(steps):
-            steps[index].append(launch)
-    shapes = [[(x.name, x.grid, x.block) for x in step] for step in steps]
+            steps[index].append((launch.name, launch.grid, launch.block))
     last = len(steps) - 1
     warm_up = last
-    while warm_up > 1 and shapes[warm_up - 1] == shapes[last]:
+    while warm_up > 1 and steps[warm_up - 1] == steps[last]:
         warm_up -= 1
     most_steps = len(steps) - warm_up
     if most_steps < passes:
         return None
-    chosen = _ranged(steps[last], kernels)
+    chosen = _first_places(steps[last], kernels)
     if not chosen:
         return None
     return RotationSteps(warm_up, min(most_steps, MOST_PASSES), len(steps[last]), chosen)
 
 
-def _ranged(step: list[Launch], kernels: Mapping[Identity, str]
-            ) -> tuple[tuple[str, str, str, int], ...]:
+def _first_places(step: list[tuple[str, str, str]], kernels: Mapping[Identity, str]
+                  ) -> tuple[tuple[str, str, str], ...]:
     """Each of ``kernels`` that ``step`` launches, as the engine is told it, in the order
-    the step first launches them: which of its launches in the step is ranged, the one
-    that ran longest in pass 1. A kernel launched at several sizes on one grid (a persistent
-    GEMM's, on as many blocks as SMs; one convolution's kernel over several layers' channel
-    counts) is one kernel to rooflint and to Nsight Compute, its share of GPU time mostly
-    its largest launches': its first in a step may be its smallest (a ResNet-50 step's
-    1x1-convolution GEMM, 14 us first and 38 us at most, H200)."""
-    seen: dict[Identity, int] = {}
-    longest: dict[Identity, tuple[float, int]] = {}
-    for launch in step:
-        key = (name_key(launch.name), launch.grid, launch.block)
-        if key not in kernels:
-            continue
-        count = seen.get(key, 0)
-        seen[key] = count + 1
-        if key not in longest or launch.duration_s > longest[key][0]:
-            longest[key] = (launch.duration_s, count)
-    return tuple((kernels[key], _engine_shape(key[1]), _engine_shape(key[2]), place)
-                 for key, (_, place) in longest.items())
+    the step first launches them."""
+    first: dict[Identity, None] = {}
+    for name, grid, block in step:
+        key = (name_key(name), grid, block)
+        if key in kernels:
+            first.setdefault(key)
+    return tuple((kernels[key], _engine_shape(key[1]), _engine_shape(key[2])) for key in first)
 
 
 def _engine_shape(shape: str) -> str:

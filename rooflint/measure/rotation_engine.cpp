@@ -11,10 +11,9 @@
 //
 // Two ways to range: with no kernels chosen, automatic ranges, every kernel launched while
 // the profiler runs a range of its own (the flushes' too); with kernels chosen (each a
-// regular expression on its mangled name, as Nsight Compute is asked, its grid and block,
-// and which of its launches in a pass, counted from 0), a user range pushed around that
-// launch of each in a pass alone (its flush before it, outside), named by the launch's
-// place in the pass, counted from 0: a range
+// regular expression on its mangled name, as Nsight Compute is asked, and its grid and
+// block), a user range pushed around the first launch of each in a pass alone (its flush
+// before it, outside), named by the launch's place in the pass, counted from 0: a range
 // costs about 1.5-1.9 ms a pass whatever it holds, so ranging only the launches pass 2
 // reads is what makes it cheap. A
 // user range's gpu__time_duration is the range's (its push and pop add 7-20 us: H200,
@@ -23,7 +22,7 @@
 // them.
 //
 // rl_begin(metrics, max_ranges, flush, chosen) -> passes (chosen: a line a kernel,
-// "pattern<TAB>gx,gy,gz<TAB>bx,by,bz<TAB>launch", or empty); rl_start(); rl_stop() -> 1 once all
+// "pattern<TAB>gx,gy,gz<TAB>bx,by,bz", or empty); rl_start(); rl_stop() -> 1 once all
 // passes are submitted; rl_finish(path) -> ranges: path gets the SM's limits, the L2's size
 // and the clocks, then a line a range (index, name, counters); path.launches a line a
 // launch of each pass (pass, demangled name, grid, block, dynamic shared bytes). Each
@@ -123,9 +122,9 @@ static CUpti_SubscriberHandle g_sub = nullptr;
 struct Launch { std::string name; unsigned gx, gy, gz, bx, by, bz, shared; };
 static std::vector<std::vector<Launch>> g_passes(1);
 static std::mutex g_passes_lock;      // autograd's thread launches the backward's kernels
-struct Chosen { std::regex pattern; unsigned grid[3], block[3], launch; };
+struct Chosen { std::regex pattern; unsigned grid[3], block[3]; };
 static std::vector<Chosen> g_chosen;  // empty: every launch
-static std::vector<unsigned> g_seen;  // each of g_chosen's launches this pass
+static std::vector<bool> g_ranged;    // which of g_chosen this pass has ranged
 static std::map<std::string, std::vector<size_t>> g_named;   // mangled name -> g_chosen it matches
 static thread_local bool t_pushed = false;
 static thread_local uint32_t t_runtime = 0;    // the runtime API launch a driver launch is inside
@@ -148,8 +147,8 @@ static std::string mangled_name(const char* symbol, CUfunction f) {
     return n ? n : "?";
 }
 
-// Whether a launch is measured: every one without kernels chosen, else a chosen kernel's
-// launch its line names (its first, second, ... this pass). Under g_passes_lock.
+// Whether a launch is measured: every one without kernels chosen, else the first of a
+// chosen kernel this pass. Under g_passes_lock.
 static bool chosen(const std::string& mangled, const unsigned grid[3], const unsigned block[3]) {
     if (g_chosen.empty()) return true;
     auto named = g_named.find(mangled);
@@ -159,14 +158,14 @@ static bool chosen(const std::string& mangled, const unsigned grid[3], const uns
             if (std::regex_search(mangled, g_chosen[i].pattern)) matching.push_back(i);
         named = g_named.emplace(mangled, matching).first;
     }
-    bool measured = false;        // every line the launch matches counts it
     for (size_t i : named->second) {
         const Chosen& c = g_chosen[i];
-        if (std::equal(grid, grid + 3, c.grid) && std::equal(block, block + 3, c.block) &&
-            g_seen[i]++ == c.launch)
-            measured = true;
+        if (!g_ranged[i] && std::equal(grid, grid + 3, c.grid) && std::equal(block, block + 3, c.block)) {
+            g_ranged[i] = true;
+            return true;
+        }
     }
-    return measured;
+    return false;
 }
 
 // Records a launch: its place in its pass, and whether it is measured.
@@ -316,10 +315,10 @@ extern "C" int rl_begin(const char* metrics_csv, int max_ranges, int flush, cons
     std::string line;
     while (std::getline(lines, line)) {
         std::stringstream cells(line);
-        std::string pattern, grid, block, launch;
+        std::string pattern, grid, block;
         if (!std::getline(cells, pattern, '\t') || !std::getline(cells, grid, '\t') ||
-            !std::getline(cells, block, '\t') || !std::getline(cells, launch, '\t')) continue;
-        Chosen c{std::regex(), {0, 0, 0}, {0, 0, 0}, 0};
+            !std::getline(cells, block, '\t')) continue;
+        Chosen c{std::regex(), {0, 0, 0}, {0, 0, 0}};
         try {
             c.pattern = std::regex(pattern);
         } catch (const std::regex_error&) {
@@ -327,14 +326,13 @@ extern "C" int rl_begin(const char* metrics_csv, int max_ranges, int flush, cons
             return -1;
         }
         if (sscanf(grid.c_str(), "%u,%u,%u", &c.grid[0], &c.grid[1], &c.grid[2]) != 3 ||
-            sscanf(block.c_str(), "%u,%u,%u", &c.block[0], &c.block[1], &c.block[2]) != 3 ||
-            sscanf(launch.c_str(), "%u", &c.launch) != 1) {
+            sscanf(block.c_str(), "%u,%u,%u", &c.block[0], &c.block[1], &c.block[2]) != 3) {
             snprintf(g_error, sizeof g_error, "chosen kernel's shape unreadable: %.60s", line.c_str());
             return -1;
         }
         g_chosen.push_back(c);
     }
-    g_seen.assign(g_chosen.size(), 0);
+    g_ranged.assign(g_chosen.size(), false);
     CUcontext ctx = nullptr;
     if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) { snprintf(g_error, sizeof g_error, "no current context"); return -1; }
     CUdevice dev;
@@ -434,7 +432,7 @@ extern "C" int rl_stop() {
     }
     std::lock_guard<std::mutex> held(g_passes_lock);
     g_passes.emplace_back();
-    g_seen.assign(g_chosen.size(), 0);
+    g_ranged.assign(g_chosen.size(), false);
     return p.isAllPassSubmitted ? 1 : 0;
 }
 

@@ -988,8 +988,8 @@ class _Rotation(_FirstOptimizerSteps):
     """Pass 2 by rotation (measure/rotation.py), as the JSON file ``config`` says
     (ROTATION_FIELDS, _configure): after the first optimizer's ``warm_up``-th
     step, the engine (rotation_engine.cpp, through ``engine``: its rl_ functions) is given
-    the counters and the ``chosen`` kernels (each a pattern on its mangled name, its grid,
-    its block and which of its launches in a step is ranged) and each step from
+    the counters and the ``chosen`` kernels (each a pattern on its mangled name, its grid
+    and its block, the first launch of each in a step ranged) and each step from
     then on is a pass of them, until every pass is in; then the engine writes its records
     to ``path`` and the program is ended (_exit_now). The GPU is synchronised at each
     step's end, so that a pass holds its step's kernels and no other's. What fails (the
@@ -1037,7 +1037,7 @@ class _Rotation(_FirstOptimizerSteps):
         self.lib.rl_error.restype = ctypes.c_char_p
         self._called("rl_begin", self.lib.rl_begin(
             ",".join(self.metrics).encode(), self.max_ranges, 1,
-            "".join("\t".join(map(str, kernel)) + "\n" for kernel in self.chosen).encode()))
+            "".join("\t".join(kernel) + "\n" for kernel in self.chosen).encode()))
 
     def _called(self, name, result):
         """``result`` of the engine's ``name``, where it is not an error (below 0)."""

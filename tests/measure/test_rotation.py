@@ -15,7 +15,7 @@ import pytest
 from rooflint.analysis.occupancy import SmLimits
 from rooflint.formats.ncu_log import BLOCK, GRID, raw_page
 from rooflint.formats.rotation_records import read_rotation
-from rooflint.formats.trace_events import Launch, launches, optimizer_steps, shape_text
+from rooflint.formats.trace_events import launches, optimizer_steps, shape_text
 from rooflint.judge.kernel_times import name_key
 from rooflint.measure import ncu, program, rotation
 from rooflint.measure.pass_runner import Pass, PassProgress, Timer
@@ -176,63 +176,27 @@ def test_the_training_steps_trace_carries_seven_passes_after_its_first_step(name
     kernels = _kernels(trace)
     steps = rotation.rotation_steps(launches(trace), optimizer_steps(trace), 7, kernels)
     assert (steps.warm_up, steps.most_steps, steps.launches) == (1, 7, 282)
-    assert len({pattern for pattern, *_ in steps.chosen}) == len(steps.chosen) < len(kernels)
-    assert all(re.fullmatch(r"\d+,\d+,\d+", shape) for _, *shapes, _ in steps.chosen
+    assert len({pattern for pattern, _, _ in steps.chosen}) == len(steps.chosen) < len(kernels)
+    assert all(re.fullmatch(r"\d+,\d+,\d+", shape) for _, *shapes in steps.chosen
                for shape in shapes)
     assert steps.max_ranges == int(1.25 * len(steps.chosen)) + 64
 
 
-def test_each_chosen_kernel_is_ranged_once_a_step_at_its_longest_launch():
-    """The kernel the training step launches most is ranged once, at its shape and its
-    longest launch in the step, and nothing else is; the kernels in the order a step first
-    launches them."""
+def test_each_chosen_kernel_is_ranged_at_its_first_launch_in_a_step():
+    """The kernel the training step launches most is ranged once, at its shape, and
+    nothing else is; the kernels in the order a step first launches them."""
     trace = _train_step_trace(TRAIN_STEP_TRACES[1])
     every, ends = launches(trace), optimizer_steps(trace)
     step = [launch for launch in every if ends[-2] < launch.start_us <= ends[-1]]
     keys = [(name_key(launch.name), launch.grid, launch.block) for launch in step]
     most = max(set(keys), key=keys.count)
     steps = rotation.rotation_steps(every, ends, 7, {most: "9gemm_most"})
-    times = [launch.duration_s for launch, key in zip(step, keys) if key == most]
-    assert len(times) > 1 and len(set(times)) > 1
+    assert keys.count(most) > 1
     grid, block = (",".join(re.findall(r"\d+", shape)) for shape in most[1:])
-    assert steps.chosen == (("9gemm_most", grid, block, times.index(max(times))),)
+    assert steps.chosen == (("9gemm_most", grid, block),)
     first, second = keys[0], next(k for k in keys if k != keys[0])
     both = rotation.rotation_steps(every, ends, 7, {second: "second", first: "first"})
-    assert [pattern for pattern, *_ in both.chosen] == ["first", "second"]
-
-
-def _persistent_gemm_steps(microseconds: list[float], steps: int) -> tuple[list, list[float]]:
-    """A persistent GEMM (132 blocks whatever its size) launched once for each of
-    ``microseconds`` in a step, taking that long, an element-wise kernel after each; each
-    step's end."""
-    found, ends, at = [], [], 0.0
-    for _ in range(steps):
-        for took in microseconds:
-            for name, grid, seconds in (("nvjet_tst", "(132, 1, 1)", took * 1e-6),
-                                        ("add", "(64, 1, 1)", 2e-6)):
-                at += 1.0
-                found.append(Launch(name, grid, "(384, 1, 1)", seconds, at))
-        at += 1.0
-        ends.append(at)
-    return found, ends
-
-
-GEMM = (name_key("nvjet_tst"), "(132, 1, 1)", "(384, 1, 1)")
-ADD = (name_key("add"), "(64, 1, 1)", "(384, 1, 1)")
-
-
-@pytest.mark.parametrize("microseconds, ranged", [([14.0, 36.4, 36.2, 38.5], 3),
-                                                  ([38.5, 14.0], 0), ([14.0, 36.4, 36.4], 1),
-                                                  ([20.0], 0)])
-def test_a_kernel_launched_at_several_sizes_is_ranged_at_its_longest(microseconds, ranged):
-    """Hand-counted: a ResNet-50 step's 1x1-convolution GEMM (its launches' times in pass 1,
-    H200) is ranged at its longest launch in a step, counted from 0 (the first of equals);
-    the add, launched as often at one time, at its first."""
-    every, ends = _persistent_gemm_steps(microseconds, 9)
-    steps = rotation.rotation_steps(every, ends, 7, {GEMM: "9nvjet_tst", ADD: "3add"})
-    assert steps.chosen == (("9nvjet_tst", "132,1,1", "384,1,1", ranged),
-                            ("3add", "64,1,1", "384,1,1", 0))
-    assert (steps.warm_up, steps.launches) == (1, 2 * len(microseconds))
+    assert [pattern for pattern, _, _ in both.chosen] == ["first", "second"]
 
 
 def test_steps_that_launch_none_of_the_chosen_kernels_carry_no_rotation():
@@ -340,7 +304,7 @@ def engine(monkeypatch, tmp_path):
 
 
 STEPS = rotation.RotationSteps(warm_up=1, most_steps=7, launches=282,
-                               chosen=(("13some_kernel", "4096,1,1", "128,1,1", 0),) * 282)
+                               chosen=(("13some_kernel", "4096,1,1", "128,1,1"),) * 282)
 
 
 def _ranged_as_chosen() -> str:
@@ -378,7 +342,7 @@ def test_the_engines_config_asks_the_duration_but_no_launch_statistics(engine, m
     assert ncu.DURATION in seen["metrics"]
     assert ncu.THEORETICAL_OCCUPANCY not in seen["metrics"]
     assert (seen["warm_up"], seen["most_steps"], seen["max_ranges"]) == (1, 7, 416)
-    assert seen["chosen"] == [["13some_kernel", "4096,1,1", "128,1,1", 0]] * 282
+    assert seen["chosen"] == [["13some_kernel", "4096,1,1", "128,1,1"]] * 282
 
 
 @pytest.mark.parametrize("written, said", [
@@ -448,9 +412,9 @@ def test_the_training_step_is_rotated_from_its_second_step_unless_ncu_is_asked_f
     (command, steps, kept, resources), = calls
     assert command == ["python3", "train.py"] and steps.warm_up == 1 and resources > 50
     assert kept == tmp_path / program.COUNTERS_LOG
-    assert said == ["pass 2: counters by rotation instead, on a launch in a step of each "
-                    "kernel (47 of the step's 282), a pass a step from the program's step 2 "
-                    "(7 passes): its ranges about 0.6 s beside the program's run"]
+    assert said == ["pass 2: counters by rotation instead, on the first launch in a step of "
+                    "each kernel (47 of the step's 282), a pass a step from the program's step "
+                    "2 (7 passes): its ranges about 0.6 s beside the program's run"]
     assert len(steps.chosen) == 47
 
 

@@ -78,7 +78,7 @@ def _rotation(tmp_path, monkeypatch, engine, warm_up=3, most_steps=10):
     config.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
         "/cache/librooflint_rotation.so", ["dram__bytes_read.sum", "smsp__inst_executed.sum"],
         600, warm_up, most_steps,
-        [["^gemm$", "2,64,1", "384,1,1", 2], ["13elementwise", "4096,1,1", "128,1,1", 0]],
+        [["^gemm$", "2,64,1", "384,1,1"], ["13elementwise", "4096,1,1", "128,1,1"]],
         str(tmp_path / "records"))))))
     return _Rotation(str(config))
 
@@ -98,8 +98,7 @@ def test_each_step_after_the_warm_up_is_a_pass_and_the_last_ends_the_program(
     _step(rotation, optimizer)               # the third: the engine begins, its first pass
     assert engine.calls == [("rl_begin", b"dram__bytes_read.sum,smsp__inst_executed.sum",
                              600, 1,
-                             b"^gemm$\t2,64,1\t384,1,1\t2\n"
-                             b"13elementwise\t4096,1,1\t128,1,1\t0\n"),
+                             b"^gemm$\t2,64,1\t384,1,1\n13elementwise\t4096,1,1\t128,1,1\n"),
                             ("rl_start",)]
     _step(rotation, optimizer, 2)
     with pytest.raises(Ended):

@@ -36,7 +36,7 @@ def _configure(started: rotation.StartedRotation, tmp_path) -> None:
     partial = tmp_path / "rotation.json"
     partial.write_text(json.dumps(dict(zip(trace_bootstrap.ROTATION_FIELDS, (
         str(tmp_path / "no-such-engine.so"), ["dram__bytes_read.sum"], 769, 1, 7,
-        [["k", "1,1,1", "32,1,1", 0]], str(started.records))))))
+        [["k", "1,1,1", "32,1,1"]], str(started.records))))))
     partial.rename(started.config)
 
 
@@ -89,7 +89,7 @@ def test_a_rotation_pass_that_could_not_start_says_why(tmp_path, monkeypatch):
     from rooflint.measure.pass_runner import PassProgress
     try:
         rotation.rotation_pass(command, ["dram__bytes_read.sum"],
-                               rotation.RotationSteps(1, 7, 282, (("k", "1,1,1", "32,1,1", 0),)),
+                               rotation.RotationSteps(1, 7, 282, (("k", "1,1,1", "32,1,1"),)),
                                {}, None,
                                PassProgress("pass 2", print))
     except rotation.RotationUnavailable as exc:
