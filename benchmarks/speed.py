@@ -112,8 +112,8 @@ def counts_check(first: Path, slow: Path) -> dict:
     engine/program.kernel_result judges it, without its caller's moves) from the slow
     path's counters and from the first's counts at the slow path's duration: how many
     verdicts the counts alone change, apart from how each path times a launch (Nsight
-    Compute's replay times them 4-6 % longer than the program runs them, the rotation's
-    CUPTI record within 1 %; speed.json's agreement_* median_duration_ratio)."""
+    Compute's replay times them 4-10 % longer than the program runs them, the rotation's
+    CUPTI record within 1 %: duration_to_program)."""
     fast, full = read_result(first), read_result(slow)
     spec = find_spec(full.spec_id, load_specs())
     a, b = _variants(fast), _variants(full)

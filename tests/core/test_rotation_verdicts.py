@@ -18,11 +18,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from speed import agreement, check  # noqa: E402
+from speed import agreement, check, counts_check, duration_to_program  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results" / "h200"
 PROFILES = RESULTS / "rotation" / "profiles"
 PROGRAMS = ("train-step-eager", "convnet-eager", "nanogpt-not-ours", "imagenet-not-ours")
+# Their entries in speed.json: the two apps' every-launch runs are dated since newer ones
+# took their names.
+ENTRIES = {"train-step-eager": "train-step-eager-2026-11-30",
+           "convnet-eager": "convnet-eager-2026-11-30"}
 
 
 def _unpacked(tmp_path_factory, packed_in: Path) -> Path:
@@ -45,7 +49,8 @@ def _settings(profiles: Path, name: str) -> dict:
 
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_the_committed_checks_are_what_the_profiles_give(profiles, program):
-    entry = json.loads((RESULTS / "speed.json").read_text())["entries"][program]
+    entry = json.loads((RESULTS / "speed.json").read_text())["entries"][
+        ENTRIES.get(program, program)]
     first = profiles / f"{program}-first.json"
     compared = [other for other in ("full", "ncu")
                 if (profiles / f"{program}-{other}.json").exists()]
@@ -118,3 +123,62 @@ def test_that_runs_durations_were_the_flush_kernels(chosen):
         assert durations <= {80, 81}
     assert agreement(chosen / "train_step-first.json",
                      chosen / "train_step-ncu.json")["median_duration_ratio"] < 0.25
+
+
+# The rotation timing each chosen launch by CUPTI's activity record of its kernel, its first
+# launch in a step ranged, its program let go on once pass 1 is over (2026-12-01, one H200,
+# commit 3f1f942: speed.json's train-step-eager and convnet-eager, their profiles in
+# benchmarks/results/h200/rotation/timed).
+TIMED = RESULTS / "rotation" / "timed"
+APPS = ("train-step-eager", "convnet-eager")
+
+
+@pytest.fixture(scope="module")
+def timed(tmp_path_factory) -> Path:
+    return _unpacked(tmp_path_factory, TIMED)
+
+
+def _entry(app: str) -> dict:
+    return json.loads((RESULTS / "speed.json").read_text())["entries"][app]
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_the_timed_runs_figures_are_what_their_profiles_give(timed, app):
+    entry, first = _entry(app), timed / f"{app}-first.json"
+    for other in ("second", "full", "ncu"):
+        found = json.loads(json.dumps(check(first, timed / f"{app}-{other}.json")))
+        assert found == entry[f"check_{other}_against_first"], other
+    for other in ("full", "ncu"):
+        assert agreement(first, timed / f"{app}-{other}.json") == \
+            entry[f"agreement_{other}_against_first"], other
+    assert json.loads(json.dumps(counts_check(first, timed / f"{app}-ncu.json"))) == \
+        entry["counts_check_ncu_against_first"]
+    assert {run: duration_to_program(timed / f"{app}-{run}.json") for run in ("first", "ncu")} \
+        == entry["duration_to_program"]
+
+
+@pytest.mark.parametrize("app, same_launch", [("train-step-eager", 48), ("convnet-eager", 59)])
+def test_the_rotations_counts_change_no_verdict_of_nsight_computes(timed, app, same_launch):
+    """Each kernel both paths measured at the same launch, judged from the rotation's counts
+    at Nsight Compute's duration: the verdicts of Nsight Compute's own counters, every one.
+    What differs between the two profiles' verdicts (2 of 48, 1 of 68) is how each path
+    times a launch, at the 60 % bound threshold, and which launch of a GEMM run at several
+    sizes on one grid Nsight Compute took after cuDNN's benchmark."""
+    found = counts_check(timed / f"{app}-first.json", timed / f"{app}-ncu.json")
+    assert (found["same_launch"], found["changed"]) == (same_launch, [])
+    whole = check(timed / f"{app}-first.json", timed / f"{app}-ncu.json")
+    assert len(whole["changed"]) <= 2
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_the_rotation_times_a_launch_as_the_program_runs_it(timed, app):
+    """The measured launch's duration against the kernel's median time in pass 1: the
+    rotation's CUPTI record within 1 %, Nsight Compute's replay 5 % and more above."""
+    assert abs(duration_to_program(timed / f"{app}-first.json") - 1.0) <= 0.01
+    assert duration_to_program(timed / f"{app}-ncu.json") >= 1.05
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_a_second_profile_served_by_the_counter_cache_changes_no_verdict(timed, app):
+    found = check(timed / f"{app}-first.json", timed / f"{app}-second.json")
+    assert found["kernels"] >= 48 and found["changed"] == []
