@@ -27,7 +27,7 @@ from typing import Callable, TypeVar
 from rooflint.common.errors import RooflintError
 from rooflint.judge.kernel_names import function_name
 from rooflint.formats.ncu_log import PROCESS
-from rooflint.formats.trace_events import Launch, launches
+from rooflint.formats.trace_events import Launch, launches, optimizer_steps
 from rooflint.measure import ncu
 
 
@@ -83,6 +83,12 @@ class Pass:
         """Every kernel launch in the trace, in launch order (trace_events.launches), read
         once: a ResNet-50 step's 13,000 launches take a second or two."""
         return launches(self.trace) if self.trace else []
+
+    @functools.cached_property
+    def optimizer_steps(self) -> list[float]:
+        """Where the trace's optimizer steps end (trace_events.optimizer_steps), read once:
+        whether pass 2 may rotate the program is asked before the plan and after it."""
+        return optimizer_steps(self.trace) if self.trace else []
 
 
 def ncu_executable() -> str:

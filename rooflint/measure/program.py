@@ -62,7 +62,7 @@ from rooflint.judge.kernel_choice import EarlyEnd
 from rooflint.judge.kernel_times import Identity
 from rooflint.formats.ncu_log import joined
 from rooflint.formats.ranks import merged
-from rooflint.formats.trace_events import LINE_RANGE, optimizer_steps, stopped_at_step
+from rooflint.formats.trace_events import LINE_RANGE, stopped_at_step
 
 NAME_BASE = ("--kernel-name-base", "demangled")
 
@@ -198,7 +198,7 @@ def _rotatable(command: list[str], first: Pass) -> bool:
     of Nsight Compute, and a Python program of its own whose trace holds optimizer steps."""
     return rotation.asked() is not rotation.PassTwo.NCU and first.trace is not None and \
         is_python(command) and not starts_its_program(command) and \
-        bool(optimizer_steps(first.trace))
+        bool(first.optimizer_steps)
 
 
 def _rotation_engine(say: Callable[[str], None], asked: rotation.PassTwo) -> bool:
@@ -236,7 +236,7 @@ def _rotated(command: list[str], first: Pass, choice: Choice, logs: Path | None,
     if not _rotatable(command, first):
         return None
     asked = rotation.asked()
-    every, ends = first.launches, optimizer_steps(first.trace)
+    every, ends = first.launches, first.optimizer_steps
     passes = rotation.passes_for(choice.tensor_precisions)
     steps = rotation.rotation_steps(every, ends, passes, choice.kernels)
     if steps is None:
