@@ -371,10 +371,9 @@ def _launch_cost(e: Evidence, point: Point, facts: LaunchFacts, graph_time_s: fl
         e.values["launch_speedup"] = point.time_s / graph_time_s
         e.set("launch_overhead", f"eager {format_time(point.time_s)} vs CUDA-graph replay "
                                  f"{format_time(graph_time_s)}")
-    elif (facts.run_time_s or point.time_s) < LAUNCH_COST_S * facts.launches:
-        e.set("launch_overhead", f"{format_time(facts.run_time_s or point.time_s)} for "
-                                 f"{facts.launches} launch(es), comparable to the cost of "
-                                 f"launching")
+    elif (run_s := facts.run_time_s or point.time_s) < LAUNCH_COST_S * facts.launches:
+        e.set("launch_overhead", f"{format_time(run_s)} for {facts.launches} launch(es), "
+                                 f"comparable to the cost of launching")
 
 
 def _stalls(e: Evidence, counters: Counters) -> None:

@@ -569,6 +569,20 @@ def test_a_program_the_rotation_cannot_take_is_not_let_go_on(traced, monkeypatch
     assert not program._rotatable(command, first)
 
 
+def test_with_nsight_compute_asked_for_no_copy_is_started_for_the_rotation(
+        traced, monkeypatch):
+    """Through two_passes: Nsight Compute attaches to its own waiting copy, and none is
+    started, let go on or stopped for the rotation."""
+    events = _early(monkeypatch, traced)
+    _pass_two_asked(monkeypatch, rotation.NCU_ASKED)
+    monkeypatch.setattr(program, "_attach", lambda waiting, *_: events.append("attached")
+                        or Pass("csv", 20.0, attached=True))
+    _, second = program.two_passes(["python3", "train.py"], program.Filters(), None,
+                                   lambda _: CHOICE, print)
+    assert second.log == "csv"
+    assert events == ["attached"]
+
+
 def test_a_rotation_that_measured_nothing_leaves_pass_2_to_nsight_compute_started_early(
         traced, monkeypatch):
     """Attached to the program waiting under Nsight Compute since pass 1 ran, once the one
